@@ -1,0 +1,171 @@
+/** @module app – buildApp(config) → a fastify instance with routes and the pipeline; never listens. */
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import pino, { type Logger } from 'pino'
+import type { GatewayConfig } from './config-schema.ts'
+import type { GatewayPlugin } from './plugin.ts'
+import type { ProviderAdapter, ProviderInstance } from './provider.ts'
+import type { KvStore } from './stores/kv.ts'
+import type { Ledger } from './ledger/ledger.ts'
+import type { Gateway } from './gateway.ts'
+import type { RouteName } from './context.ts'
+import type { Protocol } from './types/model.ts'
+import { Catalog } from './catalog.ts'
+import { Registry } from './registry.ts'
+import { buildPipeline } from './pipeline.ts'
+import { RequestContext } from './runner.ts'
+import { UpstreamClient } from './upstream.ts'
+import { Circuits, DEFAULT_CIRCUIT, type CircuitOptions } from './routing.ts'
+import { compileOrThrow, describeErrors } from './schema.ts'
+import { deepFreeze } from './config.ts'
+import { gwError } from './errors.ts'
+import { renderError, toGatewayError } from './error-reply.ts'
+import { registerBodyParsers } from './body.ts'
+import { openBackends } from './backends.ts'
+import { prepareInference, inferenceRoutes } from './routes/inference.ts'
+import { modelRoutes } from './routes/models.ts'
+import { probeRoutes } from './routes/probes.ts'
+import { reservedRoutes } from './routes/reserved.ts'
+import { builtinPlugins } from '../plugins/index.ts'
+import { builtinProviders, translators } from '../providers/index.ts'
+
+export interface BuildAppOptions {
+  /** Injected backends (tests); otherwise opened from config.stores. */
+  store?: KvStore
+  ledger?: Ledger
+  plugins?: readonly GatewayPlugin<any>[]
+  providers?: readonly ProviderAdapter<any>[]
+  now?: () => number
+  logger?: Logger
+  circuit?: CircuitOptions
+}
+
+export type GatewayApp = FastifyInstance & { gateway: Gateway }
+
+interface RouteConfig { gwRoute?: RouteName, protocol?: Protocol | 'none' }
+
+/** Redacted wherever a request or its headers are logged. */
+export const REDACT = ['req.headers.authorization', 'req.headers["x-api-key"]', 'headers.authorization', 'headers["x-api-key"]']
+
+function createProviders (config: GatewayConfig, registry: Registry<ProviderAdapter<any>>, log: Logger): Map<string, ProviderInstance> {
+  const out = new Map<string, ProviderInstance>()
+  for (const [i, p] of config.providers.entries()) {
+    const adapter = registry.get(p.adapter)
+    if (!adapter) throw gwError('GW_ERR_PROVIDER_UNKNOWN', [p.adapter, `/providers/${i}/adapter`, registry.names().join(', ')])
+    if (out.has(p.name)) throw gwError('GW_ERR_REGISTRY_DUPLICATE', ['provider', p.name])
+    const cfg = structuredClone(p.config ?? {})
+    const validate = compileOrThrow(adapter.configSchema, `provider ${adapter.name}`)
+    if (!validate(cfg)) {
+      const { path, message } = describeErrors(validate.errors)
+      throw gwError('GW_ERR_PROVIDER_CONFIG_INVALID', [p.name, `/providers/${i}/config${path === '/' ? '' : path}`, message])
+    }
+    out.set(p.name, adapter.create(deepFreeze(cfg) as never, { log: log.child({ provider: p.name }), name: p.name }))
+  }
+  return out
+}
+
+/** Builds the whole gateway. Start-up problems throw here, before any listen(). */
+export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {}): Promise<GatewayApp> {
+  const log = opts.logger ?? pino({ level: config.logging.level, redact: REDACT })
+  const now = opts.now ?? Date.now
+  const providerRegistry = new Registry<ProviderAdapter<any>>('provider adapter', [...builtinProviders, ...(opts.providers ?? [])])
+  const pluginRegistry = new Registry<GatewayPlugin<any>>('plugin', [...builtinPlugins, ...(opts.plugins ?? [])])
+  const providers = createProviders(config, providerRegistry, log)
+  const catalog = new Catalog(config.models, config.aliases, new Set(providers.keys()))
+  const backends = opts.store && opts.ledger ? { store: opts.store, ledger: opts.ledger } : await openBackends(config)
+  const { store, ledger } = backends
+  const { namespaced } = await import('./stores/index.ts')
+  const pipeline = await buildPipeline({
+    entries: config.pipeline,
+    registry: pluginRegistry,
+    baseDir: config.baseDir,
+    log,
+    depsFor: (plugin, routes) => ({ store: namespaced(store, plugin.name), ledger, catalog, log: log.child({ plugin: plugin.name }), now, routes }),
+  })
+  deepFreeze(config)
+  const gw: Gateway = {
+    config, catalog, pipeline, providers, translators, store, ledger, log, now,
+    upstream: new UpstreamClient(),
+    circuits: new Circuits(opts.circuit ?? DEFAULT_CIRCUIT, now),
+    inFlight: 0,
+  }
+  const slotTemplate = Object.freeze(Object.fromEntries(pipeline.slotNames.map(n => [n, undefined])))
+
+  const app = Fastify({
+    loggerInstance: log,
+    disableRequestLogging: true,
+    bodyLimit: config.server.bodyLimitBytes,
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    return503OnClosing: true,
+  }) as unknown as GatewayApp
+  app.decorate('gateway', gw)
+  app.decorateRequest('gw', null)
+  registerBodyParsers(app, config.server.bodyLimitBytes)
+
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    const rc = (request.routeOptions.config ?? {}) as RouteConfig
+    const route = rc.gwRoute ?? 'other'
+    const protocol = rc.protocol ?? (request.url.startsWith('/v1/messages') ? 'messages' : 'none')
+    const ctx = new RequestContext(request.id, route, protocol, request.method, request.url, request.ip, request.headers, request.log as unknown as Logger, slotTemplate, now)
+    ;(request as any).gw = ctx
+    reply.header('x-gw-trace-id', request.id)
+    reply.raw.once('close', () => { if (!reply.raw.writableFinished) ctx.onClientClose() })
+    if (route === 'probes' && config.server.exemptProbesFromPlugins) return
+    await ctx.runPhase(pipeline, 'connect')
+    await ctx.runPhase(pipeline, 'authenticate')
+  })
+
+  app.addHook('preHandler', async (request: FastifyRequest) => {
+    const ctx = (request as any).gw as RequestContext
+    if (ctx.route === 'probes' && config.server.exemptProbesFromPlugins) return
+    if (ctx.route === 'chat' || ctx.route === 'messages') prepareInference(gw, ctx, request.body)
+    else if (request.body !== undefined) ctx.body = deepFreeze(request.body)
+    await ctx.runPhase(pipeline, 'inspect')
+    await ctx.runPhase(pipeline, 'admit')
+  })
+
+  app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+    const ctx = (request as any).gw as RequestContext | null
+    if (!ctx || ctx.handlerOwnsSettle) return
+    ctx.outcome.status = reply.statusCode
+    await ctx.settle(ctx.outcome)
+  })
+
+  app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const ctx = (request as any).gw as RequestContext | null
+    const gerr = toGatewayError(err, request.id)
+    if (gerr.statusCode >= 500) request.log.error({ err, code: gerr.code }, 'request failed')
+    if (ctx) {
+      ctx.outcome.error = gerr
+      ctx.outcome.status = gerr.statusCode
+    }
+    const r = renderError(gerr, {
+      protocol: ctx?.protocol ?? (request.url.startsWith('/v1/messages') ? 'messages' : 'none'),
+      requestId: request.id,
+      xLocale: request.headers['x-locale'] as string | undefined,
+      acceptLanguage: request.headers['accept-language'] as string | undefined,
+    })
+    // An oversize body is not read to its end: close the connection instead of draining it.
+    if (gerr.code === 'GW_ERR_BODY_TOO_LARGE') r.headers.connection = 'close'
+    return reply.code(r.status).headers({ ...ctx?.extraHeaders, ...r.headers, 'x-gw-trace-id': request.id }).send(r.body)
+  })
+
+  app.setNotFoundHandler(async (request: FastifyRequest) => {
+    throw gwError('GW_ERR_ROUTE_NOT_FOUND', [request.method, request.url.split('?')[0]])
+  })
+
+  probeRoutes(app, gw)
+  modelRoutes(app, gw)
+  reservedRoutes(app)
+  inferenceRoutes(app, gw)
+
+  app.addHook('onClose', async () => {
+    await pipeline.close()
+    await Promise.allSettled([...providers.values()].map(p => p.close?.()))
+    await gw.upstream.close()
+    if (!opts.store) await store.close()
+    if (!opts.ledger) await ledger.close()
+  })
+  return app
+}

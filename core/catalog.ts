@@ -1,0 +1,75 @@
+/** @module catalog – the model catalog: public model objects, deployments, aliases, key allow-lists. */
+import type { ModelConfigT } from './config-schema.ts'
+import type { ModelEntry, PublicModel } from './types/model.ts'
+import type { Principal } from './types/principal.ts'
+import { gwError } from './errors.ts'
+
+function toEntry (m: ModelConfigT, providers: ReadonlySet<string>): ModelEntry {
+  const pub: PublicModel = {
+    id: m.id,
+    object: 'model',
+    created: m.created,
+    owned_by: m.owned_by ?? (m.id.includes('/') ? m.id.slice(0, m.id.indexOf('/')) : 'gateway'),
+    name: m.name ?? m.id,
+    context_length: m.context_length,
+    architecture: { input_modalities: [...m.input_modalities], output_modalities: [...m.output_modalities] },
+    supported_parameters: [...m.supported_parameters],
+    default_parameters: { ...m.default_parameters },
+  }
+  const deployments = m.deployments.map(d => {
+    if (!providers.has(d.provider)) throw gwError('GW_ERR_MODEL_CONFIG_INVALID', [m.id, `deployment names unknown provider "${d.provider}"`])
+    return { provider: d.provider, upstreamModel: d.model ?? m.id, priority: d.priority, weight: d.weight }
+  }).sort((a, b) => a.priority - b.priority)
+  return Object.freeze({
+    id: m.id,
+    public: Object.freeze(pub),
+    deployments: Object.freeze(deployments),
+    price: m.price,
+    maxOutputTokens: m.max_output_tokens,
+    inputModalities: new Set(m.input_modalities),
+    supportedParameters: new Set(m.supported_parameters),
+    deprecated: m.deprecated,
+  }) as ModelEntry
+}
+
+/** Read-only view of the models the gateway serves. */
+export class Catalog {
+  readonly #byId = new Map<string, ModelEntry & { deprecated?: boolean }>()
+  readonly #aliases: ReadonlyMap<string, string>
+  readonly #listed: readonly ModelEntry[]
+
+  constructor (models: readonly ModelConfigT[], aliases: Readonly<Record<string, string>>, providers: ReadonlySet<string>) {
+    for (const m of models) {
+      if (this.#byId.has(m.id)) throw gwError('GW_ERR_MODEL_CONFIG_INVALID', [m.id, 'listed twice'])
+      this.#byId.set(m.id, toEntry(m, providers))
+    }
+    for (const [alias, target] of Object.entries(aliases)) {
+      if (!this.#byId.has(target)) throw gwError('GW_ERR_MODEL_CONFIG_INVALID', [alias, `alias points to unknown model "${target}"`])
+    }
+    this.#aliases = new Map(Object.entries(aliases))
+    this.#listed = [...this.#byId.values()].filter(m => !m.deprecated)
+  }
+
+  /** The entry for an id or alias (deprecated models included: callers decide). */
+  resolve (id: string): ModelEntry | undefined {
+    return this.#byId.get(id) ?? this.#byId.get(this.#aliases.get(id) ?? '')
+  }
+
+  /** The entry if it exists, is not deprecated and the principal may use it. */
+  usable (id: string, principal: Principal | undefined): ModelEntry | undefined {
+    const m = this.resolve(id) as (ModelEntry & { deprecated?: boolean }) | undefined
+    if (!m || m.deprecated) return undefined
+    return Catalog.allowed(m, principal) ? m : undefined
+  }
+
+  /** Models the principal may use, in config order. */
+  list (principal: Principal | undefined): ModelEntry[] {
+    return this.#listed.filter(m => Catalog.allowed(m, principal))
+  }
+
+  all (): readonly ModelEntry[] { return [...this.#byId.values()] }
+
+  static allowed (m: ModelEntry, principal: Principal | undefined): boolean {
+    return !principal?.models || principal.models.has(m.id)
+  }
+}

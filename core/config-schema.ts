@@ -1,0 +1,85 @@
+/** @module config-schema – the config file's envelope schema (plugin and provider configs have their own). */
+import { Type, type Static } from '@sinclair/typebox'
+import { ROUTE_NAMES } from './context.ts'
+
+const Routes = Type.Array(Type.Union(ROUTE_NAMES.map(r => Type.Literal(r))), {
+  description: 'Routes this entry applies to; default: the plugin\'s own default (usually all).', minItems: 1, uniqueItems: true,
+})
+
+export const PipelineEntry = Type.Object({
+  plugin: Type.String({ description: 'Built-in plugin name, or the name a custom module declares.', pattern: '^[a-z][a-z0-9-]*$' }),
+  module: Type.Optional(Type.String({ description: 'Path of a custom plugin module (default export: definePlugin(...)), relative to the config file.' })),
+  routes: Type.Optional(Routes),
+  config: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'The plugin\'s own config, checked by its schema.' })),
+}, { additionalProperties: false })
+
+export const ProviderEntry = Type.Object({
+  name: Type.String({ description: 'Instance name; what X-GW-Provider shows and deployments refer to.', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' }),
+  adapter: Type.String({ description: 'Adapter name (a folder under providers/).' }),
+  config: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'The adapter\'s own config, checked by its schema.' })),
+}, { additionalProperties: false })
+
+const Price = Type.Object({
+  input: Type.Number({ minimum: 0, description: 'Price per million input tokens.' }),
+  cachedInput: Type.Optional(Type.Number({ minimum: 0, description: 'Price per million cached input tokens; absent: input rate.' })),
+  output: Type.Number({ minimum: 0, description: 'Price per million output tokens.' }),
+}, { additionalProperties: false })
+
+export const ModelConfig = Type.Object({
+  id: Type.String({ minLength: 1, description: 'Model id clients send, usually <vendor>/<model>.' }),
+  name: Type.Optional(Type.String({ description: 'Display name; default: the id.' })),
+  created: Type.Integer({ default: 1767225600, description: 'Unix seconds shown in the model object.' }),
+  owned_by: Type.Optional(Type.String({ description: 'Shown in the model object; default: the id\'s vendor part.' })),
+  context_length: Type.Integer({ minimum: 1, default: 128000, description: 'Maximum context window.' }),
+  max_output_tokens: Type.Integer({ minimum: 1, default: 4096, description: 'Output cap used when a request gives none, and the ceiling requests are clamped to.' }),
+  input_modalities: Type.Array(Type.String(), { default: ['text'], description: 'text, image, video...' }),
+  output_modalities: Type.Array(Type.String(), { default: ['text'], description: 'text...' }),
+  supported_parameters: Type.Array(Type.String(), {
+    default: ['temperature', 'top_p', 'max_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'response_format', 'frequency_penalty', 'presence_penalty', 'user'],
+    description: 'Request parameters forwarded upstream; standard parameters not listed are dropped.',
+  }),
+  default_parameters: Type.Object({}, { additionalProperties: true, default: {}, description: 'Defaults applied when the request omits them.' }),
+  price: Type.Optional(Price),
+  deprecated: Type.Boolean({ default: false, description: 'Hidden from lists and refused on calls.' }),
+  deployments: Type.Array(Type.Object({
+    provider: Type.String({ description: 'A providers[].name.' }),
+    model: Type.Optional(Type.String({ description: 'The upstream\'s model name; default: the id.' })),
+    priority: Type.Integer({ default: 0, description: 'Lower is tried first.' }),
+    weight: Type.Number({ exclusiveMinimum: 0, default: 1, description: 'Share among equal priorities.' }),
+  }, { additionalProperties: false }), { minItems: 1, description: 'Ordered ways to serve the model.' }),
+}, { additionalProperties: false })
+
+export const GatewayConfigSchema = Type.Object({
+  server: Type.Object({
+    host: Type.String({ default: '127.0.0.1', description: 'Listen address (env HOST).' }),
+    port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'Listen port (env PORT).' }),
+    bodyLimitBytes: Type.Integer({ minimum: 1, default: 67108864, description: 'Hard cap on any request body (env GATEWAY_OPENAPI_MAX_REQUEST_BODY_BYTES).' }),
+    shutdownGraceMs: Type.Integer({ minimum: 0, default: 30000, description: 'SIGTERM: how long in-flight calls may take to finish.' }),
+    exemptProbesFromPlugins: Type.Boolean({ default: false, description: 'When true, /healthz and /readyz skip every plugin.' }),
+  }, { additionalProperties: false, default: {} }),
+  logging: Type.Object({
+    level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)), { default: 'info', description: 'pino level.' }),
+  }, { additionalProperties: false, default: {} }),
+  stores: Type.Object({
+    kv: Type.Object({
+      backend: Type.Union([Type.Literal('memory'), Type.Literal('redis')], { default: 'memory', description: 'Where windows, claims and circuit state live.' }),
+      url: Type.Optional(Type.String({ description: 'redis:// URL (backend redis).' })),
+      prefix: Type.String({ default: 'gw:', description: 'Prefix of every key.' }),
+      maxKeys: Type.Integer({ minimum: 100, default: 100000, description: 'Memory backend: bound on keys held.' }),
+    }, { additionalProperties: false, default: {} }),
+    ledger: Type.Object({
+      backend: Type.Union([Type.Literal('sqlite'), Type.Literal('postgres')], { default: 'sqlite', description: 'Where keys, balances, prices and usage records live.' }),
+      path: Type.String({ default: './data/gateway.db', description: 'SQLite file (backend sqlite); relative to the working directory.' }),
+      url: Type.Optional(Type.String({ description: 'postgres:// URL (backend postgres).' })),
+      schema: Type.Optional(Type.String({ description: 'PostgreSQL schema (default public).' })),
+    }, { additionalProperties: false, default: {} }),
+  }, { additionalProperties: false, default: {} }),
+  providers: Type.Array(ProviderEntry, { default: [], description: 'Upstream provider instances.' }),
+  models: Type.Array(ModelConfig, { default: [], description: 'The model catalog.' }),
+  aliases: Type.Record(Type.String(), Type.String(), { default: {}, description: 'Extra model names mapped to catalog ids (e.g. names Claude Code sends).' }),
+  pipeline: Type.Array(PipelineEntry, { default: [], description: 'Policy plugins; order inside a phase is this order.' }),
+}, { additionalProperties: false })
+
+export type GatewayConfig = Static<typeof GatewayConfigSchema> & { readonly source: string, readonly baseDir: string }
+export type ModelConfigT = Static<typeof ModelConfig>
+export type PipelineEntryT = Static<typeof PipelineEntry>

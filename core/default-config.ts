@@ -1,0 +1,34 @@
+/** @module default-config – the embedded default: echo models, a demo key, no external services. */
+
+/**
+ * The config used when GATEWAY_CONFIG is not set. It serves three built-in echo models (a chat
+ * one that takes images, a text-only one, and a messages-protocol one under the spec's
+ * `msgvendor/` prefix) and accepts one demo key.
+ */
+export function embeddedDefault (demoKey: string): Record<string, unknown> {
+  const price = { input: 1, cachedInput: 0.1, output: 2 }
+  return {
+    providers: [
+      { name: 'echo', adapter: 'echo', config: { protocol: 'chat' } },
+      { name: 'echo-messages', adapter: 'echo', config: { protocol: 'messages' } },
+    ],
+    models: [
+      {
+        id: 'echo/echo-1', name: 'Echo 1', input_modalities: ['text', 'image'], price,
+        deployments: [{ provider: 'echo', model: 'echo-1' }],
+      },
+      {
+        id: 'echo/echo-text', name: 'Echo text-only', input_modalities: ['text'], price,
+        deployments: [{ provider: 'echo', model: 'echo-text' }],
+      },
+      {
+        id: 'msgvendor/echo-1', name: 'Echo (messages protocol)', input_modalities: ['text', 'image'], price,
+        supported_parameters: ['temperature', 'top_p', 'max_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'stop_sequences', 'thinking', 'metadata'],
+        deployments: [{ provider: 'echo-messages', model: 'echo-1' }],
+      },
+    ],
+    pipeline: [
+      { plugin: 'auth', config: { keys: [{ key: demoKey, name: 'demo', organization: 'demo', project: 'demo' }] } },
+    ],
+  }
+}

@@ -1,0 +1,132 @@
+/** @module dispatch – model → deployments → adapter → upstream: failover, translation, streaming. */
+import type { FastifyReply } from 'fastify'
+import type { Gateway } from './gateway.ts'
+import type { RequestContext } from './runner.ts'
+import type { TranslateOptions, UpstreamResponse } from './provider.ts'
+import type { Protocol } from './types/model.ts'
+import { gwError, isGatewayError, type GatewayError } from './errors.ts'
+import { Deadline, DeadlineExceeded } from './deadline.ts'
+import { orderDeployments } from './routing.ts'
+import { defaultMapError, countsForCircuit, isFinal, readText } from './upstream-errors.ts'
+import { estimateInputTokens } from './estimate.ts'
+import { streamResponse, inferenceHeaders, type Attempt } from './stream-out.ts'
+
+/** Upstream error bodies are read up to this size for logs and 400 messages. */
+const MAX_ERROR_BODY = 64 * 1024
+
+function isJsonType (headers: UpstreamResponse['headers']): boolean {
+  const ct = headers['content-type']
+  return typeof ct === 'string' && /\bjson\b/i.test(ct)
+}
+
+function isSse (headers: UpstreamResponse['headers']): boolean {
+  const ct = headers['content-type']
+  return typeof ct === 'string' && ct.toLowerCase().startsWith('text/event-stream')
+}
+
+
+/**
+ * Serves one inference call. Tries deployments in order until one answers; fails over only
+ * before the first byte reached the client. Fills `ctx.outcome`; when it streams (hijacked reply)
+ * it also settles, after the stream ends.
+ */
+export async function dispatch (gw: Gateway, ctx: RequestContext, reply: FastifyReply): Promise<void> {
+  const body = ctx.body as Record<string, any>
+  const model = ctx.model!
+  const clientProtocol = ctx.protocol as Protocol
+  const wantsStream = body.stream === true
+  const estimatedInputTokens = estimateInputTokens(body)
+  const controller = new AbortController()
+  const onClientAbort = (): void => controller.abort(ctx.signal.reason)
+  if (ctx.signal.aborted) onClientAbort()
+  else ctx.signal.addEventListener('abort', onClientAbort, { once: true })
+  const deadline = new Deadline(ctx.deadlineMs, ctx.startedAt, gw.now(), controller)
+  ctx.phase = 'dispatch'
+  gw.inFlight++
+  let lastError: GatewayError | undefined
+  let tried = 0
+  try {
+    for (const d of orderDeployments(model.deployments)) {
+      if (!gw.circuits.allow(d)) continue
+      const provider = gw.providers.get(d.provider)!
+      const translator = gw.translators[`${clientProtocol}-to-${provider.protocol}`]
+      const opts: TranslateOptions = { model, clientModel: String(body.model), upstreamModel: d.upstreamModel, estimatedInputTokens, upstream: provider.translate }
+      const attempt: Attempt = { d, provider, translator, opts }
+      // A body the translator refuses is the client's fault: no failover (throws 400).
+      const upstreamBody = translator.request(body, opts)
+      const req = provider.prepare({ model, deployment: d, body: upstreamBody, stream: wantsStream, clientHeaders: ctx.headers, requestId: ctx.requestId })
+      tried++
+      let res: UpstreamResponse
+      try {
+        res = provider.invoke ? await provider.invoke(req, controller.signal) : await gw.upstream.send(req, controller.signal)
+      } catch (err) {
+        if (deadline.expired) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
+        if (ctx.signal.aborted) throw err
+        gw.circuits.failure(d)
+        ctx.log.warn({ err, provider: d.provider }, 'upstream unreachable; trying the next deployment')
+        lastError = gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err })
+        continue
+      }
+      if (res.status < 200 || res.status >= 300) {
+        const text = await readText(res.body, MAX_ERROR_BODY).catch(() => '')
+        const mapped = provider.mapError?.(res.status, res.headers, text) ?? defaultMapError(res.status, res.headers, text)
+        const loud = res.status === 401 || res.status === 403
+        ctx.log[loud ? 'error' : 'warn']({ provider: d.provider, status: res.status, upstreamBody: text.slice(0, 2000) }, loud ? 'upstream refused our provider credentials' : 'upstream error')
+        if (isFinal(mapped)) throw mapped
+        if (countsForCircuit(res.status)) gw.circuits.failure(d)
+        lastError = mapped
+        continue
+      }
+      if (wantsStream && isSse(res.headers)) {
+        const result = await streamResponse(gw, ctx, reply, res, attempt, controller, deadline)
+        if (result === 'served') return
+        lastError = gwError('GW_ERR_UPSTREAM_FAILED')
+        continue
+      }
+      const served = await serveJson(gw, ctx, reply, res, attempt, deadline)
+      if (served) return
+      lastError = gwError('GW_ERR_UPSTREAM_FAILED')
+    }
+    if (tried === 0) throw gwError('GW_ERR_UPSTREAM_UNAVAILABLE')
+    throw lastError ?? gwError('GW_ERR_UPSTREAM_FAILED')
+  } catch (err) {
+    if (deadline.expired && !(isGatewayError(err) && err.code === 'GW_ERR_TIMEOUT')) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
+    throw err
+  } finally {
+    deadline.clear()
+    ctx.signal.removeEventListener('abort', onClientAbort)
+    gw.inFlight--
+  }
+}
+
+/** Non-streamed answer: read it whole (within the deadline), translate, send. false → fail over. */
+async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply, res: UpstreamResponse, a: Attempt, deadline: Deadline): Promise<boolean> {
+  let text: string
+  try {
+    text = await readText(res.body)
+  } catch (err) {
+    if (deadline.expired) throw new DeadlineExceeded()
+    if (ctx.signal.aborted) throw err
+    gw.circuits.failure(a.d)
+    return false
+  }
+  let json: unknown
+  try {
+    if (!isJsonType(res.headers) && !/^\s*[{[]/.test(text)) throw new Error('not JSON')
+    json = JSON.parse(text)
+  } catch {
+    gw.circuits.failure(a.d)
+    ctx.log.warn({ provider: a.d.provider, upstreamBody: text.slice(0, 2000) }, 'upstream answered 2xx with a body that is not JSON')
+    return false
+  }
+  gw.circuits.success(a.d)
+  const out = a.translator.response(json, a.opts)
+  const o = ctx.outcome
+  o.upstreamSucceeded = true
+  o.provider = a.d.provider
+  o.usage = out.usage ?? { inputTokens: a.opts.estimatedInputTokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: Math.ceil(text.length / 4) }
+  o.usageEstimated = !out.usage
+  reply.code(200).headers(inferenceHeaders(ctx, a.d.provider)).header('content-type', 'application/json')
+  await reply.send(a.translator.passthrough ? text : JSON.stringify(out.body))
+  return true
+}

@@ -1,0 +1,116 @@
+/** @module errors – every GW_ERR_* code in one table: HTTP status, public code, messages-protocol type. */
+
+/** How one error code shows on the wire. */
+export interface ErrorSpec {
+  /** HTTP status (start-up errors carry 500; they never reach a client). */
+  status: number
+  /** English template; `%s` placeholders are filled in order from the constructor arguments. */
+  message: string
+  /** The spec's string `error.code` where it names one; otherwise the status number is used. */
+  publicCode?: string
+  /** `error.type` in the messages-protocol body (design.md §11). */
+  messagesType?: string
+  /** Always rendered in the numeric-code body, even on /v1/messages (the IP limit, spec §Errors). */
+  numericBodyEverywhere?: boolean
+}
+
+export const ERRORS = {
+  // ── start-up: config, registries, pipeline ───────────────────────────────────────────────
+  GW_ERR_CONFIG_READ: { status: 500, message: 'Cannot read config file %s: %s' },
+  GW_ERR_CONFIG_INVALID: { status: 500, message: 'Invalid config in %s at %s: %s' },
+  GW_ERR_CONFIG_ENV_MISSING: { status: 500, message: 'Config file %s refers to environment variable ${%s}, which is not set' },
+  GW_ERR_PLUGIN_UNKNOWN: { status: 500, message: 'Unknown plugin "%s" at %s; known plugins: %s' },
+  GW_ERR_PLUGIN_LOAD: { status: 500, message: 'Cannot load plugin module %s: %s' },
+  GW_ERR_PLUGIN_DUPLICATE: { status: 500, message: 'Plugin "%s" is listed twice in the pipeline (%s)' },
+  GW_ERR_PLUGIN_DEPENDENCY: { status: 500, message: 'Plugin "%s" depends on "%s", which is not in the pipeline before it' },
+  GW_ERR_PLUGIN_CONFIG_INVALID: { status: 500, message: 'Invalid config for plugin "%s" at %s: %s' },
+  GW_ERR_PLUGIN_PROVIDES: { status: 500, message: 'Plugin "%s" declares output "%s", which only core may grant (%s)' },
+  GW_ERR_PLUGIN_INVALID: { status: 500, message: 'Plugin definition is invalid: %s' },
+  GW_ERR_PLUGIN_TIMEOUT: { status: 500, message: 'Plugin "%s" did not finish create() within %s ms' },
+  GW_ERR_PROVIDER_UNKNOWN: { status: 500, message: 'Unknown provider adapter "%s" at %s; known adapters: %s' },
+  GW_ERR_PROVIDER_CONFIG_INVALID: { status: 500, message: 'Invalid config for provider "%s" at %s: %s' },
+  GW_ERR_MODEL_CONFIG_INVALID: { status: 500, message: 'Invalid model "%s": %s' },
+  GW_ERR_REGISTRY_DUPLICATE: { status: 500, message: 'Duplicate %s name "%s"' },
+
+  // ── request: bad input ────────────────────────────────────────────────────────────────────
+  GW_ERR_BAD_REQUEST: { status: 400, message: 'Invalid request: %s', messagesType: 'invalid_request_error' },
+  GW_ERR_INVALID_JSON: { status: 400, message: 'The request body is not valid JSON.', messagesType: 'invalid_request_error' },
+  GW_ERR_CONTENT_TYPE: { status: 400, message: 'Content-Type must be application/json.', messagesType: 'invalid_request_error' },
+  GW_ERR_MODEL_MISSING: { status: 400, message: 'The request body must include "model".', messagesType: 'invalid_request_error' },
+  GW_ERR_MODEL_ID_MISSING: { status: 400, message: 'A model id is required.', messagesType: 'invalid_request_error' },
+  GW_ERR_LIMIT_INVALID: { status: 400, message: 'Query parameter "limit" must be an integer from 1 to 1000.', messagesType: 'invalid_request_error' },
+  GW_ERR_MEDIA_INVALID: { status: 400, message: 'Invalid media in %s: %s', messagesType: 'invalid_request_error' },
+  GW_ERR_UPSTREAM_BAD_REQUEST: { status: 400, message: 'The model rejected the request: %s', messagesType: 'invalid_request_error' },
+
+  // ── request: identity, money, limits ──────────────────────────────────────────────────────
+  GW_ERR_AUTH_MISSING_KEY: { status: 401, message: 'Missing API key. Send "Authorization: Bearer <API_KEY>".', messagesType: 'authentication_error' },
+  GW_ERR_AUTH_INVALID_KEY: { status: 401, message: 'Invalid API key.', messagesType: 'authentication_error' },
+  GW_ERR_BALANCE_INSUFFICIENT: { status: 402, message: 'Insufficient balance for this request.', messagesType: 'billing_error' },
+  GW_ERR_BALANCE_NO_ORGANIZATION: { status: 403, message: 'This API key has no organization context; balance checks need one.', messagesType: 'permission_error' },
+  GW_ERR_MODEL_UNKNOWN: { status: 404, message: 'The model "%s" does not exist or is not available to this key.', messagesType: 'not_found_error' },
+  GW_ERR_MODEL_NOT_FOUND: { status: 404, message: 'The model "%s" does not exist or is not available to this key.', publicCode: 'model_not_found', messagesType: 'not_found_error' },
+  GW_ERR_ROUTE_NOT_FOUND: { status: 404, message: 'No route for %s %s.', messagesType: 'not_found_error' },
+  GW_ERR_TIMEOUT: { status: 408, message: 'The request timed out.', messagesType: 'timeout_error' },
+  GW_ERR_IDEMPOTENCY_DUPLICATE: { status: 409, message: 'A request with this Idempotency-Key was already processed or is in progress.', publicCode: 'duplicate_request', messagesType: 'invalid_request_error' },
+  GW_ERR_BODY_TOO_LARGE: { status: 413, message: 'The request body exceeds the limit of %s bytes.', publicCode: 'request_too_large', messagesType: 'request_too_large' },
+  GW_ERR_RATE_LIMITED: { status: 429, message: 'You are being rate limited.', messagesType: 'rate_limit_error', numericBodyEverywhere: true },
+  GW_ERR_QUOTA_EXCEEDED: { status: 429, message: 'Usage quota exceeded: %s.', messagesType: 'rate_limit_error' },
+
+  // ── server side ───────────────────────────────────────────────────────────────────────────
+  GW_ERR_INTERNAL: { status: 500, message: 'Internal error. Quote the trace id %s when contacting support.', messagesType: 'api_error' },
+  GW_ERR_NOT_IMPLEMENTED: { status: 501, message: 'This endpoint is not available yet.', messagesType: 'api_error' },
+  GW_ERR_UPSTREAM_FAILED: { status: 502, message: 'The model service failed to answer.', messagesType: 'api_error' },
+  GW_ERR_MODEL_LIST_UNAVAILABLE: { status: 502, message: 'The model list is temporarily unavailable.', messagesType: 'api_error' },
+  GW_ERR_UPSTREAM_UNAVAILABLE: { status: 503, message: 'No provider is available for this model right now.', messagesType: 'overloaded_error' },
+  GW_ERR_NOT_READY: { status: 503, message: 'The service is temporarily unavailable.', messagesType: 'overloaded_error' },
+} as const satisfies Record<string, ErrorSpec>
+
+export type ErrorCode = keyof typeof ERRORS
+
+function format (template: string, args: readonly unknown[]): string {
+  let i = 0
+  return template.replace(/%s/g, () => (i < args.length ? String(args[i++]) : '%s'))
+}
+
+/** Options that travel with an error beyond its code and arguments. */
+export interface GatewayErrorOptions {
+  cause?: unknown
+  /** Response headers to send with the error (for example `Retry-After`). */
+  headers?: Record<string, string>
+  /** `error.metadata` in the numeric-code body. */
+  metadata?: Record<string, unknown>
+}
+
+/** The one error class: plugins and core throw it, `error-reply.ts` renders it. */
+export class GatewayError extends Error {
+  readonly code: ErrorCode
+  readonly statusCode: number
+  readonly args: readonly unknown[]
+  readonly headers?: Record<string, string>
+  readonly metadata?: Record<string, unknown>
+
+  constructor (code: ErrorCode, args: readonly unknown[] = [], opts: GatewayErrorOptions = {}) {
+    const spec: ErrorSpec = ERRORS[code]
+    super(format(spec.message, args), opts.cause === undefined ? undefined : { cause: opts.cause })
+    this.name = 'GatewayError'
+    this.code = code
+    this.statusCode = spec.status
+    this.args = args
+    if (opts.headers) this.headers = opts.headers
+    if (opts.metadata) this.metadata = opts.metadata
+  }
+
+  get spec (): ErrorSpec { return ERRORS[this.code] }
+}
+
+/** Shorthand: `throw gwError('GW_ERR_QUOTA_EXCEEDED', ['requests per minute'], { headers })`. */
+export function gwError (code: ErrorCode, args: readonly unknown[] = [], opts?: GatewayErrorOptions): GatewayError {
+  return new GatewayError(code, args, opts)
+}
+
+export function isGatewayError (err: unknown): err is GatewayError {
+  return err instanceof GatewayError
+}
+
+/** Formats an English template (used by i18n for catalogues of other locales too). */
+export { format as formatTemplate }

@@ -1,0 +1,26 @@
+/** @module gateway – the services one app holds; routes and the dispatcher read them. */
+import type { Logger } from 'pino'
+import type { GatewayConfig } from './config-schema.ts'
+import type { Catalog } from './catalog.ts'
+import type { Pipeline } from './pipeline.ts'
+import type { ProviderInstance, Translator, TranslatorKey } from './provider.ts'
+import type { UpstreamClient } from './upstream.ts'
+import type { Circuits } from './routing.ts'
+import type { KvStore } from './stores/kv.ts'
+import type { Ledger } from './ledger/ledger.ts'
+
+export interface Gateway {
+  readonly config: GatewayConfig
+  readonly catalog: Catalog
+  readonly pipeline: Pipeline
+  readonly providers: ReadonlyMap<string, ProviderInstance>
+  readonly translators: Readonly<Record<TranslatorKey, Translator>>
+  readonly upstream: UpstreamClient
+  readonly circuits: Circuits
+  readonly store: KvStore
+  readonly ledger: Ledger
+  readonly log: Logger
+  now (): number
+  /** Calls in flight (graceful shutdown waits for them). */
+  inFlight: number
+}

@@ -1,0 +1,72 @@
+/** @module i18n – error text catalogue; locale from X-Locale > Accept-Language > en. */
+import { ERRORS, formatTemplate, type ErrorCode } from './errors.ts'
+
+export type Locale = 'en' | 'zh-CN'
+
+/** Simplified Chinese texts; a code missing here falls back to English. Codes and types never change. */
+const ZH_CN: Partial<Record<ErrorCode, string>> = {
+  GW_ERR_BAD_REQUEST: '请求无效：%s',
+  GW_ERR_INVALID_JSON: '请求体不是有效的 JSON。',
+  GW_ERR_CONTENT_TYPE: 'Content-Type 必须是 application/json。',
+  GW_ERR_MODEL_MISSING: '请求体必须包含 "model"。',
+  GW_ERR_MODEL_ID_MISSING: '缺少模型 ID。',
+  GW_ERR_LIMIT_INVALID: '查询参数 "limit" 必须是 1 到 1000 之间的整数。',
+  GW_ERR_MEDIA_INVALID: '%s 中的媒体无效：%s',
+  GW_ERR_UPSTREAM_BAD_REQUEST: '模型拒绝了该请求：%s',
+  GW_ERR_AUTH_MISSING_KEY: '缺少 API 密钥。请发送 "Authorization: Bearer <API_KEY>"。',
+  GW_ERR_AUTH_INVALID_KEY: 'API 密钥无效。',
+  GW_ERR_BALANCE_INSUFFICIENT: '余额不足，无法处理此请求。',
+  GW_ERR_BALANCE_NO_ORGANIZATION: '此 API 密钥缺少组织信息，余额检查需要组织。',
+  GW_ERR_MODEL_UNKNOWN: '模型 "%s" 不存在或此密钥无权使用。',
+  GW_ERR_MODEL_NOT_FOUND: '模型 "%s" 不存在或此密钥无权使用。',
+  GW_ERR_ROUTE_NOT_FOUND: '没有 %s %s 的路由。',
+  GW_ERR_TIMEOUT: '请求超时。',
+  GW_ERR_IDEMPOTENCY_DUPLICATE: '使用此 Idempotency-Key 的请求已处理或正在处理中。',
+  GW_ERR_BODY_TOO_LARGE: '请求体超过 %s 字节的限制。',
+  GW_ERR_RATE_LIMITED: '请求过于频繁，您已被限流。',
+  GW_ERR_QUOTA_EXCEEDED: '已超出使用配额：%s。',
+  GW_ERR_INTERNAL: '内部错误。联系支持时请提供追踪 ID %s。',
+  GW_ERR_NOT_IMPLEMENTED: '此接口暂未开放。',
+  GW_ERR_UPSTREAM_FAILED: '模型服务未能应答。',
+  GW_ERR_MODEL_LIST_UNAVAILABLE: '模型列表暂时不可用。',
+  GW_ERR_UPSTREAM_UNAVAILABLE: '此模型当前没有可用的服务提供方。',
+  GW_ERR_NOT_READY: '服务暂时不可用。',
+}
+
+export const CATALOGUES: Readonly<Record<Locale, Partial<Record<ErrorCode, string>>>> = {
+  en: Object.fromEntries(Object.entries(ERRORS).map(([k, v]) => [k, v.message])),
+  'zh-CN': ZH_CN,
+}
+
+function fromTag (tag: string): Locale | undefined {
+  const t = tag.trim().toLowerCase()
+  if (t === 'zh' || t.startsWith('zh-') || t.startsWith('zh_')) return 'zh-CN'
+  if (t === 'en' || t.startsWith('en-') || t.startsWith('en_')) return 'en'
+  return undefined
+}
+
+/** X-Locale wins; then Accept-Language by q-value (q=0 excluded); anything else → en. */
+export function pickLocale (xLocale: string | undefined, acceptLanguage: string | undefined): Locale {
+  if (xLocale) return fromTag(xLocale) ?? 'en'
+  if (!acceptLanguage) return 'en'
+  let best: Locale | undefined
+  let bestQ = -1
+  for (const part of acceptLanguage.split(',')) {
+    const [tag, ...params] = part.split(';')
+    let q = 1
+    for (const p of params) {
+      const m = /^\s*q\s*=\s*([0-9.]+)\s*$/i.exec(p)
+      if (m) q = Number(m[1])
+    }
+    if (!(q > 0)) continue
+    const loc = tag === undefined ? undefined : fromTag(tag)
+    if (loc && q > bestQ) { best = loc; bestQ = q }
+  }
+  return best ?? 'en'
+}
+
+/** The error's text in a locale, with the error's own arguments. */
+export function localize (code: ErrorCode, args: readonly unknown[], locale: Locale): string {
+  const template = CATALOGUES[locale][code] ?? ERRORS[code].message
+  return formatTemplate(template, args)
+}

@@ -1,0 +1,22 @@
+/** @module ledger – opens the configured ledger (SQLite file by default, PostgreSQL for many replicas). */
+import type { Ledger } from './ledger.ts'
+
+export type { Ledger, KeyRecord, UsageRecord, Reservation, Micros } from './ledger.ts'
+
+export interface LedgerConfig {
+  backend: 'sqlite' | 'postgres'
+  path: string
+  url?: string
+  schema?: string
+}
+
+/** Opens (does not migrate) the ledger; the caller runs `migrate()`. */
+export async function openLedger (cfg: LedgerConfig, opts: { now?: () => number } = {}): Promise<Ledger> {
+  if (cfg.backend === 'postgres') {
+    if (!cfg.url) throw new Error('stores.ledger.url is required when stores.ledger.backend is postgres')
+    const { PostgresLedger } = await import('./postgres.ts')
+    return new PostgresLedger({ url: cfg.url, schema: cfg.schema, now: opts.now })
+  }
+  const { SqliteLedger } = await import('./sqlite.ts')
+  return new SqliteLedger(cfg.path, opts)
+}

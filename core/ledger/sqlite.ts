@@ -1,0 +1,145 @@
+/** @module ledger/sqlite – the embedded ledger: one SQLite file (WAL), survives restarts. */
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { randomUUID } from 'node:crypto'
+import Database from 'better-sqlite3'
+import type { ModelPrice } from '../types/model.ts'
+import type { KeyRecord, Ledger, Micros, Reservation, UsageRecord } from './ledger.ts'
+import { SQLITE_MIGRATIONS } from './migrations.ts'
+import { keyFromRow, keyParams, priceFromRow, USAGE_COLUMNS, usageFromRow, usageParams } from './rows.ts'
+
+/**
+ * better-sqlite3 is synchronous and the process is single-threaded, so each method runs to its end
+ * without interleaving; the conditional UPDATE in `reserve` keeps it correct even when several
+ * processes share the file (SQLite serializes writers).
+ */
+export class SqliteLedger implements Ledger {
+  readonly #db: Database.Database
+  readonly #now: () => number
+  #stmts: Record<string, Database.Statement> | undefined
+
+  constructor (path: string, opts: { now?: () => number } = {}) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+    this.#db = new Database(path)
+    this.#db.pragma('journal_mode = WAL')
+    this.#db.pragma('synchronous = NORMAL')
+    this.#db.pragma('busy_timeout = 5000')
+    this.#db.pragma('foreign_keys = ON')
+    this.#now = opts.now ?? Date.now
+  }
+
+  async migrate (): Promise<void> {
+    const db = this.#db
+    db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)')
+    const done = new Set((db.prepare('SELECT version FROM schema_migrations').all() as any[]).map(r => r.version))
+    for (const m of SQLITE_MIGRATIONS) {
+      if (done.has(m.version)) continue
+      db.transaction(() => {
+        db.exec(m.sql)
+        db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, this.#now())
+      }).immediate()
+    }
+    this.#stmts = undefined
+  }
+
+  get #s (): Record<string, Database.Statement> {
+    if (this.#stmts) return this.#stmts
+    const p = (sql: string): Database.Statement => this.#db.prepare(sql)
+    this.#stmts = {
+      findKey: p('SELECT * FROM api_keys WHERE hash = ?'),
+      reserve: p('UPDATE organizations SET reserved = reserved + ? WHERE id = ? AND balance - reserved >= ?'),
+      release: p('UPDATE organizations SET reserved = MAX(reserved - ?, 0) WHERE id = ?'),
+      debit: p('UPDATE organizations SET balance = balance - ? WHERE id = ?'),
+      insertUsage: p(`INSERT INTO usage_records (${USAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      getPrice: p('SELECT * FROM prices WHERE model = ?'),
+      balance: p('SELECT balance, reserved FROM organizations WHERE id = ?'),
+    }
+    return this.#stmts
+  }
+
+  async createOrganization (id: string, name?: string): Promise<void> {
+    this.#db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)').run(id, name ?? null, this.#now())
+  }
+
+  async createProject (id: string, organization: string, name?: string): Promise<void> {
+    this.#db.prepare('INSERT INTO projects (id, organization, name, created_at) VALUES (?, ?, ?, ?)').run(id, organization, name ?? null, this.#now())
+  }
+
+  async createKey (key: Omit<KeyRecord, 'createdAt' | 'revokedAt'>): Promise<KeyRecord> {
+    const now = this.#now()
+    this.#db.prepare('INSERT INTO api_keys (id, hash, prefix, name, organization, project, models, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(...keyParams(key, now))
+    return { ...key, createdAt: now }
+  }
+
+  async revokeKey (id: string): Promise<boolean> {
+    return this.#db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(this.#now(), id).changes === 1
+  }
+
+  async listKeys (): Promise<KeyRecord[]> {
+    return (this.#db.prepare('SELECT * FROM api_keys ORDER BY created_at, id').all() as any[]).map(keyFromRow)
+  }
+
+  async findKeyByHash (hash: string): Promise<KeyRecord | undefined> {
+    const r = this.#s.findKey.get(hash)
+    return r ? keyFromRow(r) : undefined
+  }
+
+  async topUp (organization: string, amount: Micros): Promise<Micros> {
+    const r = this.#db.prepare('UPDATE organizations SET balance = balance + ? WHERE id = ? RETURNING balance').get(amount, organization) as any
+    if (!r) throw new Error(`unknown organization "${organization}"`)
+    return Number(r.balance)
+  }
+
+  async getBalance (organization: string): Promise<{ balance: Micros, reserved: Micros } | undefined> {
+    const r = this.#s.balance.get(organization) as any
+    return r ? { balance: Number(r.balance), reserved: Number(r.reserved) } : undefined
+  }
+
+  async reserve (organization: string, amount: Micros): Promise<Reservation | undefined> {
+    if (this.#s.reserve.run(amount, organization, amount).changes !== 1) return undefined
+    return { id: randomUUID(), organization, amount }
+  }
+
+  async release (reservation: Reservation): Promise<void> {
+    this.#s.release.run(reservation.amount, reservation.organization)
+  }
+
+  async charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
+    const s = this.#s
+    this.#db.transaction(() => {
+      if (reservation) s.release.run(reservation.amount, reservation.organization)
+      if (record.organization && record.cost > 0) s.debit.run(record.cost, record.organization)
+      s.insertUsage.run(...usageParams(record))
+    }).immediate()
+  }
+
+  async setPrice (model: string, price: ModelPrice): Promise<void> {
+    this.#db.prepare(`INSERT INTO prices (model, input, cached_input, output, updated_at) VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT(model) DO UPDATE SET input = excluded.input, cached_input = excluded.cached_input, output = excluded.output, updated_at = excluded.updated_at`)
+      .run(model, price.input, price.cachedInput ?? null, price.output, this.#now())
+  }
+
+  async getPrice (model: string): Promise<ModelPrice | undefined> {
+    const r = this.#s.getPrice.get(model)
+    return r ? priceFromRow(r) : undefined
+  }
+
+  async listUsage (range: { from?: number, to?: number }): Promise<UsageRecord[]> {
+    const rows = this.#db.prepare(`SELECT * FROM usage_records WHERE time >= ? AND time < ? ORDER BY time, id`)
+      .all(range.from ?? 0, range.to ?? Number.MAX_SAFE_INTEGER) as any[]
+    return rows.map(usageFromRow)
+  }
+
+  async ping (): Promise<boolean> {
+    try {
+      this.#db.prepare('SELECT 1').get()
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  async close (): Promise<void> {
+    if (this.#db.open) this.#db.close()
+  }
+}

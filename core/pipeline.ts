@@ -1,0 +1,144 @@
+/** @module pipeline – config entries → plugin instances, sorted by phase; dependency and duplicate checks. */
+import { isAbsolute, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import type { Logger } from 'pino'
+import type { PipelineEntryT } from './config-schema.ts'
+import { ROUTE_NAMES, type RouteName } from './context.ts'
+import { PHASES, type Phase } from './phases.ts'
+import { isGatewayPlugin, PLUGIN_OUTPUTS, type GatewayPlugin, type PluginDeps, type PluginHooks, type PluginOutput } from './plugin.ts'
+import { Registry } from './registry.ts'
+import { compileOrThrow, describeErrors } from './schema.ts'
+import { deepFreeze } from './config.ts'
+import { gwError } from './errors.ts'
+
+/** How long one plugin's `create()` may take (avvio's pluginTimeout idea). */
+export const CREATE_TIMEOUT_MS = 10_000
+
+export interface PluginInstance {
+  readonly name: string
+  readonly phase: Phase
+  readonly routes: ReadonlySet<RouteName>
+  readonly provides: ReadonlySet<PluginOutput>
+  readonly hooks: PluginHooks
+  /** Position in the operator's pipeline array. */
+  readonly index: number
+}
+
+export interface Pipeline {
+  readonly instances: readonly PluginInstance[]
+  /** Per route, per phase: the instances to run, in order (precomputed: no per-request filtering). */
+  readonly plan: Readonly<Record<RouteName, Readonly<Record<Phase, readonly PluginInstance[]>>>>
+  /** Names of the enabled plugins: the keys of every context's state slots. */
+  readonly slotNames: readonly string[]
+  ready (): Promise<boolean>
+  close (): Promise<void>
+}
+
+async function loadModule (entry: PipelineEntryT, baseDir: string): Promise<GatewayPlugin> {
+  const path = isAbsolute(entry.module!) ? entry.module! : resolve(baseDir, entry.module!)
+  let mod: { default?: unknown }
+  try {
+    mod = await import(pathToFileURL(path).href)
+  } catch (err) {
+    throw gwError('GW_ERR_PLUGIN_LOAD', [path, (err as Error).message], { cause: err })
+  }
+  const plugin = mod.default
+  if (!isGatewayPlugin(plugin)) throw gwError('GW_ERR_PLUGIN_LOAD', [path, 'its default export is not a definePlugin(...) object'])
+  if (plugin.name !== entry.plugin) throw gwError('GW_ERR_PLUGIN_LOAD', [path, `it declares the name "${plugin.name}", config says "${entry.plugin}"`])
+  return plugin
+}
+
+function withTimeout<T> (p: Promise<T>, ms: number, name: string): Promise<T> {
+  let timer: NodeJS.Timeout
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(gwError('GW_ERR_PLUGIN_TIMEOUT', [name, ms])), ms)
+  })
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer))
+}
+
+export interface BuildPipelineOptions {
+  entries: readonly PipelineEntryT[]
+  registry: Registry<GatewayPlugin>
+  /** Directory custom `module` paths are relative to. */
+  baseDir: string
+  /** Services for one plugin's `create()`. */
+  depsFor (plugin: GatewayPlugin, routes: readonly RouteName[]): PluginDeps
+  log: Logger
+  createTimeoutMs?: number
+}
+
+/**
+ * Start-up checks in order: registry lookup, config validation (defaults filled), duplicates,
+ * dependencies, freeze, then create() under a time limit. Any failure throws before listen().
+ */
+export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeline> {
+  const resolved: { entry: PipelineEntryT, plugin: GatewayPlugin, config: unknown, routes: RouteName[] }[] = []
+  const seen = new Map<string, number>()
+  for (const [i, entry] of opts.entries.entries()) {
+    const where = `/pipeline/${i}`
+    const plugin = entry.module ? await loadModule(entry, opts.baseDir) : opts.registry.get(entry.plugin)
+    if (!plugin) throw gwError('GW_ERR_PLUGIN_UNKNOWN', [entry.plugin, where, opts.registry.names().join(', ')])
+    if (!(PHASES as readonly string[]).includes(plugin.phase)) throw gwError('GW_ERR_PLUGIN_INVALID', [`"${plugin.name}" has unknown phase "${plugin.phase}"`])
+    for (const out of plugin.provides ?? []) {
+      if (!(PLUGIN_OUTPUTS as readonly string[]).includes(out)) throw gwError('GW_ERR_PLUGIN_PROVIDES', [plugin.name, out, PLUGIN_OUTPUTS.join(', ')])
+    }
+    if (seen.has(plugin.name)) throw gwError('GW_ERR_PLUGIN_DUPLICATE', [plugin.name, `/pipeline/${seen.get(plugin.name)} and ${where}`])
+    seen.set(plugin.name, i)
+    const config = structuredClone(entry.config ?? {})
+    const validate = compileOrThrow(plugin.configSchema, `plugin ${plugin.name}`)
+    if (!validate(config)) {
+      const { path, message } = describeErrors(validate.errors)
+      throw gwError('GW_ERR_PLUGIN_CONFIG_INVALID', [plugin.name, `${where}/config${path === '/' ? '' : path}`, message])
+    }
+    const routes = [...(entry.routes ?? plugin.defaultRoutes ?? ROUTE_NAMES)]
+    resolved.push({ entry, plugin, config: deepFreeze(config), routes })
+  }
+  // Dependencies must run earlier: an earlier phase, or earlier in the same phase.
+  const rank = (name: string): [number, number] | undefined => {
+    const r = resolved.findIndex(x => x.plugin.name === name)
+    return r < 0 ? undefined : [PHASES.indexOf(resolved[r].plugin.phase), r]
+  }
+  for (const [i, { plugin }] of resolved.entries()) {
+    const mine: [number, number] = [PHASES.indexOf(plugin.phase), i]
+    for (const dep of plugin.dependencies ?? []) {
+      const theirs = rank(dep)
+      if (!theirs || theirs[0] > mine[0] || (theirs[0] === mine[0] && theirs[1] > mine[1])) {
+        throw gwError('GW_ERR_PLUGIN_DEPENDENCY', [plugin.name, dep])
+      }
+    }
+  }
+  const instances: PluginInstance[] = []
+  try {
+    for (const [i, r] of resolved.entries()) {
+      const hooks = await withTimeout(Promise.resolve(r.plugin.create(r.config as never, opts.depsFor(r.plugin, r.routes))), opts.createTimeoutMs ?? CREATE_TIMEOUT_MS, r.plugin.name)
+      instances.push(Object.freeze({
+        name: r.plugin.name, phase: r.plugin.phase, routes: new Set(r.routes), provides: new Set(r.plugin.provides ?? []), hooks, index: i,
+      }))
+    }
+  } catch (err) {
+    await Promise.allSettled(instances.map(p => p.hooks.close?.()))
+    throw err
+  }
+  // Phase order first, then the operator's order: a stable sort keeps the latter.
+  const ordered = [...instances].sort((a, b) => PHASES.indexOf(a.phase) - PHASES.indexOf(b.phase))
+  const plan = {} as Record<RouteName, Record<Phase, readonly PluginInstance[]>>
+  for (const route of ROUTE_NAMES) {
+    const byPhase = {} as Record<Phase, readonly PluginInstance[]>
+    for (const phase of PHASES) byPhase[phase] = Object.freeze(ordered.filter(p => p.phase === phase && p.routes.has(route)))
+    plan[route] = Object.freeze(byPhase)
+  }
+  return {
+    instances: ordered,
+    plan: Object.freeze(plan),
+    slotNames: ordered.map(p => p.name),
+    async ready () {
+      const results = await Promise.all(ordered.map(p => p.hooks.ready?.().catch(() => false) ?? true))
+      return results.every(Boolean)
+    },
+    async close () {
+      for (const p of [...ordered].reverse()) {
+        try { await p.hooks.close?.() } catch (err) { opts.log.error({ err, plugin: p.name }, 'plugin close failed') }
+      }
+    },
+  }
+}

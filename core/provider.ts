@@ -1,0 +1,128 @@
+/** @module provider – provider adapters (who the upstream is) and translators (what it speaks). */
+import type { TSchema, Static } from '@sinclair/typebox'
+import type { Logger } from 'pino'
+import type { Readable } from 'node:stream'
+import type { Deployment, ModelEntry, Protocol } from './types/model.ts'
+import type { Usage } from './types/usage.ts'
+import type { GatewayError } from './errors.ts'
+
+/** One call to make upstream, as core hands it to an adapter's `prepare`. */
+export interface UpstreamCall {
+  model: ModelEntry
+  deployment: Deployment
+  /** Body in the upstream's protocol, `model` already set to the upstream model name. */
+  body: Record<string, unknown>
+  stream: boolean
+  /** Client headers an upstream may need (e.g. `anthropic-beta`), lower-case names. */
+  clientHeaders: Readonly<Record<string, string | string[] | undefined>>
+  requestId: string
+}
+
+/** An HTTP request ready for core's undici dispatcher. */
+export interface UpstreamRequest {
+  /** `http(s)://host:port` – one keep-alive pool per origin. */
+  origin: string
+  /** Path and query, e.g. `/v1/chat/completions`. */
+  path: string
+  headers: Record<string, string>
+  body: string | Buffer
+}
+
+/** An upstream answer: status, headers, and the body as a byte stream. */
+export interface UpstreamResponse {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: Readable
+}
+
+/** A configured provider instance. */
+export interface ProviderInstance {
+  /** What the upstream speaks; picks the translator. */
+  readonly protocol: Protocol
+  /** Pure: URL, auth header, body bytes. */
+  prepare (call: UpstreamCall): UpstreamRequest
+  /** Maps an upstream non-2xx answer to a gateway error (core has a default). */
+  mapError? (status: number, headers: UpstreamResponse['headers'], bodyText: string): GatewayError
+  /**
+   * Optional: serve the request in-process instead of over HTTP (the built-in echo model).
+   * Core calls this instead of its dispatcher when present.
+   */
+  invoke? (req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamResponse>
+  /** Dialect settings handed to translators. */
+  readonly translate?: UpstreamTranslateOptions
+  close? (): void | Promise<void>
+}
+
+export interface ProviderDeps {
+  log: Logger
+  /** Instance name from config (what X-GW-Provider shows). */
+  name: string
+}
+
+export interface ProviderAdapter<S extends TSchema = TSchema> {
+  /** kebab-case; equals the folder name and the config `adapter` key. */
+  name: string
+  configSchema: S
+  create (config: Static<S>, deps: ProviderDeps): ProviderInstance
+}
+
+export function defineProvider<S extends TSchema> (adapter: ProviderAdapter<S>): ProviderAdapter<S> {
+  return adapter
+}
+
+// ── translators ──────────────────────────────────────────────────────────────────────────────
+
+/** One server-sent event as read from an upstream. `raw` is the exact bytes incl. the blank line. */
+export interface SseEvent {
+  event?: string
+  data: string
+  raw: string
+}
+
+/** What a translator needs besides the body. */
+export interface TranslateOptions {
+  model: ModelEntry
+  /** The gateway model id the client called (what responses report as `model`). */
+  clientModel: string
+  upstreamModel: string
+  /** Token estimate of the prompt, for `message_start.usage.input_tokens` before real counts. */
+  estimatedInputTokens: number
+  /** Per-upstream translation settings (from the provider instance). */
+  upstream?: UpstreamTranslateOptions
+}
+
+/** What a provider instance tells translators about its upstream's dialect. */
+export interface UpstreamTranslateOptions {
+  /** Chat upstreams: the field that carries the output cap (default `max_tokens`). */
+  maxTokensField?: 'max_tokens' | 'max_completion_tokens'
+  /** Chat upstreams: role used for system prompts (default `system`; `developer` for o-series). */
+  systemRole?: 'system' | 'developer'
+}
+
+/** Per-request streaming state (create one per call; not shared). */
+export interface StreamTranslator {
+  /** One upstream event → bytes for the client ('' for none). */
+  push (ev: SseEvent): string
+  /** Upstream ended (EOF or terminator) → closing bytes; if no proper finish was seen, an error. */
+  end (): string
+  /** Failure after the first byte → protocol-correct terminal error bytes. */
+  fail (message: string, status?: number): string
+  /** Usage read so far (undefined if none was reported). */
+  readonly usage: Usage | undefined
+  /** true once the upstream signalled a proper finish. */
+  readonly finished: boolean
+}
+
+export interface Translator {
+  /** true when JSON answers are forwarded byte for byte (same protocol): `response().body` is unused. */
+  readonly passthrough?: boolean
+  /** Client body (client protocol) → upstream body (upstream protocol). Throws GatewayError 400. */
+  request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown>
+  /** Upstream JSON answer → client JSON answer plus normalized usage. */
+  response (body: any, opts: TranslateOptions): { body: unknown, usage: Usage | undefined }
+  /** A stream translator for one call; `clientBody` tells e.g. whether usage was asked for. */
+  stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator
+}
+
+/** Translator table key: `<client>-to-<upstream>`. */
+export type TranslatorKey = `${Protocol}-to-${Protocol}`

@@ -1,0 +1,34 @@
+/** @module routes/models – GET /v1/models (limit 1–1000, default 500) and GET /v1/models/{id} (slashes allowed). */
+import type { FastifyInstance } from 'fastify'
+import type { Gateway } from '../gateway.ts'
+import type { RequestContext } from '../runner.ts'
+import { gwError } from '../errors.ts'
+
+export const DEFAULT_LIMIT = 500
+export const MAX_LIMIT = 1000
+
+function parseLimit (raw: unknown): number {
+  if (raw === undefined) return DEFAULT_LIMIT
+  if (typeof raw !== 'string' || !/^\d+$/.test(raw)) throw gwError('GW_ERR_LIMIT_INVALID')
+  const n = Number(raw)
+  if (n < 1 || n > MAX_LIMIT) throw gwError('GW_ERR_LIMIT_INVALID')
+  return n
+}
+
+export function modelRoutes (app: FastifyInstance, gw: Gateway): void {
+  const config = { gwRoute: 'models', protocol: 'none' }
+  app.get('/v1/models', { config }, async (request, reply) => {
+    const limit = parseLimit((request.query as Record<string, unknown>).limit)
+    const ctx = (request as any).gw as RequestContext
+    const data = gw.catalog.list(ctx.principal).slice(0, limit).map(m => m.public)
+    return reply.header('content-type', 'application/json; charset=utf-8').send(JSON.stringify({ object: 'list', data }))
+  })
+  app.get('/v1/models/*', { config }, async (request, reply) => {
+    const id = decodeURIComponent((request.params as Record<string, string>)['*'] ?? '')
+    if (!id) throw gwError('GW_ERR_MODEL_ID_MISSING')
+    const ctx = (request as any).gw as RequestContext
+    const model = gw.catalog.usable(id, ctx.principal)
+    if (!model) throw gwError('GW_ERR_MODEL_NOT_FOUND', [id])
+    return reply.header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(model.public))
+  })
+}

@@ -1,0 +1,29 @@
+/** @module routes/probes – GET /healthz (liveness) and GET /readyz (dependencies reachable). */
+import type { FastifyInstance } from 'fastify'
+import type { Gateway } from '../gateway.ts'
+
+export const SERVICE_NAME = 'model-gateway'
+
+/** First dependency that is down, or undefined when all answer. */
+export async function firstDown (gw: Gateway): Promise<string | undefined> {
+  const checks: [string, () => Promise<boolean>][] = [
+    ['key-value store', () => gw.store.ping()],
+    ['ledger', () => gw.ledger.ping()],
+    ['plugins', () => gw.pipeline.ready()],
+  ]
+  for (const [name, check] of checks) {
+    const ok = await check().catch(() => false)
+    if (!ok) return name
+  }
+  return undefined
+}
+
+export function probeRoutes (app: FastifyInstance, gw: Gateway): void {
+  const config = { gwRoute: 'probes', protocol: 'none' }
+  app.get('/healthz', { config }, async () => ({ status: 'ok', service: SERVICE_NAME }))
+  app.get('/readyz', { config }, async (_request, reply) => {
+    const down = await firstDown(gw)
+    if (down) return reply.code(503).send({ status: 'unavailable', error: `${down} unreachable` })
+    return { status: 'ready', service: SERVICE_NAME }
+  })
+}

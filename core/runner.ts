@@ -1,0 +1,122 @@
+/** @module runner – runs one phase for one request; records who ran; settle unwinds in reverse. */
+import type { Logger } from 'pino'
+import type { GatewayContext, Headers, Outcome, RouteName } from './context.ts'
+import type { Phase } from './phases.ts'
+import type { PluginInstance, Pipeline } from './pipeline.ts'
+import type { ModelEntry, Protocol } from './types/model.ts'
+import type { Principal } from './types/principal.ts'
+import { gwError } from './errors.ts'
+
+/** Core's side of a request: the GatewayContext plugins see, plus what core tracks. */
+export class RequestContext implements GatewayContext {
+  body: unknown = undefined
+  model: ModelEntry | undefined = undefined
+  phase: Phase | 'settle' | 'dispatch' = 'connect'
+  readonly state: Record<string, unknown>
+  readonly controller = new AbortController()
+  /** Plugins whose onRequest ran, in order. */
+  readonly ran: PluginInstance[] = []
+  /** Response headers plugins asked for. */
+  readonly extraHeaders: Record<string, string> = {}
+  deadlineMs: number | undefined = undefined
+  bodyLimit: number | undefined = undefined
+  /** Bytes of the request body as received (for estimates). */
+  bodyBytes = 0
+  settled = false
+  /** What the call came to so far; core fills it in, settle hands it to plugins. */
+  readonly outcome: Outcome = { status: 200, usageEstimated: false, upstreamSucceeded: false, clientAborted: false }
+  /** true once core's handler owns settling (it settles after the stream drains). */
+  handlerOwnsSettle = false
+  readonly startedAt: number
+  #principal: Principal | undefined = undefined
+  #current: PluginInstance | undefined = undefined
+
+  constructor (
+    readonly requestId: string,
+    readonly route: RouteName,
+    readonly protocol: Protocol | 'none',
+    readonly method: string,
+    readonly url: string,
+    readonly ip: string,
+    readonly headers: Headers,
+    readonly log: Logger,
+    slotTemplate: Readonly<Record<string, unknown>>,
+    readonly now: () => number,
+  ) {
+    this.state = Object.seal({ ...slotTemplate })
+    this.startedAt = now()
+  }
+
+  get principal (): Principal | undefined { return this.#principal }
+  get signal (): AbortSignal { return this.controller.signal }
+
+  setHeader (name: string, value: string): void { this.extraHeaders[name.toLowerCase()] = value }
+
+  setPrincipal (principal: Principal): void {
+    if (!this.#current?.provides.has('principal')) {
+      throw new Error(`plugin "${this.#current?.name ?? 'unknown'}" may not set the principal: it does not declare provides: ['principal']`)
+    }
+    this.#principal = Object.freeze({ ...principal })
+  }
+
+  setDeadline (ms: number): void { this.deadlineMs = ms }
+  setBodyLimit (bytes: number): void { this.bodyLimit = bytes }
+
+  /** The phase chain running now (a client close waits for it before settling). */
+  #running: Promise<void> | undefined = undefined
+
+  /** Runs one phase's plugins in order; a thrown GatewayError stops the request. */
+  runPhase (pipeline: Pipeline, phase: Phase): Promise<void> {
+    const run = this.#runPhase(pipeline, phase)
+    this.#running = run.catch(() => {})
+    return run
+  }
+
+  /**
+   * The client went away. Aborts the call; unless core's dispatcher owns settling (it settles when
+   * its upstream call unwinds), settles once the phase running now has finished, so a plugin that
+   * is still reserving cannot slip in after its own settle.
+   */
+  onClientClose (): void {
+    this.outcome.clientAborted = true
+    this.controller.abort(new Error('client closed the connection'))
+    if (this.handlerOwnsSettle || this.phase === 'dispatch') return
+    void (this.#running ?? Promise.resolve()).then(() => this.settle(this.outcome))
+  }
+
+  async #runPhase (pipeline: Pipeline, phase: Phase): Promise<void> {
+    this.phase = phase
+    const list = pipeline.plan[this.route][phase]
+    for (let i = 0; i < list.length; i++) {
+      const p = list[i]
+      if (!p.hooks.onRequest && !p.hooks.onSettle) continue
+      this.ran.push(p)
+      this.#current = p
+      try {
+        if (p.hooks.onRequest) await p.hooks.onRequest(this)
+      } finally {
+        this.#current = undefined
+      }
+      if (this.controller.signal.aborted) throw gwError('GW_ERR_BAD_REQUEST', ['the client closed the connection'])
+    }
+  }
+
+  /**
+   * Runs `onSettle` in reverse for every plugin whose request hook ran, exactly once per request.
+   * Errors are logged, never thrown: settling must not break the response already sent.
+   */
+  async settle (outcome: Outcome): Promise<void> {
+    if (this.settled) return
+    this.settled = true
+    this.phase = 'settle'
+    for (let i = this.ran.length - 1; i >= 0; i--) {
+      const p = this.ran[i]
+      if (!p.hooks.onSettle) continue
+      try {
+        await p.hooks.onSettle(this, outcome)
+      } catch (err) {
+        this.log.error({ err, plugin: p.name }, 'settle failed')
+      }
+    }
+  }
+}

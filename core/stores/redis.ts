@@ -1,0 +1,103 @@
+/** @module stores/redis – the shared key-value store for many replicas: one atomic command or script per operation. */
+import { Redis } from 'ioredis'
+import type { CounterResult, KvStore } from './kv.ts'
+
+/** INCRBY, and a new key gets its window's TTL; returns {value, pttl}. */
+const INCR = `local v = redis.call('INCRBY', KEYS[1], ARGV[1])
+local t = redis.call('PTTL', KEYS[1])
+if t < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]); t = tonumber(ARGV[2]) end
+return {v, t}`
+const PEEK = `local v = redis.call('GET', KEYS[1])
+if not v then return {0, 0} end
+return {tonumber(v) or 0, redis.call('PTTL', KEYS[1])}`
+const DEL_IF = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`
+
+export interface RedisStoreOptions {
+  url: string
+  /** Prepended to every key (`gw:` by default), so several gateways can share one Redis. */
+  prefix: string
+  /** Per-command bound while Redis is unreachable (ms). */
+  commandTimeoutMs?: number
+}
+
+/**
+ * Commands fail fast while Redis is down (no offline queue): callers decide what that means
+ * (each plugin has a documented fail-open / fail-closed choice), and /readyz reports it.
+ */
+export class RedisStore implements KvStore {
+  readonly #r: Redis
+  readonly #p: string
+
+  private constructor (r: Redis, prefix: string) {
+    this.#r = r
+    this.#p = prefix
+    r.defineCommand('gwIncr', { numberOfKeys: 1, lua: INCR })
+    r.defineCommand('gwPeek', { numberOfKeys: 1, lua: PEEK })
+    r.defineCommand('gwDelIf', { numberOfKeys: 1, lua: DEL_IF })
+  }
+
+  static async open (opts: RedisStoreOptions): Promise<RedisStore> {
+    const r = new Redis(opts.url, {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: 2000,
+      commandTimeout: opts.commandTimeoutMs ?? 2000,
+      retryStrategy: (times: number) => Math.min(times * 200, 2000),
+    })
+    r.on('error', () => { /* reported through ping() and failed commands */ })
+    try {
+      await r.connect()
+    } catch (err) {
+      r.disconnect()
+      throw new Error(`cannot reach Redis at ${redactUrl(opts.url)}: ${(err as Error).message}`)
+    }
+    return new RedisStore(r, opts.prefix)
+  }
+
+  async incr (key: string, by: number, windowMs: number): Promise<CounterResult> {
+    const [v, t] = await (this.#r as any).gwIncr(this.#p + key, by, windowMs) as [number, number]
+    return { value: Number(v), resetMs: Math.max(0, Number(t)) }
+  }
+
+  async peek (key: string): Promise<CounterResult> {
+    const [v, t] = await (this.#r as any).gwPeek(this.#p + key) as [number, number]
+    return { value: Number(v), resetMs: Math.max(0, Number(t)) }
+  }
+
+  async setIfAbsent (key: string, value: string, ttlMs: number): Promise<boolean> {
+    return (await this.#r.set(this.#p + key, value, 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX')) === 'OK'
+  }
+
+  async get (key: string): Promise<string | undefined> {
+    return (await this.#r.get(this.#p + key)) ?? undefined
+  }
+
+  async set (key: string, value: string, ttlMs: number): Promise<void> {
+    await this.#r.set(this.#p + key, value, 'PX', Math.max(1, Math.ceil(ttlMs)))
+  }
+
+  async del (key: string): Promise<void> {
+    await this.#r.del(this.#p + key)
+  }
+
+  async delIfValue (key: string, value: string): Promise<boolean> {
+    return Number(await (this.#r as any).gwDelIf(this.#p + key, value)) === 1
+  }
+
+  async ping (): Promise<boolean> {
+    try {
+      return (await this.#r.ping()) === 'PONG'
+    } catch {
+      return false
+    }
+  }
+
+  async close (): Promise<void> {
+    try { await this.#r.quit() } catch { this.#r.disconnect() }
+  }
+}
+
+export function redactUrl (url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@')
+}

@@ -1,0 +1,46 @@
+/** @module types/model – catalog entries: the spec's public model object plus private routing and prices. */
+
+/** Which wire protocol an upstream (or a client route) speaks. */
+export type Protocol = 'chat' | 'messages'
+
+/** Per-million-token prices in the ledger's currency unit. `cachedInput` optional. */
+export interface ModelPrice {
+  input: number
+  cachedInput?: number
+  output: number
+}
+
+/** One way to serve a model: a configured provider instance plus the upstream's own model name. */
+export interface Deployment {
+  provider: string
+  upstreamModel: string
+  /** Lower runs first. */
+  priority: number
+  /** Relative weight among deployments of equal priority. */
+  weight: number
+}
+
+/** The spec's public model object (the only fields any route returns). */
+export interface PublicModel {
+  id: string
+  object: 'model'
+  created: number
+  owned_by: string
+  name: string
+  context_length: number
+  architecture: { input_modalities: string[], output_modalities: string[] }
+  supported_parameters: string[]
+  default_parameters: Record<string, unknown>
+}
+
+/** A catalog entry: public fields, and private ones never rendered by a route. */
+export interface ModelEntry {
+  readonly id: string
+  readonly public: Readonly<PublicModel>
+  readonly deployments: readonly Deployment[]
+  readonly price?: Readonly<ModelPrice>
+  /** Output cap used when a request names none (and the ceiling a request's cap is clamped to). */
+  readonly maxOutputTokens: number
+  readonly inputModalities: ReadonlySet<string>
+  readonly supportedParameters: ReadonlySet<string>
+}

@@ -1,0 +1,87 @@
+/**
+ * @module plugins/auth – `sk-gw-` API keys from config or the ledger, held only as hashes.
+ */
+import { LRUCache } from 'lru-cache'
+import { definePlugin } from '../../core/plugin.ts'
+import { gwError } from '../../core/errors.ts'
+import { hashKey, KEY_PREFIX, sameHash } from '../../core/keys.ts'
+import type { Principal } from '../../core/types/principal.ts'
+import { AuthConfig, type KeyEntryT } from './schema.ts'
+
+type Entry = { hash: string, principal: Principal }
+
+function principalOf (k: KeyEntryT, hash: string): Principal {
+  const p: Principal = { keyId: k.id ?? hash.slice(0, 12) }
+  if (k.name) p.name = k.name
+  if (k.organization) p.organization = k.organization
+  if (k.project) p.project = k.project
+  if (k.models) p.models = new Set(k.models)
+  return Object.freeze(p)
+}
+
+/** The presented key: `Authorization: Bearer <key>`, or `x-api-key` when allowed. */
+function presentedKey (headers: Readonly<Record<string, string | string[] | undefined>>, xApiKey: boolean): string | undefined {
+  const auth = headers.authorization
+  if (typeof auth === 'string') {
+    const m = /^Bearer[ \t]+(\S+)\s*$/i.exec(auth)
+    if (m) return m[1]
+  }
+  if (xApiKey && typeof headers['x-api-key'] === 'string') return headers['x-api-key'].trim() || undefined
+  return undefined
+}
+
+/**
+ * Authenticates every /v1 route. Keys are hashed with sha256 at start-up (plain keys are dropped),
+ * the presented key is hashed per request and compared in constant time.
+ * @example
+ * - plugin: auth
+ *   config:
+ *     keys:
+ *       - { key: "${GATEWAY_KEY}", name: ci, organization: acme, project: web, models: [echo/echo-1] }
+ */
+export default definePlugin({
+  name: 'auth',
+  phase: 'authenticate',
+  provides: ['principal'],
+  defaultRoutes: ['chat', 'messages', 'models', 'reserved'],
+  configSchema: AuthConfig,
+  create (config, deps) {
+    const byHash = new Map<string, Entry>()
+    for (const [i, k] of config.keys.entries()) {
+      if (!k.key === !k.hash) throw new Error(`auth: keys[${i}] needs exactly one of "key" or "hash"`)
+      const hash = k.hash ?? hashKey(k.key!)
+      byHash.set(hash, { hash, principal: principalOf(k, hash) })
+    }
+    const cache = new LRUCache<string, Entry | false>({ max: 10_000, ttl: Math.max(config.ledgerCacheMs, 1) })
+
+    async function fromLedger (hash: string): Promise<Entry | undefined> {
+      if (!config.ledger) return undefined
+      const hit = config.ledgerCacheMs > 0 ? cache.get(hash) : undefined
+      if (hit !== undefined) return hit || undefined
+      let rec
+      try {
+        rec = await deps.ledger.findKeyByHash(hash)
+      } catch (err) {
+        deps.log.error({ err }, 'auth: ledger lookup failed')
+        throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+      }
+      const entry = rec && !rec.revokedAt
+        ? { hash: rec.hash, principal: principalOf({ id: rec.id, name: rec.name, organization: rec.organization, project: rec.project, models: rec.models }, rec.hash) }
+        : undefined
+      if (config.ledgerCacheMs > 0) cache.set(hash, entry ?? false)
+      return entry
+    }
+
+    return {
+      async onRequest (ctx) {
+        const key = presentedKey(ctx.headers, config.acceptXApiKey)
+        if (!key) throw gwError('GW_ERR_AUTH_MISSING_KEY')
+        if (!key.startsWith(KEY_PREFIX)) throw gwError('GW_ERR_AUTH_INVALID_KEY')
+        const hash = hashKey(key)
+        const entry = byHash.get(hash) ?? await fromLedger(hash)
+        if (!entry || !sameHash(entry.hash, hash)) throw gwError('GW_ERR_AUTH_INVALID_KEY')
+        ctx.setPrincipal(entry.principal)
+      },
+    }
+  },
+})

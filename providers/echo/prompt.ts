@@ -1,0 +1,69 @@
+/** @module providers/echo/prompt – reads a chat or messages request the way the echo model needs. */
+
+/** What the echo model answers from. */
+export interface EchoPrompt {
+  /** Text of the last user turn (or of the tool results it carries). */
+  lastText: string
+  images: number
+  /** Characters of all prompt text, for the token count. */
+  promptChars: number
+  messageCount: number
+  /** Set when the last turn carries tool results. */
+  toolResult?: string
+  tools: { name: string }[]
+  toolChoice?: string
+  maxTokens?: number
+  /** A content part or block type a real upstream of this protocol would refuse. */
+  badPart?: string
+}
+
+const CHAT_PARTS = new Set(['text', 'image_url', 'video_url', 'input_audio', 'file', 'refusal'])
+const MESSAGES_BLOCKS = new Set(['text', 'image', 'document', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking', 'search_result', 'server_tool_use', 'web_search_tool_result'])
+
+function textOf (content: unknown, allowed: Set<string>, out: { images: number, bad?: string }): string {
+  if (typeof content === 'string') return content
+  if (!Array.isArray(content)) return ''
+  const parts: string[] = []
+  for (const p of content) {
+    const type = p?.type
+    if (!allowed.has(type)) { out.bad ??= String(type); continue }
+    if (type === 'text' && typeof p.text === 'string') parts.push(p.text)
+    else if (type === 'image_url' || type === 'image') out.images++
+    else if (type === 'tool_result') parts.push(textOf(p.content, allowed, out))
+  }
+  return parts.join(' ')
+}
+
+/** Reads a request body of the given protocol; throws a message string on a shape a real upstream would refuse. */
+export function readPrompt (body: any, protocol: 'chat' | 'messages'): EchoPrompt {
+  if (!Array.isArray(body?.messages) || body.messages.length === 0) throw new Error('messages must be a non-empty array')
+  const allowed = protocol === 'chat' ? CHAT_PARTS : MESSAGES_BLOCKS
+  const acc = { images: 0, bad: undefined as string | undefined }
+  let promptChars = 0
+  let lastText = ''
+  let toolResult: string | undefined
+  if (protocol === 'messages') {
+    const sys = typeof body.system === 'string' ? body.system : textOf(body.system, allowed, acc)
+    promptChars += sys.length
+  }
+  for (const m of body.messages) {
+    const text = textOf(m?.content, allowed, acc)
+    promptChars += text.length
+    if (m?.role === 'tool') { toolResult = text; lastText = text; continue }
+    if (m?.role === 'user') {
+      lastText = text
+      const hasResult = Array.isArray(m.content) && m.content.some((b: any) => b?.type === 'tool_result')
+      toolResult = hasResult ? text : undefined
+    }
+  }
+  const tools = Array.isArray(body.tools)
+    ? body.tools.map((t: any) => ({ name: String(protocol === 'chat' ? t?.function?.name : t?.name) }))
+    : []
+  const tc = body.tool_choice
+  const toolChoice = typeof tc === 'string' ? tc : (tc?.type === 'function' ? `name:${tc.function?.name}` : tc?.type === 'tool' ? `name:${tc.name}` : tc?.type)
+  const maxTokens = body.max_completion_tokens ?? body.max_tokens
+  return {
+    lastText, images: acc.images, promptChars, messageCount: body.messages.length, toolResult, tools, toolChoice,
+    maxTokens: typeof maxTokens === 'number' ? maxTokens : undefined, badPart: acc.bad,
+  }
+}

@@ -1,0 +1,293 @@
+/**
+ * @module protocols/chat-to-messages – chat client, messages-protocol upstream (C→M).
+ *
+ * Request: protocols.md §3.2 with the spec's rule 2 as the default: message content is flattened
+ * to plain text and images (and other media parts) are dropped silently. System and developer
+ * messages, tools, tool_choice, tool calls and tool results, stop sequences, the output cap and
+ * sampling parameters are translated faithfully. Response and stream: §3.3, §3.4, §3.7.
+ */
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions } from '../../core/provider.ts'
+import { usageFromMessages, usageToChat, type Usage } from '../../core/types/usage.ts'
+import { sseData, SSE_DONE } from '../../core/sse.ts'
+import { gwError } from '../../core/errors.ts'
+import { applyModelParameters, finishFromStop, MESSAGES_STANDARD, newId, parseArgs, safeToolId, textOf } from './common.ts'
+
+type Block = Record<string, unknown>
+interface Turn { role: 'user' | 'assistant', content: Block[] }
+
+/** A user turn for requests that would otherwise have none (only system messages, or assistant first). */
+const FILLER_USER_TEXT = '(continue)'
+const REASONING_BUDGET: Record<string, number> = { minimal: 1024, low: 1024, medium: 2048, high: 4096 }
+
+function pushTurn (turns: Turn[], role: Turn['role'], blocks: Block[]): void {
+  if (blocks.length === 0) return
+  const last = turns[turns.length - 1]
+  if (last && last.role === role) last.content.push(...blocks)
+  else turns.push({ role, content: blocks })
+}
+
+function convert (body: Record<string, any>): { system: string[], turns: Turn[] } {
+  const system: string[] = []
+  const turns: Turn[] = []
+  for (const [i, m] of (body.messages as any[]).entries()) {
+    const where = `messages[${i}]`
+    switch (m.role) {
+      case 'system': case 'developer': {
+        const t = textOf(m.content, '\n')
+        if (t !== '') system.push(t)
+        break
+      }
+      case 'user': {
+        const t = textOf(m.content, '\n')
+        if (t !== '') pushTurn(turns, 'user', [{ type: 'text', text: t }])
+        break
+      }
+      case 'assistant': {
+        const blocks: Block[] = []
+        const t = textOf(m.content, '')
+        if (t !== '') blocks.push({ type: 'text', text: t })
+        if (typeof m.refusal === 'string' && m.refusal !== '') blocks.push({ type: 'text', text: m.refusal })
+        if (Array.isArray(m.tool_calls)) {
+          for (const [j, c] of m.tool_calls.entries()) {
+            const input = parseArgs(c?.function?.arguments)
+            if (input === undefined) throw gwError('GW_ERR_BAD_REQUEST', [`${where}.tool_calls[${j}].function.arguments is not a JSON object`])
+            blocks.push({ type: 'tool_use', id: safeToolId(c?.id), name: String(c?.function?.name ?? ''), input })
+          }
+        }
+        pushTurn(turns, 'assistant', blocks)
+        break
+      }
+      case 'tool': case 'function': {
+        const t = textOf(m.content, '\n')
+        const block: Block = { type: 'tool_result', tool_use_id: safeToolId(m.tool_call_id ?? m.name) }
+        if (t !== '') block.content = t
+        const last = turns[turns.length - 1]
+        // Tool results open their user turn: put them before any text already merged into it.
+        if (last && last.role === 'user') {
+          let k = 0
+          while (k < last.content.length && last.content[k].type === 'tool_result') k++
+          last.content.splice(k, 0, block)
+        } else turns.push({ role: 'user', content: [block] })
+        break
+      }
+      default:
+        throw gwError('GW_ERR_BAD_REQUEST', [`${where}.role "${String(m.role)}" is not supported`])
+    }
+  }
+  if (turns.length === 0 || turns[0].role !== 'user') turns.unshift({ role: 'user', content: [{ type: 'text', text: FILLER_USER_TEXT }] })
+  return { system, turns }
+}
+
+function simplify (turns: Turn[]): unknown[] {
+  return turns.map(t => t.content.length === 1 && t.content[0].type === 'text' ? { role: t.role, content: t.content[0].text } : t)
+}
+
+function request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
+  if (typeof body.n === 'number' && body.n > 1) throw gwError('GW_ERR_BAD_REQUEST', ['n > 1 is not supported for this model'])
+  const { system, turns } = convert(body)
+  const out: Record<string, unknown> = { model: opts.upstreamModel }
+  if (system.length > 0) out.system = system.join('\n\n')
+  out.messages = simplify(turns)
+  const asked = body.max_completion_tokens ?? body.max_tokens
+  let maxTokens = typeof asked === 'number' ? Math.min(asked, opts.model.maxOutputTokens) : opts.model.maxOutputTokens
+  if (typeof body.temperature === 'number') out.temperature = Math.min(1, Math.max(0, body.temperature))
+  if (typeof body.top_p === 'number') out.top_p = body.top_p
+  if (body.stop !== undefined && body.stop !== null) {
+    const list = (Array.isArray(body.stop) ? body.stop : [body.stop]).filter((s: unknown) => typeof s === 'string' && s.trim() !== '')
+    if (list.length > 0) out.stop_sequences = list
+  }
+  if (typeof body.user === 'string' && body.user !== '') out.metadata = { user_id: body.user }
+  let tools: any[] = Array.isArray(body.tools) ? body.tools.filter((t: any) => t?.type === 'function' && t.function?.name) : []
+  let tc = body.tool_choice
+  if (tc?.type === 'allowed_tools') {
+    const allowed = new Set((tc.allowed_tools?.tools ?? []).map((t: any) => t?.function?.name))
+    tools = tools.filter(t => allowed.has(t.function.name))
+    tc = tc.allowed_tools?.mode === 'required' ? 'required' : 'auto'
+  }
+  if (tools.length > 0) {
+    out.tools = tools.map(t => {
+      const o: Record<string, unknown> = { name: t.function.name, input_schema: t.function.parameters ?? { type: 'object', properties: {} } }
+      if (typeof t.function.description === 'string') o.description = t.function.description
+      if (typeof t.function.strict === 'boolean') o.strict = t.function.strict
+      return o
+    })
+    let choice: Record<string, unknown> | undefined
+    if (tc === 'auto') choice = { type: 'auto' }
+    else if (tc === 'none') choice = { type: 'none' }
+    else if (tc === 'required') choice = { type: 'any' }
+    else if (tc?.type === 'function' && typeof tc.function?.name === 'string') choice = { type: 'tool', name: tc.function.name }
+    if (body.parallel_tool_calls === false && choice?.type !== 'none') choice = { ...(choice ?? { type: 'auto' }), disable_parallel_tool_use: true }
+    if (choice) out.tool_choice = choice
+  }
+  const effort = body.reasoning_effort
+  if (typeof effort === 'string' && REASONING_BUDGET[effort]) {
+    const budget = REASONING_BUDGET[effort]
+    out.thinking = { type: 'enabled', budget_tokens: budget }
+    if (maxTokens <= budget) maxTokens = budget + 1024
+    delete out.temperature
+    const c = out.tool_choice as any
+    if (c && (c.type === 'any' || c.type === 'tool')) out.tool_choice = { type: 'auto' }
+  }
+  out.max_tokens = maxTokens
+  const rf = body.response_format
+  if (rf?.type === 'json_schema' && rf.json_schema?.schema) out.output_config = { format: { type: 'json_schema', schema: rf.json_schema.schema } }
+  if (body.stream === true) out.stream = true
+  applyModelParameters(out, opts.model, MESSAGES_STANDARD)
+  return out
+}
+
+function chatId (upstreamId: unknown): string {
+  return typeof upstreamId === 'string' && upstreamId !== ''
+    ? 'chatcmpl-' + upstreamId.replace(/^msg_/, '')
+    : 'chatcmpl-' + newId()
+}
+
+function response (body: any, opts: TranslateOptions): { body: unknown, usage: Usage | undefined } {
+  let text = ''
+  let hasText = false
+  const calls: unknown[] = []
+  for (const b of Array.isArray(body?.content) ? body.content : []) {
+    if (b?.type === 'text' && typeof b.text === 'string') { text += b.text; hasText = true }
+    else if (b?.type === 'tool_use') calls.push({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } })
+  }
+  const message: Record<string, unknown> = { role: 'assistant', content: hasText || calls.length === 0 ? text : null, refusal: null }
+  if (calls.length > 0) message.tool_calls = calls
+  const usage = body?.usage ? usageFromMessages(body.usage) : undefined
+  return {
+    body: {
+      id: chatId(body?.id),
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: opts.clientModel,
+      choices: [{ index: 0, message, logprobs: null, finish_reason: finishFromStop(body?.stop_reason) }],
+      usage: usageToChat(usage ?? { inputTokens: opts.estimatedInputTokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0 }),
+    },
+    usage,
+  }
+}
+
+/** Messages events in, chat chunks out (protocols.md §3.7). */
+class MessagesToChatStream implements StreamTranslator {
+  finished = false
+  #done = false
+  #id = 'chatcmpl-' + newId()
+  readonly #created = Math.floor(Date.now() / 1000)
+  readonly #model: string
+  readonly #includeUsage: boolean
+  #toolCount = 0
+  readonly #blocks = new Map<number, { kind: string, toolIdx?: number }>()
+  #u: Record<string, number> | undefined
+  #stop: unknown = null
+  #roleSent = false
+
+  constructor (clientBody: Record<string, any>, opts: TranslateOptions) {
+    this.#model = opts.clientModel
+    this.#includeUsage = clientBody.stream_options?.include_usage === true
+  }
+
+  get usage (): Usage | undefined {
+    return this.#u ? usageFromMessages(this.#u) : undefined
+  }
+
+  #chunk (delta: unknown, finish: string | null = null): string {
+    const c: Record<string, unknown> = {
+      id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    }
+    if (this.#includeUsage) c.usage = null
+    return sseData(c)
+  }
+
+  #role (): string {
+    if (this.#roleSent) return ''
+    this.#roleSent = true
+    return this.#chunk({ role: 'assistant', content: '' })
+  }
+
+  #usage (u: any): void {
+    if (!u || typeof u !== 'object') return
+    this.#u ??= {}
+    for (const k in u) if (typeof u[k] === 'number') this.#u[k] = u[k]
+  }
+
+  push (ev: SseEvent): string {
+    if (this.#done) return ''
+    let d: any
+    try { d = JSON.parse(ev.data) } catch { return '' }
+    const name = ev.event ?? d?.type
+    switch (name) {
+      case 'message_start':
+        if (typeof d.message?.id === 'string') this.#id = chatId(d.message.id)
+        this.#usage(d.message?.usage)
+        return this.#role()
+      case 'content_block_start': {
+        const b = d.content_block ?? {}
+        if (b.type === 'text') {
+          this.#blocks.set(d.index, { kind: 'text' })
+          return this.#role() + (typeof b.text === 'string' && b.text !== '' ? this.#chunk({ content: b.text }) : '')
+        }
+        if (b.type === 'tool_use') {
+          const toolIdx = this.#toolCount++
+          this.#blocks.set(d.index, { kind: 'tool_use', toolIdx })
+          return this.#role() + this.#chunk({ tool_calls: [{ index: toolIdx, id: b.id, type: 'function', function: { name: b.name, arguments: '' } }] })
+        }
+        this.#blocks.set(d.index, { kind: String(b.type) })
+        return ''
+      }
+      case 'content_block_delta': {
+        const blk = this.#blocks.get(d.index)
+        const delta = d.delta ?? {}
+        if (delta.type === 'text_delta' && blk?.kind === 'text' && typeof delta.text === 'string' && delta.text !== '') return this.#chunk({ content: delta.text })
+        if (delta.type === 'input_json_delta' && blk?.kind === 'tool_use' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
+          return this.#chunk({ tool_calls: [{ index: blk.toolIdx, function: { arguments: delta.partial_json } }] })
+        }
+        return ''
+      }
+      case 'message_delta':
+        if (d.delta && 'stop_reason' in d.delta) this.#stop = d.delta.stop_reason
+        this.#usage(d.usage)
+        return ''
+      case 'message_stop':
+        return this.#finishStream()
+      case 'error': {
+        const e = d.error ?? {}
+        this.#done = true
+        return this.#role() + sseData({ error: { message: typeof e.message === 'string' ? e.message : 'The model service failed mid-stream.', type: typeof e.type === 'string' ? e.type : 'api_error', param: null, code: null } })
+      }
+      default:
+        return '' // ping, content_block_stop, unknown events
+    }
+  }
+
+  #finishStream (): string {
+    this.#done = true
+    this.finished = true
+    let out = this.#role() + this.#chunk({}, finishFromStop(this.#stop))
+    if (this.#includeUsage) {
+      out += sseData({
+        id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model, choices: [],
+        usage: usageToChat(this.usage ?? { inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0 }),
+      })
+    }
+    return out + SSE_DONE
+  }
+
+  end (): string {
+    if (this.#done) return ''
+    return this.#role() + this.fail('The model service ended the stream before it finished.', 502)
+  }
+
+  fail (message: string, status = 502): string {
+    if (this.#done) return ''
+    this.#done = true
+    return sseData({ error: { message, type: status === 408 ? 'timeout_error' : 'server_error', param: null, code: status } })
+  }
+}
+
+export const chatToMessages: Translator = {
+  request,
+  response,
+  stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
+    return new MessagesToChatStream(clientBody, opts)
+  },
+}

@@ -1,0 +1,108 @@
+/** @module protocols/common – small pieces every translator shares (ids, reason maps, parameters). */
+import { randomBytes } from 'node:crypto'
+import type { ModelEntry } from '../../core/types/model.ts'
+
+/** A fresh id body: url-safe, 24 characters. */
+export function newId (): string {
+  return randomBytes(18).toString('base64url')
+}
+
+/** Makes a tool-call id fit the messages protocol's `^[a-zA-Z0-9_-]+$` (deterministic). */
+export function safeToolId (id: unknown, prefix = 'toolu_'): string {
+  if (typeof id !== 'string' || id === '') return prefix + newId()
+  const clean = id.replace(/[^A-Za-z0-9_-]/g, '_')
+  return clean
+}
+
+/** chat finish_reason → messages stop_reason (protocols.md §3.4). content_filter → refusal (our choice). */
+export function stopFromFinish (finish: unknown): string {
+  switch (finish) {
+    case 'length': return 'max_tokens'
+    case 'tool_calls': case 'function_call': return 'tool_use'
+    case 'content_filter': return 'refusal'
+    default: return 'end_turn'
+  }
+}
+
+/** messages stop_reason → chat finish_reason (protocols.md §3.4); never leaks a messages value. */
+export function finishFromStop (stop: unknown): 'stop' | 'length' | 'tool_calls' | 'content_filter' {
+  switch (stop) {
+    case 'max_tokens': case 'model_context_window_exceeded': return 'length'
+    case 'tool_use': return 'tool_calls'
+    case 'refusal': return 'content_filter'
+    default: return 'stop'
+  }
+}
+
+/** messages-protocol `error.type` for an HTTP status (protocols.md §3.8, design.md §11). */
+export function messagesErrorType (status: number | undefined): string {
+  switch (status) {
+    case 400: case 409: case 422: return 'invalid_request_error'
+    case 401: return 'authentication_error'
+    case 402: return 'billing_error'
+    case 403: return 'permission_error'
+    case 404: return 'not_found_error'
+    case 408: case 504: return 'timeout_error'
+    case 413: return 'request_too_large'
+    case 429: return 'rate_limit_error'
+    case 503: case 529: return 'overloaded_error'
+    default: return 'api_error'
+  }
+}
+
+/** Standard optional parameters of each protocol: dropped when the model does not list them. */
+export const CHAT_STANDARD = new Set([
+  'temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'stop', 'tools', 'tool_choice', 'parallel_tool_calls',
+  'response_format', 'frequency_penalty', 'presence_penalty', 'user', 'seed', 'n', 'logprobs', 'top_logprobs',
+  'logit_bias', 'reasoning_effort', 'service_tier', 'metadata', 'store', 'modalities', 'audio', 'prediction',
+  'verbosity', 'web_search_options', 'safety_identifier', 'prompt_cache_key',
+])
+export const MESSAGES_STANDARD = new Set([
+  'temperature', 'top_p', 'top_k', 'stop_sequences', 'tools', 'tool_choice', 'thinking', 'metadata', 'service_tier',
+])
+
+/** Does the model list this parameter? Aliases: max_completion_tokens ~ max_tokens, parallel_tool_calls ~ tools. */
+export function supports (model: ModelEntry, param: string): boolean {
+  const s = model.supportedParameters
+  if (s.has(param)) return true
+  if (param === 'max_completion_tokens' || param === 'max_tokens') return s.has('max_tokens') || s.has('max_completion_tokens')
+  if (param === 'parallel_tool_calls') return s.has('tools')
+  if (param === 'stop_sequences') return s.has('stop')
+  if (param === 'stop') return s.has('stop_sequences')
+  return false
+}
+
+/** Applies the model's default_parameters to `out` where absent and drops standard parameters it does not list. */
+export function applyModelParameters (out: Record<string, unknown>, model: ModelEntry, standard: ReadonlySet<string>): void {
+  const defaults = model.public.default_parameters
+  for (const k in defaults) if (out[k] === undefined) out[k] = defaults[k]
+  for (const k in out) if (standard.has(k) && !supports(model, k)) delete out[k]
+}
+
+/** The text of a string-or-parts content, parts joined with `sep`; non-text parts skipped. */
+export function textOf (content: unknown, sep = ''): string {
+  if (typeof content === 'string') return content
+  if (!Array.isArray(content)) return ''
+  let out = ''
+  let first = true
+  for (const p of content) {
+    if (p && typeof p === 'object' && (p.type === 'text' || p.type === 'input_text' || p.type === 'refusal') && typeof (p.text ?? p.refusal) === 'string') {
+      out += (first ? '' : sep) + (p.text ?? p.refusal)
+      first = false
+    }
+  }
+  return out
+}
+
+/** JSON.parse of tool arguments: '' or missing → {}; returns undefined when invalid or not an object. */
+export function parseArgs (args: unknown): Record<string, unknown> | undefined {
+  if (args === undefined || args === null || args === '') return {}
+  if (typeof args === 'object' && !Array.isArray(args)) return args as Record<string, unknown>
+  if (typeof args !== 'string') return undefined
+  try {
+    const v = JSON.parse(args)
+    return v && typeof v === 'object' && !Array.isArray(v) ? v : undefined
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,331 @@
+/**
+ * @module protocols/messages-to-chat – messages client, chat-completions upstream (M→C).
+ *
+ * Request: protocols.md §3.1 (system prompt first, tool results before the rest of a user turn,
+ * tool_use ↔ tool_calls, tool_choice, stop sequences, output cap). Image blocks are NOT converted
+ * (the spec's rule): they go upstream as they are, and a chat upstream refuses them.
+ * Response and stream: §3.3, §3.4 and the state machine of §3.6.
+ */
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions } from '../../core/provider.ts'
+import { usageFromChat, usageToMessages, type Usage } from '../../core/types/usage.ts'
+import { sseEvent } from '../../core/sse.ts'
+import { gwError } from '../../core/errors.ts'
+import { applyModelParameters, CHAT_STANDARD, messagesErrorType, newId, parseArgs, safeToolId, stopFromFinish, textOf } from './common.ts'
+
+type Msg = Record<string, unknown>
+
+function systemText (system: unknown): string {
+  return typeof system === 'string' ? system : textOf(system, '\n')
+}
+
+/** A tool_result's content as tool-message text; images found in it are returned to move on. */
+function toolResultContent (block: any, moved: unknown[]): string {
+  let text: string
+  if (typeof block.content === 'string') text = block.content
+  else if (Array.isArray(block.content)) {
+    const parts: string[] = []
+    for (const c of block.content) {
+      if (c?.type === 'text' && typeof c.text === 'string') parts.push(c.text)
+      else if (c?.type === 'image') moved.push(c)
+    }
+    text = parts.join('\n')
+  } else text = ''
+  return block.is_error === true ? `Error: ${text}` : text
+}
+
+function userParts (blocks: unknown[], where: string): unknown[] {
+  const parts: unknown[] = []
+  for (const [j, b] of blocks.entries()) {
+    const blk = b as any
+    switch (blk?.type) {
+      case 'text':
+        if (typeof blk.text === 'string' && blk.text !== '') parts.push({ type: 'text', text: blk.text })
+        break
+      case 'image':
+        // The spec's rule: image blocks are not converted; the chat upstream decides (and usually refuses).
+        parts.push(blk)
+        break
+      case 'document': {
+        const src = blk.source ?? {}
+        if (src.type === 'base64' && src.media_type === 'application/pdf') {
+          parts.push({ type: 'file', file: { filename: typeof blk.title === 'string' ? `${blk.title}.pdf` : 'doc.pdf', file_data: `data:application/pdf;base64,${src.data}` } })
+        } else if (src.type === 'text' && typeof src.data === 'string') {
+          parts.push({ type: 'text', text: src.data })
+        } else {
+          throw gwError('GW_ERR_BAD_REQUEST', [`${where}.content[${j}]: a document with a "${src.type}" source cannot be sent to this model`])
+        }
+        break
+      }
+      case 'thinking': case 'redacted_thinking': case 'tool_use': case 'tool_result':
+        break
+      default:
+        break // server-tool results and unknown blocks have no chat form
+    }
+  }
+  return parts
+}
+
+function asContent (parts: unknown[]): unknown {
+  if (parts.length === 1 && (parts[0] as any).type === 'text') return (parts[0] as any).text
+  return parts
+}
+
+/** The messages list, one Anthropic message at a time (protocols.md §3.1 algorithm). */
+function convertMessages (body: Record<string, any>, systemRole: string): Msg[] {
+  const out: Msg[] = []
+  const sys = body.system === undefined ? '' : systemText(body.system)
+  if (sys !== '') out.push({ role: systemRole, content: sys })
+  const list: any[] = body.messages
+  for (const [i, m] of list.entries()) {
+    const where = `messages[${i}]`
+    if (m.role === 'system') { // 2026 beta: a system message inside the list
+      const t = systemText(m.content)
+      if (t !== '') out.push({ role: systemRole, content: t })
+      continue
+    }
+    if (typeof m.content === 'string') {
+      if (m.content !== '' || (m.role === 'assistant' && i === list.length - 1)) out.push({ role: m.role, content: m.content })
+      continue
+    }
+    const blocks: any[] = Array.isArray(m.content) ? m.content : []
+    if (m.role === 'user') {
+      const moved: unknown[] = []
+      for (const b of blocks) {
+        if (b?.type === 'tool_result') out.push({ role: 'tool', tool_call_id: safeToolId(b.tool_use_id), content: toolResultContent(b, moved) })
+      }
+      const parts = [...userParts(blocks, where), ...moved]
+      if (parts.length > 0) out.push({ role: 'user', content: asContent(parts) })
+    } else {
+      let text = ''
+      const calls: unknown[] = []
+      for (const b of blocks) {
+        if (b?.type === 'text' && typeof b.text === 'string') text += b.text
+        else if (b?.type === 'tool_use') {
+          calls.push({ id: safeToolId(b.id), type: 'function', function: { name: String(b.name), arguments: JSON.stringify(b.input ?? {}) } })
+        }
+      }
+      if (calls.length > 0) out.push({ role: 'assistant', content: text === '' ? null : text, tool_calls: calls })
+      else if (text !== '') out.push({ role: 'assistant', content: text })
+    }
+  }
+  return out
+}
+
+function convertTools (tools: any[]): unknown[] {
+  const out: unknown[] = []
+  for (const t of tools) {
+    // Server tools (web_search_…, bash_…) have a versioned type and no input_schema: no chat form.
+    if (t?.type !== undefined && t.type !== 'custom') continue
+    if (typeof t?.name !== 'string') continue
+    const fn: Record<string, unknown> = { name: t.name }
+    if (typeof t.description === 'string') fn.description = t.description
+    fn.parameters = t.input_schema ?? { type: 'object', properties: {} }
+    if (typeof t.strict === 'boolean') fn.strict = t.strict
+    out.push({ type: 'function', function: fn })
+  }
+  return out
+}
+
+function request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
+  const out: Record<string, unknown> = { model: opts.upstreamModel }
+  out.messages = convertMessages(body, opts.upstream?.systemRole ?? 'system')
+  const cap = Math.min(typeof body.max_tokens === 'number' ? body.max_tokens : opts.model.maxOutputTokens, opts.model.maxOutputTokens)
+  out[opts.upstream?.maxTokensField ?? 'max_tokens'] = cap
+  if (typeof body.temperature === 'number') out.temperature = body.temperature
+  if (typeof body.top_p === 'number') out.top_p = body.top_p
+  if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0) out.stop = body.stop_sequences.slice(0, 4)
+  if (typeof body.metadata?.user_id === 'string') out.user = body.metadata.user_id
+  const tools = Array.isArray(body.tools) ? convertTools(body.tools) : []
+  if (tools.length > 0) {
+    out.tools = tools
+    const tc = body.tool_choice
+    if (tc?.type === 'auto') out.tool_choice = 'auto'
+    else if (tc?.type === 'any') out.tool_choice = 'required'
+    else if (tc?.type === 'none') out.tool_choice = 'none'
+    else if (tc?.type === 'tool' && typeof tc.name === 'string') out.tool_choice = { type: 'function', function: { name: tc.name } }
+    if (tc?.disable_parallel_tool_use === true) out.parallel_tool_calls = false
+  }
+  const fmt = body.output_config?.format
+  if (fmt?.type === 'json_schema' && fmt.schema) {
+    out.response_format = { type: 'json_schema', json_schema: { name: 'structured_output', schema: fmt.schema, strict: true } }
+  }
+  if (body.stream === true) {
+    out.stream = true
+    out.stream_options = { include_usage: true }
+  }
+  applyModelParameters(out, opts.model, CHAT_STANDARD)
+  // The output cap is needed for the answer's size whatever supported_parameters says.
+  if (out.max_tokens === undefined && out.max_completion_tokens === undefined) out[opts.upstream?.maxTokensField ?? 'max_tokens'] = cap
+  return out
+}
+
+function toolUseBlock (call: any): Record<string, unknown> {
+  return {
+    type: 'tool_use',
+    id: safeToolId(call?.id),
+    name: String(call?.function?.name ?? ''),
+    input: parseArgs(call?.function?.arguments) ?? {},
+  }
+}
+
+function msgId (upstreamId: unknown): string {
+  return typeof upstreamId === 'string' && upstreamId !== ''
+    ? 'msg_' + upstreamId.replace(/^chatcmpl-/, '').replace(/[^A-Za-z0-9_-]/g, '_')
+    : 'msg_' + newId()
+}
+
+function response (body: any, opts: TranslateOptions): { body: unknown, usage: Usage | undefined } {
+  const choice = body?.choices?.[0] ?? {}
+  const m = choice.message ?? {}
+  const content: unknown[] = []
+  const text = typeof m.content === 'string' ? m.content : textOf(m.content)
+  if (text !== '') content.push({ type: 'text', text })
+  if (typeof m.refusal === 'string' && m.refusal !== '') content.push({ type: 'text', text: m.refusal })
+  if (Array.isArray(m.tool_calls)) for (const c of m.tool_calls) content.push(toolUseBlock(c))
+  const usage = body?.usage ? usageFromChat(body.usage) : undefined
+  const stop = typeof m.refusal === 'string' && m.refusal !== '' ? 'refusal' : stopFromFinish(choice.finish_reason)
+  return {
+    body: {
+      id: msgId(body?.id),
+      type: 'message',
+      role: 'assistant',
+      model: opts.clientModel,
+      content,
+      stop_reason: stop,
+      stop_sequence: null,
+      usage: usageToMessages(usage ?? { inputTokens: opts.estimatedInputTokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0 }),
+    },
+    usage,
+  }
+}
+
+interface ToolBuf { id: string, name: string, args: string }
+
+/** Chat chunks in, messages events out (protocols.md §3.6). Tool calls are buffered per call so
+ * that interleaved parallel fragments each land in their own block. */
+class ChatToMessagesStream implements StreamTranslator {
+  usage: Usage | undefined
+  finished = false
+  #started = false
+  #done = false
+  #next = 0
+  #open: { kind: 'text', index: number } | undefined
+  readonly #tools = new Map<number, ToolBuf>()
+  #finish: unknown = null
+  #refusal = false
+  readonly #opts: TranslateOptions
+
+  constructor (opts: TranslateOptions) {
+    this.#opts = opts
+  }
+
+  #start (id: unknown): string {
+    this.#started = true
+    return sseEvent('message_start', {
+      type: 'message_start',
+      message: {
+        id: msgId(id), type: 'message', role: 'assistant', model: this.#opts.clientModel, content: [],
+        stop_reason: null, stop_sequence: null,
+        usage: { input_tokens: this.#opts.estimatedInputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 },
+      },
+    })
+  }
+
+  #closeOpen (): string {
+    if (!this.#open) return ''
+    const i = this.#open.index
+    this.#open = undefined
+    return sseEvent('content_block_stop', { type: 'content_block_stop', index: i })
+  }
+
+  #text (t: string): string {
+    let out = ''
+    if (!this.#open) {
+      const index = this.#next++
+      this.#open = { kind: 'text', index }
+      out += sseEvent('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } })
+    }
+    return out + sseEvent('content_block_delta', { type: 'content_block_delta', index: this.#open.index, delta: { type: 'text_delta', text: t } })
+  }
+
+  #flushTools (): string {
+    let out = this.#closeOpen()
+    for (const t of this.#tools.values()) {
+      const index = this.#next++
+      out += sseEvent('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: t.id, name: t.name, input: {} } })
+      if (t.args !== '') out += sseEvent('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: t.args } })
+      out += sseEvent('content_block_stop', { type: 'content_block_stop', index })
+    }
+    this.#tools.clear()
+    return out
+  }
+
+  #finishStream (): string {
+    this.#done = true
+    this.finished = true
+    let out = this.#started ? '' : this.#start(undefined)
+    out += this.#flushTools()
+    const u = this.usage
+    const usage = u
+      ? usageToMessages(u)
+      : { input_tokens: this.#opts.estimatedInputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 }
+    const stop = this.#refusal && this.#finish !== 'tool_calls' ? 'refusal' : stopFromFinish(this.#finish)
+    out += sseEvent('message_delta', { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage })
+    out += sseEvent('message_stop', { type: 'message_stop' })
+    return out
+  }
+
+  push (ev: SseEvent): string {
+    if (this.#done) return ''
+    const data = ev.data
+    if (data === '[DONE]') return this.#finish !== null ? this.#finishStream() : ''
+    let chunk: any
+    try { chunk = JSON.parse(data) } catch { return '' }
+    if (chunk === null || typeof chunk !== 'object') return ''
+    if (ev.event === 'error' || chunk.error) {
+      const e = chunk.error ?? chunk
+      return (this.#started ? '' : this.#start(undefined)) + this.fail(typeof e.message === 'string' ? e.message : 'The model service failed mid-stream.', typeof e.code === 'number' ? e.code : 502)
+    }
+    let out = this.#started ? '' : this.#start(chunk.id)
+    if (chunk.usage) this.usage = usageFromChat(chunk.usage)
+    const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
+    if (!choice) return out // usage-only chunk: no block logic
+    const d = choice.delta ?? {}
+    if (typeof d.content === 'string' && d.content !== '') out += this.#text(d.content)
+    if (typeof d.refusal === 'string' && d.refusal !== '') { this.#refusal = true; out += this.#text(d.refusal) }
+    if (Array.isArray(d.tool_calls)) {
+      for (const tc of d.tool_calls) {
+        const k = typeof tc?.index === 'number' ? tc.index : this.#tools.size
+        let t = this.#tools.get(k)
+        if (!t) {
+          t = { id: safeToolId(tc?.id), name: '', args: '' }
+          this.#tools.set(k, t)
+        }
+        if (typeof tc?.function?.name === 'string' && tc.function.name !== '') t.name = tc.function.name
+        if (typeof tc?.function?.arguments === 'string') t.args += tc.function.arguments
+      }
+    }
+    if (choice.finish_reason !== null && choice.finish_reason !== undefined) this.#finish = choice.finish_reason
+    return out
+  }
+
+  end (): string {
+    if (this.#done) return ''
+    if (this.#finish !== null) return this.#finishStream()
+    return (this.#started ? '' : this.#start(undefined)) + this.fail('The model service ended the stream before it finished.', 502)
+  }
+
+  fail (message: string, status = 502): string {
+    if (this.#done) return ''
+    this.#done = true
+    return this.#closeOpen() + sseEvent('error', { type: 'error', error: { type: messagesErrorType(status), message } })
+  }
+}
+
+export const messagesToChat: Translator = {
+  request,
+  response,
+  stream (_clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
+    return new ChatToMessagesStream(opts)
+  },
+}

@@ -1,0 +1,60 @@
+import t from 'tap'
+import { writeFileSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig, buildConfig, substituteEnv } from '../../core/config.ts'
+
+const dir = mkdtempSync(join(tmpdir(), 'gw-config-'))
+function file (name: string, text: string): string {
+  const p = join(dir, name)
+  writeFileSync(p, text)
+  return p
+}
+
+t.test('config – embedded default when GATEWAY_CONFIG is unset', async t => {
+  const { config, demoKey } = loadConfig({})
+  t.equal(config.source, 'embedded default')
+  t.match(demoKey, /^sk-gw-/)
+  t.same(config.models.map(m => m.id), ['echo/echo-1', 'echo/echo-text', 'msgvendor/echo-1'])
+  t.equal(config.server.port, 8080)
+  t.equal(config.server.bodyLimitBytes, 67108864)
+})
+
+t.test('config – GATEWAY_DEMO_KEY fixes the demo key', async t => {
+  const { demoKey } = loadConfig({ GATEWAY_DEMO_KEY: 'sk-gw-fixed' })
+  t.equal(demoKey, 'sk-gw-fixed')
+})
+
+t.test('config – PORT, HOST and the body limit variable override the file', async t => {
+  const p = file('a.yaml', 'server:\n  port: 9000\npipeline:\n  - plugin: size-limit\n')
+  const { config } = loadConfig({ GATEWAY_CONFIG: p, PORT: '7001', HOST: '0.0.0.0', GATEWAY_OPENAPI_MAX_REQUEST_BODY_BYTES: '1000' })
+  t.equal(config.server.port, 7001)
+  t.equal(config.server.host, '0.0.0.0')
+  t.equal(config.server.bodyLimitBytes, 1000)
+  t.same(config.pipeline[0].config, { maxBytes: 1000 })
+})
+
+t.test('config – ${ENV} and ${ENV:-fallback} are replaced; a missing variable names the file', async t => {
+  t.same(substituteEnv({ a: 'x-${A}-y', b: ['${B:-dflt}'] }, { A: '1' }, 'f'), { a: 'x-1-y', b: ['dflt'] })
+  const p = file('env.json', JSON.stringify({ providers: [{ name: 'p', adapter: 'echo', config: { apiKey: '${NOPE}' } }] }))
+  t.throws(() => loadConfig({ GATEWAY_CONFIG: p }), { code: 'GW_ERR_CONFIG_ENV_MISSING', message: new RegExp(`${p}.*NOPE`) })
+})
+
+t.test('config – a bad file stops start-up naming the file, the path and the problem', async t => {
+  const bad = file('bad.yaml', 'server:\n  port: "eighty"\n')
+  t.throws(() => loadConfig({ GATEWAY_CONFIG: bad }), { code: 'GW_ERR_CONFIG_INVALID', message: `Invalid config in ${bad} at /server/port: must be integer` })
+  const unknown = file('unknown.yaml', 'serverr: {}\n')
+  t.throws(() => loadConfig({ GATEWAY_CONFIG: unknown }), { message: /at \/: must NOT have additional properties \("serverr"\)/ })
+  const syntax = file('syntax.json', '{"server": ')
+  t.throws(() => loadConfig({ GATEWAY_CONFIG: syntax }), { code: 'GW_ERR_CONFIG_INVALID', message: new RegExp(syntax) })
+  t.throws(() => loadConfig({ GATEWAY_CONFIG: join(dir, 'missing.yaml') }), { code: 'GW_ERR_CONFIG_READ' })
+  t.throws(() => loadConfig({ GATEWAY_CONFIG: file('port.yaml', '{}'), PORT: 'x' }), { message: /PORT.*whole number/ })
+  t.throws(() => buildConfig([1, 2], 'arr', dir, {}), { message: /must be an object/ })
+})
+
+t.test('config – defaults are filled in for models', async t => {
+  const config = buildConfig({ providers: [{ name: 'e', adapter: 'echo' }], models: [{ id: 'a/b', deployments: [{ provider: 'e' }] }] }, 'x', dir, {})
+  t.equal(config.models[0].context_length, 128000)
+  t.same(config.models[0].input_modalities, ['text'])
+  t.equal(config.models[0].deployments[0].priority, 0)
+})

@@ -1,0 +1,58 @@
+/** @module test/helpers/build-test-app – buildApp() on a test config: echo models, known keys, memory backends. */
+import pino from 'pino'
+import { buildConfig } from '../../core/config.ts'
+import { buildApp, type BuildAppOptions, type GatewayApp } from '../../core/app.ts'
+import { embeddedDefault } from '../../core/default-config.ts'
+import { openStore } from '../../core/stores/index.ts'
+import { openLedger } from '../../core/ledger/index.ts'
+
+/** Keys every test config accepts. */
+export const TEST_KEY = 'sk-gw-test-key-0001'
+export const LIMITED_KEY = 'sk-gw-test-limited-0002'
+export const NO_ORG_KEY = 'sk-gw-test-noorg-0003'
+
+export const AUTH_ENTRY = {
+  plugin: 'auth',
+  config: {
+    keys: [
+      { key: TEST_KEY, id: 'key-test', name: 'test', organization: 'org-test', project: 'proj-test' },
+      { key: LIMITED_KEY, id: 'key-limited', name: 'limited', organization: 'org-test', models: ['echo/echo-text'] },
+      { key: NO_ORG_KEY, id: 'key-noorg', name: 'no-org' },
+    ],
+  },
+}
+
+export interface TestAppOptions extends BuildAppOptions {
+  /** Replaces the pipeline (default: just auth with the test keys). */
+  pipeline?: unknown[]
+  /** Shallow overrides of the config document (providers, models, aliases, server...). */
+  doc?: Record<string, unknown>
+  env?: Record<string, string>
+}
+
+/** The embedded default's providers and models with a test pipeline. */
+export function testDoc (opts: TestAppOptions = {}): Record<string, unknown> {
+  const base = embeddedDefault('sk-gw-unused-demo')
+  return { ...base, pipeline: opts.pipeline ?? [AUTH_ENTRY], logging: { level: 'silent' }, ...opts.doc }
+}
+
+/** Builds an app on memory backends (a fresh in-memory SQLite ledger unless one is given). */
+export async function buildTestApp (opts: TestAppOptions = {}): Promise<GatewayApp> {
+  const config = buildConfig(testDoc(opts), 'test config', process.cwd(), opts.env ?? {})
+  const store = opts.store ?? await openStore({ backend: 'memory', prefix: 'gw:', maxKeys: 100000 })
+  const ledger = opts.ledger ?? await openLedger({ backend: 'sqlite', path: ':memory:' })
+  if (!opts.ledger) await ledger.migrate()
+  const app = await buildApp(config, { ...opts, store, ledger, logger: opts.logger ?? pino({ level: 'silent' }) })
+  app.addHook('onClose', async () => {
+    if (!opts.store) await store.close()
+    if (!opts.ledger) await ledger.close()
+  })
+  return app
+}
+
+/** Listens on 127.0.0.1 with a free port; returns the base URL. */
+export async function listen (app: GatewayApp): Promise<string> {
+  return app.listen({ host: '127.0.0.1', port: 0 })
+}
+
+export const auth = (key = TEST_KEY) => ({ authorization: `Bearer ${key}` })
