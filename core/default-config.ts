@@ -3,7 +3,8 @@
 /**
  * The config used when GATEWAY_CONFIG is not set. It serves three built-in echo models (a chat
  * one that takes images, a text-only one, and a messages-protocol one under the spec's
- * `msgvendor/` prefix) and accepts one demo key.
+ * `msgvendor/` prefix) and accepts one demo key, whose `demo` organization starts with a balance
+ * of 100 units in the SQLite ledger (./data/gateway.db).
  */
 export function embeddedDefault (demoKey: string): Record<string, unknown> {
   const price = { input: 1, cachedInput: 0.1, output: 2 }
@@ -28,7 +29,13 @@ export function embeddedDefault (demoKey: string): Record<string, unknown> {
       },
     ],
     pipeline: [
-      { plugin: 'auth', config: { keys: [{ key: demoKey, name: 'demo', organization: 'demo', project: 'demo' }] } },
+      { plugin: 'ip-limit', config: { limit: 120, windowMs: 60000 } },
+      { plugin: 'size-limit' },
+      { plugin: 'timeout', config: { timeoutMs: 120000 } },
+      { plugin: 'auth', config: { keys: [{ key: demoKey, id: 'demo', name: 'demo', organization: 'demo', project: 'demo' }] } },
+      { plugin: 'media-validation' },
+      { plugin: 'idempotency' },
+      { plugin: 'balance', config: { organizations: [{ id: 'demo', name: 'Demo organization', initialBalance: 100 }] } },
     ],
   }
 }

@@ -1,8 +1,12 @@
 /** @module providers – the built-in adapter list: explicit imports into one array. */
 import type { ProviderAdapter } from '../core/provider.ts'
 import echo from './echo/index.ts'
+import openaiCompatible from './openai-compatible/index.ts'
+import anthropicCompatible from './anthropic-compatible/index.ts'
 
 export const builtinProviders: readonly ProviderAdapter<any>[] = [
   echo,
+  openaiCompatible,
+  anthropicCompatible,
 ]
 export { translators } from './protocols/index.ts'

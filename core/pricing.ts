@@ -1,0 +1,25 @@
+/** @module pricing – the price of a model: the ledger's (set by the admin CLI) over the config's. */
+import { LRUCache } from 'lru-cache'
+import type { Ledger } from './ledger/ledger.ts'
+import type { ModelEntry, ModelPrice } from './types/model.ts'
+
+const NONE: ModelPrice = Object.freeze({ input: 0, output: 0 })
+
+/**
+ * Caches ledger prices for `ttlMs` (a price change reaches every replica within that time).
+ * A model with no price anywhere is free.
+ */
+export class PriceBook {
+  readonly #cache: LRUCache<string, { p: ModelPrice | false }>
+  constructor (readonly ledger: Ledger, ttlMs = 30_000) {
+    this.#cache = new LRUCache({ max: 10_000, ttl: Math.max(1, ttlMs) })
+  }
+
+  async price (model: ModelEntry): Promise<ModelPrice> {
+    const hit = this.#cache.get(model.id)
+    if (hit) return hit.p || model.price || NONE
+    const p = await this.ledger.getPrice(model.id)
+    this.#cache.set(model.id, { p: p ?? false })
+    return p ?? model.price ?? NONE
+  }
+}

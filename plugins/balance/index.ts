@@ -1,0 +1,121 @@
+/**
+ * @module plugins/balance – prepaid balance per organization, and billing.
+ *
+ * admit: reserve the call's worst-case cost atomically in the ledger (input estimate × input rate
+ * + output cap × output rate): 402 when it does not fit, 403 when the key has no organization.
+ * settle: when an upstream answered, charge the real cost and write the usage record in ONE
+ * transaction (the reservation is dropped in the same transaction); otherwise release it.
+ * Concurrent calls can only spend what was reserved; the one overspend possible is a call whose
+ * real cost exceeds its own reservation (the input estimate was low), bounded by that difference.
+ */
+import { setTimeout as sleep } from 'node:timers/promises'
+import { definePlugin } from '../../core/plugin.ts'
+import { gwError } from '../../core/errors.ts'
+import { PriceBook } from '../../core/pricing.ts'
+import { costMicros, reserveMicros } from '../../core/billing.ts'
+import { estimateInputTokens, requestedOutputCap } from '../../core/estimate.ts'
+import type { Reservation } from '../../core/ledger/ledger.ts'
+import type { ModelPrice } from '../../core/types/model.ts'
+import { BalanceConfig } from './schema.ts'
+
+const CHARGE_ATTEMPTS = 4
+
+interface Slot { reservation?: Reservation, price: ModelPrice }
+
+function header (v: string | string[] | undefined): string | undefined {
+  return typeof v === 'string' && v !== '' ? v : undefined
+}
+
+/**
+ * @example
+ * - plugin: balance
+ *   config: { enforce: true }
+ */
+export default definePlugin({
+  name: 'balance',
+  phase: 'admit',
+  dependencies: ['auth'],
+  defaultRoutes: ['chat', 'messages'],
+  configSchema: BalanceConfig,
+  async create (config, deps) {
+    const prices = new PriceBook(deps.ledger, config.priceCacheMs)
+    for (const o of config.organizations) {
+      if (await deps.ledger.getBalance(o.id)) continue
+      await deps.ledger.createOrganization(o.id, o.name).catch(() => {}) // another replica may have won
+      if (o.initialBalance > 0) await deps.ledger.topUp(o.id, Math.round(o.initialBalance * 1e6))
+    }
+    return {
+      async onRequest (ctx) {
+        const model = ctx.model
+        const principal = ctx.principal
+        if (!model || !principal) return
+        const org = principal.organization
+        if (config.enforce && !org) throw gwError('GW_ERR_BALANCE_NO_ORGANIZATION')
+        let price: ModelPrice
+        try {
+          price = await prices.price(model)
+        } catch (err) {
+          deps.log.error({ err }, 'balance: ledger unreachable (price)')
+          throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+        }
+        const slot: Slot = { price }
+        ctx.state.balance = slot
+        if (!config.enforce || !org) return
+        const body = ctx.body as Record<string, unknown>
+        const amount = reserveMicros(estimateInputTokens(body), requestedOutputCap(body, model.maxOutputTokens), price)
+        let r: Reservation | undefined
+        try {
+          r = await deps.ledger.reserve(org, amount)
+        } catch (err) {
+          deps.log.error({ err }, 'balance: ledger unreachable (reserve)')
+          throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+        }
+        if (!r) throw gwError('GW_ERR_BALANCE_INSUFFICIENT')
+        slot.reservation = r
+      },
+      async onSettle (ctx, outcome) {
+        const slot = ctx.state.balance as Slot | undefined
+        if (!slot) return
+        ctx.state.balance = undefined
+        const principal = ctx.principal!
+        if (!outcome.upstreamSucceeded || !outcome.usage) {
+          if (slot.reservation) await deps.ledger.release(slot.reservation)
+          return
+        }
+        const u = outcome.usage
+        const cost = costMicros(u, slot.price)
+        const record = {
+          time: deps.now(),
+          keyId: principal.keyId,
+          organization: principal.organization,
+          project: principal.project,
+          model: ctx.model!.id,
+          provider: outcome.provider ?? 'unknown',
+          traceId: ctx.requestId,
+          idempotencyKey: header(ctx.headers['idempotency-key']),
+          inputTokens: u.inputTokens,
+          cachedInputTokens: Math.min(u.cachedInputTokens, u.inputTokens),
+          outputTokens: u.outputTokens,
+          cost,
+          price: slot.price,
+          estimated: outcome.usageEstimated,
+        }
+        // A transient ledger error must not lose a charge: retry a few times, then log loudly.
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await deps.ledger.charge(slot.reservation, record)
+            return
+          } catch (err) {
+            if (attempt >= CHARGE_ATTEMPTS) {
+              deps.log.fatal({ err, record }, 'balance: charge could not be written; the usage record is in this log line')
+              return
+            }
+            await sleep(100 * attempt)
+          }
+        }
+      },
+      ready: () => deps.ledger.ping(),
+    }
+  },
+})
+

@@ -1,0 +1,61 @@
+/**
+ * @module plugins/idempotency – `Idempotency-Key` + API key identify a call for 24 hours.
+ *
+ * The first claim wins atomically (set-if-absent in the shared store). A repeat while the first is
+ * in flight, or after it reached an upstream, gets 409 `duplicate_request` (no stored replay). When
+ * the first call failed before any upstream accepted it, its claim is released so the client may
+ * retry. The store being down fails closed (503): a duplicate completion is worse than a refusal.
+ */
+import { randomUUID } from 'node:crypto'
+import { definePlugin } from '../../core/plugin.ts'
+import { gwError } from '../../core/errors.ts'
+import { IdempotencyConfig } from './schema.ts'
+
+interface Claim { key: string, token: string }
+
+/**
+ * @example
+ * - plugin: idempotency
+ *   config: { ttlMs: 86400000 }
+ */
+export default definePlugin({
+  name: 'idempotency',
+  phase: 'admit',
+  dependencies: ['auth'],
+  defaultRoutes: ['chat', 'messages'],
+  configSchema: IdempotencyConfig,
+  create (config, deps) {
+    return {
+      async onRequest (ctx) {
+        const raw = ctx.headers['idempotency-key']
+        if (raw === undefined) return
+        const value = Array.isArray(raw) ? raw[0] : raw
+        if (value === '' || value.length > config.maxKeyLength) throw gwError('GW_ERR_BAD_REQUEST', [`Idempotency-Key must be 1 to ${config.maxKeyLength} characters`])
+        const key = `${ctx.principal?.keyId ?? 'anonymous'}:${value}`
+        const token = `pending:${randomUUID()}`
+        let won: boolean
+        try {
+          won = await deps.store.setIfAbsent(key, token, config.ttlMs)
+        } catch (err) {
+          deps.log.error({ err }, 'idempotency: store unreachable')
+          throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+        }
+        if (!won) throw gwError('GW_ERR_IDEMPOTENCY_DUPLICATE')
+        ctx.state.idempotency = { key, token } satisfies Claim
+      },
+      async onSettle (ctx, outcome) {
+        const claim = ctx.state.idempotency as Claim | undefined
+        if (!claim) return
+        ctx.state.idempotency = undefined
+        try {
+          if (outcome.upstreamSucceeded) await deps.store.set(claim.key, `done:${ctx.requestId}`, config.ttlMs)
+          else await deps.store.delIfValue(claim.key, claim.token)
+        } catch (err) {
+          // The claim stays as it is (pending) until its TTL: the safe side.
+          deps.log.error({ err }, 'idempotency: could not finalize a claim')
+        }
+      },
+      ready: () => deps.store.ping(),
+    }
+  },
+})

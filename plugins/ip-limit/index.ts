@@ -1,0 +1,47 @@
+/**
+ * @module plugins/ip-limit – about 120 requests per minute per client IP, on every route, before
+ * authentication (so requests with no or a bad key count too). Counters live in the shared
+ * key-value store: bounded in memory, shared across replicas on Redis.
+ */
+import { definePlugin } from '../../core/plugin.ts'
+import { gwError } from '../../core/errors.ts'
+import { ROUTE_NAMES } from '../../core/context.ts'
+import { blockListOf, clientIp } from '../../core/net.ts'
+import { IpLimitConfig } from './schema.ts'
+
+/**
+ * @example
+ * - plugin: ip-limit
+ *   config: { limit: 120, windowMs: 60000, trustedProxies: [10.0.0.0/8] }
+ */
+export default definePlugin({
+  name: 'ip-limit',
+  phase: 'connect',
+  defaultRoutes: ROUTE_NAMES,
+  configSchema: IpLimitConfig,
+  create (config, deps) {
+    const trusted = config.trustedProxies.length > 0 ? blockListOf(config.trustedProxies) : undefined
+    const { limit, windowMs } = config
+    return {
+      async onRequest (ctx) {
+        const ip = clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted)
+        const now = deps.now()
+        const window = Math.floor(now / windowMs)
+        let count: number
+        try {
+          // The key outlives its window a little so clock skew between replicas cannot reset it early.
+          count = (await deps.store.incr(`${ip}:${window}`, 1, windowMs + 5000)).value
+        } catch (err) {
+          deps.log.error({ err }, 'ip-limit: store unreachable')
+          if (config.onStoreError === 'open') return
+          throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+        }
+        if (count > limit) {
+          ctx.setHeader('retry-after', String(Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))))
+          throw gwError('GW_ERR_RATE_LIMITED')
+        }
+      },
+    }
+  },
+})
+

@@ -1,0 +1,11 @@
+/** @module plugins/ip-limit/schema – config of the per-IP rate limit. */
+import { Type, type Static } from '@sinclair/typebox'
+
+export const IpLimitConfig = Type.Object({
+  limit: Type.Integer({ minimum: 1, default: 120, description: 'Requests per window per client IP.' }),
+  windowMs: Type.Integer({ minimum: 1000, default: 60000, description: 'Window length (fixed windows aligned to the clock).' }),
+  trustedProxies: Type.Array(Type.String(), { default: [], description: 'Addresses/CIDRs of proxies whose X-Forwarded-For is believed. Empty: the socket address is the client.' }),
+  onStoreError: Type.Union([Type.Literal('open'), Type.Literal('closed')], { default: 'open', description: 'When the key-value store is unreachable: let requests through (open) or answer 503 (closed).' }),
+}, { additionalProperties: false })
+
+export type IpLimitConfigT = Static<typeof IpLimitConfig>

@@ -1,0 +1,120 @@
+/**
+ * @module plugins/quota – usage quotas and spend caps per organization, project or key, per
+ * window, in requests, tokens or money. 429 with Retry-After when exceeded.
+ *
+ * Requests are counted atomically at admit (exact under concurrency). Tokens and spend are known
+ * only at settle: admit refuses once the window's total has reached the cap, settle adds the
+ * call's usage. Calls admitted together can therefore pass a token or spend cap by at most what
+ * they consume between them; balance, not quota, is the hard money bound.
+ */
+import { definePlugin } from '../../core/plugin.ts'
+import { gwError, type GatewayError } from '../../core/errors.ts'
+import { PriceBook } from '../../core/pricing.ts'
+import { costMicros } from '../../core/billing.ts'
+import type { GatewayContext } from '../../core/context.ts'
+import { QuotaConfig, type QuotaLimitT } from './schema.ts'
+
+const WINDOW_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const
+
+/** [window id, ms until it ends, its length] for a fixed window at `now`. */
+export function windowAt (w: QuotaLimitT['window'], now: number): [string, number, number] {
+  if (w === 'month') {
+    const d = new Date(now)
+    const start = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
+    const end = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)
+    return [`M${d.getUTCFullYear()}-${d.getUTCMonth() + 1}`, end - now, end - start]
+  }
+  const len = WINDOW_MS[w as keyof typeof WINDOW_MS]
+  const i = Math.floor(now / len)
+  return [`${w[0]}${i}`, (i + 1) * len - now, len]
+}
+
+interface Applied { limit: QuotaLimitT, index: number, subject: string, window: string, ttl: number }
+
+/**
+ * @example
+ * - plugin: quota
+ *   config:
+ *     limits:
+ *       - { scope: organization, window: minute, requests: 600 }
+ *       - { scope: project, window: month, spend: 500 }
+ */
+export default definePlugin({
+  name: 'quota',
+  phase: 'admit',
+  dependencies: ['auth'],
+  defaultRoutes: ['chat', 'messages'],
+  configSchema: QuotaConfig,
+  create (config, deps) {
+    const prices = new PriceBook(deps.ledger, config.priceCacheMs)
+    const limits = config.limits.map((limit, index) => ({ limit, index }))
+
+    function applicable (ctx: GatewayContext, now: number): Applied[] {
+      const p = ctx.principal
+      if (!p) return []
+      const out: Applied[] = []
+      for (const { limit, index } of limits) {
+        const subject = limit.scope === 'organization' ? p.organization : limit.scope === 'project' ? p.project : p.keyId
+        if (!subject || (limit.id !== undefined && limit.id !== subject)) continue
+        const [window, left, len] = windowAt(limit.window, now)
+        out.push({ limit, index, subject, window, ttl: left + Math.min(len, 60_000) })
+      }
+      return out
+    }
+
+    const key = (a: Applied, what: string): string => `${a.index}:${a.limit.scope}:${a.subject}:${a.window}:${what}`
+
+    function exceeded (ctx: GatewayContext, a: Applied, what: string, now: number): GatewayError {
+      const [, left] = windowAt(a.limit.window, now)
+      ctx.setHeader('retry-after', String(Math.max(1, Math.ceil(left / 1000))))
+      return gwError('GW_ERR_QUOTA_EXCEEDED', [`${what} per ${a.limit.window} for ${a.limit.scope} "${a.subject}"`])
+    }
+
+    return {
+      async onRequest (ctx) {
+        const now = deps.now()
+        const list = applicable(ctx, now)
+        if (list.length === 0) return
+        const counted: Applied[] = []
+        try {
+          for (const a of list) {
+            if (a.limit.tokens !== undefined && (await deps.store.peek(key(a, 'tokens'))).value >= a.limit.tokens) throw exceeded(ctx, a, `${a.limit.tokens} tokens`, now)
+            if (a.limit.spend !== undefined && (await deps.store.peek(key(a, 'spend'))).value >= Math.round(a.limit.spend * 1e6)) throw exceeded(ctx, a, `a spend cap of ${a.limit.spend}`, now)
+            if (a.limit.requests !== undefined) {
+              const n = (await deps.store.incr(key(a, 'requests'), 1, a.ttl)).value
+              counted.push(a)
+              if (n > a.limit.requests) throw exceeded(ctx, a, `${a.limit.requests} requests`, now)
+            }
+          }
+        } catch (err) {
+          // A refused call does not use up a request: undo what this call counted.
+          await Promise.allSettled(counted.map(a => deps.store.incr(key(a, 'requests'), -1, a.ttl)))
+          if ((err as GatewayError).code === 'GW_ERR_QUOTA_EXCEEDED') throw err
+          deps.log.error({ err }, 'quota: store unreachable')
+          if (config.onStoreError === 'open') return
+          throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+        }
+        ctx.state.quota = list
+      },
+      async onSettle (ctx, outcome) {
+        const list = ctx.state.quota as Applied[] | undefined
+        if (!list || !outcome.usage || !outcome.upstreamSucceeded) return
+        ctx.state.quota = undefined
+        const u = outcome.usage
+        const tokens = u.inputTokens + u.outputTokens
+        let cost: number | undefined
+        for (const a of list) {
+          try {
+            if (a.limit.tokens !== undefined && tokens > 0) await deps.store.incr(key(a, 'tokens'), tokens, a.ttl)
+            if (a.limit.spend !== undefined) {
+              cost ??= costMicros(u, await prices.price(ctx.model!))
+              if (cost > 0) await deps.store.incr(key(a, 'spend'), cost, a.ttl)
+            }
+          } catch (err) {
+            deps.log.error({ err }, 'quota: could not add usage to a window')
+          }
+        }
+      },
+    }
+  },
+})

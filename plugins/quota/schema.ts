@@ -1,0 +1,20 @@
+/** @module plugins/quota/schema – config of usage quotas and spend caps. */
+import { Type, type Static } from '@sinclair/typebox'
+
+export const QuotaLimit = Type.Object({
+  scope: Type.Union([Type.Literal('organization'), Type.Literal('project'), Type.Literal('key')], { description: 'What is counted: per organization, per project or per API key.' }),
+  id: Type.Optional(Type.String({ description: 'Only this organization/project/key id; absent: each one separately.' })),
+  window: Type.Union(['minute', 'hour', 'day', 'month'].map(w => Type.Literal(w)), { description: 'Fixed window (month: calendar month, UTC).' }),
+  requests: Type.Optional(Type.Integer({ minimum: 1, description: 'Most requests per window.' })),
+  tokens: Type.Optional(Type.Integer({ minimum: 1, description: 'Most tokens (input + output) per window.' })),
+  spend: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: 'Spend cap per window, in currency units.' })),
+}, { additionalProperties: false })
+
+export const QuotaConfig = Type.Object({
+  limits: Type.Array(QuotaLimit, { minItems: 1, description: 'Every applicable limit must hold.' }),
+  onStoreError: Type.Union([Type.Literal('open'), Type.Literal('closed')], { default: 'closed', description: 'When the key-value store is unreachable: let calls through (open) or answer 503 (closed).' }),
+  priceCacheMs: Type.Integer({ minimum: 0, default: 30000, description: 'How long ledger prices are cached (spend caps).' }),
+}, { additionalProperties: false })
+
+export type QuotaConfigT = Static<typeof QuotaConfig>
+export type QuotaLimitT = Static<typeof QuotaLimit>

@@ -1,0 +1,34 @@
+/**
+ * @module providers/openai-compatible – any chat-completions server: OpenAI, vLLM, Ollama,
+ * OpenRouter, DeepSeek, LM Studio... A new vendor of this kind is config only.
+ */
+import { defineProvider } from '../../core/provider.ts'
+import { splitBaseUrl } from '../base-url.ts'
+import { OpenAICompatibleConfig } from './schema.ts'
+
+/**
+ * @example
+ * providers:
+ *   - name: openai
+ *     adapter: openai-compatible
+ *     config: { baseUrl: https://api.openai.com/v1, apiKey: "${OPENAI_API_KEY}", maxTokensField: max_completion_tokens }
+ */
+export default defineProvider({
+  name: 'openai-compatible',
+  configSchema: OpenAICompatibleConfig,
+  create (config, deps) {
+    const { origin, prefix } = splitBaseUrl(config.baseUrl, `provider ${deps.name}`)
+    const path = `${prefix}/chat/completions`
+    const base: Record<string, string> = { ...config.headers, 'content-type': 'application/json' }
+    if (config.apiKey) base.authorization = `Bearer ${config.apiKey}`
+    const jsonHeaders = { ...base, accept: 'application/json' }
+    const sseHeaders = { ...base, accept: 'text/event-stream' }
+    return {
+      protocol: 'chat',
+      translate: { maxTokensField: config.maxTokensField, systemRole: config.systemRole },
+      prepare (call) {
+        return { origin, path, headers: call.stream ? sseHeaders : jsonHeaders, body: JSON.stringify(call.body) }
+      },
+    }
+  },
+})

@@ -1,0 +1,230 @@
+/**
+ * The Ledger contract: one suite, run against every backend (sqlite.test.ts, postgres.test.ts).
+ * Not a test file itself (tap excludes contract.ts).
+ */
+import type { Test } from 'tap'
+import type { Ledger, UsageRecord } from '../../core/ledger/ledger.ts'
+
+/** A fresh, EMPTY and NOT yet migrated ledger per call; the contract migrates and closes it. */
+export type MakeLedger = (t: Test) => Promise<Ledger>
+
+const usage = (over: Partial<UsageRecord> = {}): UsageRecord => ({
+  time: 1_700_000_000_000,
+  keyId: 'key-1',
+  organization: 'org',
+  project: 'proj',
+  model: 'acme/model-1',
+  provider: 'acme',
+  traceId: 'trace-1',
+  idempotencyKey: 'idem-1',
+  inputTokens: 1200,
+  cachedInputTokens: 200,
+  outputTokens: 300,
+  cost: 3210,
+  price: { input: 2.5, cachedInput: 1.25, output: 10 },
+  estimated: true,
+  ...over,
+})
+
+export function ledgerContract (t: Test, makeLedger: MakeLedger): void {
+  const open = async (t: Test): Promise<Ledger> => {
+    const l = await makeLedger(t)
+    t.teardown(() => l.close())
+    await l.migrate()
+    return l
+  }
+
+  t.test('migrate – running it again (even concurrently) changes nothing', async t => {
+    const l = await open(t)
+    await l.createOrganization('org', 'Org')
+    t.equal(await l.topUp('org', 1234), 1234)
+    await l.migrate()
+    await Promise.all([l.migrate(), l.migrate()])
+    t.same(await l.getBalance('org'), { balance: 1234, reserved: 0 }, 'data kept')
+    t.equal(await l.ping(), true)
+  })
+
+  t.test('organizations, projects, keys – create, find, list, revoke', async t => {
+    const l = await open(t)
+    await l.createOrganization('org-a', 'Acme')
+    await l.createOrganization('org-b')
+    await t.rejects(l.createOrganization('org-a'), 'duplicate organization id')
+    await l.createProject('proj-1', 'org-a', 'Project one')
+    await t.rejects(l.createProject('proj-x', 'no-such-org'), 'project of an unknown organization')
+    t.same(await l.getBalance('org-b'), { balance: 0, reserved: 0 }, 'a new organization starts empty')
+    t.equal(await l.getBalance('nope'), undefined)
+
+    const full = { id: 'k1', hash: 'a'.repeat(64), prefix: 'gw-abcd', name: 'ci key', organization: 'org-a', project: 'proj-1', models: ['acme/m1', 'acme/m2'] }
+    const bare = { id: 'k2', hash: 'b'.repeat(64), prefix: 'gw-efgh' }
+    const k1 = await l.createKey(full)
+    t.strictSame(k1, { ...full, createdAt: k1.createdAt })
+    t.type(k1.createdAt, 'number')
+    const k2 = await l.createKey(bare)
+    await t.rejects(l.createKey({ ...bare, id: 'k3' }), 'hash is unique')
+    await t.rejects(l.createKey({ ...bare, hash: 'c'.repeat(64) }), 'id is unique')
+
+    t.strictSame(await l.findKeyByHash(full.hash), k1, 'all fields round-trip')
+    t.strictSame(await l.findKeyByHash(bare.hash), k2, 'absent optional fields stay absent')
+    t.equal(await l.findKeyByHash('f'.repeat(64)), undefined)
+    const listed = await l.listKeys()
+    t.strictSame(listed.map(k => k.id).sort(), ['k1', 'k2'])
+    t.strictSame(listed.find(k => k.id === 'k1'), k1)
+
+    t.equal(await l.revokeKey('k1'), true, 'revoked')
+    t.equal(await l.revokeKey('k1'), false, 'only once')
+    t.equal(await l.revokeKey('nope'), false, 'unknown key')
+    const revoked = await l.findKeyByHash(full.hash)
+    t.type(revoked?.revokedAt, 'number')
+    t.equal((await l.listKeys()).find(k => k.id === 'k1')?.revokedAt, revoked?.revokedAt)
+    t.equal((await l.findKeyByHash(bare.hash))?.revokedAt, undefined, 'other keys untouched')
+  })
+
+  t.test('topUp – returns the new balance; unknown organization throws', async t => {
+    const l = await open(t)
+    await l.createOrganization('org')
+    t.equal(await l.topUp('org', 5_000_000), 5_000_000)
+    t.equal(await l.topUp('org', 250), 5_000_250)
+    t.equal(await l.topUp('org', -1_000_000), 4_000_250, 'negative corrections')
+    t.same(await l.getBalance('org'), { balance: 4_000_250, reserved: 0 })
+    await t.rejects(l.topUp('nope', 1), { message: /unknown organization/ })
+    // large amounts stay exact (beyond 32 bits)
+    t.equal(await l.topUp('org', 9_000_000_000_000), 9_000_004_000_250)
+  })
+
+  t.test('reserve – succeeds only while balance − reserved ≥ amount; release frees it', async t => {
+    const l = await open(t)
+    await l.createOrganization('org')
+    t.equal(await l.reserve('org', 1), undefined, 'nothing to reserve from')
+    await l.topUp('org', 1000)
+    const r1 = await l.reserve('org', 600)
+    t.ok(r1, 'fits')
+    t.match(r1, { organization: 'org', amount: 600, id: String })
+    t.equal(await l.reserve('org', 500), undefined, '400 left')
+    const r2 = await l.reserve('org', 400)
+    t.ok(r2, 'exactly the rest fits')
+    t.not(r2?.id, r1?.id, 'reservation ids are distinct')
+    t.equal(await l.reserve('org', 1), undefined, 'full')
+    t.same(await l.getBalance('org'), { balance: 1000, reserved: 1000 }, 'reserving does not touch the balance')
+    await l.release(r1!)
+    t.same(await l.getBalance('org'), { balance: 1000, reserved: 400 })
+    t.ok(await l.reserve('org', 600), 'released room is reusable')
+    t.equal(await l.reserve('nope', 1), undefined, 'unknown organization')
+    await l.topUp('org', -500)
+    t.same(await l.getBalance('org'), { balance: 500, reserved: 1000 })
+    t.equal(await l.reserve('org', 1), undefined, 'over-reserved after a correction: nothing fits')
+  })
+
+  t.test('charge – one transaction: releases, debits, records', async t => {
+    const l = await open(t)
+    await l.createOrganization('org')
+    await l.createProject('proj', 'org')
+    await l.topUp('org', 1_000_000)
+    const r = await l.reserve('org', 5000)
+    t.ok(r)
+    const rec = usage()
+    await l.charge(r, rec)
+    t.same(await l.getBalance('org'), { balance: 1_000_000 - 3210, reserved: 0 })
+    t.strictSame(await l.listUsage({}), [rec], 'every field round-trips')
+
+    // no reservation, no organization, no price, reported usage
+    const anon: UsageRecord = {
+      time: rec.time + 10, keyId: 'key-2', model: 'acme/model-2', provider: 'acme', traceId: 'trace-2',
+      inputTokens: 10, cachedInputTokens: 0, outputTokens: 5, cost: 77, estimated: false,
+    }
+    await l.charge(undefined, anon)
+    t.strictSame((await l.listUsage({}))[1], anon, 'absent optional fields stay absent')
+    t.same(await l.getBalance('org'), { balance: 1_000_000 - 3210, reserved: 0 }, 'no organization → no debit')
+
+    // price without a cached rate, zero cost
+    const r2 = await l.reserve('org', 100)
+    const free = usage({ time: rec.time + 20, traceId: 'trace-3', idempotencyKey: undefined, cost: 0, price: { input: 0.15, output: 0.6 }, estimated: false })
+    delete free.idempotencyKey
+    await l.charge(r2, free)
+    t.strictSame((await l.listUsage({}))[2], free)
+    t.same(await l.getBalance('org'), { balance: 1_000_000 - 3210, reserved: 0 }, 'zero cost: reservation released, no debit')
+
+    // the charge may exceed the reservation (the call cost more than held back)
+    const r3 = await l.reserve('org', 100)
+    await l.charge(r3, usage({ time: rec.time + 30, traceId: 'trace-4', cost: 250 }))
+    t.same(await l.getBalance('org'), { balance: 1_000_000 - 3210 - 250, reserved: 0 })
+  })
+
+  t.test('charge – a failing insert rolls back the release and the debit', async t => {
+    const l = await open(t)
+    await l.createOrganization('org')
+    await l.topUp('org', 10_000)
+    const r = await l.reserve('org', 5000)
+    await t.rejects(l.charge(r, usage({ model: null as unknown as string })), 'NOT NULL model')
+    t.same(await l.getBalance('org'), { balance: 10_000, reserved: 5000 }, 'nothing changed')
+    t.strictSame(await l.listUsage({}), [])
+    t.equal(await l.ping(), true, 'still usable after a failed transaction')
+    await l.charge(r, usage({ cost: 1 }))
+    t.same(await l.getBalance('org'), { balance: 9_999, reserved: 0 })
+  })
+
+  t.test('listUsage – time range is [from, to), ordered by time', async t => {
+    const l = await open(t)
+    await l.createOrganization('org')
+    const base = 1_700_000_000_000
+    for (const dt of [3000, 1000, 2000, 4000]) {
+      await l.charge(undefined, usage({ time: base + dt, traceId: `t${dt}`, organization: undefined, cost: 1 }))
+    }
+    const times = async (range: { from?: number, to?: number }): Promise<number[]> => (await l.listUsage(range)).map(u => u.time - base)
+    t.strictSame(await times({}), [1000, 2000, 3000, 4000])
+    t.strictSame(await times({ from: base + 2000 }), [2000, 3000, 4000], 'from is inclusive')
+    t.strictSame(await times({ to: base + 3000 }), [1000, 2000], 'to is exclusive')
+    t.strictSame(await times({ from: base + 2000, to: base + 4000 }), [2000, 3000])
+    t.strictSame(await times({ from: base + 5000 }), [])
+  })
+
+  t.test('prices – setPrice upserts, with and without cachedInput', async t => {
+    const l = await open(t)
+    t.equal(await l.getPrice('acme/m'), undefined)
+    await l.setPrice('acme/m', { input: 3, output: 15 })
+    t.strictSame(await l.getPrice('acme/m'), { input: 3, output: 15 })
+    await l.setPrice('acme/m', { input: 2.5, cachedInput: 0.3, output: 12.75 })
+    t.strictSame(await l.getPrice('acme/m'), { input: 2.5, cachedInput: 0.3, output: 12.75 }, 'updated, cached rate added')
+    await l.setPrice('acme/m', { input: 0.15, output: 0.6 })
+    t.strictSame(await l.getPrice('acme/m'), { input: 0.15, output: 0.6 }, 'cached rate removed')
+    await l.setPrice('acme/free', { input: 0, cachedInput: 0, output: 0 })
+    t.strictSame(await l.getPrice('acme/free'), { input: 0, cachedInput: 0, output: 0 }, 'zero is a price')
+    t.strictSame(await l.getPrice('acme/m'), { input: 0.15, output: 0.6 }, 'models are independent')
+  })
+
+  t.test('concurrency – 100 reserves for room of 30, then 30 concurrent charges', async t => {
+    const l = await open(t)
+    const A = 10_000
+    const initial = 30 * A
+    await l.createOrganization('org')
+    await l.topUp('org', initial)
+
+    const attempts = await Promise.all(Array.from({ length: 100 }, () => l.reserve('org', A)))
+    const held = attempts.filter(r => r !== undefined)
+    t.equal(held.length, 30, 'exactly 30 reservations fit')
+    t.equal(new Set(held.map(r => r.id)).size, 30, 'distinct ids')
+    t.same(await l.getBalance('org'), { balance: initial, reserved: initial })
+    t.equal(await l.reserve('org', 1), undefined, 'nothing left')
+
+    const costs = held.map((_, i) => A - i * 137) // all ≤ A, all different
+    const base = 1_700_000_000_000
+    await Promise.all(held.map((r, i) => l.charge(r, usage({ time: base + i, traceId: `trace-${i}`, idempotencyKey: `idem-${i}`, cost: costs[i] }))))
+    const debit = costs.reduce((a, b) => a + b, 0)
+    t.same(await l.getBalance('org'), { balance: initial - debit, reserved: 0 })
+    const records = await l.listUsage({})
+    t.equal(records.length, 30)
+    t.equal(records.reduce((a, u) => a + u.cost, 0), debit, 'recorded costs equal the debit')
+    t.strictSame(records.map(u => u.traceId).sort(), costs.map((_, i) => `trace-${i}`).sort())
+  })
+
+  t.test('concurrency – interleaved reserve/release/topUp never lose an update', async t => {
+    const l = await open(t)
+    await l.createOrganization('org')
+    await l.topUp('org', 1000)
+    await Promise.all(Array.from({ length: 40 }, async (_, i) => {
+      await l.topUp('org', 10)
+      const r = await l.reserve('org', 5 + (i % 3))
+      if (r) await l.release(r)
+    }))
+    t.same(await l.getBalance('org'), { balance: 1400, reserved: 0 })
+  })
+}
