@@ -32,7 +32,7 @@ export class PostgresLedger implements Ledger {
       connectionString: opts.url,
       max: opts.poolSize ?? 10,
       connectionTimeoutMillis: 3000,
-      options: `-c search_path=${this.#schema}`,
+      options: `-c search_path="${this.#schema}"`, // quoted: unquoted names fold to lower case
     })
     this.#pool.on('error', () => { /* an idle client died; the pool replaces it, ping() reports outages */ })
     this.#now = opts.now ?? Date.now

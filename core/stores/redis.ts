@@ -56,7 +56,7 @@ export class RedisStore implements KvStore {
   }
 
   async incr (key: string, by: number, windowMs: number): Promise<CounterResult> {
-    const [v, t] = await (this.#r as any).gwIncr(this.#p + key, by, windowMs) as [number, number]
+    const [v, t] = await (this.#r as any).gwIncr(this.#p + key, by, Math.max(1, Math.ceil(windowMs))) as [number, number]
     return { value: Number(v), resetMs: Math.max(0, Number(t)) }
   }
 

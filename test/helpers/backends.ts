@@ -6,16 +6,13 @@
  */
 import { Redis } from 'ioredis'
 import pg from 'pg'
+import type { Test } from 'tap'
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test'
 
-/** The part of a tap Test these helpers use. */
-export interface BackendTest {
-  fail (message: string, extra?: any): any
-  skip (message: string, ...rest: any[]): any
-  comment (...args: any[]): any
-}
+/** A tap test (the root `t` or a subtest). */
+export type BackendTest = Test
 
 const inCI = (): boolean => process.env.CI === 'true'
 
@@ -28,7 +25,7 @@ function unreachable (t: BackendTest, what: string, envVar: string, url: string,
   } else {
     console.error(`# SKIP ${why}`)
     t.comment(`skipping: ${why}`)
-    t.skip(`${what} unavailable: ${why}`)
+    t.skip(`${what} unavailable: ${why}`, () => {})
   }
   return undefined
 }

@@ -44,6 +44,21 @@ if (url !== undefined) {
     t.same(await b.getBalance('org'), { balance: 2_000, reserved: 2_000 })
   })
 
+  t.test('PostgresLedger – a mixed-case schema name works (search_path is quoted)', async t => {
+    const s = `T_${randomId()}_Mixed`
+    schemas.push(s)
+    const l = new PostgresLedger({ url, schema: s })
+    t.teardown(() => l.close())
+    await l.migrate()
+    await l.createOrganization('org')
+    t.equal(await l.topUp('org', 5), 5)
+    const c = new pg.Client({ connectionString: url })
+    await c.connect()
+    t.teardown(() => c.end())
+    const r = await c.query(`SELECT balance FROM "${s}".organizations WHERE id = 'org'`)
+    t.equal(Number(r.rows[0]?.balance), 5, 'tables live in the named schema')
+  })
+
   t.test('PostgresLedger – rejects an unsafe schema name', async t => {
     t.throws(() => new PostgresLedger({ url, schema: 'x"; DROP TABLE y; --' }), { message: /invalid PostgreSQL schema name/ })
   })

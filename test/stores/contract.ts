@@ -87,6 +87,16 @@ export function kvContract (t: Test, makeStore: MakeStore): void {
     t.ok(r.resetMs > shortMs, 'with a new window')
   })
 
+  t.test('fractional windows and TTLs are accepted by every operation', async t => {
+    const { store, slackMs } = await open(t)
+    const r = await store.incr('f:c', 1, 1500.5)
+    t.equal(r.value, 1)
+    t.ok(r.resetMs > 1500 - slackMs - 1 && r.resetMs <= 1501, `resetMs ${r.resetMs} ≈ 1500.5`)
+    t.equal(await store.setIfAbsent('f:s', 'x', 999.9), true)
+    await store.set('f:v', 'y', 0.5)
+    t.pass('set with a sub-millisecond TTL')
+  })
+
   t.test('peek – absent key is {0, 0}; peek does not change the counter', async t => {
     const { store, slackMs } = await open(t)
     t.same(await store.peek('c:absent'), { value: 0, resetMs: 0 })

@@ -1,0 +1,91 @@
+import t from 'tap'
+import { ceilMicros, costMicros, formatMicros, parseAmount, reserveMicros } from '../../core/billing.ts'
+import type { Usage } from '../../core/types/usage.ts'
+
+const u = (inputTokens: number, outputTokens: number, cachedInputTokens = 0, cacheWriteTokens = 0): Usage =>
+  ({ inputTokens, cachedInputTokens, cacheWriteTokens, outputTokens })
+
+t.test('costMicros – without a cached rate all input bills at the input rate', async t => {
+  // P units per million tokens = P micro-units per token
+  t.equal(costMicros(u(1000, 500), { input: 3, output: 15 }), 1000 * 3 + 500 * 15)
+  t.equal(costMicros(u(1000, 500, 200), { input: 3, output: 15 }), 10_500, 'cached tokens at the input rate')
+  t.equal(costMicros(u(0, 0), { input: 3, output: 15 }), 0)
+  t.equal(costMicros(u(1000, 500), { input: 0, output: 0 }), 0, 'free model')
+})
+
+t.test('costMicros – with a cached rate', async t => {
+  t.equal(costMicros(u(1000, 500, 200), { input: 3, cachedInput: 0.3, output: 15 }), 800 * 3 + 200 * 0.3 + 500 * 15)
+  t.equal(costMicros(u(1000, 0, 1000), { input: 3, cachedInput: 0, output: 15 }), 0, 'a zero cached rate is a rate, not "absent"')
+  t.equal(costMicros(u(100, 0, 0, 60), { input: 2, cachedInput: 1, output: 0 }), 200, 'cache writes are part of input, billed once at the input rate')
+})
+
+t.test('costMicros – cached > input is clamped to input', async t => {
+  t.equal(costMicros(u(100, 0, 500), { input: 2, cachedInput: 1, output: 0 }), 100, 'never negative uncached input')
+  t.equal(costMicros(u(100, 10, 500), { input: 2, output: 4 }), 240)
+})
+
+t.test('costMicros – rounds up to whole micro-units, ignoring float noise', async t => {
+  t.equal(costMicros(u(1, 0), { input: 0.15, output: 0 }), 1, '0.15 → 1')
+  t.equal(costMicros(u(3, 0), { input: 0.1, output: 0 }), 1, '3 × 0.1 = 0.30000000000000004 → 1')
+  t.equal(costMicros(u(3, 7), { input: 0.1, output: 0.1 }), 1, '0.3 + 0.7 = 1.0000000000000002 is 1, not 2')
+  t.equal(costMicros(u(30, 0), { input: 0.1, output: 0 }), 3)
+  t.equal(costMicros(u(100_000_000, 0), { input: 1.1, output: 0 }), 110_000_000, '110000000.00000001 → 110000000')
+  t.equal(costMicros(u(11, 0), { input: 0.1, output: 0 }), 2, '1.1 → 2: a real fraction rounds up')
+  t.equal(costMicros(u(1, 1, 1), { input: 5, cachedInput: 0.25, output: 0.6 }), 1, '0.85 → 1')
+  for (let n = 1; n <= 2000; n++) {
+    const c = costMicros(u(n, n), { input: 0.1, output: 0.2 })
+    if (c !== Math.ceil((n * 3) / 10)) { t.fail(`n=${n}: ${c}`); break }
+  }
+  t.pass('0.3 µ per token pair rounds exactly for 1..2000')
+})
+
+t.test('ceilMicros', async t => {
+  t.equal(ceilMicros(0), 0)
+  t.equal(ceilMicros(-5), 0, 'never negative')
+  t.equal(ceilMicros(1.5), 2)
+  t.equal(ceilMicros(2.0000000000000004), 2)
+  t.equal(ceilMicros(1e-9), 0, 'noise-sized amounts are nothing')
+  t.equal(ceilMicros(7), 7)
+})
+
+t.test('reserveMicros – input estimate + output cap at list rates, rounded up', async t => {
+  t.equal(reserveMicros(1000, 500, { input: 3, output: 15 }), 10_500)
+  t.equal(reserveMicros(1000, 500, { input: 3, cachedInput: 0.3, output: 15 }), 10_500, 'no cache discount assumed')
+  t.equal(reserveMicros(1, 0, { input: 0.1, output: 0 }), 1)
+  t.equal(reserveMicros(3, 7, { input: 0.1, output: 0.1 }), 1)
+  t.equal(reserveMicros(0, 0, { input: 3, output: 15 }), 0)
+  t.ok(reserveMicros(800, 300, { input: 2, output: 8 }) >= costMicros(u(800, 300, 100), { input: 2, cachedInput: 1, output: 8 }), 'covers the real cost')
+})
+
+t.test('formatMicros', async t => {
+  t.equal(formatMicros(0), '0.000000')
+  t.equal(formatMicros(1), '0.000001')
+  t.equal(formatMicros(1_500_000), '1.500000')
+  t.equal(formatMicros(123_456_789), '123.456789')
+  t.equal(formatMicros(-2_500_001), '-2.500001')
+  t.equal(formatMicros(-1), '-0.000001')
+  t.equal(formatMicros(9_000_000_000_000_001), '9000000000.000001')
+})
+
+t.test('parseAmount', async t => {
+  t.equal(parseAmount('1.5'), 1_500_000)
+  t.equal(parseAmount('0.000001'), 1)
+  t.equal(parseAmount('7'), 7_000_000)
+  t.equal(parseAmount('  10.25 '), 10_250_000, 'surrounding space is trimmed')
+  t.equal(parseAmount('-2.5'), -2_500_000)
+  t.equal(parseAmount('0.1'), 100_000, 'exact, no float error')
+  t.equal(parseAmount('123.456789'), 123_456_789)
+  for (const bad of ['', ' ', 'abc', '1.2345678', '1e6', '1.', '.5', '+1', '1,5', '--1', '- 1', 'NaN', 'Infinity', '0x10', '1.5x', '١']) {
+    t.throws(() => parseAmount(bad), { message: /not an amount/ }, JSON.stringify(bad))
+  }
+})
+
+t.test('formatMicros ⇄ parseAmount round trip', async t => {
+  for (const m of [0, 1, 999_999, 1_000_000, 1_000_001, 42_123_456, -1, -999_999, -1_000_000, -73_000_007, 4_503_599_627_370_495]) {
+    t.equal(parseAmount(formatMicros(m)), m, String(m))
+  }
+  for (const s of ['0.000000', '1.000000', '0.100000', '12.345678', '-3.000001']) {
+    t.equal(formatMicros(parseAmount(s)), s, s)
+  }
+  t.equal(formatMicros(parseAmount('2.5')), '2.500000', 'normalized to 6 decimals')
+})
