@@ -88,6 +88,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
     upstream: new UpstreamClient(),
     circuits: new Circuits(opts.circuit ?? DEFAULT_CIRCUIT, now),
     inFlight: 0,
+    settling: 0,
   }
   const slotTemplate = Object.freeze(Object.fromEntries(pipeline.slotNames.map(n => [n, undefined])))
 
@@ -107,7 +108,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
     const rc = (request.routeOptions.config ?? {}) as RouteConfig
     const route = rc.gwRoute ?? 'other'
     const protocol = rc.protocol ?? (request.url.startsWith('/v1/messages') ? 'messages' : 'none')
-    const ctx = new RequestContext(request.id, route, protocol, request.method, request.url, request.ip, request.headers, request.log as unknown as Logger, slotTemplate, now)
+    const ctx = new RequestContext(request.id, route, protocol, request.method, request.url, request.ip, request.headers, request.log as unknown as Logger, slotTemplate, now, gw)
     ;(request as any).gw = ctx
     reply.header('x-gw-trace-id', request.id)
     reply.raw.once('close', () => { if (!reply.raw.writableFinished) ctx.onClientClose() })
@@ -161,6 +162,9 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
   inferenceRoutes(app, gw)
 
   app.addHook('onClose', async () => {
+    // Calls still streaming or settling finish first (bounded): their charges must reach the ledger.
+    const end = Date.now() + config.server.shutdownGraceMs
+    while ((gw.inFlight > 0 || gw.settling > 0) && Date.now() < end) await new Promise(resolve => setTimeout(resolve, 10))
     await pipeline.close()
     await Promise.allSettled([...providers.values()].map(p => p.close?.()))
     await gw.upstream.close()

@@ -23,4 +23,6 @@ export interface Gateway {
   now (): number
   /** Calls in flight (graceful shutdown waits for them). */
   inFlight: number
+  /** Requests whose settle is running (shutdown waits for them before closing stores). */
+  settling: number
 }

@@ -42,6 +42,8 @@ export class RequestContext implements GatewayContext {
     readonly log: Logger,
     slotTemplate: Readonly<Record<string, unknown>>,
     readonly now: () => number,
+    /** Counts settles under way, so shutdown can wait for them before closing the stores. */
+    readonly tracker: { settling: number } = { settling: 0 },
   ) {
     this.state = Object.seal({ ...slotTemplate })
     this.startedAt = now()
@@ -109,14 +111,19 @@ export class RequestContext implements GatewayContext {
     if (this.settled) return
     this.settled = true
     this.phase = 'settle'
-    for (let i = this.ran.length - 1; i >= 0; i--) {
-      const p = this.ran[i]
-      if (!p.hooks.onSettle) continue
-      try {
-        await p.hooks.onSettle(this, outcome)
-      } catch (err) {
-        this.log.error({ err, plugin: p.name }, 'settle failed')
+    this.tracker.settling++
+    try {
+      for (let i = this.ran.length - 1; i >= 0; i--) {
+        const p = this.ran[i]
+        if (!p.hooks.onSettle) continue
+        try {
+          await p.hooks.onSettle(this, outcome)
+        } catch (err) {
+          this.log.error({ err, plugin: p.name }, 'settle failed')
+        }
       }
+    } finally {
+      this.tracker.settling--
     }
   }
 }

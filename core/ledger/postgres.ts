@@ -35,6 +35,8 @@ export class PostgresLedger implements Ledger {
       options: `-c search_path="${this.#schema}"`, // quoted: unquoted names fold to lower case
     })
     this.#pool.on('error', () => { /* an idle client died; the pool replaces it, ping() reports outages */ })
+    // A connection that drops between queries emits 'error' on its client: never let that crash the process.
+    this.#pool.on('connect', client => { client.on('error', () => {}) })
     this.#now = opts.now ?? Date.now
   }
 
