@@ -41,8 +41,10 @@ export default definePlugin({
     const prices = new PriceBook(deps.ledger, config.priceCacheMs)
     for (const o of config.organizations) {
       if (await deps.ledger.getBalance(o.id)) continue
-      await deps.ledger.createOrganization(o.id, o.name).catch(() => {}) // another replica may have won
-      if (o.initialBalance > 0) await deps.ledger.topUp(o.id, Math.round(o.initialBalance * 1e6))
+      // Only the replica whose insert wins credits the initial balance (replicas start together).
+      let created = true
+      await deps.ledger.createOrganization(o.id, o.name).catch(() => { created = false })
+      if (created && o.initialBalance > 0) await deps.ledger.topUp(o.id, Math.round(o.initialBalance * 1e6))
     }
     return {
       async onRequest (ctx) {
