@@ -86,7 +86,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
   const gw: Gateway = {
     config, catalog, pipeline, providers, translators, store, ledger, log, now,
     upstream: new UpstreamClient(),
-    circuits: new Circuits(opts.circuit ?? DEFAULT_CIRCUIT, now),
+    // Circuit state is shared through the store when it is shared (Redis); in memory it stays local.
+    circuits: new Circuits(opts.circuit ?? DEFAULT_CIRCUIT, now, store.shared ? { store: namespaced(store, 'circuit') } : undefined),
     inFlight: 0,
     settling: 0,
   }

@@ -25,6 +25,7 @@ export async function openStore (cfg: KvConfig, opts: { now?: () => number } = {
 export function namespaced (store: KvStore, ns: string): KvStore {
   const p = ns + ':'
   return {
+    shared: store.shared,
     incr: (k: string, by: number, w: number): Promise<CounterResult> => store.incr(p + k, by, w),
     peek: (k: string) => store.peek(p + k),
     setIfAbsent: (k: string, v: string, t: number) => store.setIfAbsent(p + k, v, t),

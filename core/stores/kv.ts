@@ -15,6 +15,8 @@ export interface CounterResult {
  * store may add a configured prefix.
  */
 export interface KvStore {
+  /** true when other processes see the same keys (Redis); memory stores are per process. */
+  readonly shared?: boolean
   /** Adds `by` (an integer; may be negative) to a counter; a new key lives `windowMs` from now. */
   incr (key: string, by: number, windowMs: number): Promise<CounterResult>
   /** Current counter value and time to reset, or value 0 when absent. */

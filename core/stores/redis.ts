@@ -25,6 +25,7 @@ export interface RedisStoreOptions {
  * (each plugin has a documented fail-open / fail-closed choice), and /readyz reports it.
  */
 export class RedisStore implements KvStore {
+  readonly shared = true
   readonly #r: Redis
   readonly #p: string
 
