@@ -33,6 +33,9 @@ class ChatPassStream implements StreamTranslator {
       if (ev.event !== 'error') return ev.raw
       return data.startsWith('{') ? `data: ${data}\n\n` : sseData({ error: { message: data, type: 'server_error', param: null, code: 502 } })
     }
+    // Chat streams are unnamed `data:` events: a named one (a vendor heartbeat...) is no chunk, and
+    // the OpenAI SDK would hand it to the caller as one.
+    if (ev.event !== undefined && ev.event !== '' && ev.event !== 'message') return ''
     if (data.includes('"finish_reason":"')) this.finished = true
     if (data.includes('"usage":{')) {
       let chunk: any
