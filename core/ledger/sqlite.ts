@@ -17,6 +17,8 @@ export class SqliteLedger implements Ledger {
   readonly #db: Database.Database
   readonly #now: () => number
   #stmts: Record<string, Database.Statement> | undefined
+  /** `charge`'s transaction, built once: db.transaction() wraps four functions on every call. */
+  #chargeTx: ((reservation: Reservation | undefined, record: UsageRecord) => void) | undefined
 
   constructor (path: string, opts: { now?: () => number } = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
@@ -105,12 +107,13 @@ export class SqliteLedger implements Ledger {
   }
 
   async charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
-    const s = this.#s
-    this.#db.transaction(() => {
+    this.#chargeTx ??= this.#db.transaction((reservation: Reservation | undefined, record: UsageRecord) => {
+      const s = this.#s
       if (reservation) s.release.run(reservation.amount, reservation.organization)
       if (record.organization && record.cost > 0) s.debit.run(record.cost, record.organization)
       s.insertUsage.run(...usageParams(record))
-    }).immediate()
+    }).immediate
+    this.#chargeTx(reservation, record)
   }
 
   async setPrice (model: string, price: ModelPrice): Promise<void> {
