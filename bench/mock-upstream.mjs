@@ -1,0 +1,52 @@
+// Mock upstream for benchmarks: plain node:http, both protocols, JSON and SSE (~20 chunks + usage).
+import { createServer } from 'node:http'
+
+const WORDS = Array.from({ length: 20 }, (_, i) => `word${i} `)
+const created = 1767225600
+const chatJson = JSON.stringify({
+  id: 'chatcmpl-mock', object: 'chat.completion', created, model: 'mock',
+  choices: [{ index: 0, message: { role: 'assistant', content: WORDS.join(''), refusal: null }, logprobs: null, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 30, completion_tokens: 20, total_tokens: 50, prompt_tokens_details: { cached_tokens: 10 } },
+})
+const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id: 'chatcmpl-mock', object: 'chat.completion.chunk', created, model: 'mock', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`
+const chatSse = (usage) => [chunk({ role: 'assistant', content: '' }), ...WORDS.map(w => chunk({ content: w })), chunk({}, 'stop'),
+  ...(usage ? [`data: ${JSON.stringify({ id: 'chatcmpl-mock', object: 'chat.completion.chunk', created, model: 'mock', choices: [], usage: { prompt_tokens: 30, completion_tokens: 20, total_tokens: 50, prompt_tokens_details: { cached_tokens: 10 } } })}\n\n`] : []),
+  'data: [DONE]\n\n'].join('')
+const chatSseUsage = chatSse(true)
+const chatSsePlain = chatSse(false)
+const msgJson = JSON.stringify({
+  id: 'msg_mock', type: 'message', role: 'assistant', model: 'mock', content: [{ type: 'text', text: WORDS.join('') }],
+  stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 20, cache_creation_input_tokens: 0, cache_read_input_tokens: 10, output_tokens: 20 },
+})
+const ev = (name, data) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`
+const msgSse = [ev('message_start', { message: { id: 'msg_mock', type: 'message', role: 'assistant', model: 'mock', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 20, cache_creation_input_tokens: 0, cache_read_input_tokens: 10, output_tokens: 1 } } }),
+  ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+  ...WORDS.map(w => ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: w } })),
+  ev('content_block_stop', { index: 0 }),
+  ev('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 20 } }),
+  ev('message_stop', {})].join('')
+
+const server = createServer((req, res) => {
+  const parts = []
+  req.on('data', d => parts.push(d))
+  req.on('end', () => {
+    let body = {}
+    try { body = JSON.parse(Buffer.concat(parts).toString()) } catch {}
+    const messages = req.url.endsWith('/messages')
+    if (body.stream) {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
+      const text = messages ? msgSse : (body.stream_options?.include_usage ? chatSseUsage : chatSsePlain)
+      // Written as separate chunks, as a real upstream would.
+      const events = text.split(/(?<=\n\n)/)
+      for (const e of events) res.write(e)
+      res.end()
+      return
+    }
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end(messages ? msgJson : chatJson)
+  })
+})
+server.keepAliveTimeout = 60_000
+server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
+  process.stdout.write(`LISTENING ${server.address().port}\n`)
+})

@@ -1,0 +1,425 @@
+// Benchmark harness: mock upstream, direct, bare proxy, gateway (embedded and scale-out) and Portkey,
+// side by side in ONE run on loopback. Writes BENCHMARKS.md.
+//
+// Env: BENCH_DURATION (s per measured run, default 5), BENCH_RUNS (default 3; the median run by req/s
+// is reported), BENCH_WARMUP (s, default 1), BENCH_OUT (default BENCHMARKS.md), BENCH_SYSTEMS (comma
+// list of system ids: direct,bare,embedded,scaleout,portkey), BENCH_PROFILE (1 = also profile the
+// embedded gateway with --cpu-prof and add its top self-time functions; default 1 for a full run, 0
+// when BENCH_SYSTEMS is set), BENCH_PROFILE_CASES (default json-c16,sse-c16), BENCH_PROFILE_SECONDS,
+// BENCH_PG_URL, BENCH_REDIS_URL, BENCH_LOADER=builtin (use the built-in undici load loop instead of
+// autocannon). `node bench/run.mjs --render` rewrites the report from bench/results/last-run.json.
+import { spawn, execFileSync } from 'node:child_process'
+import { readFileSync, writeFileSync, mkdtempSync, existsSync, rmSync } from 'node:fs'
+import { createServer, connect } from 'node:net'
+import { tmpdir, cpus, totalmem } from 'node:os'
+import { join, resolve, dirname, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { summarize } from './cpuprofile-summary.mjs'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const root = resolve(here, '..')
+const DURATION = Number(process.env.BENCH_DURATION ?? 5)
+const RUNS = Number(process.env.BENCH_RUNS ?? 3)
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 1)
+const OUT = resolve(root, process.env.BENCH_OUT ?? 'BENCHMARKS.md')
+const ONLY = process.env.BENCH_SYSTEMS ? process.env.BENCH_SYSTEMS.split(',').map(s => s.trim()) : undefined
+const PROFILE = process.env.BENCH_PROFILE ? process.env.BENCH_PROFILE === '1' : !ONLY
+const PROFILE_CASES = (process.env.BENCH_PROFILE_CASES ?? 'json-c16,sse-c16').split(',').map(s => s.trim())
+const PROFILE_SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? Math.max(DURATION, 5))
+const KEY = 'sk-gw-bench-key-0001'
+const hasTaskset = (() => { try { execFileSync('taskset', ['-c', '0', 'true'], { stdio: 'ignore' }); return cpus().length > 1 } catch { return false } })()
+const pin = (core, cmd, args) => hasTaskset ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args]
+const log = (...a) => process.stderr.write(`[bench] ${a.join(' ')}\n`)
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+const children = new Set()
+
+function freePort () {
+  return new Promise((res, rej) => {
+    const s = createServer()
+    s.once('error', rej)
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => res(port)) })
+  })
+}
+
+function httpStatus (port, path = '/') {
+  return new Promise(res => {
+    const sock = connect({ host: '127.0.0.1', port }, () => sock.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`))
+    let buf = ''
+    sock.setTimeout(2000, () => { sock.destroy(); res(0) })
+    sock.on('data', d => { buf += d; const m = /^HTTP\/1\.1 (\d+)/.exec(buf); if (m) { sock.destroy(); res(Number(m[1])) } })
+    sock.on('error', () => res(0))
+    sock.on('close', () => res(0))
+  })
+}
+
+/** Spawns a server pinned to `core`, listening on `port`; resolves once it answers HTTP. */
+async function start (name, core, cmd, args, env, port, readyPath = '/') {
+  const [c, a] = pin(core, cmd, args)
+  const spawnedAt = Date.now()
+  const child = spawn(c, a, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.add(child)
+  let out = ''
+  const keep = d => { out = (out + d).slice(-4000) } // always drained: a full pipe would stall the child
+  child.stdout.on('data', keep)
+  child.stderr.on('data', keep)
+  let exited = null
+  child.on('exit', code => { exited = code ?? 'signal'; children.delete(child) })
+  const until = Date.now() + 60_000
+  while (Date.now() < until) {
+    if (exited !== null) throw new Error(`${name} exited (${exited}): ${out.trim().split('\n').slice(-3).join(' | ')}`)
+    const status = await httpStatus(port, readyPath)
+    if (status >= 200 && status < 500) return { port, child, output: () => out, startupMs: Date.now() - spawnedAt }
+    await new Promise(r => setTimeout(r, 100))
+  }
+  child.kill('SIGKILL')
+  throw new Error(`${name} did not answer on port ${port} within 60 s: ${out.slice(-500)}`)
+}
+
+function stop (proc, signal = 'SIGKILL') {
+  if (!proc?.child || proc.child.exitCode !== null) return Promise.resolve()
+  return new Promise(res => { proc.child.once('exit', res); proc.child.kill(signal) })
+}
+
+function peakRssMb (pid) {
+  // taskset execs the target, so the pid is the target's.
+  try { return Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024 } catch { return NaN }
+}
+
+/** CPU time (user + system) the process has used so far, in ms (clock ticks of 10 ms). */
+function cpuMs (pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(f[11]) + Number(f[12])) * 10 // utime, stime (fields 14, 15); USER_HZ is 100 on Linux
+  } catch { return NaN }
+}
+
+/** One load run (bench/load.mjs) on core 1; resolves its JSON summary. */
+function load (spec) {
+  const [c, a] = pin(1, process.execPath, [join(here, 'load.mjs'), JSON.stringify(spec)])
+  return new Promise((res, rej) => {
+    const child = spawn(c, a, { cwd: here, stdio: ['ignore', 'pipe', 'pipe'] })
+    children.add(child)
+    let out = ''
+    let err = ''
+    child.stdout.on('data', d => { out += d })
+    child.stderr.on('data', d => { err = (err + d).slice(-2000) })
+    child.on('exit', code => {
+      children.delete(child)
+      if (code !== 0) return rej(new Error(`load.mjs exited ${code}: ${err}`))
+      try { res(JSON.parse(out.trim().split('\n').at(-1))) } catch (e) { rej(new Error(`load.mjs output: ${out.slice(-500)} ${err}`)) }
+    })
+  })
+}
+
+/** One request, read whole: checks the system answers the case correctly before it is loaded. */
+async function probe (url, body, headers) {
+  const { request } = await import('undici')
+  try {
+    const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
+    return { status: res.statusCode, text: await res.body.text() }
+  } catch (err) {
+    return { status: 0, text: err.message }
+  }
+}
+
+const median = xs => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+
+// ---------------------------------------------------------------------------------------------
+// What is measured
+
+const chatBody = { model: 'bench/chat', messages: [{ role: 'user', content: 'Say twenty words.' }], max_tokens: 64 }
+const CASES = [
+  { id: 'json-c1', label: 'JSON chat, c=1', connections: 1, path: '/v1/chat/completions', body: chatBody, expect: /"choices"/ },
+  { id: 'json-c16', label: 'JSON chat, c=16', connections: 16, path: '/v1/chat/completions', body: chatBody, expect: /"choices"/ },
+  { id: 'json-c64', label: 'JSON chat, c=64', connections: 64, path: '/v1/chat/completions', body: chatBody, expect: /"choices"/ },
+  { id: 'sse-c16', label: 'streaming chat, c=16', connections: 16, path: '/v1/chat/completions', body: { ...chatBody, stream: true }, expect: /data: \[DONE\]/ },
+  // POST /v1/messages on a model whose upstream speaks chat completions: the gateway translates both ways.
+  { id: 'xsse-c16', label: 'cross-protocol streaming (POST /v1/messages → chat upstream), c=16', connections: 16, path: '/v1/messages', body: { ...chatBody, stream: true }, expect: /event: message_stop/, cross: true },
+]
+
+async function pgUrl () {
+  if (process.env.BENCH_PG_URL) return process.env.BENCH_PG_URL
+  const { default: pg } = await import('pg')
+  for (const user of ['postgres', 'root']) {
+    const url = `postgres://${user}@127.0.0.1:5432/test`
+    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 })
+    try { await c.connect(); await c.end(); return url } catch { await c.end().catch(() => {}) }
+  }
+  return 'postgres://postgres@127.0.0.1:5432/test'
+}
+
+async function main () {
+  const started = Date.now()
+  const runId = `${Date.now().toString(36)}_${process.pid}`
+  const dataDir = mkdtempSync(join(tmpdir(), 'gw-bench-'))
+  const mockPort = await freePort()
+  const mock = await start('mock upstream', 1, process.execPath, [join(here, 'mock-upstream.mjs')], { PORT: String(mockPort) }, mockPort)
+  const upstream = `http://127.0.0.1:${mockPort}`
+  const scaleout = { prefix: `gwbench:${runId}:`, schema: `gwbench_${runId}`, redis: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379', pg: undefined }
+
+  const gatewayEnv = port => ({ PORT: String(port), BENCH_MOCK_PORT: String(mockPort), BENCH_DATA_DIR: dataDir })
+  const startGateway = async (name, config, extraEnv = {}, nodeArgs = []) => {
+    const port = await freePort()
+    const env = { ...gatewayEnv(port), GATEWAY_CONFIG: join(here, 'configs', config), NODE_ENV: 'production', ...extraEnv }
+    return start(name, 0, process.execPath, [...nodeArgs, join(root, 'dist/server.js')], env, port, '/healthz')
+  }
+  const gwHeaders = { authorization: `Bearer ${KEY}` }
+  const portkeyHeaders = { authorization: 'Bearer sk-dummy', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstream}/v1` }
+  const portkeyServer = join(here, 'node_modules/@portkey-ai/gateway/build/start-server.js')
+
+  const systems = [
+    { id: 'direct', label: 'direct to mock (no proxy)', headers: {}, run: async () => ({ port: mockPort, child: null }) },
+    {
+      id: 'bare', label: 'bare fastify+undici proxy', headers: {}, noCross: 'a pass-through cannot translate protocols',
+      run: async () => { const port = await freePort(); return start('bare proxy', 0, process.execPath, [join(here, 'bare-proxy.mjs')], { UPSTREAM: upstream, PORT: String(port) }, port) },
+    },
+    { id: 'embedded', label: 'gateway, embedded (full pipeline, memory KV, SQLite ledger)', gateway: true, headers: gwHeaders, run: () => startGateway('embedded gateway', 'embedded.yaml') },
+    {
+      id: 'scaleout', label: 'gateway, scale-out (full pipeline, Redis KV, PostgreSQL ledger)', gateway: true, headers: gwHeaders,
+      run: async () => {
+        scaleout.pg = await pgUrl()
+        return startGateway('scale-out gateway', 'scaleout.yaml', { BENCH_REDIS_URL: scaleout.redis, BENCH_KV_PREFIX: scaleout.prefix, BENCH_PG_URL: scaleout.pg, BENCH_PG_SCHEMA: scaleout.schema })
+      },
+    },
+    {
+      id: 'portkey', label: 'Portkey gateway 1.15.2 (OSS, node server)', headers: portkeyHeaders, noCross: 'Portkey answers 500 "messages is not supported by openai"',
+      run: async () => {
+        if (!existsSync(portkeyServer)) throw new Error('bench/node_modules/@portkey-ai/gateway is not installed (npm --prefix bench install)')
+        const port = await freePort()
+        return start('portkey', 0, process.execPath, [portkeyServer, `--port=${port}`, '--headless'], { NODE_ENV: 'production' }, port)
+      },
+    },
+  ].filter(s => !ONLY || ONLY.includes(s.id))
+
+  const results = {}
+  for (const sys of systems) {
+    log(`starting ${sys.id}`)
+    let proc
+    try { proc = await sys.run() } catch (err) { results[sys.id] = { error: err.message.split('\n')[0] }; log(`${sys.id} failed: ${err.message}`); continue }
+    const base = `http://127.0.0.1:${proc.port}`
+    results[sys.id] = { cases: {} }
+    // JIT warm-up of the whole system before its first case (each case also gets its own warm-up).
+    if (WARMUP > 0) {
+      for (const c of CASES.filter(c => c.id === 'json-c16' || c.id === 'sse-c16' || (c.cross && sys.gateway))) {
+        await load({ url: base + c.path, body: c.body, headers: sys.headers, connections: c.connections, duration: WARMUP, idempotency: !!sys.gateway }).catch(() => {})
+      }
+    }
+    for (const c of CASES) {
+      if (c.cross && !sys.gateway) { results[sys.id].cases[c.id] = { na: sys.noCross ?? 'no protocol translation' }; continue }
+      const url = base + c.path
+      const check = await probe(url, c.body, sys.headers)
+      if (check.status !== 200 || !c.expect.test(check.text)) {
+        results[sys.id].cases[c.id] = { invalid: `probe answered ${check.status}: ${check.text.slice(0, 160).replace(/\s+/g, ' ')}` }
+        log(`${sys.id} ${c.id}: probe failed (${check.status})`)
+        continue
+      }
+      const spec = { url, body: c.body, headers: sys.headers, connections: c.connections, duration: WARMUP, idempotency: !!sys.gateway }
+      if (WARMUP > 0) await load(spec)
+      const runs = []
+      const cpu0 = proc.child ? cpuMs(proc.child.pid) : NaN
+      for (let i = 0; i < RUNS; i++) runs.push(await load({ ...spec, duration: DURATION }))
+      // CPU the system under test spent per request, over all measured runs (not for direct: the mock is shared).
+      const cpuUs = proc.child ? (cpuMs(proc.child.pid) - cpu0) * 1000 / runs.reduce((n, r) => n + r.requests, 0) : NaN
+      const pick = runs.find(r => r.rps === median(runs.map(r => r.rps)))
+      const errors = runs.reduce((n, r) => n + r.errors, 0)
+      const non2xx = runs.reduce((n, r) => n + r.non2xx, 0)
+      const statuses = {}
+      for (const r of runs) for (const [k, v] of Object.entries(r.statuses ?? {})) statuses[k] = (statuses[k] ?? 0) + v
+      results[sys.id].cases[c.id] = { ...pick, cpuUs, runs: runs.map(r => r.rps), errors, non2xx, statuses, invalid: errors + non2xx > 0 ? `${errors} errors, ${non2xx} non-2xx (${JSON.stringify(statuses)})` : undefined }
+      log(`${sys.id} ${c.id}: ${pick.rps.toFixed(0)} req/s, p50 ${pick.p50.toFixed(3)} ms, p99 ${pick.p99.toFixed(3)} ms, errors ${errors}, non-2xx ${non2xx} [${pick.loader}]`)
+    }
+    results[sys.id].rssMb = proc.child ? peakRssMb(proc.child.pid) : NaN
+    if (proc.child) await stop(proc)
+  }
+
+  const profiles = []
+  if (PROFILE && (!ONLY || ONLY.includes('embedded'))) {
+    for (const id of PROFILE_CASES) {
+      const c = CASES.find(x => x.id === id)
+      if (!c) { log(`unknown profile case ${id}`); continue }
+      log(`profiling the embedded gateway (${c.label})`)
+      try { profiles.push(await profileEmbedded(startGateway, gwHeaders, dataDir, c)) } catch (err) { profiles.push({ c, error: err.message }); log(`profile failed: ${err.message}`) }
+    }
+  }
+
+  const mockRss = peakRssMb(mock.child.pid)
+  await stop(mock)
+  if (results.scaleout && !results.scaleout.error) await cleanupScaleout(scaleout).catch(err => log(`scale-out cleanup: ${err.message}`))
+  rmSync(dataDir, { recursive: true, force: true })
+  const loaders = new Set(Object.values(results).flatMap(r => Object.values(r.cases ?? {}).map(c => c.loader).filter(Boolean)))
+  const extra = {
+    mockRss, profiles, loaders: [...loaders], seconds: (Date.now() - started) / 1000,
+    meta: { date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), DURATION, RUNS, WARMUP, PROFILE_SECONDS, hasTaskset },
+  }
+  // Raw results, so the report can be re-rendered (node bench/run.mjs --render) after editing bench/analysis.md.
+  const { mkdirSync } = await import('node:fs')
+  mkdirSync(join(here, 'results'), { recursive: true })
+  writeFileSync(join(here, 'results', 'last-run.json'), JSON.stringify({ systems: systems.map(s => ({ id: s.id, label: s.label })), results, extra }, null, 1))
+  writeFileSync(OUT, report(systems, results, extra))
+  log(`wrote ${OUT} in ${((Date.now() - started) / 1000).toFixed(0)} s`)
+}
+
+/** Starts the embedded gateway with --cpu-prof, loads it (JSON, c=16), stops it with SIGTERM. */
+async function profileEmbedded (startGateway, headers, dataDir, c) {
+  const profDir = join(dataDir, `cpu-prof-${c.id}`)
+  const proc = await startGateway('embedded gateway (profiled)', 'embedded.yaml', {}, ['--cpu-prof', `--cpu-prof-dir=${profDir}`])
+  const spec = { url: `http://127.0.0.1:${proc.port}${c.path}`, body: c.body, headers, connections: c.connections, duration: PROFILE_SECONDS, idempotency: true }
+  const warm = Math.max(WARMUP, 2)
+  await load({ ...spec, duration: warm })
+  // Samples from start-up and warm-up are left out of the summary (module loading, JIT).
+  const skipMs = proc.startupMs + warm * 1000 + 300
+  const r = await load(spec)
+  await stop(proc, 'SIGTERM') // the gateway exits on SIGTERM; node writes the profile on exit
+  const { readdirSync } = await import('node:fs')
+  const file = readdirSync(profDir).find(f => f.endsWith('.cpuprofile'))
+  if (!file) throw new Error('no .cpuprofile written')
+  const keep = join(here, 'profiles', `embedded-${c.id}.cpuprofile`)
+  const { mkdirSync, copyFileSync } = await import('node:fs')
+  mkdirSync(dirname(keep), { recursive: true })
+  copyFileSync(join(profDir, file), keep)
+  return { ...summarize(JSON.parse(readFileSync(keep, 'utf8')), { root, top: 25, skipMs }), c, skipMs, file: relative(root, keep), rps: r.rps }
+}
+
+async function cleanupScaleout (s) {
+  const { default: pg } = await import('pg')
+  const c = new pg.Client({ connectionString: s.pg })
+  await c.connect()
+  await c.query(`DROP SCHEMA IF EXISTS "${s.schema}" CASCADE`)
+  await c.end()
+  const { Redis } = await import('ioredis')
+  const r = new Redis(s.redis, { lazyConnect: true, maxRetriesPerRequest: 1 })
+  await r.connect()
+  let cursor = '0'
+  do {
+    const [next, keys] = await r.scan(cursor, 'MATCH', `${s.prefix}*`, 'COUNT', 1000)
+    if (keys.length) await r.del(...keys)
+    cursor = next
+  } while (cursor !== '0')
+  r.disconnect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+function report (systems, results, extra) {
+  const { date, DURATION, RUNS, WARMUP, PROFILE_SECONDS, hasTaskset } = extra.meta
+  const f = (x, d = 0) => Number.isFinite(x) ? x.toFixed(d) : 'n/a'
+  const get = (sys, id) => { const x = results[sys]?.cases?.[id]; return x && !x.invalid && !x.na ? x : undefined }
+  const lines = []
+  const cpu = cpus()[0]?.model ?? 'unknown CPU'
+  const loader = extra.loaders.join(' + ') || 'n/a'
+  lines.push('# Benchmarks', '',
+    '<!-- Written by `npm run bench` (bench/run.mjs). Do not edit by hand: edit bench/analysis.md, which is copied in below. -->', '',
+    `Run on ${date} (took ${f(extra.seconds)} s).`, '',
+    `- Machine: ${cpu}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Linux ${readOs()}, Node ${process.version}.`,
+    `- Pinning: ${hasTaskset ? 'system under test on core 0 (`taskset -c 0`); load generator and mock upstream on core 1.' : 'none (taskset unavailable or one core): numbers are not comparable with pinned runs.'}`,
+    `- Load: ${loader}, closed loop (each connection sends its next request when the previous response has been read to its end), keep-alive, loopback.`,
+    `- Each cell: the median (by req/s) of ${RUNS} run(s) of ${DURATION} s after a ${WARMUP} s warm-up. Latency in ms, computed from every 2xx response time of that run.`,
+    '- Mock upstream: plain node:http, JSON answer (~450 B) or ~22 SSE events written one by one, with usage; it answers immediately, so the numbers measure proxy overhead only.',
+    '- Gateway configs: `bench/configs/embedded.yaml` and `bench/configs/scaleout.yaml` — pipeline ip-limit (limit 1e9), size-limit, timeout, auth (config key bound to organization `bench`), media-validation, idempotency (a unique `Idempotency-Key` on every request), quota (1e9 requests/minute), balance (huge initial balance; every call reserves, then charges and writes a usage record).',
+    '- "+p50 vs direct": median latency added over calling the mock directly. "× bare": throughput relative to the bare fastify+undici proxy (for the cross-protocol case, relative to the bare proxy\'s streaming chat at c=16, the nearest thing a pass-through can do).',
+    '- "CPU µs/req": user+system CPU time of the system-under-test process (from /proc/<pid>/stat, 10 ms ticks) over all measured runs of the case, divided by the requests served; the inverse is roughly the req/s one core could sustain for that process alone. Not given for direct (the mock is shared).',
+    '- A cell marked INVALID had transport errors or non-2xx answers during the measured runs and is not used for targets.', '')
+
+  lines.push('## Results', '')
+  for (const c of CASES) {
+    lines.push(`### ${c.label}`, '', '| system | req/s | p50 | p99 | +p50 vs direct | × bare | runs (req/s) | CPU µs/req | errors / non-2xx |', '|---|--:|--:|--:|--:|--:|---|--:|--:|')
+    const direct = get('direct', c.cross ? 'sse-c16' : c.id)
+    const bare = get('bare', c.cross ? 'sse-c16' : c.id)
+    for (const s of systems) {
+      const r = results[s.id]
+      if (r?.error) { lines.push(`| ${s.label} | failed to start: ${r.error.replace(/\|/g, '/')} | | | | | | | |`); continue }
+      const x = r?.cases?.[c.id]
+      if (!x) { lines.push(`| ${s.label} | n/a | | | | | | | |`); continue }
+      if (x.na) { lines.push(`| ${s.label} | n/a (${x.na}) | | | | | | | |`); continue }
+      if (!Number.isFinite(x.rps)) { lines.push(`| ${s.label} | INVALID: ${x.invalid.replace(/\|/g, '/')} | | | | | | | |`); continue }
+      const mark = x.invalid ? ' INVALID' : ''
+      lines.push(`| ${s.label} | ${f(x.rps)}${mark} | ${f(x.p50, 3)} | ${f(x.p99, 3)} | ${direct ? f(x.p50 - direct.p50, 3) : 'n/a'} | ${bare ? f(x.rps / bare.rps, 2) : 'n/a'} | ${x.runs.map(v => f(v)).join(', ')} | ${f(x.cpuUs)} | ${x.errors} / ${x.non2xx} |`)
+    }
+    lines.push('')
+  }
+  lines.push('### Peak RSS (VmHWM of each process over its whole run)', '', '| process | peak RSS (MB) |', '|---|--:|')
+  for (const s of systems) if (s.id !== 'direct') lines.push(`| ${s.label} | ${results[s.id]?.error ? 'failed to start' : f(results[s.id]?.rssMb, 1)} |`)
+  lines.push(`| mock upstream (shared by all) | ${f(extra.mockRss, 1)} |`, '')
+
+  lines.push('## Targets', '', '| target | measured | status |', '|---|---|---|')
+  for (const t of targets(results)) lines.push(`| ${t.name} | ${t.measured} | ${t.status} |`)
+  lines.push('')
+
+  for (const p of extra.profiles ?? []) {
+    lines.push(`## CPU profile: embedded gateway, ${p.c.label}`, '')
+    if (p.error) { lines.push(`Profile failed: ${p.error}`, ''); continue }
+    lines.push(`\`node --cpu-prof\` on the gateway process (core 0) under ${PROFILE_SECONDS} s of load (${f(p.rps)} req/s while profiled; the profiler costs some throughput). Start-up and warm-up samples (first ${f(p.skipMs / 1000, 1)} s) are left out. Summarised by \`node bench/cpuprofile-summary.mjs ${p.file} 40 ${f(p.skipMs)}\` (self time per function). The profile file is kept at \`${p.file}\` (not committed).`, '')
+    lines.push(`Busy ${f(p.busyMs)} ms of ${f(p.totalMs)} ms sampled (${f(100 * p.busyMs / p.totalMs, 1)} % of the core). Self time by area: ${p.byArea.map(a => `${a.area} ${f(a.pct, 1)} %`).join(', ')}.`, '')
+    lines.push('| # | function | where | self ms | % of busy |', '|--:|---|---|--:|--:|')
+    p.top.forEach((x, i) => lines.push(`| ${i + 1} | \`${x.name}\` | ${x.where} | ${f(x.selfMs, 1)} | ${f(x.pct, 1)} |`))
+    lines.push('')
+  }
+
+  const analysis = join(here, 'analysis.md')
+  if (existsSync(analysis)) lines.push(readFileSync(analysis, 'utf8').trim(), '')
+
+  lines.push('## Commands', '', '```sh',
+    'npm run bench                                   # build, install bench deps, all systems, 3 × 5 s per case, + profile (~7 min)',
+    'BENCH_DURATION=2 BENCH_RUNS=1 npm run bench     # quicker',
+    'BENCH_SYSTEMS=direct,bare,embedded BENCH_OUT=/tmp/b.md node bench/run.mjs   # a subset (needs `npm run build` first)',
+    'node bench/cpuprofile-summary.mjs bench/profiles/embedded-json-c16.cpuprofile 40 <skipMs>   # re-read the profile',
+    'node bench/run.mjs --render                     # rewrite BENCHMARKS.md from bench/results/last-run.json (after editing bench/analysis.md)',
+    'npx tap test/bench/harness.test.ts              # smoke test of the harness (no timing assertions)',
+    '```', '',
+    'Scale-out needs Redis on 127.0.0.1:6379 and PostgreSQL on 127.0.0.1:5432 (database `test`, trust auth, user postgres or root; override with BENCH_REDIS_URL / BENCH_PG_URL). Each run uses a fresh Redis key prefix and PostgreSQL schema and removes them afterwards.',
+    'Portkey runs from bench/node_modules with `@hono/node-server` overridden to 1.13.5 (the version Portkey\'s own lockfile resolves): with 1.14.x its streaming path throws `TypeError: immutable` (Portkey-AI/gateway#1389) and every streamed call answers 500.', '')
+  return lines.join('\n')
+}
+
+function readOs () {
+  try { return readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim() } catch { return 'unknown' }
+}
+
+function targets (results) {
+  const x = (sys, id) => { const r = results[sys]?.cases?.[id]; return r && !r.invalid && !r.na && Number.isFinite(r.rps) ? r : undefined }
+  const out = []
+  const ratio = (name, sys, id, bareId, min) => {
+    const a = x(sys, id)
+    const b = x('bare', bareId)
+    if (!a || !b) return out.push({ name, measured: 'n/a', status: results[sys] ? 'not measured (invalid or missing cell)' : 'not run' })
+    const v = a.rps / b.rps
+    out.push({ name, measured: `${v.toFixed(2)}× (${a.rps.toFixed(0)} vs ${b.rps.toFixed(0)} req/s)`, status: v >= min ? 'met' : `missed by ${(min - v).toFixed(2)}×` })
+  }
+  for (const id of ['json-c1', 'json-c16', 'json-c64']) ratio(`embedded ≥ 0.85× bare, JSON ${id.slice(5)}`, 'embedded', id, id, 0.85)
+  ratio('embedded ≥ 0.85× bare, streaming c=16', 'embedded', 'sse-c16', 'sse-c16', 0.85)
+  ratio('embedded cross-protocol streaming ≥ 0.75× bare streaming, c=16', 'embedded', 'xsse-c16', 'sse-c16', 0.75)
+  {
+    const g = x('embedded', 'json-c1'); const b = x('bare', 'json-c1'); const d = x('direct', 'json-c1')
+    const name = 'embedded added p50 at c=1 within 0.15 ms of bare\'s'
+    if (!g || !b || !d) out.push({ name, measured: 'n/a', status: 'not measured' })
+    else {
+      const diff = g.p50 - b.p50
+      out.push({ name, measured: `+${(g.p50 - d.p50).toFixed(3)} ms vs bare +${(b.p50 - d.p50).toFixed(3)} ms (difference ${diff.toFixed(3)} ms)`, status: diff <= 0.15 ? 'met' : `missed by ${(diff - 0.15).toFixed(3)} ms` })
+    }
+  }
+  for (const sys of ['embedded', 'scaleout']) {
+    const r = results[sys]
+    const name = `${sys} peak RSS ≤ 150 MB`
+    if (!r || r.error || !Number.isFinite(r.rssMb)) { out.push({ name, measured: 'n/a', status: 'not run' }); continue }
+    out.push({ name, measured: `${r.rssMb.toFixed(1)} MB`, status: r.rssMb <= 150 ? 'met' : `missed by ${(r.rssMb - 150).toFixed(1)} MB` })
+  }
+  for (const id of ['json-c1', 'json-c16', 'json-c64', 'sse-c16']) ratio(`scale-out ≥ 0.7× bare, ${id.startsWith('sse') ? 'streaming c=16' : `JSON ${id.slice(5)}`}`, 'scaleout', id, id, 0.7)
+  ratio('scale-out cross-protocol streaming ≥ 0.7× bare streaming, c=16', 'scaleout', 'xsse-c16', 'sse-c16', 0.7)
+  return out
+}
+
+const killAll = () => { for (const c of children) { try { c.kill('SIGKILL') } catch {} } }
+process.on('exit', killAll)
+process.on('SIGINT', () => { killAll(); process.exit(130) })
+process.on('SIGTERM', () => { killAll(); process.exit(143) })
+const render = () => {
+  const { systems, results, extra } = JSON.parse(readFileSync(join(here, 'results', 'last-run.json'), 'utf8'))
+  writeFileSync(OUT, report(systems, results, extra))
+  log(`re-rendered ${OUT} from bench/results/last-run.json`)
+}
+;(process.argv.includes('--render') ? Promise.resolve().then(render) : main()).catch(err => { process.stderr.write(String(err?.stack ?? err) + '\n'); process.exit(1) })

@@ -1,0 +1,85 @@
+// Smoke test of the benchmark harness (bench/run.mjs): one tiny run over direct, bare and the
+// embedded gateway, then checks that the report has a results table with those rows and numbers.
+// It asserts nothing about speed. Without bench/node_modules, bench/load.mjs uses its built-in
+// undici load loop instead of autocannon, so this runs on a plain `npm install`.
+import t from 'tap'
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..')
+
+function runHarness (out: string): Promise<{ code: number | null, log: string }> {
+  return new Promise(res => {
+    const child = spawn(process.execPath, [join(root, 'bench/run.mjs')], {
+      cwd: root,
+      env: {
+        ...process.env,
+        BENCH_DURATION: '1',
+        BENCH_RUNS: '1',
+        BENCH_WARMUP: '0',
+        BENCH_SYSTEMS: 'direct,bare,embedded',
+        BENCH_PROFILE: '0',
+        BENCH_OUT: out,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let log = ''
+    child.stdout.on('data', d => { log += d })
+    child.stderr.on('data', d => { log += d })
+    child.on('exit', code => res({ code, log }))
+  })
+}
+
+/** The rows of the first markdown table after `heading`, as arrays of trimmed cells. */
+function tableAfter (md: string, heading: string): string[][] {
+  const at = md.indexOf(heading)
+  if (at < 0) return []
+  const rows: string[][] = []
+  for (const line of md.slice(at).split('\n').slice(1)) {
+    if (!line.startsWith('|')) { if (rows.length > 0) break; continue }
+    rows.push(line.split('|').slice(1, -1).map(c => c.trim()))
+  }
+  return rows.slice(2) // header and separator
+}
+
+t.test('bench harness runs once and writes a results table', async t => {
+  if (!existsSync(join(root, 'dist/server.js'))) {
+    const build = spawnSync('npm', ['run', '-s', 'build'], { cwd: root, stdio: 'inherit' })
+    t.equal(build.status, 0, 'npm run build')
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'gw-bench-smoke-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const out = join(dir, 'BENCHMARKS.md')
+
+  const { code, log } = await runHarness(out)
+  t.equal(code, 0, 'bench/run.mjs exits 0', { log: log.slice(-3000) })
+  t.ok(existsSync(out), 'report written')
+  const md = readFileSync(out, 'utf8')
+
+  const labels = {
+    direct: 'direct to mock (no proxy)',
+    bare: 'bare fastify+undici proxy',
+    embedded: 'gateway, embedded (full pipeline, memory KV, SQLite ledger)',
+  }
+  for (const heading of ['### JSON chat, c=1', '### JSON chat, c=16', '### streaming chat, c=16']) {
+    const rows = tableAfter(md, heading)
+    t.equal(rows.length, 3, `${heading}: one row per system`)
+    for (const label of Object.values(labels)) {
+      const row = rows.find(r => r[0] === label)
+      t.ok(row, `${heading}: row for ${label}`)
+      if (!row) continue
+      t.match(row[1], /^\d+(\.\d+)?$/, `${heading} / ${label}: numeric req/s`)
+      t.ok(Number(row[1]) > 0, `${heading} / ${label}: some requests completed`)
+      t.equal(row[8], '0 / 0', `${heading} / ${label}: no errors, no non-2xx`)
+    }
+  }
+  const cross = tableAfter(md, '### cross-protocol streaming')
+  const gw = cross.find(r => r[0] === labels.embedded)
+  t.ok(gw && /^\d+(\.\d+)?$/.test(gw[1]), 'the gateway serves POST /v1/messages on a chat upstream')
+  t.match(cross.find(r => r[0] === labels.bare)?.[1] ?? '', /^n\/a/, 'bare proxy: cross-protocol is n/a')
+  t.match(md, /## Targets/)
+  t.match(md, /Node v\d+/, 'machine description')
+})
