@@ -265,6 +265,7 @@ t.test('env selects the ledger: GATEWAY_LEDGER_PATH', async t => {
 t.test('end to end: the built CLI', async t => {
   const CLI = resolve('dist/cli/admin.js')
   if (!existsSync(CLI)) {
+    // `npm test` builds first (pretest); only a bare `npx tap` on an unbuilt clone gets here: fail in CI, skip elsewhere.
     if (process.env.CI === 'true') t.fail('dist/cli/admin.js is missing: `npm test` builds it first (pretest)')
     else t.skip('dist/cli/admin.js not built (run `npm run build`)')
     return

@@ -1,6 +1,6 @@
 // Circuit state shared across replicas through the key-value store (issue 5): two Circuits
 // instances on one store stand for two gateway processes.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import { Circuits } from '../../core/routing.ts'
 import { MemoryStore } from '../../core/stores/memory.ts'
@@ -8,20 +8,13 @@ import { RedisStore } from '../../core/stores/redis.ts'
 import { namespaced } from '../../core/stores/index.ts'
 import type { KvStore } from '../../core/stores/kv.ts'
 import { redisUrl } from '../helpers/backends.ts'
+import { until } from '../helpers/until.ts'
 
 const d = { provider: 'up', upstreamModel: 'm1', priority: 0, weight: 1 } as any
 const other = { provider: 'up', upstreamModel: 'm2', priority: 0, weight: 1 } as any
 const tick = () => new Promise(resolve => setTimeout(resolve, 30))
-async function until (fn: () => boolean | Promise<boolean>, ms = 5000): Promise<boolean> {
-  const end = Date.now() + ms
-  while (Date.now() < end) {
-    if (await fn()) return true
-    await new Promise(resolve => setTimeout(resolve, 10))
-  }
-  return false
-}
 
-async function sharedCase (t: Tap, store: KvStore): Promise<void> {
+async function sharedCase (t: Test, store: KvStore): Promise<void> {
   let clock = 1_000_000
   const now = () => clock
   const opts = { failureThreshold: 3, coolDownMs: 10_000 }
@@ -46,7 +39,6 @@ async function sharedCase (t: Tap, store: KvStore): Promise<void> {
   t.notOk(b.isOpen(d))
   t.ok(await until(async () => (await store.get('up/m1')) === undefined), 'success deletes the shared key')
 }
-type Tap = Parameters<Parameters<typeof t.test>[1]>[0]
 
 t.test('shared through one memory store', async t => {
   const store = new MemoryStore({ maxKeys: 1000 })

@@ -1,7 +1,7 @@
 // Two gateway processes on different ports sharing one Redis and one PostgreSQL (issue 5): the IP
 // limit counts across both, an Idempotency-Key claimed on one is refused on the other, and 100
 // concurrent debits split across both leave balance == initial − Σ recorded charges.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
@@ -15,7 +15,7 @@ const CONFIG = resolve('test/fixtures/config/replicas.yaml')
 const KEY = 'sk-gw-replicas-test-key-0001'
 const ORG = 'org-replicas'
 
-async function startReplica (t: Tap, env: Record<string, string>): Promise<{ url: string, child: ChildProcess }> {
+async function startReplica (t: Test, env: Record<string, string>): Promise<{ url: string, child: ChildProcess }> {
   const child = spawn(process.execPath, [SERVER], { env: { ...process.env, ...env, PORT: '0', GATEWAY_CONFIG: CONFIG }, stdio: ['ignore', 'pipe', 'pipe'] })
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
   let out = ''
@@ -27,7 +27,6 @@ async function startReplica (t: Tap, env: Record<string, string>): Promise<{ url
   if (!m) throw new Error(`replica did not start: ${out.slice(-2000)}`)
   return { url: m[1], child }
 }
-type Tap = Parameters<Parameters<typeof t.test>[1]>[0]
 
 async function post (url: string, headers: Record<string, string> = {}): Promise<{ status: number, body: any }> {
   const res = await fetch(`${url}/v1/chat/completions`, {
@@ -43,6 +42,7 @@ async function post (url: string, headers: Record<string, string> = {}): Promise
 
 t.test('two replicas, one Redis, one PostgreSQL', async t => {
   if (!existsSync(SERVER)) {
+    // `npm test` builds first (pretest); only a bare `npx tap` on an unbuilt clone gets here: fail in CI, skip elsewhere.
     if (process.env.CI === 'true') t.fail('dist/server.js is missing: `npm test` builds it first (pretest)')
     else t.skip('dist/server.js not built (run `npm run build`)')
     return

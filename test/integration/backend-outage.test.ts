@@ -13,15 +13,7 @@ import { RedisStore } from '../../core/stores/redis.ts'
 import { PostgresLedger } from '../../core/ledger/postgres.ts'
 import { SqliteLedger } from '../../core/ledger/sqlite.ts'
 import { MemoryStore } from '../../core/stores/memory.ts'
-
-async function until (fn: () => Promise<boolean>, ms = 5000): Promise<boolean> {
-  const end = Date.now() + ms
-  while (Date.now() < end) {
-    if (await fn()) return true
-    await new Promise(r => setTimeout(r, 50))
-  }
-  return false
-}
+import { until } from '../helpers/until.ts'
 
 const chat = { model: 'echo/echo-1', messages: [{ role: 'user', content: 'hi' }] }
 

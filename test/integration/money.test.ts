@@ -9,6 +9,7 @@ import { startFakeUpstream, upstreamDoc, json, sse, chatCompletion, chatTextStre
 import { openLedger } from '../../core/ledger/index.ts'
 import type { Ledger } from '../../core/ledger/ledger.ts'
 import { hashKey } from '../../core/keys.ts'
+import { until } from '../helpers/until.ts'
 
 const ORG = 'org-test'
 const slowEcho = {
@@ -23,15 +24,6 @@ async function post (url: string, path: string, payload: unknown, headers: Recor
   let parsed: unknown = text
   try { parsed = JSON.parse(text) } catch { /* stream or text */ }
   return { status: res.status, json: parsed, headers: res.headers }
-}
-
-async function until (fn: () => boolean | Promise<boolean>, ms = 10_000): Promise<boolean> {
-  const end = Date.now() + ms
-  while (Date.now() < end) {
-    if (await fn()) return true
-    await new Promise(resolve => setTimeout(resolve, 20))
-  }
-  return false
 }
 
 async function freshLedger (t: Test): Promise<Ledger> {

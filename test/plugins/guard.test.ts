@@ -4,18 +4,10 @@ import t from 'tap'
 import { request as httpRequest } from 'node:http'
 import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, json, sse, chatCompletion, chatTextStream, messagesTextStream, type FakeUpstream } from '../helpers/fake-upstream.ts'
+import { until } from '../helpers/until.ts'
 
 const chat = { model: 'echo/echo-1', messages: [{ role: 'user', content: 'hi' }] }
 const msgs = { model: 'echo/echo-1', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }
-
-async function until (fn: () => boolean | Promise<boolean>, ms = 5000): Promise<boolean> {
-  const end = Date.now() + ms
-  while (Date.now() < end) {
-    if (await fn()) return true
-    await new Promise(resolve => setTimeout(resolve, 20))
-  }
-  return false
-}
 
 t.test('ip-limit', async t => {
   t.test('the 121st request in a minute gets 429 + Retry-After; no-key and bad-key requests count; the next window is open', async t => {

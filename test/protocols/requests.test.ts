@@ -1,22 +1,13 @@
 // Golden tests: request and non-streamed response translation, both directions (protocols.md §3.1–3.5,
 // §3.10 items 1, 6, 7, 8, 9, 10). Each case is an input and the exact expected output.
 import t from 'tap'
-import type { TranslateOptions } from '../../core/provider.ts'
-import type { ModelEntry } from '../../core/types/model.ts'
 import { messagesToChat } from '../../providers/protocols/messages-to-chat.ts'
 import { chatToMessages } from '../../providers/protocols/chat-to-messages.ts'
+import { translateFixture } from '../helpers/translate-fixture.ts'
 
 const PARAMS = ['temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'user',
   'stop_sequences', 'metadata', 'thinking', 'parallel_tool_calls', 'reasoning_effort']
-const model: ModelEntry = {
-  id: 'm/x',
-  public: { id: 'm/x', object: 'model', created: 0, owned_by: 'm', name: 'x', context_length: 1000, architecture: { input_modalities: ['text', 'image'], output_modalities: ['text'] }, supported_parameters: PARAMS, default_parameters: {} } as any,
-  deployments: [],
-  maxOutputTokens: 4096,
-  inputModalities: new Set(['text', 'image']),
-  supportedParameters: new Set(PARAMS),
-}
-const opts: TranslateOptions = { model, clientModel: 'm/x', upstreamModel: 'up-x', estimatedInputTokens: 42 }
+const { opts } = translateFixture(PARAMS)
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=='
 
 t.test('M→C request', async t => {

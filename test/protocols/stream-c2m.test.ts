@@ -1,29 +1,10 @@
 // Golden tests: chat client, messages-protocol upstream – the stream (protocols.md §3.7, §3.10).
 import t, { type Test } from 'tap'
-import { SseParser } from '../../core/sse.ts'
-import type { SseEvent, StreamTranslator, TranslateOptions } from '../../core/provider.ts'
-import type { ModelEntry } from '../../core/types/model.ts'
+import type { StreamTranslator } from '../../core/provider.ts'
 import { chatToMessages } from '../../providers/protocols/chat-to-messages.ts'
+import { translateFixture, parseSse as parse } from '../helpers/translate-fixture.ts'
 
-const PARAMS = ['temperature', 'top_p', 'max_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'response_format', 'user', 'stop_sequences', 'metadata', 'thinking']
-const model: ModelEntry = {
-  id: 'm/x',
-  public: { id: 'm/x', object: 'model', created: 0, owned_by: 'm', name: 'x', context_length: 1000, architecture: { input_modalities: ['text', 'image'], output_modalities: ['text'] }, supported_parameters: PARAMS, default_parameters: {} } as any,
-  deployments: [],
-  maxOutputTokens: 4096,
-  inputModalities: new Set(['text', 'image']),
-  supportedParameters: new Set(PARAMS),
-}
-const opts: TranslateOptions = { model, clientModel: 'm/x', upstreamModel: 'up-x', estimatedInputTokens: 42 }
-
-function parse (text: string, chunked = false): SseEvent[] {
-  const p = new SseParser()
-  const evs: SseEvent[] = []
-  if (chunked) for (const ch of Buffer.from(text)) evs.push(...p.push(Buffer.from([ch])))
-  else evs.push(...p.push(Buffer.from(text)))
-  evs.push(...p.end())
-  return evs
-}
+const { opts } = translateFixture()
 
 function run (upstream: string, clientBody: Record<string, any> = { stream: true }, chunked = false): { out: string, st: StreamTranslator } {
   const st = chatToMessages.stream(clientBody, opts)
