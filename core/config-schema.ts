@@ -72,6 +72,7 @@ export const GatewayConfigSchema = Type.Object({
       path: Type.String({ default: './data/gateway.db', description: 'SQLite file (backend sqlite); relative to the working directory.' }),
       url: Type.Optional(Type.String({ description: 'postgres:// URL (backend postgres).' })),
       schema: Type.Optional(Type.String({ description: 'PostgreSQL schema (default public).' })),
+      reservations: Type.Union([Type.Literal('memory'), Type.Literal('file')], { default: 'memory', description: 'SQLite: where balance reservations are held. memory: in the gateway process (one process per file; the admin CLI may run beside it). file: in the file, for several processes sharing it.' }),
     }, { additionalProperties: false, default: {} }),
   }, { additionalProperties: false, default: {} }),
   providers: Type.Array(ProviderEntry, { default: [], description: 'Upstream provider instances.' }),

@@ -8,6 +8,8 @@ export interface LedgerConfig {
   path: string
   url?: string
   schema?: string
+  /** SQLite only: where reservations are held (see SqliteLedgerOptions). */
+  reservations?: 'memory' | 'file'
 }
 
 /** Opens (does not migrate) the ledger; the caller runs `migrate()`. */
@@ -18,5 +20,5 @@ export async function openLedger (cfg: LedgerConfig, opts: { now?: () => number 
     return new PostgresLedger({ url: cfg.url, schema: cfg.schema, now: opts.now })
   }
   const { SqliteLedger } = await import('./sqlite.ts')
-  return new SqliteLedger(cfg.path, opts)
+  return new SqliteLedger(cfg.path, { ...opts, reservations: cfg.reservations })
 }

@@ -7,20 +7,48 @@ import type { ModelPrice } from '../types/model.ts'
 import type { KeyRecord, Ledger, Micros, Reservation, UsageRecord } from './ledger.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
 import { keyFromRow, keyParams, priceFromRow, USAGE_COLUMNS, usageFromRow, usageParams } from './rows.ts'
+import { ChargeBatcher, type ChargeItem } from './batch.ts'
+
+export interface SqliteLedgerOptions {
+  now?: () => number
+  /**
+   * Where reservations are held. `memory` (default): in this process, next to the balance read
+   * from the file; one gateway process owns the file (the admin CLI may read and top up beside
+   * it). A reservation then costs no write, and a crashed process leaves none behind. `file`: in
+   * the `reserved` column with a conditional UPDATE, for several processes sharing one file.
+   */
+  reservations?: 'memory' | 'file'
+  /**
+   * Memory reservations: how long a balance read from the file is trusted (ms, default 1000).
+   * This process's own charges and top-ups update it at once; a change made by another process
+   * (the admin CLI) is seen within this time.
+   */
+  balanceRefreshMs?: number
+}
 
 /**
  * better-sqlite3 is synchronous and the process is single-threaded, so each method runs to its end
- * without interleaving; the conditional UPDATE in `reserve` keeps it correct even when several
- * processes share the file (SQLite serializes writers).
+ * without interleaving: a reservation checked and held in memory is atomic. With `reservations:
+ * 'file'` the conditional UPDATE in `reserve` keeps it correct when several processes share the
+ * file (SQLite serializes writers). Charges that settle in the same turn of the event loop are
+ * written in one transaction (see batch.ts); a reservation is dropped only once its charge
+ * committed, so what is available never counts money twice.
  */
 export class SqliteLedger implements Ledger {
   readonly #db: Database.Database
   readonly #now: () => number
+  readonly #memory: boolean
+  /** Memory reservations: organization → amount held by calls in flight. */
+  readonly #held = new Map<string, Micros>()
+  /** Memory reservations: organization → balance − reserved as last read from the file, and when. */
+  readonly #known = new Map<string, { free: Micros, at: number }>()
+  readonly #refreshMs: number
   #stmts: Record<string, Database.Statement> | undefined
-  /** `charge`'s transaction, built once: db.transaction() wraps four functions on every call. */
-  #chargeTx: ((reservation: Reservation | undefined, record: UsageRecord) => void) | undefined
+  /** The batch transaction, built once: db.transaction() wraps four functions on every call. */
+  #chargeTx: ((items: readonly ChargeItem[]) => void) | undefined
+  readonly #batcher = new ChargeBatcher(items => this.#writeCharges(items))
 
-  constructor (path: string, opts: { now?: () => number } = {}) {
+  constructor (path: string, opts: SqliteLedgerOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     this.#db = new Database(path)
     this.#db.pragma('journal_mode = WAL')
@@ -28,6 +56,8 @@ export class SqliteLedger implements Ledger {
     this.#db.pragma('busy_timeout = 5000')
     this.#db.pragma('foreign_keys = ON')
     this.#now = opts.now ?? Date.now
+    this.#memory = (opts.reservations ?? 'memory') === 'memory'
+    this.#refreshMs = opts.balanceRefreshMs ?? 1000
   }
 
   async migrate (): Promise<void> {
@@ -89,31 +119,81 @@ export class SqliteLedger implements Ledger {
   async topUp (organization: string, amount: Micros): Promise<Micros> {
     const r = this.#db.prepare('UPDATE organizations SET balance = balance + ? WHERE id = ? RETURNING balance').get(amount, organization) as any
     if (!r) throw new Error(`unknown organization "${organization}"`)
+    this.#moved(organization, amount)
     return Number(r.balance)
   }
 
   async getBalance (organization: string): Promise<{ balance: Micros, reserved: Micros } | undefined> {
     const r = this.#s.balance.get(organization) as any
-    return r ? { balance: Number(r.balance), reserved: Number(r.reserved) } : undefined
+    return r ? { balance: Number(r.balance), reserved: Number(r.reserved) + (this.#held.get(organization) ?? 0) } : undefined
   }
 
   async reserve (organization: string, amount: Micros): Promise<Reservation | undefined> {
-    if (this.#s.reserve.run(amount, organization, amount).changes !== 1) return undefined
+    if (this.#memory) {
+      // Read and hold with no await in between: nothing can interleave.
+      const free = this.#free(organization)
+      if (free === undefined) return undefined
+      const held = this.#held.get(organization) ?? 0
+      if (free - held < amount) return undefined
+      this.#held.set(organization, held + amount)
+    } else if (this.#s.reserve.run(amount, organization, amount).changes !== 1) {
+      return undefined
+    }
     return { id: randomUUID(), organization, amount }
   }
 
   async release (reservation: Reservation): Promise<void> {
-    this.#s.release.run(reservation.amount, reservation.organization)
+    if (this.#memory) this.#unhold(reservation)
+    else this.#s.release.run(reservation.amount, reservation.organization)
   }
 
-  async charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
-    this.#chargeTx ??= this.#db.transaction((reservation: Reservation | undefined, record: UsageRecord) => {
+  /** Balance − reserved in the file, from the cache while it is fresh. */
+  #free (organization: string): Micros | undefined {
+    const now = this.#now()
+    const k = this.#known.get(organization)
+    if (k !== undefined && now - k.at < this.#refreshMs) return k.free
+    const r = this.#s.balance.get(organization) as any
+    if (!r) {
+      this.#known.delete(organization)
+      return undefined
+    }
+    const free = Number(r.balance) - Number(r.reserved)
+    this.#known.set(organization, { free, at: now })
+    return free
+  }
+
+  /** Applies a change this process made to the cached balance. */
+  #moved (organization: string, by: Micros): void {
+    const k = this.#known.get(organization)
+    if (k !== undefined) k.free += by
+  }
+
+  #unhold (r: Reservation): void {
+    const left = (this.#held.get(r.organization) ?? 0) - r.amount
+    if (left > 0) this.#held.set(r.organization, left)
+    else this.#held.delete(r.organization)
+  }
+
+  charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
+    return this.#batcher.charge(reservation, record)
+  }
+
+  /** One transaction for the batch; memory reservations are dropped after it committed. */
+  #writeCharges (items: readonly ChargeItem[]): void {
+    this.#chargeTx ??= this.#db.transaction((items: readonly ChargeItem[]) => {
       const s = this.#s
-      if (reservation) s.release.run(reservation.amount, reservation.organization)
-      if (record.organization && record.cost > 0) s.debit.run(record.cost, record.organization)
-      s.insertUsage.run(...usageParams(record))
+      for (const { reservation, record } of items) {
+        if (reservation && !this.#memory) s.release.run(reservation.amount, reservation.organization)
+        if (record.organization && record.cost > 0) s.debit.run(record.cost, record.organization)
+        s.insertUsage.run(...usageParams(record))
+      }
     }).immediate
-    this.#chargeTx(reservation, record)
+    this.#chargeTx(items)
+    if (!this.#memory) return
+    for (const { reservation, record } of items) {
+      if (reservation) this.#unhold(reservation)
+      if (record.organization && record.cost > 0) this.#moved(record.organization, -record.cost)
+    }
   }
 
   async setPrice (model: string, price: ModelPrice): Promise<void> {
@@ -143,6 +223,8 @@ export class SqliteLedger implements Ledger {
   }
 
   async close (): Promise<void> {
+    // Charges queued for the next batch are written before the file closes.
+    await this.#batcher.flush()
     if (this.#db.open) this.#db.close()
   }
 }

@@ -1,0 +1,117 @@
+/**
+ * @module ledger/batch – charges that settle close together are committed together.
+ *
+ * Every call's charge (drop the reservation, debit, insert the usage record) is still written in
+ * one transaction with its record; the batcher only lets several calls share that transaction, so
+ * a busy gateway commits once per turn of the event loop instead of once per call. One batch is
+ * written at a time; charges that arrive while it commits form the next one. A batch that fails is
+ * retried item by item, so one bad record cannot fail the others (unless `retryItems` says the
+ * failure leaves the outcome unknown: see ChargeBatcherOptions). `charge()` resolves only once its
+ * own transaction has committed: a settle that awaited it knows the money is on disk.
+ */
+import type { Reservation, UsageRecord } from './ledger.ts'
+
+export interface ChargeItem {
+  readonly reservation: Reservation | undefined
+  readonly record: UsageRecord
+}
+
+interface Pending extends ChargeItem {
+  resolve (): void
+  reject (err: unknown): void
+}
+
+/** Writes the items in ONE transaction: all of them commit or none does. */
+export type WriteCharges = (items: readonly ChargeItem[]) => void | Promise<void>
+
+export interface ChargeBatcherOptions {
+  /** Most items per transaction (default 256). */
+  maxBatch?: number
+  /**
+   * Whether a failed batch may be retried item by item (default: always). Return false when the
+   * error leaves it unknown whether the batch committed (a connection lost while the commit was
+   * in flight): a retry could then write the charges twice, so every item rejects with the error.
+   */
+  retryItems?: (err: unknown) => boolean
+}
+
+export class ChargeBatcher {
+  readonly #write: WriteCharges
+  readonly #maxBatch: number
+  readonly #retryItems: (err: unknown) => boolean
+  #queue: Pending[] = []
+  #scheduled = false
+  #running: Promise<void> | undefined = undefined
+
+  constructor (write: WriteCharges, opts: ChargeBatcherOptions = {}) {
+    this.#write = write
+    this.#maxBatch = opts.maxBatch ?? 256
+    this.#retryItems = opts.retryItems ?? (() => true)
+  }
+
+  /** Queues one charge; resolves when the transaction holding it has committed. */
+  charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ reservation, record, resolve, reject })
+      if (this.#scheduled || this.#running) return
+      this.#scheduled = true
+      // setImmediate, not a microtask: every response finished in this I/O phase joins the batch.
+      setImmediate(() => {
+        this.#scheduled = false
+        // Started from a microtask so that #running is assigned before #drain can clear it (a
+        // synchronous writer that throws would otherwise finish inside this very call).
+        this.#running = Promise.resolve().then(() => this.#drain())
+      })
+    })
+  }
+
+  /** Charges queued or being written now. */
+  get pending (): number {
+    return this.#queue.length
+  }
+
+  /** Resolves once everything queued so far has been written (or has failed). */
+  async flush (): Promise<void> {
+    while (this.#scheduled || this.#running) {
+      if (this.#running) await this.#running
+      else await new Promise<void>(resolve => setImmediate(resolve))
+    }
+  }
+
+  #mayRetry (err: unknown): boolean {
+    try {
+      return this.#retryItems(err)
+    } catch {
+      return false
+    }
+  }
+
+  async #drain (): Promise<void> {
+    try {
+      while (this.#queue.length > 0) {
+        const batch = this.#queue.length <= this.#maxBatch ? this.#queue : this.#queue.slice(0, this.#maxBatch)
+        this.#queue = batch === this.#queue ? [] : this.#queue.slice(this.#maxBatch)
+        try {
+          await this.#write(batch)
+          for (const p of batch) p.resolve()
+        } catch (err) {
+          if (batch.length === 1 || !this.#mayRetry(err)) {
+            for (const p of batch) p.reject(err)
+            continue
+          }
+          // Something in the batch failed and nothing of it committed: write each one alone.
+          for (const p of batch) {
+            try {
+              await this.#write([p])
+              p.resolve()
+            } catch (e) {
+              p.reject(e)
+            }
+          }
+        }
+      }
+    } finally {
+      this.#running = undefined
+    }
+  }
+}
