@@ -17,7 +17,7 @@ export class Deadline {
   #timer: NodeJS.Timeout | undefined
   expired = false
 
-  constructor (readonly ms: number | undefined, startedAt: number, now: number, readonly controller: AbortController) {
+  constructor (readonly ms: number | undefined, startedAt: number, now: number, readonly controller: { abort (reason: unknown): void }) {
     if (ms === undefined) return
     this.#timer = setTimeout(() => this.#fire(), Math.max(0, startedAt + ms - now))
     this.#timer.unref()

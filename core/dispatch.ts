@@ -6,6 +6,7 @@ import type { TranslateOptions, UpstreamResponse } from './provider.ts'
 import type { Protocol } from './types/model.ts'
 import { gwError, isGatewayError, type GatewayError } from './errors.ts'
 import { Deadline, DeadlineExceeded } from './deadline.ts'
+import { CallAbort } from './abort.ts'
 import { orderDeployments } from './routing.ts'
 import { defaultMapError, countsForCircuit, isFinal, readText } from './upstream-errors.ts'
 import { estimateInputTokens } from './estimate.ts'
@@ -36,10 +37,9 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
   const clientProtocol = ctx.protocol as Protocol
   const wantsStream = body.stream === true
   const estimatedInputTokens = estimateInputTokens(body)
-  const controller = new AbortController()
-  const onClientAbort = (): void => controller.abort(ctx.signal.reason)
-  if (ctx.signal.aborted) onClientAbort()
-  else ctx.signal.addEventListener('abort', onClientAbort, { once: true })
+  const controller = new CallAbort()
+  if (ctx.aborted) controller.abort(ctx.abortReason)
+  else ctx.onAbort = reason => controller.abort(reason)
   const deadline = new Deadline(ctx.deadlineMs, ctx.startedAt, gw.now(), controller)
   ctx.phase = 'dispatch'
   gw.inFlight++
@@ -58,10 +58,10 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
       tried++
       let res: UpstreamResponse
       try {
-        res = provider.invoke ? await provider.invoke(req, controller.signal) : await gw.upstream.send(req, controller.signal)
+        res = provider.invoke ? await provider.invoke(req, controller.toSignal()) : await gw.upstream.send(req, controller)
       } catch (err) {
         if (deadline.expired) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
-        if (ctx.signal.aborted) throw err
+        if (ctx.aborted) throw err
         gw.circuits.failure(d)
         ctx.log.warn({ err, provider: d.provider }, 'upstream unreachable; trying the next deployment')
         lastError = gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err })
@@ -94,7 +94,7 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
     throw err
   } finally {
     deadline.clear()
-    ctx.signal.removeEventListener('abort', onClientAbort)
+    ctx.onAbort = undefined
     gw.inFlight--
   }
 }
@@ -106,7 +106,7 @@ async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply,
     text = await readText(res.body)
   } catch (err) {
     if (deadline.expired) throw new DeadlineExceeded()
-    if (ctx.signal.aborted) throw err
+    if (ctx.aborted) throw err
     gw.circuits.failure(a.d)
     return false
   }

@@ -13,7 +13,13 @@ export class RequestContext implements GatewayContext {
   model: ModelEntry | undefined = undefined
   phase: Phase | 'settle' | 'dispatch' = 'connect'
   readonly state: Record<string, unknown>
-  readonly controller = new AbortController()
+  /** true once the client went away. */
+  aborted = false
+  /** Core's dispatcher hooks here to abort its upstream call when the client goes away. */
+  onAbort: ((reason: Error) => void) | undefined = undefined
+  #abortReason: Error | undefined = undefined
+  /** Made on first use of `signal`: most calls never need an AbortSignal, and each costs. */
+  #controller: AbortController | undefined = undefined
   /** Plugins whose onRequest ran, in order. */
   readonly ran: PluginInstance[] = []
   /** Response headers plugins asked for. */
@@ -50,7 +56,16 @@ export class RequestContext implements GatewayContext {
   }
 
   get principal (): Principal | undefined { return this.#principal }
-  get signal (): AbortSignal { return this.controller.signal }
+  get signal (): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController()
+      if (this.aborted) this.#controller.abort(this.#abortReason)
+    }
+    return this.#controller.signal
+  }
+
+  /** Why the call was aborted (the client closed the connection), once it was. */
+  get abortReason (): Error | undefined { return this.#abortReason }
 
   setHeader (name: string, value: string): void { this.extraHeaders[name.toLowerCase()] = value }
 
@@ -81,7 +96,12 @@ export class RequestContext implements GatewayContext {
    */
   onClientClose (): void {
     this.outcome.clientAborted = true
-    this.controller.abort(new Error('client closed the connection'))
+    if (!this.aborted) {
+      this.aborted = true
+      this.#abortReason = new Error('client closed the connection')
+      this.#controller?.abort(this.#abortReason)
+      this.onAbort?.(this.#abortReason)
+    }
     if (this.handlerOwnsSettle || this.phase === 'dispatch') return
     void (this.#running ?? Promise.resolve()).then(() => this.settle(this.outcome))
   }
@@ -99,7 +119,7 @@ export class RequestContext implements GatewayContext {
       } finally {
         this.#current = undefined
       }
-      if (this.controller.signal.aborted) throw gwError('GW_ERR_BAD_REQUEST', ['the client closed the connection'])
+      if (this.aborted) throw gwError('GW_ERR_BAD_REQUEST', ['the client closed the connection'])
     }
   }
 

@@ -7,6 +7,7 @@ import type { ProviderInstance, Translator, TranslateOptions, UpstreamResponse }
 import type { Deployment } from './types/model.ts'
 import type { Deadline } from './deadline.ts'
 import { SseParser } from './sse.ts'
+import type { CallAbort } from './abort.ts'
 import { gwError } from './errors.ts'
 
 /** One deployment being tried. */
@@ -42,7 +43,7 @@ const SSE_HEADERS = {
  */
 export async function streamResponse (
   gw: Gateway, ctx: RequestContext, reply: FastifyReply, res: UpstreamResponse, a: Attempt,
-  controller: AbortController, deadline: Deadline,
+  controller: CallAbort, deadline: Deadline,
 ): Promise<'served' | 'retry'> {
   const parser = new SseParser()
   const st = a.translator.stream(ctx.body as Record<string, any>, a.opts)
@@ -90,7 +91,7 @@ export async function streamResponse (
     await write(out)
     raw.end()
   } catch (err) {
-    const clientGone = ctx.signal.aborted || raw.destroyed
+    const clientGone = ctx.aborted || raw.destroyed
     if (!started) {
       if (deadline.expired) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
       if (clientGone) throw err

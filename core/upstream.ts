@@ -1,6 +1,7 @@
 /** @module upstream – the single undici dispatcher: keep-alive pool per origin, abort signal, no fetch. */
 import { Agent, request } from 'undici'
 import type { UpstreamRequest, UpstreamResponse } from './provider.ts'
+import type { CallAbort } from './abort.ts'
 
 export interface UpstreamClientOptions {
   /** Max sockets per origin. */
@@ -34,10 +35,10 @@ export class UpstreamClient {
   }
 
   /** POSTs the prepared request; resolves at response headers. Rejects UpstreamConnectError or AbortError. */
-  async send (req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamResponse> {
+  async send (req: UpstreamRequest, signal: AbortSignal | CallAbort): Promise<UpstreamResponse> {
     try {
       const res = await request(req.origin + req.path, {
-        method: 'POST', headers: req.headers, body: req.body, signal, dispatcher: this.#agent,
+        method: 'POST', headers: req.headers, body: req.body, signal: signal as AbortSignal, dispatcher: this.#agent,
       })
       return { status: res.statusCode, headers: res.headers as UpstreamResponse['headers'], body: res.body }
     } catch (err) {

@@ -37,7 +37,7 @@ export function inferenceRoutes (app: FastifyInstance, gw: Gateway): void {
   const handler = async (request: any, reply: any) => {
     const ctx = request.gw as RequestContext
     // A client that left during the phases was settled there; never call the model for it.
-    if (ctx.signal.aborted) return reply
+    if (ctx.aborted) return reply
     ctx.phase = 'dispatch'
     try {
       await dispatch(gw, ctx, reply)
