@@ -65,7 +65,7 @@ export class ChargeBatcher {
     })
   }
 
-  /** Charges queued or being written now. */
+  /** Charges queued and not yet being written (the batch in flight is not counted). */
   get pending (): number {
     return this.#queue.length
   }

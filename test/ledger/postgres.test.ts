@@ -1,8 +1,28 @@
 import t from 'tap'
+import type { Test } from 'tap'
 import pg from 'pg'
 import { PostgresLedger } from '../../core/ledger/postgres.ts'
+import type { Reservation, UsageRecord } from '../../core/ledger/ledger.ts'
 import { ledgerContract } from './contract.ts'
 import { databaseUrl, randomId } from '../helpers/backends.ts'
+import { until } from '../helpers/until.ts'
+
+const usage = (over: Partial<UsageRecord> = {}): UsageRecord => ({
+  time: 1_700_000_000_000,
+  keyId: 'key-1',
+  organization: 'org',
+  project: 'proj',
+  model: 'acme/model-1',
+  provider: 'acme',
+  traceId: 'trace-1',
+  inputTokens: 100,
+  cachedInputTokens: 0,
+  outputTokens: 50,
+  cost: 1,
+  price: { input: 2.5, cachedInput: 1.25, output: 10 },
+  estimated: false,
+  ...over,
+})
 
 const url = await databaseUrl(t)
 
@@ -68,5 +88,161 @@ if (url !== undefined) {
     t.equal(await l.ping(), true)
     await l.close()
     t.equal(await l.ping(), false)
+  })
+
+  /** A plain client for checks behind the ledger's back; ended at teardown. */
+  const client = async (t: Test): Promise<pg.Client> => {
+    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 })
+    await c.connect()
+    t.teardown(() => c.end())
+    return c
+  }
+
+  t.test('PostgresLedger – 200 concurrent charges from two replicas for two organizations: every micro accounted for', async t => {
+    const s = schema()
+    const a = new PostgresLedger({ url, schema: s, poolSize: 4 })
+    const b = new PostgresLedger({ url, schema: s, poolSize: 4 })
+    t.teardown(async () => { await a.close(); await b.close() })
+    await Promise.all([a.migrate(), b.migrate()])
+    const orgs = ['org-x', 'org-y']
+    const initial = 10_000_000
+    for (const o of orgs) { await a.createOrganization(o); await a.topUp(o, initial) }
+    const sql = await client(t)
+    const deadlocks = async (): Promise<number> => Number((await sql.query('SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()')).rows[0].deadlocks)
+    const deadlocksBefore = await deadlocks()
+
+    const N = 200
+    const replica = (i: number): PostgresLedger => i % 2 === 0 ? a : b
+    const org = (i: number): string => orgs[(i >> 1) % 2] // each replica charges both organizations
+    const holds = await Promise.all(Array.from({ length: N }, (_, i) => replica(i).reserve(org(i), 5_000)))
+    t.ok(holds.every(Boolean), 'every reservation fits')
+    t.same(await a.getBalance('org-x'), { balance: initial, reserved: 100 * 5_000 })
+    // costs below, at, above the reservation, and zero (a zero-cost call only releases)
+    const cost = (i: number): number => i % 10 === 0 ? 0 : (i * 37) % 9_000
+    await Promise.all(Array.from({ length: N }, (_, i) =>
+      replica(i).charge(holds[i], usage({ organization: org(i), traceId: `trace-${i}`, time: 1_700_000_000_000 + i, cost: cost(i) }))))
+
+    for (const o of orgs) {
+      const spent = Array.from({ length: N }, (_, i) => i).filter(i => org(i) === o).reduce((sum, i) => sum + cost(i), 0)
+      t.ok(spent > 0)
+      t.same(await b.getBalance(o), { balance: initial - spent, reserved: 0 }, `${o}: initial − Σ costs, nothing held`)
+    }
+    const records = await a.listUsage({})
+    t.equal(records.length, N, 'exactly one usage record per charge')
+    t.strictSame(records.map(r => r.traceId).sort(), Array.from({ length: N }, (_, i) => `trace-${i}`).sort())
+    t.equal(records.reduce((sum, r) => sum + r.cost, 0), Array.from({ length: N }, (_, i) => cost(i)).reduce((x, y) => x + y, 0))
+    await a.close(); await b.close() // a backend reports its statistics when it ends
+    t.equal(await deadlocks() - deadlocksBefore, 0, 'no deadlock between the replicas\' batches (rows are locked in id order)')
+  })
+
+  t.test('PostgresLedger – a batch releases each reservation from its organization and debits each record\'s', async t => {
+    const l = new PostgresLedger({ url, schema: schema() })
+    t.teardown(() => l.close())
+    await l.migrate()
+    for (const o of ['o1', 'o2', 'o3']) { await l.createOrganization(o); await l.topUp(o, 1_000) }
+    const r1 = await l.reserve('o1', 300) as Reservation
+    const r2 = await l.reserve('o2', 200) as Reservation
+    const r3 = await l.reserve('o3', 100) as Reservation
+    t.ok(r1 && r2 && r3)
+    // queued in one tick: written by one statement
+    await Promise.all([
+      l.charge(r1, usage({ organization: 'o2', traceId: 'a', cost: 40 })), // held by o1, spent by o2
+      l.charge(r2, usage({ organization: 'o2', traceId: 'b', cost: 0 })), // free: only releases
+      l.charge(r3, usage({ organization: undefined, traceId: 'c', cost: 7 })), // no organization: no debit
+      l.charge(undefined, usage({ organization: 'o3', traceId: 'd', cost: 5 })), // nothing held
+      l.charge(undefined, usage({ organization: 'o1', traceId: 'e', cost: 11 })),
+      l.charge(undefined, usage({ organization: 'no-such-org', traceId: 'f', cost: 9 })), // recorded, debits nothing
+    ])
+    t.same(await l.getBalance('o1'), { balance: 989, reserved: 0 })
+    t.same(await l.getBalance('o2'), { balance: 960, reserved: 0 })
+    t.same(await l.getBalance('o3'), { balance: 995, reserved: 0 })
+    t.equal(await l.getBalance('no-such-org'), undefined)
+    t.strictSame((await l.listUsage({})).map(u => u.traceId).sort(), ['a', 'b', 'c', 'd', 'e', 'f'])
+  })
+
+  t.test('PostgresLedger – one bad record in a batch: the good ones commit, the bad one rejects and changes nothing', async t => {
+    const s = schema()
+    const l = new PostgresLedger({ url, schema: s })
+    t.teardown(() => l.close())
+    await l.migrate()
+    await l.createOrganization('org')
+    await l.topUp('org', 10_000)
+    const holds = await Promise.all(Array.from({ length: 5 }, () => l.reserve('org', 1_000)))
+    t.same(await l.getBalance('org'), { balance: 10_000, reserved: 5_000 })
+    // all five queued in one tick, so they form one batch; the third cannot be inserted
+    const results = await Promise.allSettled(holds.map((r, i) => l.charge(r, usage({
+      traceId: `trace-${i}`, cost: 100 * (i + 1), model: i === 2 ? null as unknown as string : 'acme/model-1',
+    }))))
+    t.strictSame(results.map(r => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'])
+    t.match((results[2] as PromiseRejectedResult).reason, { code: '23502' }, 'NOT NULL violation')
+    t.same(await l.getBalance('org'), { balance: 10_000 - 100 - 200 - 400 - 500, reserved: 1_000 }, 'only the bad charge\'s reservation is still held')
+    t.strictSame((await l.listUsage({})).map(u => u.traceId), ['trace-0', 'trace-1', 'trace-3', 'trace-4'])
+    // The whole batch was tried first: its rolled-back rows used sequence values beyond the 5 single writes.
+    const sql = await client(t)
+    const seq = Number((await sql.query(`SELECT last_value FROM "${s}".usage_records_id_seq`)).rows[0].last_value)
+    t.ok(seq > 5, `written as one batch first, then one by one (sequence at ${seq})`)
+    await l.charge(holds[2], usage({ traceId: 'again', cost: 1 }))
+    t.same(await l.getBalance('org'), { balance: 10_000 - 1_200 - 1, reserved: 0 }, 'the ledger is usable afterwards')
+  })
+
+  t.test('PostgresLedger – close() while charges are queued writes them all first', async t => {
+    const s = schema()
+    const l = new PostgresLedger({ url, schema: s })
+    await l.migrate()
+    await l.createOrganization('org')
+    await l.topUp('org', 1_000_000)
+    const holds = await Promise.all(Array.from({ length: 50 }, () => l.reserve('org', 2_000)))
+    let settled = 0
+    const charges = holds.map((r, i) => l.charge(r, usage({ traceId: `trace-${i}`, cost: 1_000 + i })).finally(() => { settled++ }))
+    t.equal(settled, 0, 'nothing written yet')
+    await l.close()
+    t.equal(settled, 50, 'every charge settled before close() resolved')
+    await Promise.all(charges)
+    await t.rejects(l.charge(undefined, usage({ traceId: 'late' })), 'a charge after close fails')
+
+    const fresh = new PostgresLedger({ url, schema: s })
+    t.teardown(() => fresh.close())
+    const spent = Array.from({ length: 50 }, (_, i) => 1_000 + i).reduce((x, y) => x + y, 0)
+    t.same(await fresh.getBalance('org'), { balance: 1_000_000 - spent, reserved: 0 })
+    const records = await fresh.listUsage({})
+    t.equal(records.length, 50)
+    t.equal(records.reduce((sum, r) => sum + r.cost, 0), spent)
+  })
+
+  t.test('PostgresLedger – a batch whose connection is lost mid-statement is not retried (it may have committed)', async t => {
+    const s = schema()
+    const l = new PostgresLedger({ url, schema: s })
+    t.teardown(() => l.close())
+    await l.migrate()
+    await l.createOrganization('org')
+    await l.topUp('org', 10_000)
+    // Hold the organization's row, so the batch statement waits on it.
+    const blocker = await client(t)
+    await blocker.query('BEGIN')
+    await blocker.query(`SELECT 1 FROM "${s}".organizations WHERE id = 'org' FOR UPDATE`)
+    const blockerPid = Number((await blocker.query('SELECT pg_backend_pid() AS pid')).rows[0].pid)
+    const charges = Promise.allSettled([1, 2, 3].map(i => l.charge(undefined, usage({ traceId: `trace-${i}`, cost: i }))))
+    const sql = await client(t)
+    let waiting: number | undefined
+    t.ok(await until(async () => {
+      const r = await sql.query('SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [blockerPid])
+      waiting = r.rows[0]?.pid
+      return waiting !== undefined
+    }), 'the batch waits for the row')
+    await sql.query('SELECT pg_terminate_backend($1)', [waiting])
+    // The charges settle at once; a retry would wait for the row: let it go after a while.
+    let settled = false
+    void charges.then(() => { settled = true })
+    await until(() => settled, 2_000)
+    await blocker.query('ROLLBACK')
+    const results = await charges
+    t.strictSame(results.map(r => r.status), ['rejected', 'rejected', 'rejected'], 'every charge of the batch fails')
+    t.match((results[0] as PromiseRejectedResult).reason, { code: '57P01' })
+    // A retry one by one would now go through: give it the time to show.
+    await new Promise(resolve => setTimeout(resolve, 300))
+    t.strictSame(await l.listUsage({}), [], 'not retried')
+    t.same(await l.getBalance('org'), { balance: 10_000, reserved: 0 })
+    await l.charge(undefined, usage({ traceId: 'after', cost: 5 }))
+    t.same(await l.getBalance('org'), { balance: 9_995, reserved: 0 }, 'the pool replaced the lost connection')
   })
 }

@@ -1,0 +1,75 @@
+/** ChargeBatcher on its own (a fake writer): batching, item-by-item retry, unknown outcomes, flush. */
+import t from 'tap'
+import { ChargeBatcher, type ChargeItem } from '../../core/ledger/batch.ts'
+import type { UsageRecord } from '../../core/ledger/ledger.ts'
+
+const record = (traceId: string): UsageRecord => ({
+  time: 1, keyId: 'k', model: 'm', provider: 'p', traceId, inputTokens: 1, cachedInputTokens: 0, outputTokens: 1, cost: 1, estimated: false,
+})
+const ids = (items: readonly ChargeItem[]): string[] => items.map(i => i.record.traceId)
+
+t.test('charges queued in one tick are written together; those arriving during a write form the next batch', async t => {
+  const batches: string[][] = []
+  let release!: () => void
+  let gate: Promise<void> | undefined = new Promise<void>(resolve => { release = resolve })
+  const b = new ChargeBatcher(async items => {
+    batches.push(ids(items))
+    if (gate) { const g = gate; gate = undefined; await g }
+  })
+  const first = ['a', 'b', 'c'].map(id => b.charge(undefined, record(id)))
+  await new Promise(resolve => setImmediate(resolve))
+  t.strictSame(batches, [['a', 'b', 'c']])
+  const second = ['d', 'e'].map(id => b.charge(undefined, record(id)))
+  t.equal(b.pending, 2, 'queued while the first batch is written')
+  release()
+  await Promise.all([...first, ...second])
+  t.strictSame(batches, [['a', 'b', 'c'], ['d', 'e']])
+})
+
+t.test('maxBatch splits a long queue', async t => {
+  const batches: string[][] = []
+  const b = new ChargeBatcher(items => { batches.push(ids(items)) }, { maxBatch: 2 })
+  await Promise.all(['a', 'b', 'c', 'd', 'e'].map(id => b.charge(undefined, record(id))))
+  t.strictSame(batches, [['a', 'b'], ['c', 'd'], ['e']])
+})
+
+t.test('a failed batch is retried item by item: only the bad item rejects', async t => {
+  const written: string[] = []
+  const b = new ChargeBatcher(items => {
+    if (items.some(i => i.record.traceId === 'bad')) throw new Error('bad record')
+    written.push(...ids(items))
+  })
+  const results = await Promise.allSettled(['a', 'bad', 'c'].map(id => b.charge(undefined, record(id))))
+  t.strictSame(results.map(r => r.status), ['fulfilled', 'rejected', 'fulfilled'])
+  t.strictSame(written, ['a', 'c'])
+})
+
+t.test('retryItems false (outcome unknown): every item rejects, nothing is written again', async t => {
+  const calls: string[][] = []
+  const lost = new Error('connection lost')
+  const b = new ChargeBatcher(items => { calls.push(ids(items)); throw lost }, { retryItems: err => err !== lost })
+  const results = await Promise.allSettled(['a', 'b', 'c'].map(id => b.charge(undefined, record(id))))
+  t.strictSame(results.map(r => r.status), ['rejected', 'rejected', 'rejected'])
+  t.ok(results.every(r => (r as PromiseRejectedResult).reason === lost))
+  t.strictSame(calls, [['a', 'b', 'c']], 'one attempt only')
+  // a throwing classifier counts as "unknown" too
+  let writes = 0
+  const d = new ChargeBatcher(() => { writes++; throw new Error('x') }, { retryItems: () => { throw new Error('classifier') } })
+  await Promise.allSettled([d.charge(undefined, record('a')), d.charge(undefined, record('b'))])
+  t.equal(writes, 1)
+})
+
+t.test('flush waits for queued and running batches', async t => {
+  const written: string[] = []
+  const b = new ChargeBatcher(async items => {
+    await new Promise(resolve => setTimeout(resolve, 20))
+    written.push(...ids(items))
+  })
+  void b.charge(undefined, record('a'))
+  await new Promise(resolve => setImmediate(resolve))
+  void b.charge(undefined, record('b')) // queued behind the running batch
+  await b.flush()
+  t.strictSame(written, ['a', 'b'])
+  t.equal(b.pending, 0)
+  await b.flush() // nothing to do
+})
