@@ -4,8 +4,9 @@
 // Env: BENCH_DURATION (s per measured run, default 5), BENCH_RUNS (default 3; the median run by req/s
 // is reported), BENCH_WARMUP (s, default 1), BENCH_OUT (default BENCHMARKS.md), BENCH_SYSTEMS (comma
 // list of system ids: direct,bare,embedded,scaleout,portkey), BENCH_PROFILE (1 = also profile the
-// embedded gateway with --cpu-prof and add its top self-time functions; default 1 for a full run, 0
-// when BENCH_SYSTEMS is set), BENCH_PROFILE_CASES (default json-c16,sse-c16), BENCH_PROFILE_SECONDS,
+// gateways with --cpu-prof and add their top self-time functions; default 1 for a full run, 0
+// when BENCH_SYSTEMS is set), BENCH_PROFILE_CASES (default embedded:json-c16,embedded:sse-c16,
+// scaleout:json-c16), BENCH_PROFILE_SECONDS,
 // BENCH_PG_URL, BENCH_REDIS_URL, BENCH_LOADER=builtin (use the built-in undici load loop instead of
 // autocannon). `node bench/run.mjs --render` rewrites the report from bench/results/last-run.json.
 import { spawn, execFileSync } from 'node:child_process'
@@ -24,7 +25,9 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 1)
 const OUT = resolve(root, process.env.BENCH_OUT ?? 'BENCHMARKS.md')
 const ONLY = process.env.BENCH_SYSTEMS ? process.env.BENCH_SYSTEMS.split(',').map(s => s.trim()) : undefined
 const PROFILE = process.env.BENCH_PROFILE ? process.env.BENCH_PROFILE === '1' : !ONLY
-const PROFILE_CASES = (process.env.BENCH_PROFILE_CASES ?? 'json-c16,sse-c16').split(',').map(s => s.trim())
+// Entries are `<system>:<case>` (embedded or scaleout) or a bare case id (embedded).
+const PROFILE_CASES = (process.env.BENCH_PROFILE_CASES ?? 'embedded:json-c16,embedded:sse-c16,scaleout:json-c16').split(',').map(s => s.trim())
+  .map(x => x.includes(':') ? { sys: x.split(':')[0], id: x.split(':')[1] } : { sys: 'embedded', id: x })
 const PROFILE_SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? Math.max(DURATION, 5))
 const KEY = 'sk-gw-bench-key-0001'
 const hasTaskset = (() => { try { execFileSync('taskset', ['-c', '0', 'true'], { stdio: 'ignore' }); return cpus().length > 1 } catch { return false } })()
@@ -237,12 +240,20 @@ async function main () {
   }
 
   const profiles = []
-  if (PROFILE && (!ONLY || ONLY.includes('embedded'))) {
-    for (const id of PROFILE_CASES) {
+  if (PROFILE) {
+    const gatewayRuns = {
+      embedded: () => ({ config: 'embedded.yaml', env: {} }),
+      scaleout: () => scaleout.pg && results.scaleout && !results.scaleout.error
+        ? { config: 'scaleout.yaml', env: { BENCH_REDIS_URL: scaleout.redis, BENCH_KV_PREFIX: scaleout.prefix, BENCH_PG_URL: scaleout.pg, BENCH_PG_SCHEMA: scaleout.schema } }
+        : undefined,
+    }
+    for (const { sys, id } of PROFILE_CASES) {
       const c = CASES.find(x => x.id === id)
-      if (!c) { log(`unknown profile case ${id}`); continue }
-      log(`profiling the embedded gateway (${c.label})`)
-      try { profiles.push(await profileEmbedded(startGateway, gwHeaders, dataDir, c)) } catch (err) { profiles.push({ c, error: err.message }); log(`profile failed: ${err.message}`) }
+      const how = gatewayRuns[sys]?.()
+      if (!c || !how || (ONLY && !ONLY.includes(sys))) { if (!c || !gatewayRuns[sys]) log(`unknown profile case ${sys}:${id}`); continue }
+      const label = systems.find(x => x.id === sys)?.label ?? sys
+      log(`profiling the ${sys} gateway (${c.label})`)
+      try { profiles.push({ ...await profileGateway(startGateway, gwHeaders, dataDir, sys, how, c), label }) } catch (err) { profiles.push({ c, label, error: err.message }); log(`profile failed: ${err.message}`) }
     }
   }
 
@@ -263,10 +274,10 @@ async function main () {
   log(`wrote ${OUT} in ${((Date.now() - started) / 1000).toFixed(0)} s`)
 }
 
-/** Starts the embedded gateway with --cpu-prof, loads it (JSON, c=16), stops it with SIGTERM. */
-async function profileEmbedded (startGateway, headers, dataDir, c) {
-  const profDir = join(dataDir, `cpu-prof-${c.id}`)
-  const proc = await startGateway('embedded gateway (profiled)', 'embedded.yaml', {}, ['--cpu-prof', `--cpu-prof-dir=${profDir}`])
+/** Starts a gateway with --cpu-prof, loads it with one case, stops it with SIGTERM. */
+async function profileGateway (startGateway, headers, dataDir, sys, how, c) {
+  const profDir = join(dataDir, `cpu-prof-${sys}-${c.id}`)
+  const proc = await startGateway(`${sys} gateway (profiled)`, how.config, how.env, ['--cpu-prof', `--cpu-prof-dir=${profDir}`])
   const spec = { url: `http://127.0.0.1:${proc.port}${c.path}`, body: c.body, headers, connections: c.connections, duration: PROFILE_SECONDS, idempotency: true }
   const warm = Math.max(WARMUP, 2)
   await load({ ...spec, duration: warm })
@@ -277,7 +288,7 @@ async function profileEmbedded (startGateway, headers, dataDir, c) {
   const { readdirSync } = await import('node:fs')
   const file = readdirSync(profDir).find(f => f.endsWith('.cpuprofile'))
   if (!file) throw new Error('no .cpuprofile written')
-  const keep = join(here, 'profiles', `embedded-${c.id}.cpuprofile`)
+  const keep = join(here, 'profiles', `${sys}-${c.id}.cpuprofile`)
   const { mkdirSync, copyFileSync } = await import('node:fs')
   mkdirSync(dirname(keep), { recursive: true })
   copyFileSync(join(profDir, file), keep)
@@ -351,7 +362,7 @@ function report (systems, results, extra) {
   lines.push('')
 
   for (const p of extra.profiles ?? []) {
-    lines.push(`## CPU profile: embedded gateway, ${p.c.label}`, '')
+    lines.push(`## CPU profile: ${p.label ?? 'gateway, embedded'}, ${p.c.label}`, '')
     if (p.error) { lines.push(`Profile failed: ${p.error}`, ''); continue }
     lines.push(`\`node --cpu-prof\` on the gateway process (core 0) under ${PROFILE_SECONDS} s of load (${f(p.rps)} req/s while profiled; the profiler costs some throughput). Start-up and warm-up samples (first ${f(p.skipMs / 1000, 1)} s) are left out. Summarised by \`node bench/cpuprofile-summary.mjs ${p.file} 40 ${f(p.skipMs)}\` (self time per function). The profile file is kept at \`${p.file}\` (not committed).`, '')
     lines.push(`Busy ${f(p.busyMs)} ms of ${f(p.totalMs)} ms sampled (${f(100 * p.busyMs / p.totalMs, 1)} % of the core). Self time by area: ${p.byArea.map(a => `${a.area} ${f(a.pct, 1)} %`).join(', ')}.`, '')

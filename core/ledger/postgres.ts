@@ -202,12 +202,12 @@ export class PostgresLedger implements Ledger {
   }
 
   async reserve (organization: string, amount: Micros): Promise<Reservation | undefined> {
-    const r = await this.#holds.query('UPDATE organizations SET reserved = reserved + $1 WHERE id = $2 AND balance - reserved >= $1', [amount, organization])
+    const r = await this.#holds.query({ name: 'gw_reserve', text: 'UPDATE organizations SET reserved = reserved + $1 WHERE id = $2 AND balance - reserved >= $1', values: [amount, organization] })
     return r.rowCount === 1 ? { id: randomUUID(), organization, amount } : undefined
   }
 
   async release (reservation: Reservation): Promise<void> {
-    await this.#holds.query('UPDATE organizations SET reserved = GREATEST(reserved - $1, 0) WHERE id = $2', [reservation.amount, reservation.organization])
+    await this.#holds.query({ name: 'gw_release', text: 'UPDATE organizations SET reserved = GREATEST(reserved - $1, 0) WHERE id = $2', values: [reservation.amount, reservation.organization] })
   }
 
   /** Resolves once the batch holding this charge has committed (synchronously: it is on disk). */
@@ -217,7 +217,9 @@ export class PostgresLedger implements Ledger {
 
   /** One statement, so one transaction: every item of the batch is written, or none is. */
   async #writeCharges (items: readonly ChargeItem[]): Promise<void> {
-    await this.#pool.query(CHARGE_SQL, chargeParams(items))
+    // Named: each connection parses and plans the statement once, then only binds and runs it
+    // (sending and planning its text on every batch showed in profiles, on both sides).
+    await this.#pool.query({ name: 'gw_charge', text: CHARGE_SQL, values: chargeParams(items) })
   }
 
   async setPrice (model: string, price: ModelPrice): Promise<void> {
