@@ -171,6 +171,10 @@ async function main () {
     return start(name, 0, process.execPath, [...nodeArgs, join(root, 'dist/server.js')], env, port, '/healthz')
   }
   const gwHeaders = { authorization: `Bearer ${KEY}` }
+  const startBare = async (name, _config, _env, nodeArgs = []) => {
+    const port = await freePort()
+    return start(name, 0, process.execPath, [...nodeArgs, join(here, 'bare-proxy.mjs')], { UPSTREAM: upstream, PORT: String(port) }, port)
+  }
   const portkeyHeaders = { authorization: 'Bearer sk-dummy', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstream}/v1` }
   const portkeyServer = join(here, 'node_modules/@portkey-ai/gateway/build/start-server.js')
 
@@ -178,7 +182,7 @@ async function main () {
     { id: 'direct', label: 'direct to mock (no proxy)', headers: {}, run: async () => ({ port: mockPort, child: null }) },
     {
       id: 'bare', label: 'bare fastify+undici proxy', headers: {}, noCross: 'a pass-through cannot translate protocols',
-      run: async () => { const port = await freePort(); return start('bare proxy', 0, process.execPath, [join(here, 'bare-proxy.mjs')], { UPSTREAM: upstream, PORT: String(port) }, port) },
+      run: () => startBare('bare proxy'),
     },
     { id: 'embedded', label: 'gateway, embedded (full pipeline, memory KV, SQLite ledger)', gateway: true, headers: gwHeaders, run: () => startGateway('embedded gateway', 'embedded.yaml') },
     {
@@ -242,6 +246,7 @@ async function main () {
   const profiles = []
   if (PROFILE) {
     const gatewayRuns = {
+      bare: () => ({ config: undefined, env: {} }),
       embedded: () => ({ config: 'embedded.yaml', env: {} }),
       scaleout: () => scaleout.pg && results.scaleout && !results.scaleout.error
         ? { config: 'scaleout.yaml', env: { BENCH_REDIS_URL: scaleout.redis, BENCH_KV_PREFIX: scaleout.prefix, BENCH_PG_URL: scaleout.pg, BENCH_PG_SCHEMA: scaleout.schema } }
@@ -253,7 +258,7 @@ async function main () {
       if (!c || !how || (ONLY && !ONLY.includes(sys))) { if (!c || !gatewayRuns[sys]) log(`unknown profile case ${sys}:${id}`); continue }
       const label = systems.find(x => x.id === sys)?.label ?? sys
       log(`profiling the ${sys} gateway (${c.label})`)
-      try { profiles.push({ ...await profileGateway(startGateway, gwHeaders, dataDir, sys, how, c), label }) } catch (err) { profiles.push({ c, label, error: err.message }); log(`profile failed: ${err.message}`) }
+      try { profiles.push({ ...await profileGateway(sys === 'bare' ? startBare : startGateway, sys === 'bare' ? {} : gwHeaders, dataDir, sys, how, c), label }) } catch (err) { profiles.push({ c, label, error: err.message }); log(`profile failed: ${err.message}`) }
     }
   }
 

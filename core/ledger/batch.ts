@@ -33,12 +33,19 @@ export interface ChargeBatcherOptions {
    * in flight): a retry could then write the charges twice, so every item rejects with the error.
    */
   retryItems?: (err: unknown) => boolean
+  /**
+   * How long the first charge of a batch waits for others (ms, default 0: until the end of the
+   * current I/O phase). A synchronous writer (SQLite) pays a commit per batch on the event loop,
+   * so a short window lets a busy process write many calls per commit.
+   */
+  delayMs?: number
 }
 
 export class ChargeBatcher {
   readonly #write: WriteCharges
   readonly #maxBatch: number
   readonly #retryItems: (err: unknown) => boolean
+  readonly #delayMs: number
   #queue: Pending[] = []
   #scheduled = false
   #running: Promise<void> | undefined = undefined
@@ -47,6 +54,7 @@ export class ChargeBatcher {
     this.#write = write
     this.#maxBatch = opts.maxBatch ?? 256
     this.#retryItems = opts.retryItems ?? (() => true)
+    this.#delayMs = opts.delayMs ?? 0
   }
 
   /** Queues one charge; resolves when the transaction holding it has committed. */
@@ -56,13 +64,21 @@ export class ChargeBatcher {
       if (this.#scheduled || this.#running) return
       this.#scheduled = true
       // setImmediate, not a microtask: every response finished in this I/O phase joins the batch.
-      setImmediate(() => {
-        this.#scheduled = false
-        // Started from a microtask so that #running is assigned before #drain can clear it (a
-        // synchronous writer that throws would otherwise finish inside this very call).
-        this.#running = Promise.resolve().then(() => this.#drain())
-      })
+      if (this.#delayMs > 0) this.#timer = setTimeout(this.#start, this.#delayMs)
+      else setImmediate(this.#start)
     })
+  }
+
+  #timer: NodeJS.Timeout | undefined = undefined
+
+  readonly #start = (): void => {
+    if (!this.#scheduled) return
+    clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#scheduled = false
+    // Started from a microtask so that #running is assigned before #drain can clear it (a
+    // synchronous writer that throws would otherwise finish inside this very call).
+    this.#running = Promise.resolve().then(() => this.#drain())
   }
 
   /** Charges queued and not yet being written (the batch in flight is not counted). */
@@ -72,6 +88,7 @@ export class ChargeBatcher {
 
   /** Resolves once everything queued so far has been written (or has failed). */
   async flush (): Promise<void> {
+    if (this.#timer) this.#start() // no need to wait out the window
     while (this.#scheduled || this.#running) {
       if (this.#running) await this.#running
       else await new Promise<void>(resolve => setImmediate(resolve))

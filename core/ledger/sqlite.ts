@@ -24,6 +24,13 @@ export interface SqliteLedgerOptions {
    * (the admin CLI) is seen within this time.
    */
   balanceRefreshMs?: number
+  /**
+   * How long a settled call's charge waits for others to share its transaction (ms, default 5).
+   * Each commit writes the changed pages to the WAL on the event loop; at a few thousand calls a
+   * second a 5 ms window turns one commit per call into one per 10–20 calls. The response has
+   * already gone out; only the settle waits.
+   */
+  chargeDelayMs?: number
 }
 
 /**
@@ -46,7 +53,7 @@ export class SqliteLedger implements Ledger {
   #stmts: Record<string, Database.Statement> | undefined
   /** The batch transaction, built once: db.transaction() wraps four functions on every call. */
   #chargeTx: ((items: readonly ChargeItem[]) => void) | undefined
-  readonly #batcher = new ChargeBatcher(items => this.#writeCharges(items))
+  readonly #batcher: ChargeBatcher
 
   constructor (path: string, opts: SqliteLedgerOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
@@ -58,6 +65,7 @@ export class SqliteLedger implements Ledger {
     this.#now = opts.now ?? Date.now
     this.#memory = (opts.reservations ?? 'memory') === 'memory'
     this.#refreshMs = opts.balanceRefreshMs ?? 1000
+    this.#batcher = new ChargeBatcher(items => this.#writeCharges(items), { delayMs: opts.chargeDelayMs ?? 5 })
   }
 
   async migrate (): Promise<void> {
@@ -182,11 +190,14 @@ export class SqliteLedger implements Ledger {
   #writeCharges (items: readonly ChargeItem[]): void {
     this.#chargeTx ??= this.#db.transaction((items: readonly ChargeItem[]) => {
       const s = this.#s
+      // One UPDATE per organization and batch, not per call: the sums are the same.
+      const debits = new Map<string, Micros>()
       for (const { reservation, record } of items) {
         if (reservation && !this.#memory) s.release.run(reservation.amount, reservation.organization)
-        if (record.organization && record.cost > 0) s.debit.run(record.cost, record.organization)
+        if (record.organization && record.cost > 0) debits.set(record.organization, (debits.get(record.organization) ?? 0) + record.cost)
         s.insertUsage.run(...usageParams(record))
       }
+      for (const [organization, cost] of debits) s.debit.run(cost, organization)
     }).immediate
     this.#chargeTx(items)
     if (!this.#memory) return
