@@ -73,3 +73,23 @@ t.test('flush waits for queued and running batches', async t => {
   t.equal(b.pending, 0)
   await b.flush() // nothing to do
 })
+
+t.test('delayMs: charges that arrive within the window share one batch; flush() does not wait it out', async t => {
+  const batches: string[][] = []
+  const b = new ChargeBatcher(items => { batches.push(ids(items)) }, { delayMs: 60_000 })
+  const a = b.charge(undefined, record('a'))
+  await new Promise(resolve => setImmediate(resolve))
+  await new Promise(resolve => setTimeout(resolve, 5))
+  const c = b.charge(undefined, record('b'))
+  t.strictSame(batches, [], 'nothing written while the window is open')
+  t.equal(b.pending, 2)
+  const started = Date.now()
+  await b.flush()
+  t.ok(Date.now() - started < 30_000, 'flush started the waiting batch at once')
+  await Promise.all([a, c])
+  t.strictSame(batches, [['a', 'b']])
+  // A new charge after the flush opens a new window (a short one here), and is written when it ends.
+  const short = new ChargeBatcher(items => { batches.push(ids(items)) }, { delayMs: 5 })
+  await Promise.all(['c', 'd'].map(id => short.charge(undefined, record(id))))
+  t.strictSame(batches, [['a', 'b'], ['c', 'd']])
+})
