@@ -5,8 +5,8 @@
 // is reported), BENCH_WARMUP (s, default 1), BENCH_OUT (default BENCHMARKS.md), BENCH_SYSTEMS (comma
 // list of system ids: direct,bare,embedded,scaleout,portkey), BENCH_PROFILE (1 = also profile the
 // gateways with --cpu-prof and add their top self-time functions; default 1 for a full run, 0
-// when BENCH_SYSTEMS is set), BENCH_PROFILE_CASES (default embedded:json-c16,embedded:sse-c16,
-// scaleout:json-c16), BENCH_PROFILE_SECONDS,
+// when BENCH_SYSTEMS is set), BENCH_PROFILE_CASES (default bare:json-c16,embedded:json-c16,
+// scaleout:json-c16,bare:sse-c16,embedded:sse-c16), BENCH_PROFILE_SECONDS,
 // BENCH_PG_URL, BENCH_REDIS_URL, BENCH_LOADER=builtin (use the built-in undici load loop instead of
 // autocannon). `node bench/run.mjs --render` rewrites the report from bench/results/last-run.json.
 import { spawn, execFileSync } from 'node:child_process'
@@ -26,7 +26,7 @@ const OUT = resolve(root, process.env.BENCH_OUT ?? 'BENCHMARKS.md')
 const ONLY = process.env.BENCH_SYSTEMS ? process.env.BENCH_SYSTEMS.split(',').map(s => s.trim()) : undefined
 const PROFILE = process.env.BENCH_PROFILE ? process.env.BENCH_PROFILE === '1' : !ONLY
 // Entries are `<system>:<case>` (embedded or scaleout) or a bare case id (embedded).
-const PROFILE_CASES = (process.env.BENCH_PROFILE_CASES ?? 'embedded:json-c16,embedded:sse-c16,scaleout:json-c16').split(',').map(s => s.trim())
+const PROFILE_CASES = (process.env.BENCH_PROFILE_CASES ?? 'bare:json-c16,embedded:json-c16,scaleout:json-c16,bare:sse-c16,embedded:sse-c16').split(',').map(s => s.trim())
   .map(x => x.includes(':') ? { sys: x.split(':')[0], id: x.split(':')[1] } : { sys: 'embedded', id: x })
 const PROFILE_SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? Math.max(DURATION, 5))
 const KEY = 'sk-gw-bench-key-0001'
@@ -297,7 +297,11 @@ async function profileGateway (startGateway, headers, dataDir, sys, how, c) {
   const { mkdirSync, copyFileSync } = await import('node:fs')
   mkdirSync(dirname(keep), { recursive: true })
   copyFileSync(join(profDir, file), keep)
-  return { ...summarize(JSON.parse(readFileSync(keep, 'utf8')), { root, top: 25, skipMs }), c, skipMs, file: relative(root, keep), rps: r.rps }
+  const all = summarize(JSON.parse(readFileSync(keep, 'utf8')), { root, top: 400, skipMs })
+  // Per-request figures (for the gateway − bare comparison): every function's self time ÷ requests served.
+  const reqs = r.requests || r.rps * PROFILE_SECONDS
+  const fns = all.top.map(x => ({ name: x.name, where: x.where, area: x.area, us: x.selfMs * 1000 / reqs }))
+  return { ...all, top: all.top.slice(0, 25), fns, busyUsPerReq: all.busyMs * 1000 / reqs, sys, c, skipMs, file: relative(root, keep), rps: r.rps }
 }
 
 async function cleanupScaleout (s) {
@@ -365,6 +369,29 @@ function report (systems, results, extra) {
   lines.push('## Targets', '', '| target | measured | status |', '|---|---|---|')
   for (const t of targets(results)) lines.push(`| ${t.name} | ${t.measured} | ${t.status} |`)
   lines.push('')
+
+  // Gateway − bare, per request, for each case profiled on both.
+  const profs = (extra.profiles ?? []).filter(p => !p.error && p.fns)
+  for (const g of profs.filter(p => p.sys !== 'bare')) {
+    const b = profs.find(p => p.sys === 'bare' && p.c.id === g.c.id)
+    if (!b) continue
+    const sum = (p, key) => { const m = new Map(); for (const x of p.fns) m.set(key(x), (m.get(key(x)) ?? 0) + x.us); return m }
+    lines.push(`## Where the extra CPU goes: ${g.label}, minus the bare proxy, ${g.c.label}`, '')
+    lines.push(`CPU time per request served while profiled (self time ÷ requests; the profiler inflates both sides alike): bare ${f(b.busyUsPerReq, 1)} µs, gateway ${f(g.busyUsPerReq, 1)} µs, difference ${f(g.busyUsPerReq - b.busyUsPerReq, 1)} µs. From \`${b.file}\` and \`${g.file}\`.`, '')
+    const ab = sum(b, x => x.area), ag = sum(g, x => x.area)
+    lines.push('| area | bare µs/req | gateway µs/req | difference |', '|---|--:|--:|--:|')
+    for (const a of [...new Set([...ab.keys(), ...ag.keys()])].sort((x, y) => ((ag.get(y) ?? 0) - (ab.get(y) ?? 0)) - ((ag.get(x) ?? 0) - (ab.get(x) ?? 0)))) {
+      const x = ab.get(a) ?? 0, y = ag.get(a) ?? 0
+      if (x + y >= 1) lines.push(`| ${a} | ${f(x, 1)} | ${f(y, 1)} | ${f(y - x, 1)} |`)
+    }
+    lines.push('')
+    const key = x => `${x.name} ${x.where}`
+    const fb = sum(b, key), fg = sum(g, key)
+    const rows = [...new Set([...fb.keys(), ...fg.keys()])].map(k => [k, fb.get(k) ?? 0, fg.get(k) ?? 0]).sort((x, y) => (y[2] - y[1]) - (x[2] - x[1])).slice(0, 25)
+    lines.push('| function (where) | bare µs/req | gateway µs/req | difference |', '|---|--:|--:|--:|')
+    for (const [k, x, y] of rows) lines.push(`| \`${k.split(' ')[0]}\` ${k.split(' ').slice(1).join(' ')} | ${f(x, 2)} | ${f(y, 2)} | ${f(y - x, 2)} |`)
+    lines.push('')
+  }
 
   for (const p of extra.profiles ?? []) {
     lines.push(`## CPU profile: ${p.label ?? 'gateway, embedded'}, ${p.c.label}`, '')
