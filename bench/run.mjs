@@ -385,11 +385,11 @@ function report (systems, results, extra) {
       if (x + y >= 1) lines.push(`| ${a} | ${f(x, 1)} | ${f(y, 1)} | ${f(y - x, 1)} |`)
     }
     lines.push('')
-    const key = x => `${x.name} ${x.where}`
+    const key = x => `${x.name}\u0000${x.where}`
     const fb = sum(b, key), fg = sum(g, key)
     const rows = [...new Set([...fb.keys(), ...fg.keys()])].map(k => [k, fb.get(k) ?? 0, fg.get(k) ?? 0]).sort((x, y) => (y[2] - y[1]) - (x[2] - x[1])).slice(0, 25)
     lines.push('| function (where) | bare µs/req | gateway µs/req | difference |', '|---|--:|--:|--:|')
-    for (const [k, x, y] of rows) lines.push(`| \`${k.split(' ')[0]}\` ${k.split(' ').slice(1).join(' ')} | ${f(x, 2)} | ${f(y, 2)} | ${f(y - x, 2)} |`)
+    for (const [k, x, y] of rows) lines.push(`| \`${k.split('\u0000')[0]}\` ${k.split('\u0000')[1]} | ${f(x, 2)} | ${f(y, 2)} | ${f(y - x, 2)} |`)
     lines.push('')
   }
 
