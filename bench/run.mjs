@@ -30,6 +30,8 @@ const PROFILE_CASES = (process.env.BENCH_PROFILE_CASES ?? 'bare:json-c16,embedde
   .map(x => x.includes(':') ? { sys: x.split(':')[0], id: x.split(':')[1] } : { sys: 'embedded', id: x })
 const PROFILE_SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? Math.max(DURATION, 5))
 const KEY = 'sk-gw-bench-key-0001'
+/** The gateway runs with the node flags of `npm start` (package.json), as an operator would run it. */
+const GATEWAY_NODE_FLAGS = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start.match(/^node\s+(.*?)\s*dist\/server\.js$/)?.[1] ?? '').split(/\s+/).filter(Boolean)
 const hasTaskset = (() => { try { execFileSync('taskset', ['-c', '0', 'true'], { stdio: 'ignore' }); return cpus().length > 1 } catch { return false } })()
 const pin = (core, cmd, args) => hasTaskset ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args]
 const log = (...a) => process.stderr.write(`[bench] ${a.join(' ')}\n`)
@@ -168,7 +170,7 @@ async function main () {
   const startGateway = async (name, config, extraEnv = {}, nodeArgs = []) => {
     const port = await freePort()
     const env = { ...gatewayEnv(port), GATEWAY_CONFIG: join(here, 'configs', config), NODE_ENV: 'production', ...extraEnv }
-    return start(name, 0, process.execPath, [...nodeArgs, join(root, 'dist/server.js')], env, port, '/healthz')
+    return start(name, 0, process.execPath, [...GATEWAY_NODE_FLAGS, ...nodeArgs, join(root, 'dist/server.js')], env, port, '/healthz')
   }
   const gwHeaders = { authorization: `Bearer ${KEY}` }
   const startBare = async (name, _config, _env, nodeArgs = []) => {
@@ -341,6 +343,7 @@ function report (systems, results, extra) {
     `- Each cell: the median (by req/s) of ${RUNS} run(s) of ${DURATION} s after a ${WARMUP} s warm-up. Latency in ms, computed from every 2xx response time of that run.`,
     '- Mock upstream: plain node:http, JSON answer (~450 B) or ~22 SSE events written one by one, with usage; it answers immediately, so the numbers measure proxy overhead only.',
     '- Gateway configs: `bench/configs/embedded.yaml` and `bench/configs/scaleout.yaml` — pipeline ip-limit (limit 1e9), size-limit, timeout, auth (config key bound to organization `bench`), media-validation, idempotency (a unique `Idempotency-Key` on every request), quota (1e9 requests/minute), balance (huge initial balance; every call reserves, then charges and writes a usage record).',
+    `- The gateway runs with the node flags of \`npm start\`: \`${GATEWAY_NODE_FLAGS.join(' ') || '(none)'}\` (see README, Deployment: a smaller young generation, same throughput, far less RSS). The bare proxy and Portkey run with node's defaults.`,
     '- "+p50 vs direct": median latency added over calling the mock directly. "× bare": throughput relative to the bare fastify+undici proxy (for the cross-protocol case, relative to the bare proxy\'s streaming chat at c=16, the nearest thing a pass-through can do).',
     '- "CPU µs/req": user+system CPU time of the system-under-test process (from /proc/<pid>/stat, 10 ms ticks) over all measured runs of the case, divided by the requests served; the inverse is roughly the req/s one core could sustain for that process alone. Not given for direct (the mock is shared).',
     '- A cell marked INVALID had transport errors or non-2xx answers during the measured runs and is not used for targets.', '')
@@ -377,7 +380,7 @@ function report (systems, results, extra) {
     if (!b) continue
     const sum = (p, key) => { const m = new Map(); for (const x of p.fns) m.set(key(x), (m.get(key(x)) ?? 0) + x.us); return m }
     lines.push(`## Where the extra CPU goes: ${g.label}, minus the bare proxy, ${g.c.label}`, '')
-    lines.push(`CPU time per request served while profiled (self time ÷ requests; the profiler inflates both sides alike): bare ${f(b.busyUsPerReq, 1)} µs, gateway ${f(g.busyUsPerReq, 1)} µs, difference ${f(g.busyUsPerReq - b.busyUsPerReq, 1)} µs. From \`${b.file}\` and \`${g.file}\`.`, '')
+    lines.push(`CPU time per request served while profiled (self time ÷ requests). The profiler adds overhead of its own, more where more JavaScript runs, so these absolute figures are higher than the CPU µs/req column of the tables above (measured without it); read them for where the difference lies, not for its exact size: bare ${f(b.busyUsPerReq, 1)} µs, gateway ${f(g.busyUsPerReq, 1)} µs, difference ${f(g.busyUsPerReq - b.busyUsPerReq, 1)} µs. From \`${b.file}\` and \`${g.file}\`.`, '')
     const ab = sum(b, x => x.area), ag = sum(g, x => x.area)
     lines.push('| area | bare µs/req | gateway µs/req | difference |', '|---|--:|--:|--:|')
     for (const a of [...new Set([...ab.keys(), ...ag.keys()])].sort((x, y) => ((ag.get(y) ?? 0) - (ab.get(y) ?? 0)) - ((ag.get(x) ?? 0) - (ab.get(x) ?? 0)))) {
