@@ -11,6 +11,18 @@
  */
 import type { Reservation, UsageRecord } from './ledger.ts'
 
+/**
+ * The charge may or may not have committed (the connection was lost while its commit was in
+ * flight). Whoever writes charges must not retry it: a retry could charge the call twice.
+ */
+export class ChargeOutcomeUnknown extends Error {
+  readonly outcomeUnknown = true
+  constructor (cause: unknown) {
+    super(`the ledger may or may not have written this charge: ${(cause as Error)?.message ?? String(cause)}`, { cause })
+    this.name = 'ChargeOutcomeUnknown'
+  }
+}
+
 export interface ChargeItem {
   readonly reservation: Reservation | undefined
   readonly record: UsageRecord
@@ -112,8 +124,13 @@ export class ChargeBatcher {
           await this.#write(batch)
           for (const p of batch) p.resolve()
         } catch (err) {
-          if (batch.length === 1 || !this.#mayRetry(err)) {
-            for (const p of batch) p.reject(err)
+          if (!this.#mayRetry(err)) {
+            const unknown = new ChargeOutcomeUnknown(err)
+            for (const p of batch) p.reject(unknown)
+            continue
+          }
+          if (batch.length === 1) {
+            batch[0].reject(err)
             continue
           }
           // Something in the batch failed and nothing of it committed: write each one alone.
@@ -122,7 +139,7 @@ export class ChargeBatcher {
               await this.#write([p])
               p.resolve()
             } catch (e) {
-              p.reject(e)
+              p.reject(this.#mayRetry(e) ? e : new ChargeOutcomeUnknown(e))
             }
           }
         }

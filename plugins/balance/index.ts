@@ -108,6 +108,12 @@ export default definePlugin({
             await deps.ledger.charge(slot.reservation, record)
             return
           } catch (err) {
+            if ((err as { outcomeUnknown?: boolean })?.outcomeUnknown === true) {
+              // The connection was lost with the commit possibly in flight. Retrying risks a double
+              // charge, not retrying risks a lost one; charges are not idempotent yet (no unique
+              // trace id in the ledger), so the retry wins and the trace id is logged to check.
+              deps.log.error({ err, traceId: record.traceId }, 'balance: the ledger connection was lost while a charge was committing; retrying it (check this trace id for a duplicate usage record)')
+            }
             if (attempt >= CHARGE_ATTEMPTS) {
               deps.log.fatal({ err, record }, 'balance: charge could not be written; the usage record is in this log line')
               return

@@ -250,3 +250,43 @@ t.test('streams are billed once, when they end, from reported usage', async t =>
   t.equal(b.reserved, 0)
   t.equal(b.balance, 10_000_000 - 2 * (100 + 10 + 66))
 })
+
+t.test('balance: a charge that fails is retried; an unknown outcome is logged with its trace id', async t => {
+  const { ChargeOutcomeUnknown } = await import('../../core/ledger/batch.ts')
+  const pino = (await import('pino')).default
+  for (const [name, make, logged] of [
+    ['connection lost during the commit', () => new ChargeOutcomeUnknown(Object.assign(new Error('Connection terminated'), { code: '57P01' })), true],
+    ['a transient error', () => new Error('SQLITE_BUSY'), false],
+  ] as const) {
+    t.test(name, async t => {
+      const inner = await freshLedger(t)
+      let calls = 0
+      // Fails the first charge as given, then writes normally.
+      const ledger = new Proxy(inner, {
+        get (target, prop, receiver) {
+          if (prop === 'charge') {
+            return async (...args: Parameters<Ledger['charge']>) => {
+              calls++
+              if (calls === 1) throw make()
+              return target.charge(...args)
+            }
+          }
+          const v = Reflect.get(target, prop, receiver)
+          return typeof v === 'function' ? v.bind(target) : v
+        },
+      }) as Ledger
+      const lines: any[] = []
+      const logger = pino({ level: 'info' }, { write: (s: string) => { lines.push(JSON.parse(s)) } })
+      const app = await buildTestApp({ ledger, logger, doc: slowEcho, pipeline: [AUTH_ENTRY, { plugin: 'balance', config: { organizations: [{ id: ORG, initialBalance: 100 }] } }] })
+      t.teardown(() => app.close())
+      const url = await listen(app)
+      const r = await post(url, '/v1/chat/completions', body('echo/slow'))
+      t.equal(r.status, 200)
+      t.ok(await until(async () => (await inner.listUsage({})).length === 1, 5000), 'written by the retry')
+      t.equal(calls, 2, 'one failure, one retry')
+      const warned = lines.filter(l => l.level === 50 && /connection was lost/.test(l.msg))
+      t.equal(warned.length, logged ? 1 : 0, logged ? 'the unknown outcome is logged with the trace id to check' : 'a plain failure is just retried')
+      if (logged) t.equal(warned[0].traceId, (await inner.listUsage({}))[0].traceId)
+    })
+  }
+})

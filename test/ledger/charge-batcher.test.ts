@@ -1,6 +1,6 @@
 /** ChargeBatcher on its own (a fake writer): batching, item-by-item retry, unknown outcomes, flush. */
 import t from 'tap'
-import { ChargeBatcher, type ChargeItem } from '../../core/ledger/batch.ts'
+import { ChargeBatcher, ChargeOutcomeUnknown, type ChargeItem } from '../../core/ledger/batch.ts'
 import type { UsageRecord } from '../../core/ledger/ledger.ts'
 
 const record = (traceId: string): UsageRecord => ({
@@ -50,7 +50,9 @@ t.test('retryItems false (outcome unknown): every item rejects, nothing is writt
   const b = new ChargeBatcher(items => { calls.push(ids(items)); throw lost }, { retryItems: err => err !== lost })
   const results = await Promise.allSettled(['a', 'b', 'c'].map(id => b.charge(undefined, record(id))))
   t.strictSame(results.map(r => r.status), ['rejected', 'rejected', 'rejected'])
-  t.ok(results.every(r => (r as PromiseRejectedResult).reason === lost))
+  t.ok(results.every(r => (r as PromiseRejectedResult).reason instanceof ChargeOutcomeUnknown), 'marked: the outcome is unknown')
+  t.ok(results.every(r => (r as PromiseRejectedResult).reason.cause === lost), 'with the original error as its cause')
+  t.ok(results.every(r => (r as PromiseRejectedResult).reason.outcomeUnknown === true))
   t.strictSame(calls, [['a', 'b', 'c']], 'one attempt only')
   // a throwing classifier counts as "unknown" too
   let writes = 0
