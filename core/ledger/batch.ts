@@ -13,7 +13,8 @@ import type { Reservation, UsageRecord } from './ledger.ts'
 
 /**
  * The charge may or may not have committed (the connection was lost while its commit was in
- * flight). Whoever writes charges must not retry it: a retry could charge the call twice.
+ * flight). The batcher does not retry it itself; a caller may, because the ledgers write one usage
+ * record per trace id and skip a charge whose record is already there.
  */
 export class ChargeOutcomeUnknown extends Error {
   readonly outcomeUnknown = true

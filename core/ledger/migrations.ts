@@ -59,10 +59,18 @@ CREATE INDEX usage_records_time ON usage_records(time);
 CREATE INDEX usage_records_org_time ON usage_records(organization, time);
 `
 
+/**
+ * A call is charged once: its trace id (the request id, a random UUID) is unique among usage
+ * records, so a charge written again (a retry after a connection lost mid-commit) changes nothing.
+ */
+const TRACE_UNIQUE = 'CREATE UNIQUE INDEX usage_records_trace ON usage_records(trace_id);'
+
 export const SQLITE_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial', sql: common('INTEGER', 'INTEGER', 'REAL', 'INTEGER PRIMARY KEY AUTOINCREMENT') },
+  { version: 2, name: 'one usage record per trace id', sql: TRACE_UNIQUE },
 ]
 
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial', sql: common('BIGINT', 'BIGINT', 'DOUBLE PRECISION', 'BIGSERIAL PRIMARY KEY') },
+  { version: 2, name: 'one usage record per trace id', sql: TRACE_UNIQUE },
 ]

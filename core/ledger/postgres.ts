@@ -35,10 +35,19 @@ if (USAGE_TYPES.length !== USAGE_COLUMNS.split(',').length) throw new Error('led
  * rows are locked in id order first (`locked` is materialized and read in order by the update),
  * so two replicas' batches touching the same organizations never deadlock. $5… are the usage
  * columns, one array each, inserted as one multi-row insert. Any failure (say a NOT NULL record
- * column) fails the statement, and nothing of the batch is written.
+ * column) fails the statement, and nothing of the batch is written. A record whose trace id is
+ * already there (the same charge written before: a retry after a connection lost mid-commit) is
+ * skipped with its release and debit, so writing a charge twice charges it once.
  */
-const CHARGE_SQL = `WITH item AS (
-  SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[]) AS i (hold_org, hold_amount, debit_org, debit)
+const TRACE_PARAM = USAGE_COLUMNS.split(',').map(c => c.trim()).indexOf('trace_id') + 5
+const CHARGE_SQL = `WITH recorded AS (
+  INSERT INTO usage_records (${USAGE_COLUMNS})
+  SELECT * FROM unnest(${USAGE_TYPES.map((type, i) => `$${i + 5}::${type}[]`).join(', ')})
+  ON CONFLICT (trace_id) DO NOTHING
+  RETURNING trace_id
+), item AS (
+  SELECT DISTINCT ON (i.trace) i.* FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $${TRACE_PARAM}::text[]) WITH ORDINALITY AS i (hold_org, hold_amount, debit_org, debit, trace, n)
+  WHERE i.trace IN (SELECT trace_id FROM recorded) ORDER BY i.trace, i.n
 ), delta AS (
   SELECT org, sum(released)::bigint AS released, sum(debit)::bigint AS debit FROM (
     SELECT hold_org AS org, hold_amount AS released, 0::bigint AS debit FROM item WHERE hold_org IS NOT NULL
@@ -51,10 +60,6 @@ const CHARGE_SQL = `WITH item AS (
   UPDATE organizations o SET reserved = GREATEST(o.reserved - locked.released, 0), balance = o.balance - locked.debit
   FROM locked WHERE o.id = locked.id
   RETURNING o.id
-), recorded AS (
-  INSERT INTO usage_records (${USAGE_COLUMNS})
-  SELECT * FROM unnest(${USAGE_TYPES.map((type, i) => `$${i + 5}::${type}[]`).join(', ')})
-  RETURNING id
 )
 SELECT (SELECT count(*) FROM moved) AS organizations, (SELECT count(*) FROM recorded) AS records`
 

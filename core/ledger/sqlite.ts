@@ -52,7 +52,7 @@ export class SqliteLedger implements Ledger {
   readonly #refreshMs: number
   #stmts: Record<string, Database.Statement> | undefined
   /** The batch transaction, built once: db.transaction() wraps four functions on every call. */
-  #chargeTx: ((items: readonly ChargeItem[]) => void) | undefined
+  #chargeTx: ((items: readonly ChargeItem[]) => boolean[]) | undefined
   readonly #batcher: ChargeBatcher
 
   constructor (path: string, opts: SqliteLedgerOptions = {}) {
@@ -90,7 +90,8 @@ export class SqliteLedger implements Ledger {
       reserve: p('UPDATE organizations SET reserved = reserved + ? WHERE id = ? AND balance - reserved >= ?'),
       release: p('UPDATE organizations SET reserved = MAX(reserved - ?, 0) WHERE id = ?'),
       debit: p('UPDATE organizations SET balance = balance - ? WHERE id = ?'),
-      insertUsage: p(`INSERT INTO usage_records (${USAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      // A record whose trace id is there already was charged before: nothing to do (see migrations).
+      insertUsage: p(`INSERT INTO usage_records (${USAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(trace_id) DO NOTHING`),
       getPrice: p('SELECT * FROM prices WHERE model = ?'),
       balance: p('SELECT balance, reserved FROM organizations WHERE id = ?'),
     }
@@ -188,20 +189,27 @@ export class SqliteLedger implements Ledger {
 
   /** One transaction for the batch; memory reservations are dropped after it committed. */
   #writeCharges (items: readonly ChargeItem[]): void {
-    this.#chargeTx ??= this.#db.transaction((items: readonly ChargeItem[]) => {
+    this.#chargeTx ??= this.#db.transaction((items: readonly ChargeItem[]): boolean[] => {
       const s = this.#s
       // One UPDATE per organization and batch, not per call: the sums are the same.
       const debits = new Map<string, Micros>()
-      for (const { reservation, record } of items) {
+      const written = new Array<boolean>(items.length)
+      for (let i = 0; i < items.length; i++) {
+        const { reservation, record } = items[i]
+        // Already charged (the same trace id): its release and debit were written with it.
+        written[i] = s.insertUsage.run(...usageParams(record)).changes === 1
+        if (!written[i]) continue
         if (reservation && !this.#memory) s.release.run(reservation.amount, reservation.organization)
         if (record.organization && record.cost > 0) debits.set(record.organization, (debits.get(record.organization) ?? 0) + record.cost)
-        s.insertUsage.run(...usageParams(record))
       }
       for (const [organization, cost] of debits) s.debit.run(cost, organization)
+      return written
     }).immediate
-    this.#chargeTx(items)
+    const written = this.#chargeTx(items)
     if (!this.#memory) return
-    for (const { reservation, record } of items) {
+    for (let i = 0; i < items.length; i++) {
+      if (!written[i]) continue // a duplicate: the first write released and debited already
+      const { reservation, record } = items[i]
       if (reservation) this.#unhold(reservation)
       if (record.organization && record.cost > 0) this.#moved(record.organization, -record.cost)
     }

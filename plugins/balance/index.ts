@@ -109,10 +109,10 @@ export default definePlugin({
             return
           } catch (err) {
             if ((err as { outcomeUnknown?: boolean })?.outcomeUnknown === true) {
-              // The connection was lost with the commit possibly in flight. Retrying risks a double
-              // charge, not retrying risks a lost one; charges are not idempotent yet (no unique
-              // trace id in the ledger), so the retry wins and the trace id is logged to check.
-              deps.log.error({ err, traceId: record.traceId }, 'balance: the ledger connection was lost while a charge was committing; retrying it (check this trace id for a duplicate usage record)')
+              // The connection was lost with the commit possibly in flight. The retry is safe: the
+              // ledger writes one usage record per trace id, and a charge whose record is already
+              // there changes nothing.
+              deps.log.warn({ err, traceId: record.traceId }, 'balance: the ledger connection was lost while a charge was committing; retrying it (one charge per trace id, so it cannot be charged twice)')
             }
             if (attempt >= CHARGE_ATTEMPTS) {
               deps.log.fatal({ err, record }, 'balance: charge could not be written; the usage record is in this log line')

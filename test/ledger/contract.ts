@@ -149,6 +149,27 @@ export function ledgerContract (t: Test, makeLedger: MakeLedger): void {
     t.same(await l.getBalance('org'), { balance: 1_000_000 - 3210 - 250, reserved: 0 })
   })
 
+  t.test('charge – the same call (trace id) written twice is charged once: a retry after an unknown outcome is safe', async t => {
+    const l = await open(t)
+    await l.createOrganization('org')
+    await l.createProject('proj', 'org')
+    await l.topUp('org', 1_000_000)
+    const r = await l.reserve('org', 5000)
+    const rec = usage({ traceId: 'trace-twice' })
+    await l.charge(r, rec)
+    t.same(await l.getBalance('org'), { balance: 1_000_000 - 3210, reserved: 0 })
+    // The retry carries the same reservation and record; meanwhile another call holds 700.
+    const other = await l.reserve('org', 700)
+    await l.charge(r, rec)
+    t.same(await l.getBalance('org'), { balance: 1_000_000 - 3210, reserved: 700 }, 'no second debit, no second release')
+    t.equal((await l.listUsage({})).length, 1, 'one usage record')
+    // Concurrent duplicates (two batches racing, or one batch holding both) still write once.
+    const again = usage({ traceId: 'trace-race', cost: 100 })
+    await Promise.all([l.charge(undefined, again), l.charge(undefined, again), l.charge(other, usage({ traceId: 'trace-other', cost: 7 }))])
+    t.same(await l.getBalance('org'), { balance: 1_000_000 - 3210 - 100 - 7, reserved: 0 })
+    t.strictSame((await l.listUsage({})).map(u => u.traceId).sort(), ['trace-other', 'trace-race', 'trace-twice'])
+  })
+
   t.test('charge – a failing insert rolls back the release and the debit', async t => {
     const l = await open(t)
     await l.createOrganization('org')
