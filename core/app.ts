@@ -1,6 +1,6 @@
 /** @module app – buildApp(config) → a fastify instance with routes and the pipeline; never listens. */
 import { randomUUID } from 'node:crypto'
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import pino, { type Logger } from 'pino'
 import type { GatewayConfig } from './config-schema.ts'
 import type { GatewayPlugin } from './plugin.ts'
@@ -95,7 +95,9 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
 
   const app = Fastify({
     loggerInstance: log,
-    disableRequestLogging: true,
+    // No per-request lines from fastify (the gateway logs what it needs); the old top-level
+    // disableRequestLogging option is deprecated (FSTDEP023).
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.server.bodyLimitBytes,
     genReqId: () => randomUUID(),
     requestIdHeader: false,
