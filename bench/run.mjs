@@ -259,7 +259,7 @@ async function main () {
       const how = gatewayRuns[sys]?.()
       if (!c || !how || (ONLY && !ONLY.includes(sys))) { if (!c || !gatewayRuns[sys]) log(`unknown profile case ${sys}:${id}`); continue }
       const label = systems.find(x => x.id === sys)?.label ?? sys
-      log(`profiling the ${sys} gateway (${c.label})`)
+      log(`profiling ${sys} (${c.label})`)
       try { profiles.push({ ...await profileGateway(sys === 'bare' ? startBare : startGateway, sys === 'bare' ? {} : gwHeaders, dataDir, sys, how, c), label }) } catch (err) { profiles.push({ c, label, error: err.message }); log(`profile failed: ${err.message}`) }
     }
   }
@@ -284,7 +284,7 @@ async function main () {
 /** Starts a gateway with --cpu-prof, loads it with one case, stops it with SIGTERM. */
 async function profileGateway (startGateway, headers, dataDir, sys, how, c) {
   const profDir = join(dataDir, `cpu-prof-${sys}-${c.id}`)
-  const proc = await startGateway(`${sys} gateway (profiled)`, how.config, how.env, ['--cpu-prof', `--cpu-prof-dir=${profDir}`])
+  const proc = await startGateway(`${sys} (profiled)`, how.config, how.env, ['--cpu-prof', `--cpu-prof-dir=${profDir}`])
   const spec = { url: `http://127.0.0.1:${proc.port}${c.path}`, body: c.body, headers, connections: c.connections, duration: PROFILE_SECONDS, idempotency: true }
   const warm = Math.max(WARMUP, 2)
   await load({ ...spec, duration: warm })
