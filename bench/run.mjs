@@ -173,7 +173,8 @@ async function main () {
     return start(name, 0, process.execPath, [...GATEWAY_NODE_FLAGS, ...nodeArgs, join(root, 'dist/server.js')], env, port, '/healthz')
   }
   const gwHeaders = { authorization: `Bearer ${KEY}` }
-  const startBare = async (name, _config, _env, nodeArgs = []) => {
+  const scaleoutEnv = () => ({ BENCH_REDIS_URL: scaleout.redis, BENCH_KV_PREFIX: scaleout.prefix, BENCH_PG_URL: scaleout.pg, BENCH_PG_SCHEMA: scaleout.schema })
+  const startBare = async (name, nodeArgs = []) => {
     const port = await freePort()
     return start(name, 0, process.execPath, [...nodeArgs, join(here, 'bare-proxy.mjs')], { UPSTREAM: upstream, PORT: String(port) }, port)
   }
@@ -191,7 +192,7 @@ async function main () {
       id: 'scaleout', label: 'gateway, scale-out (full pipeline, Redis KV, PostgreSQL ledger)', gateway: true, headers: gwHeaders,
       run: async () => {
         scaleout.pg = await pgUrl()
-        return startGateway('scale-out gateway', 'scaleout.yaml', { BENCH_REDIS_URL: scaleout.redis, BENCH_KV_PREFIX: scaleout.prefix, BENCH_PG_URL: scaleout.pg, BENCH_PG_SCHEMA: scaleout.schema })
+        return startGateway('scale-out gateway', 'scaleout.yaml', scaleoutEnv())
       },
     },
     {
@@ -247,20 +248,21 @@ async function main () {
 
   const profiles = []
   if (PROFILE) {
-    const gatewayRuns = {
-      bare: () => ({ config: undefined, env: {} }),
-      embedded: () => ({ config: 'embedded.yaml', env: {} }),
+    // How to start each profiled system (with extra node flags) and what its requests carry.
+    const profiled = {
+      bare: () => ({ headers: {}, start: args => startBare('bare (profiled)', args) }),
+      embedded: () => ({ headers: gwHeaders, start: args => startGateway('embedded (profiled)', 'embedded.yaml', {}, args) }),
       scaleout: () => scaleout.pg && results.scaleout && !results.scaleout.error
-        ? { config: 'scaleout.yaml', env: { BENCH_REDIS_URL: scaleout.redis, BENCH_KV_PREFIX: scaleout.prefix, BENCH_PG_URL: scaleout.pg, BENCH_PG_SCHEMA: scaleout.schema } }
+        ? { headers: gwHeaders, start: args => startGateway('scaleout (profiled)', 'scaleout.yaml', scaleoutEnv(), args) }
         : undefined,
     }
     for (const { sys, id } of PROFILE_CASES) {
       const c = CASES.find(x => x.id === id)
-      const how = gatewayRuns[sys]?.()
-      if (!c || !how || (ONLY && !ONLY.includes(sys))) { if (!c || !gatewayRuns[sys]) log(`unknown profile case ${sys}:${id}`); continue }
+      const how = profiled[sys]?.()
+      if (!c || !how || (ONLY && !ONLY.includes(sys))) { if (!c || !profiled[sys]) log(`unknown profile case ${sys}:${id}`); continue }
       const label = systems.find(x => x.id === sys)?.label ?? sys
       log(`profiling ${sys} (${c.label})`)
-      try { profiles.push({ ...await profileGateway(sys === 'bare' ? startBare : startGateway, sys === 'bare' ? {} : gwHeaders, dataDir, sys, how, c), label }) } catch (err) { profiles.push({ c, label, error: err.message }); log(`profile failed: ${err.message}`) }
+      try { profiles.push({ ...await profileSystem(how, dataDir, sys, c), label }) } catch (err) { profiles.push({ c, label, error: err.message }); log(`profile failed: ${err.message}`) }
     }
   }
 
@@ -281,11 +283,11 @@ async function main () {
   log(`wrote ${OUT} in ${((Date.now() - started) / 1000).toFixed(0)} s`)
 }
 
-/** Starts a gateway with --cpu-prof, loads it with one case, stops it with SIGTERM. */
-async function profileGateway (startGateway, headers, dataDir, sys, how, c) {
+/** Starts a system with --cpu-prof, loads it with one case, stops it with SIGTERM. */
+async function profileSystem (how, dataDir, sys, c) {
   const profDir = join(dataDir, `cpu-prof-${sys}-${c.id}`)
-  const proc = await startGateway(`${sys} (profiled)`, how.config, how.env, ['--cpu-prof', `--cpu-prof-dir=${profDir}`])
-  const spec = { url: `http://127.0.0.1:${proc.port}${c.path}`, body: c.body, headers, connections: c.connections, duration: PROFILE_SECONDS, idempotency: true }
+  const proc = await how.start(['--cpu-prof', `--cpu-prof-dir=${profDir}`])
+  const spec = { url: `http://127.0.0.1:${proc.port}${c.path}`, body: c.body, headers: how.headers, connections: c.connections, duration: PROFILE_SECONDS, idempotency: true }
   const warm = Math.max(WARMUP, 2)
   await load({ ...spec, duration: warm })
   // Samples from start-up and warm-up are left out of the summary (module loading, JIT).

@@ -103,9 +103,7 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
 async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply, res: UpstreamResponse, a: Attempt, deadline: Deadline): Promise<boolean> {
   let text: string
   try {
-    // undici's body has text(), which skips the async iterator readText needs for other streams.
-    const body = res.body as UpstreamResponse['body'] & { text?: () => Promise<string> }
-    text = typeof body.text === 'function' ? await body.text() : await readText(body)
+    text = await readText(res.body)
   } catch (err) {
     if (deadline.expired) throw new DeadlineExceeded()
     if (ctx.aborted) throw err

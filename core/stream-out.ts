@@ -24,10 +24,7 @@ export function inferenceHeaders (ctx: RequestContext, provider: string): Record
   }
 }
 
-/**
- * Reason for the abort that releases a finished call's signal. Shared: `abort()` without a reason
- * builds a DOMException (with a stack trace) per stream, which showed in profiles.
- */
+/** Reason for the abort that releases a finished call's upstream handle (one shared Error, not one per stream). */
 const STREAM_OVER = new Error('the stream is over')
 
 const SSE_HEADERS = {

@@ -8,6 +8,9 @@ const MAX_MESSAGE_CHARS = 500
 
 /** Reads a body to a string, keeping at most `max` bytes (the rest is drained and dropped). */
 export async function readText (body: Readable, max = Infinity): Promise<string> {
+  // undici's bodies have text(), which skips the async iterator (it showed in profiles).
+  const text = (body as Readable & { text?: () => Promise<string> }).text
+  if (max === Infinity && typeof text === 'function') return text.call(body)
   const chunks: Buffer[] = []
   let size = 0
   for await (const chunk of body) {

@@ -8,7 +8,7 @@ import type { Ledger, UsageRecord } from '../../core/ledger/ledger.ts'
 /** A fresh, EMPTY and NOT yet migrated ledger per call; the contract migrates and closes it. */
 export type MakeLedger = (t: Test) => Promise<Ledger>
 
-const usage = (over: Partial<UsageRecord> = {}): UsageRecord => ({
+export const usage = (over: Partial<UsageRecord> = {}): UsageRecord => ({
   time: 1_700_000_000_000,
   keyId: 'key-1',
   organization: 'org',

@@ -3,26 +3,13 @@ import type { Test } from 'tap'
 import pg from 'pg'
 import { PostgresLedger } from '../../core/ledger/postgres.ts'
 import type { Reservation, UsageRecord } from '../../core/ledger/ledger.ts'
-import { ledgerContract } from './contract.ts'
+import { ledgerContract, usage as contractUsage } from './contract.ts'
 import { databaseUrl, randomId } from '../helpers/backends.ts'
 import { until } from '../helpers/until.ts'
 
-const usage = (over: Partial<UsageRecord> = {}): UsageRecord => ({
-  time: 1_700_000_000_000,
-  keyId: 'key-1',
-  organization: 'org',
-  project: 'proj',
-  model: 'acme/model-1',
-  provider: 'acme',
-  traceId: 'trace-1',
-  inputTokens: 100,
-  cachedInputTokens: 0,
-  outputTokens: 50,
-  cost: 1,
-  price: { input: 2.5, cachedInput: 1.25, output: 10 },
-  estimated: false,
-  ...over,
-})
+// The contract's record, with this file's smaller counts and no idempotency key.
+const usage = (over: Partial<UsageRecord> = {}): UsageRecord =>
+  contractUsage({ inputTokens: 100, cachedInputTokens: 0, outputTokens: 50, cost: 1, estimated: false, idempotencyKey: undefined, ...over })
 
 const url = await databaseUrl(t)
 
@@ -45,6 +32,17 @@ if (url !== undefined) {
       await c.end()
     }
   })
+
+  /** A ledger on a fresh schema with organization `org` holding `balance`; closed at the end of `t`. */
+  const fundedLedger = async (t: Test, balance: number): Promise<{ s: string, l: PostgresLedger }> => {
+    const s = schema()
+    const l = new PostgresLedger({ url, schema: s })
+    t.teardown(() => l.close())
+    await l.migrate()
+    await l.createOrganization('org')
+    await l.topUp('org', balance)
+    return { s, l }
+  }
 
   t.test('PostgresLedger – Ledger contract', async t => {
     // each subtest gets its own schema
@@ -161,12 +159,7 @@ if (url !== undefined) {
   })
 
   t.test('PostgresLedger – one bad record in a batch: the good ones commit, the bad one rejects and changes nothing', async t => {
-    const s = schema()
-    const l = new PostgresLedger({ url, schema: s })
-    t.teardown(() => l.close())
-    await l.migrate()
-    await l.createOrganization('org')
-    await l.topUp('org', 10_000)
+    const { s, l } = await fundedLedger(t, 10_000)
     const holds = await Promise.all(Array.from({ length: 5 }, () => l.reserve('org', 1_000)))
     t.same(await l.getBalance('org'), { balance: 10_000, reserved: 5_000 })
     // all five queued in one tick, so they form one batch; the third cannot be inserted
@@ -210,12 +203,7 @@ if (url !== undefined) {
   })
 
   t.test('PostgresLedger – a batch whose connection is lost mid-statement is not retried (it may have committed)', async t => {
-    const s = schema()
-    const l = new PostgresLedger({ url, schema: s })
-    t.teardown(() => l.close())
-    await l.migrate()
-    await l.createOrganization('org')
-    await l.topUp('org', 10_000)
+    const { s, l } = await fundedLedger(t, 10_000)
     // Hold the organization's row, so the batch statement waits on it.
     const blocker = await client(t)
     await blocker.query('BEGIN')
