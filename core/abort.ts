@@ -4,9 +4,10 @@ import { EventEmitter } from 'node:events'
 /**
  * What core uses instead of an AbortController for its own upstream calls. Making an
  * AbortController (an EventTarget) and adding and removing its listeners showed in every
- * profile of the hot path; undici accepts any EventEmitter with `aborted` and `reason` as a
- * request's signal, and this is one. Adapters that call upstreams themselves (`invoke`) still
- * get a real AbortSignal from `toSignal()`.
+ * profile of the hot path. undici 8 takes any object with `aborted`, `reason` and the two
+ * EventTarget listener methods as a request's signal (it hands it to node's
+ * `events.addAbortListener`); this is an EventEmitter with exactly those. Adapters that call
+ * upstreams themselves (`invoke`) still get a real AbortSignal from `toSignal()`.
  */
 export class CallAbort extends EventEmitter {
   aborted = false
@@ -18,6 +19,16 @@ export class CallAbort extends EventEmitter {
     this.aborted = true
     this.reason = reason
     this.emit('abort')
+  }
+
+  /** The EventTarget half undici and `events.addAbortListener` use; only 'abort' is emitted. */
+  addEventListener (type: string, listener: (...args: unknown[]) => void, options?: { once?: boolean }): void {
+    if (options?.once === true) this.once(type, listener)
+    else this.on(type, listener)
+  }
+
+  removeEventListener (type: string, listener: (...args: unknown[]) => void): void {
+    this.off(type, listener)
   }
 
   /** A standard AbortSignal that follows this handle (for adapters' own I/O). */
