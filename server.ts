@@ -1,8 +1,17 @@
 /** @module server – load config, buildApp(config), listen; SIGTERM drains in-flight calls. Nothing else. */
-import { loadConfig } from './core/config.ts'
-import { buildApp } from './core/app.ts'
+/** The oldest Node major the gateway runs on (its HTTP client and SQLite binding need 22.19+). */
+const MIN_NODE = [22, 19]
 
 async function main (): Promise<void> {
+  // Checked before anything else loads: on an older Node the native SQLite binding crashes the
+  // process at load time instead of failing with a message.
+  const [major, minor] = process.versions.node.split('.').map(Number)
+  if (major < MIN_NODE[0] || (major === MIN_NODE[0] && minor < MIN_NODE[1])) {
+    process.stderr.write(`gateway: Node.js ${process.version} is too old; run it on Node ${MIN_NODE.join('.')} or later (\`npm start\` brings Node 24)\n`)
+    process.exit(1)
+  }
+  const { loadConfig } = await import('./core/config.ts')
+  const { buildApp } = await import('./core/app.ts')
   let loaded
   try {
     loaded = loadConfig(process.env)
