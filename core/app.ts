@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import pino, { type Logger } from 'pino'
 import type { GatewayConfig } from './config-schema.ts'
-import type { GatewayPlugin } from './plugin.ts'
+import type { GatewayPlugin, HostResolver } from './plugin.ts'
 import type { ProviderAdapter, ProviderInstance } from './provider.ts'
 import type { KvStore } from './stores/kv.ts'
 import type { Ledger } from './ledger/ledger.ts'
@@ -18,6 +18,7 @@ import { UpstreamClient } from './upstream.ts'
 import { Circuits, DEFAULT_CIRCUIT, type CircuitOptions } from './routing.ts'
 import { compileOrThrow, describeErrors } from './schema.ts'
 import { deepFreeze } from './config.ts'
+import { lookupAll } from './net.ts'
 import { gwError } from './errors.ts'
 import { renderError, toGatewayError } from './error-reply.ts'
 import { registerBodyParsers } from './body.ts'
@@ -36,6 +37,8 @@ export interface BuildAppOptions {
   plugins?: readonly GatewayPlugin<any>[]
   providers?: readonly ProviderAdapter<any>[]
   now?: () => number
+  /** Replaces the system resolver handed to plugins (tests: deterministic DNS without a network). */
+  resolveHost?: HostResolver
   logger?: Logger
   circuit?: CircuitOptions
 }
@@ -68,6 +71,7 @@ function createProviders (config: GatewayConfig, registry: Registry<ProviderAdap
 export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {}): Promise<GatewayApp> {
   const log = opts.logger ?? pino({ level: config.logging.level, redact: REDACT })
   const now = opts.now ?? Date.now
+  const resolveHost = opts.resolveHost ?? lookupAll
   const providerRegistry = new Registry<ProviderAdapter<any>>('provider adapter', [...builtinProviders, ...(opts.providers ?? [])])
   const pluginRegistry = new Registry<GatewayPlugin<any>>('plugin', [...builtinPlugins, ...(opts.plugins ?? [])])
   const providers = createProviders(config, providerRegistry, log)
@@ -80,7 +84,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
     registry: pluginRegistry,
     baseDir: config.baseDir,
     log,
-    depsFor: (plugin, routes) => ({ store: namespaced(store, plugin.name), ledger, catalog, log: log.child({ plugin: plugin.name }), now, routes }),
+    depsFor: (plugin, routes) => ({ store: namespaced(store, plugin.name), ledger, catalog, log: log.child({ plugin: plugin.name }), now, routes, resolveHost }),
   })
   deepFreeze(config)
   const gw: Gateway = {

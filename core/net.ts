@@ -1,5 +1,6 @@
-/** @module net – address helpers: client IP behind trusted proxies, public-host checks. */
+/** @module net – address helpers: client IP behind trusted proxies, host resolution. */
 import { BlockList, isIP } from 'node:net'
+import { lookup } from 'node:dns/promises'
 
 /** Strips the IPv4-mapped IPv6 form (`::ffff:1.2.3.4` → `1.2.3.4`) and IPv6 brackets. */
 export function normalizeIp (ip: string): string {
@@ -34,31 +35,13 @@ export function inList (bl: BlockList, ip: string): boolean {
   return family !== 0 && bl.check(a, family === 4 ? 'ipv4' : 'ipv6')
 }
 
-/** Addresses that are not on the public internet: loopback, private, link-local, CGNAT, reserved... */
-const NON_PUBLIC = blockListOf([
-  '0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.0.0.0/24',
-  '192.0.2.0/24', '192.168.0.0/16', '198.18.0.0/15', '198.51.100.0/24', '203.0.113.0/24', '224.0.0.0/4', '240.0.0.0/4',
-  '::/128', '::1/128', 'fc00::/7', 'fe80::/10', 'ff00::/8', '2001:db8::/32', '64:ff9b::/96', '100::/64',
-])
-
 /**
- * true when `host` (a URL hostname) may be a public internet host: literal addresses must be
- * public; `localhost`, `*.localhost`, `*.local`, `*.internal` and single-label names are not.
+ * Every address `host` resolves to through the system resolver (getaddrinfo: /etc/hosts, then
+ * DNS), as the upstream's own fetch would most likely see them.
  */
-export function isPublicHost (host: string): boolean {
-  const h = normalizeIp(host.toLowerCase().replace(/\.$/, ''))
-  if (h === '') return false
-  if (isIP(h) !== 0) {
-    const m = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(h) // mapped IPv4 in hex form
-    if (m) {
-      const n = (parseInt(m[1], 16) << 16 | parseInt(m[2], 16)) >>> 0
-      return !inList(NON_PUBLIC, [n >>> 24, n >>> 16 & 255, n >>> 8 & 255, n & 255].join('.'))
-    }
-    return !inList(NON_PUBLIC, h)
-  }
-  if (/^[0-9.]+$/.test(h) || /^0x/i.test(h)) return false // numeric forms a resolver may read as an address
-  if (!h.includes('.')) return false
-  return !(h === 'localhost' || h.endsWith('.localhost') || h.endsWith('.local') || h.endsWith('.internal') || h.endsWith('.home.arpa'))
+export async function lookupAll (host: string): Promise<readonly string[]> {
+  const answers = await lookup(host, { all: true, order: 'verbatim' })
+  return answers.map(a => a.address)
 }
 
 /**

@@ -12,6 +12,12 @@ import { GatewayError } from './errors.ts'
 export const PLUGIN_OUTPUTS = ['principal'] as const
 export type PluginOutput = (typeof PLUGIN_OUTPUTS)[number]
 
+/**
+ * Every address (A and AAAA) a host name stands for; rejects when the name does not resolve.
+ * Injected so that plugins never reach the network themselves and tests need no DNS.
+ */
+export type HostResolver = (host: string) => Promise<readonly string[]>
+
 /** What core hands to `create()`: shared services, never the request or the network. */
 export interface PluginDeps {
   /** The shared key-value store (memory or Redis), namespaced for this plugin. */
@@ -25,6 +31,8 @@ export interface PluginDeps {
   now (): number
   /** Routes this pipeline entry applies to. */
   routes: readonly RouteName[]
+  /** DNS: the system resolver (`getaddrinfo`, so /etc/hosts counts) unless the app was given one. */
+  resolveHost: HostResolver
 }
 
 /** What `create()` returns. Name the functions so stack traces show them. */

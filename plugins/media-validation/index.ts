@@ -1,20 +1,27 @@
 /**
  * @module plugins/media-validation – media parts against the model's `input_modalities`, before
- * anything is sent upstream. Chat: image_url needs `image`, video_url needs `video` and a public
- * http(s) URL, input_audio needs `audio`, file needs `file`; an image data URI must be base64 of
- * an image media type. Messages: image blocks need `image` (base64 of an image type, or an
- * http(s) url source); video is not supported on that route. Every error names the part.
+ * anything is sent upstream. Chat: image_url needs `image`, video_url needs `video`, audio_url and
+ * input_audio need `audio`, file needs `file`; an image data URI must be base64 of an image media
+ * type. Messages: image blocks need `image` (base64 of an image type, or a url source); video is
+ * not supported on that route. Every URL an upstream would fetch (image_url, video_url, audio_url,
+ * image and document url sources) must be http(s) and reach only public addresses, after DNS
+ * resolution (see url-policy.ts). Every error names the part.
  */
 import { definePlugin } from '../../core/plugin.ts'
 import { gwError } from '../../core/errors.ts'
 import type { ModelEntry } from '../../core/types/model.ts'
-import { isPublicHost } from '../../core/net.ts'
 import { MediaValidationConfig } from './schema.ts'
+import { createUrlPolicy, UrlRefused, type PendingHosts } from './url-policy.ts'
 
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/
 
 function bad (where: string, why: string): never {
   throw gwError('GW_ERR_MEDIA_INVALID', [where, why])
+}
+
+function refused (err: unknown): never {
+  if (err instanceof UrlRefused) bad(err.where, err.why)
+  throw err
 }
 
 function need (model: ModelEntry, modality: string, where: string, what: string): void {
@@ -30,11 +37,17 @@ export default definePlugin({
   phase: 'inspect',
   defaultRoutes: ['chat', 'messages'],
   configSchema: MediaValidationConfig,
-  create (config) {
+  create (config, deps) {
     const imageTypes = new Set(config.imageMediaTypes.map(s => s.toLowerCase()))
+    const policy = createUrlPolicy({ ...config, resolveHost: deps.resolveHost })
 
-    function imageUrl (url: unknown, where: string): void {
+    function fetchable (url: unknown, where: string, field: string, pending: PendingHosts): void {
+      try { policy.inspect(url, where, field, pending) } catch (err) { refused(err) }
+    }
+
+    function imageUrl (url: unknown, where: string, pending: PendingHosts): void {
       if (typeof url !== 'string' || url === '') bad(where, 'image_url.url must be a non-empty string')
+      // data: URIs carry the image itself: the base64 rules apply, there is nothing to fetch.
       if (url.startsWith('data:')) {
         const m = /^data:([^;,]+)((?:;[^;,]*)*?);base64,/i.exec(url.slice(0, 256))
         if (!m) bad(where, 'an image data URI must be "data:<image type>;base64,<data>"')
@@ -42,26 +55,22 @@ export default definePlugin({
         checkBase64(url.slice(m[0].length), where)
         return
       }
-      if (!/^https?:\/\//i.test(url)) bad(where, 'image_url.url must be an http(s) URL or a base64 data URI')
+      fetchable(url, where, 'image_url.url', pending)
     }
 
-    function videoUrl (url: unknown, where: string): void {
-      if (typeof url !== 'string' || url === '') bad(where, 'video_url.url must be a non-empty string')
-      let u: URL
-      try { u = new URL(url) } catch { bad(where, 'video_url.url is not a valid URL') }
-      if (u.protocol !== 'http:' && u.protocol !== 'https:') bad(where, `video_url.url must be a public http(s) URL, not "${u.protocol}"`)
-      if (!isPublicHost(u.hostname)) bad(where, 'video_url.url must point to a public host')
-    }
-
-    function chatPart (model: ModelEntry, p: any, where: string): void {
+    function chatPart (model: ModelEntry, p: any, where: string, pending: PendingHosts): void {
       switch (p?.type) {
         case 'image_url':
           need(model, 'image', where, 'images')
-          imageUrl(p.image_url?.url, where)
+          imageUrl(p.image_url?.url, where, pending)
           break
         case 'video_url':
           need(model, 'video', where, 'video')
-          videoUrl(p.video_url?.url, where)
+          fetchable(p.video_url?.url, where, 'video_url.url', pending)
+          break
+        case 'audio_url': // an OpenAI-compatible extension (vLLM): the upstream fetches the URL
+          need(model, 'audio', where, 'audio')
+          fetchable(p.audio_url?.url, where, 'audio_url.url', pending)
           break
         case 'input_audio':
           need(model, 'audio', where, 'audio')
@@ -74,7 +83,7 @@ export default definePlugin({
       }
     }
 
-    function messagesBlock (model: ModelEntry, b: any, where: string): void {
+    function messagesBlock (model: ModelEntry, b: any, where: string, pending: PendingHosts): void {
       switch (b?.type) {
         case 'image': {
           need(model, 'image', where, 'images')
@@ -83,7 +92,7 @@ export default definePlugin({
             if (typeof s.media_type !== 'string' || !imageTypes.has(s.media_type.toLowerCase())) bad(where, `"${String(s.media_type)}" is not an accepted image media type`)
             checkBase64(s.data, where)
           } else if (s.type === 'url') {
-            if (typeof s.url !== 'string' || !/^https?:\/\//i.test(s.url)) bad(where, 'an image url source must be an http(s) URL')
+            fetchable(s.url, where, 'source.url', pending)
           } else if (s.type !== 'file') {
             bad(where, 'an image source must be base64, url or file')
           }
@@ -92,8 +101,14 @@ export default definePlugin({
         case 'video': case 'video_url':
           bad(where, 'video is not supported on /v1/messages')
           break
+        case 'document': {
+          const s = b.source ?? {}
+          if (s.type === 'url') fetchable(s.url, where, 'source.url', pending)
+          else if (s.type === 'content' && Array.isArray(s.content)) for (const [k, c] of s.content.entries()) messagesBlock(model, c, `${where}.source.content[${k}]`, pending)
+          break
+        }
         case 'tool_result':
-          if (Array.isArray(b.content)) for (const [k, c] of b.content.entries()) messagesBlock(model, c, `${where}.content[${k}]`)
+          if (Array.isArray(b.content)) for (const [k, c] of b.content.entries()) messagesBlock(model, c, `${where}.content[${k}]`, pending)
       }
     }
 
@@ -103,11 +118,14 @@ export default definePlugin({
         const messages = (ctx.body as any)?.messages
         if (!model || !Array.isArray(messages)) return
         const check = ctx.protocol === 'messages' ? messagesBlock : chatPart
+        const pending: PendingHosts = new Map()
         for (let i = 0; i < messages.length; i++) {
           const content = messages[i]?.content
           if (!Array.isArray(content)) continue
-          for (let j = 0; j < content.length; j++) check(model, content[j], `messages[${i}].content[${j}]`)
+          for (let j = 0; j < content.length; j++) check(model, content[j], `messages[${i}].content[${j}]`, pending)
         }
+        // DNS only when some URL names a host; the lookups end with the call (client gone).
+        if (pending.size > 0) return policy.resolve(pending, ctx.signal).catch(refused)
       },
     }
   },

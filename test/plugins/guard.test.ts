@@ -209,6 +209,9 @@ t.test('media-validation', async t => {
   const img = (url: string) => ({ type: 'image_url', image_url: { url } })
   const vid = (url: string) => ({ type: 'video_url', video_url: { url } })
   const user = (...parts: unknown[]) => [{ role: 'user', content: 'first' }, { role: 'assistant', content: 'ok' }, { role: 'user', content: [{ type: 'text', text: 'look' }, ...parts] }]
+  // No DNS on test machines: the example names resolve to a public address through an injected
+  // resolver (the URL policy itself is covered in media-url-policy.test.ts).
+  const resolveHost = async (host: string) => host.endsWith('example.com') ? ['93.184.216.34'] : Promise.reject(Object.assign(new Error(host), { code: 'ENOTFOUND' }))
 
   // [name, model, messages, expected status]: negatives must never reach the upstream.
   const chatCases: Array<[string, string, unknown[], number, RegExp?]> = [
@@ -230,7 +233,7 @@ t.test('media-validation', async t => {
     ['video on IPv6 loopback', 'vendor/video-model', user(vid('http://[::1]/v.mp4')), 400],
   ]
   t.test('chat route', async t => {
-    const app = await buildTestApp({ pipeline: [AUTH_ENTRY, { plugin: 'media-validation' }], doc: upstreamDoc(up.origin, up.origin) })
+    const app = await buildTestApp({ pipeline: [AUTH_ENTRY, { plugin: 'media-validation' }], doc: upstreamDoc(up.origin, up.origin), resolveHost })
     t.teardown(() => app.close())
     for (const [name, model, messages, status, where] of chatCases) {
       const before = up.requests.length
@@ -245,7 +248,7 @@ t.test('media-validation', async t => {
   })
 
   t.test('messages route', async t => {
-    const app = await buildTestApp({ pipeline: [AUTH_ENTRY, { plugin: 'media-validation' }], doc: upstreamDoc(up.origin, up.origin) })
+    const app = await buildTestApp({ pipeline: [AUTH_ENTRY, { plugin: 'media-validation' }], doc: upstreamDoc(up.origin, up.origin), resolveHost })
     t.teardown(() => app.close())
     const block = (source: unknown) => ({ type: 'image', source })
     const cases: Array<[string, string, unknown, number]> = [
