@@ -2,7 +2,8 @@
  * @module plugins/balance – prepaid balance per organization, and billing.
  *
  * admit: reserve the call's worst-case cost atomically in the ledger (input estimate × input rate
- * + output cap × output rate): 402 when it does not fit, 403 when the key has no organization.
+ * + output cap × n × output rate, see core/estimate.ts): 402 when it does not fit, 403 when the
+ * key has no organization.
  * settle: when an upstream answered, charge the real cost and write the usage record in ONE
  * transaction (the reservation is dropped in the same transaction); otherwise release it.
  * Concurrent calls can only spend what was reserved; the one overspend possible is a call whose
@@ -13,7 +14,7 @@ import { definePlugin } from '../../core/plugin.ts'
 import { gwError } from '../../core/errors.ts'
 import { PriceBook } from '../../core/pricing.ts'
 import { costMicros, reserveMicros } from '../../core/billing.ts'
-import { estimateInputTokens, requestedOutputCap } from '../../core/estimate.ts'
+import { requestedChoices, requestedOutputCap, reservedInputTokens } from '../../core/estimate.ts'
 import type { Reservation } from '../../core/ledger/ledger.ts'
 import type { ModelPrice } from '../../core/types/model.ts'
 import { BalanceConfig } from './schema.ts'
@@ -64,7 +65,10 @@ export default definePlugin({
         ctx.state.balance = slot
         if (!config.enforce || !org) return
         const body = ctx.body as Record<string, unknown>
-        const amount = reserveMicros(estimateInputTokens(body), requestedOutputCap(body, model.maxOutputTokens), price)
+        // Input: the whole body as received, capped by the context window; output: the cap for
+        // each of the `n` completions asked for.
+        const input = reservedInputTokens(body, ctx.bodyBytes, model.public.context_length)
+        const amount = reserveMicros(input, requestedOutputCap(body, model.maxOutputTokens) * requestedChoices(body), price)
         let r: Reservation | undefined
         try {
           r = await deps.ledger.reserve(org, amount)
