@@ -118,7 +118,7 @@ t.test('estimate rules', async t => {
   t.equal(reservedInputTokens({ a: { b: 'x'.repeat(400) } }, 0, 128000), 101, 'without a byte count, every string and key counts')
   let deep: unknown = 'x'.repeat(40)
   for (let i = 0; i < 100_000; i++) deep = [deep]
-  t.equal(reservedInputTokens({ deep }, 0, 128000), 12, 'any depth, without recursion')
+  t.equal(reservedInputTokens({ deep }, 0, 128000), 11, 'any depth, without recursion (44 characters: the key and the string)')
   t.equal(requestedChoices({ n: 3 }), 3)
   t.equal(requestedChoices({ n: 'x' }), 1)
   t.equal(requestedOutputCap({ max_tokens: 10, max_completion_tokens: 1 }, 4096), 10, 'the larger of the two caps')
