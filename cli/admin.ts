@@ -1,5 +1,5 @@
 /**
- * @module cli/admin – the admin CLI: organizations, projects, balances, keys, prices and usage
+ * @module cli/admin – the admin CLI: organizations, projects, balances, holds, keys, prices and usage
  * exports in the ledger (SQLite file or PostgreSQL). Run `node dist/cli/admin.js help`.
  */
 import { randomBytes } from 'node:crypto'
@@ -40,6 +40,11 @@ Commands:
                                                 in currency units per million tokens (--cached:
                                                 cached input tokens; default: the input rate)
   price show <model> [--json]                   the ledger price of a model
+  holds list [--org O] [--json]                 PostgreSQL: balance holds of calls in flight (id,
+                                                organization, amount, live or expired, expiry,
+                                                replica, trace id); expired ones no longer count
+  holds release <id>                            PostgreSQL: drop one hold (a call that will never
+                                                settle); it would expire by itself anyway
   usage export [--from ISO] [--to ISO] [--format csv|json]
                                                 usage records with from <= time < to, to stdout;
                                                 time as ISO 8601, cost in currency units,
@@ -231,6 +236,8 @@ function priceText (p: ModelPrice): string {
 
 type Action = (ledger: Ledger, out: Writer, err: Writer) => Promise<void>
 
+const SQLITE_HOLDS = 'holds are stored one by one in a PostgreSQL ledger only; a SQLite gateway holds them in its process (reservations: memory, gone with it) or in a per-organization counter (reservations: file)'
+
 async function knownOrganization (ledger: Ledger, org: string): Promise<void> {
   if (!await ledger.getBalance(org)) throw new LedgerError(`unknown organization "${org}"`)
 }
@@ -355,6 +362,31 @@ function plan (p: Parsed): Action | undefined {
         const price = await l.getPrice(model!)
         if (!price) throw new LedgerError(`no ledger price for "${model}" (the config's price, if any, applies)`)
         out.write(json ? JSON.stringify({ model, ...price }) + '\n' : `model   ${model}\n${priceText(price)}`)
+      }
+    }
+    case 'holds list': {
+      const get = options(p, cmd, ['json', 'org'])
+      positionals(rest, cmd, [])
+      const json = p.flags.has('json')
+      const org = get('org')
+      return async (l, out) => {
+        if (!l.holdsStored) throw new LedgerError(SQLITE_HOLDS)
+        const holds = (await l.listHolds()).filter(h => org === undefined || h.organization === org).map(h => ({
+          id: h.id, organization: h.organization, amount: formatMicros(h.amount), state: h.live ? 'live' : 'expired',
+          createdAt: iso(h.createdAt), expiresAt: iso(h.expiresAt), owner: h.owner ?? null, traceId: h.traceId ?? null,
+        }))
+        if (json) { out.write(JSON.stringify(holds, null, 2) + '\n'); return }
+        const head = ['id', 'org', 'amount', 'state', 'expires', 'owner', 'trace']
+        out.write(table([head, ...holds.map(h => [h.id, h.organization, h.amount, h.state, h.expiresAt, h.owner ?? '-', h.traceId ?? '-'])]))
+      }
+    }
+    case 'holds release': {
+      options(p, cmd, [])
+      const [id] = positionals(rest, cmd, ['id'])
+      return async (l, out) => {
+        if (!l.holdsStored) throw new LedgerError(SQLITE_HOLDS)
+        if (!await l.releaseHold(id!)) throw new LedgerError(`no hold "${id}" (released, charged or swept already)`)
+        out.write(`released hold ${id}\n`)
       }
     }
     case 'usage export': {

@@ -73,6 +73,8 @@ export const GatewayConfigSchema = Type.Object({
       url: Type.Optional(Type.String({ description: 'postgres:// URL (backend postgres).' })),
       schema: Type.Optional(Type.String({ description: 'PostgreSQL schema (default public).' })),
       reservations: Type.Union([Type.Literal('memory'), Type.Literal('file')], { default: 'memory', description: 'SQLite: where balance reservations are held. memory: in the gateway process (one process per file; the admin CLI may run beside it). file: in the file, for several processes sharing it.' }),
+      holdMarginMs: Type.Integer({ minimum: 100, default: 30000, description: 'PostgreSQL: a balance hold expires this long after its call\'s deadline (the replica running the call renews it meanwhile); the holds of a replica that died stop counting after it.' }),
+      holdSweepMs: Type.Integer({ minimum: 10, default: 5000, description: 'PostgreSQL: how often each replica renews its live holds and deletes expired ones (at most a third of holdMarginMs is used).' }),
     }, { additionalProperties: false, default: {} }),
   }, { additionalProperties: false, default: {} }),
   providers: Type.Array(ProviderEntry, { default: [], description: 'Upstream provider instances.' }),

@@ -44,6 +44,10 @@ export interface GatewayContext {
   readonly headers: Headers
   /** Parsed JSON body, deep-frozen; undefined before `inspect` and on routes without a body. */
   readonly body: unknown
+  /** Bytes of the request body as received (0 before `inspect` and on routes without a body). */
+  readonly bodyBytes: number
+  /** The call's time limit in ms as set by `setDeadline`, if any (undefined: none). */
+  readonly deadlineMs: number | undefined
   /** The catalog entry named by the body's `model`; undefined before `inspect`. */
   readonly model: ModelEntry | undefined
   /** The caller; undefined before `authenticate` (and always on probes). */

@@ -1,36 +1,129 @@
-/** @module estimate – cheap prompt token estimates (for reservations and message_start). */
+/** @module estimate – cheap token estimates: the prompt (message_start) and what a reservation must cover. */
 
 const CHARS_PER_TOKEN = 4
-/** A flat per-image guess; images are billed by the upstream's real count at settle. */
-const IMAGE_TOKENS = 1000
+/**
+ * Tokens reserved per image part. Upstreams scale an image down before counting it, so one image
+ * costs a bounded number of tokens: up to about 1600 (1.15 megapixels) on messages upstreams and
+ * up to 1536 patches (or 765 for 170-token tiles at high detail) on chat upstreams.
+ */
+export const IMAGE_TOKENS = 1600
+/** Tokens per message for the role and framing (the message_start estimate only). */
+const MESSAGE_TOKENS = 3
 
-function walk (v: unknown, acc: { chars: number, images: number }, depth: number): void {
-  if (depth > 12 || v === null || v === undefined) return
-  if (typeof v === 'string') { acc.chars += v.length; return }
-  if (Array.isArray(v)) { for (const x of v) walk(x, acc, depth + 1); return }
-  if (typeof v === 'object') {
-    const o = v as Record<string, unknown>
-    const type = o.type
-    if (type === 'image_url' || type === 'image' || type === 'video_url' || type === 'input_audio' || type === 'document' || type === 'file') {
-      acc.images++
-      return
+/** What a walk of a request body found. */
+interface Scan {
+  /** UTF-16 units of every string and object key counted as text. */
+  chars: number
+  /** Image parts. */
+  images: number
+  /** Characters of images' inline payloads (data: URLs, base64 sources): billed per image, not as text. */
+  imagePayload: number
+  /** Parts whose content the gateway cannot see (a video or file by URL or id). */
+  unsized: number
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null
+
+/** The inline payload of an image part (a data: URL or a base64 source), or undefined. */
+function imagePayload (o: Record<string, unknown>): string | undefined {
+  const u = o.image_url
+  const url = typeof u === 'string' ? u : isObject(u) ? u.url : undefined
+  if (typeof url === 'string' && url.startsWith('data:')) return url
+  const src = o.source
+  if (isObject(src) && src.type === 'base64' && typeof src.data === 'string') return src.data
+  return undefined
+}
+
+/** 'image', 'unsized' or undefined (an ordinary object whose strings count as text). */
+function partKind (o: Record<string, unknown>): 'image' | 'unsized' | undefined {
+  switch (o.type) {
+    case 'image_url': case 'image': case 'input_image':
+      return 'image'
+    case 'video_url': case 'video':
+      return 'unsized'
+    case 'file': {
+      const f = o.file
+      return isObject(f) && typeof f.file_data === 'string' ? undefined : 'unsized'
     }
-    for (const k in o) if (k !== 'cache_control') walk(o[k], acc, depth + 1)
+    case 'document': {
+      const s = o.source
+      return isObject(s) && (s.type === 'url' || s.type === 'file') ? 'unsized' : undefined
+    }
+    default:
+      return undefined
   }
 }
 
-/** Rough input tokens of a chat or messages request: text of messages, system and tools. */
-export function estimateInputTokens (body: Record<string, unknown>): number {
-  const acc = { chars: 0, images: 0 }
-  walk(body.messages, acc, 0)
-  walk(body.system, acc, 0)
-  walk(body.tools, acc, 0)
-  const messages = Array.isArray(body.messages) ? body.messages.length : 0
-  return Math.max(1, Math.ceil(acc.chars / CHARS_PER_TOKEN) + 3 * messages + IMAGE_TOKENS * acc.images)
+/**
+ * Walks `roots` iteratively (an explicit stack: any depth, no recursion limit to hide text
+ * behind). `cache_control` markers are skipped: the upstream does not bill them as prompt text.
+ */
+function scan (roots: readonly unknown[]): Scan {
+  const acc: Scan = { chars: 0, images: 0, imagePayload: 0, unsized: 0 }
+  const stack: unknown[] = [...roots]
+  while (stack.length > 0) {
+    const v = stack.pop()
+    if (typeof v === 'string') { acc.chars += v.length; continue }
+    if (typeof v !== 'object' || v === null) continue
+    if (Array.isArray(v)) { for (let i = 0; i < v.length; i++) stack.push(v[i]); continue }
+    const o = v as Record<string, unknown>
+    const kind = partKind(o)
+    if (kind === 'unsized') { acc.unsized++; continue }
+    if (kind === 'image') {
+      acc.images++
+      const p = imagePayload(o)
+      if (p !== undefined) acc.imagePayload += p.length
+    }
+    for (const k in o) {
+      if (k === 'cache_control') continue
+      acc.chars += k.length
+      stack.push(o[k])
+    }
+  }
+  return acc
 }
 
-/** The output cap of a request, clamped to the model's: what a reservation must cover. */
+/**
+ * Rough prompt tokens of a chat or messages request, for a client's context meter (message_start):
+ * the text of messages, system and tools at 4 characters per token, plus 3 per message and
+ * IMAGE_TOKENS per image, video or file by reference. Not a reservation: see reservedInputTokens.
+ */
+export function estimateInputTokens (body: Record<string, unknown>): number {
+  const acc = scan([body.messages, body.system, body.tools])
+  const messages = Array.isArray(body.messages) ? body.messages.length : 0
+  const text = Math.max(0, acc.chars - acc.imagePayload)
+  return Math.max(1, Math.ceil(text / CHARS_PER_TOKEN) + MESSAGE_TOKENS * messages + IMAGE_TOKENS * (acc.images + acc.unsized))
+}
+
+/**
+ * The input tokens a reservation must cover: everything the upstream will see. Rule: the whole
+ * body at 4 bytes per token (the received body's byte count, or the characters of every string
+ * and key when it is unknown), where an image part counts IMAGE_TOKENS instead of its inline
+ * payload's bytes; a part whose size the gateway cannot see (a video or a file by URL or id)
+ * reserves the whole context window. Capped by the model's context length, which the upstream
+ * enforces on the prompt.
+ */
+export function reservedInputTokens (body: Record<string, unknown>, bodyBytes: number, contextLength: number): number {
+  const cap = contextLength > 0 ? contextLength : Number.POSITIVE_INFINITY
+  const acc = scan([body])
+  if (acc.unsized > 0 && Number.isFinite(cap)) return cap
+  const text = Math.max(0, Math.max(bodyBytes, acc.chars) - acc.imagePayload)
+  return Math.min(cap, Math.max(1, Math.ceil(text / CHARS_PER_TOKEN) + IMAGE_TOKENS * acc.images))
+}
+
+/**
+ * The output cap of a request, clamped to the model's: the larger of `max_tokens` and
+ * `max_completion_tokens` when given (a client sending both cannot reserve for the smaller one),
+ * else the model's cap.
+ */
 export function requestedOutputCap (body: Record<string, unknown>, modelMax: number): number {
-  const asked = body.max_completion_tokens ?? body.max_tokens
-  return typeof asked === 'number' && asked >= 0 ? Math.min(asked, modelMax) : modelMax
+  let asked = -1
+  for (const v of [body.max_completion_tokens, body.max_tokens]) if (typeof v === 'number' && v >= 0 && v > asked) asked = v
+  return asked >= 0 ? Math.min(Math.ceil(asked), modelMax) : modelMax
+}
+
+/** How many completions the request asks for (`n`): each one can use the whole output cap. */
+export function requestedChoices (body: Record<string, unknown>): number {
+  const n = body.n
+  return typeof n === 'number' && Number.isFinite(n) && n > 1 ? Math.ceil(n) : 1
 }

@@ -1,7 +1,7 @@
 /** @module ledger – opens the configured ledger (SQLite file by default, PostgreSQL for many replicas). */
 import type { Ledger } from './ledger.ts'
 
-export type { Ledger, KeyRecord, UsageRecord, Reservation, Micros } from './ledger.ts'
+export type { Ledger, KeyRecord, UsageRecord, Reservation, Micros, Hold, ReserveOptions } from './ledger.ts'
 
 export interface LedgerConfig {
   backend: 'sqlite' | 'postgres'
@@ -10,6 +10,9 @@ export interface LedgerConfig {
   schema?: string
   /** SQLite only: where reservations are held (see SqliteLedgerOptions). */
   reservations?: 'memory' | 'file'
+  /** PostgreSQL only: how long a hold outlives its call's deadline, and how often holds are renewed and swept (see PostgresLedgerOptions). */
+  holdMarginMs?: number
+  holdSweepMs?: number
 }
 
 /** Opens (does not migrate) the ledger; the caller runs `migrate()`. */
@@ -17,7 +20,7 @@ export async function openLedger (cfg: LedgerConfig, opts: { now?: () => number 
   if (cfg.backend === 'postgres') {
     if (!cfg.url) throw new Error('stores.ledger.url is required when stores.ledger.backend is postgres')
     const { PostgresLedger } = await import('./postgres.ts')
-    return new PostgresLedger({ url: cfg.url, schema: cfg.schema, now: opts.now })
+    return new PostgresLedger({ url: cfg.url, schema: cfg.schema, now: opts.now, holdMarginMs: cfg.holdMarginMs, holdSweepMs: cfg.holdSweepMs })
   }
   const { SqliteLedger } = await import('./sqlite.ts')
   return new SqliteLedger(cfg.path, { ...opts, reservations: cfg.reservations })

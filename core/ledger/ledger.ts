@@ -47,6 +47,29 @@ export interface Reservation {
   amount: Micros
 }
 
+/** How a reservation is held. */
+export interface ReserveOptions {
+  /** The call's time limit (ms), if it has one: a shared hold expires this long plus a margin after it was made. */
+  deadlineMs?: number
+  /** The call's trace id, shown next to its hold by the admin CLI. */
+  traceId?: string
+}
+
+/** A hold as stored by a ledger that keeps one row per reservation (PostgreSQL). */
+export interface Hold {
+  id: string
+  organization: string
+  amount: Micros
+  createdAt: number
+  /** When it stops counting against the balance (ms, the database's clock). */
+  expiresAt: number
+  /** false once expired (it no longer counts; the next sweep deletes it). */
+  live: boolean
+  /** The replica holding it (hostname:pid). */
+  owner?: string
+  traceId?: string
+}
+
 export interface Ledger {
   /** Runs pending schema migrations (versioned; idempotent). */
   migrate (): Promise<void>
@@ -58,12 +81,24 @@ export interface Ledger {
   findKeyByHash (hash: string): Promise<KeyRecord | undefined>
   /** Adds to the balance (negative allowed for corrections); returns the new balance. */
   topUp (organization: string, amount: Micros): Promise<Micros>
-  /** Balance minus nothing: reservations are held separately (see `available`). */
+  /** The balance, and what live reservations hold of it (available = balance − reserved). */
   getBalance (organization: string): Promise<{ balance: Micros, reserved: Micros } | undefined>
   /** Atomically holds `amount` if balance − reserved ≥ amount; undefined when it does not fit. */
-  reserve (organization: string, amount: Micros): Promise<Reservation | undefined>
-  /** Drops a reservation without charging. */
+  reserve (organization: string, amount: Micros, opts?: ReserveOptions): Promise<Reservation | undefined>
+  /**
+   * Sets what a reservation holds to `amount` (at settle: the call's real cost, so that what is
+   * available is exact before its batched charge commits); returns the reservation to charge or
+   * release from then on. Call it at most once per reservation.
+   */
+  resize (reservation: Reservation, amount: Micros): Promise<Reservation>
+  /** Drops a reservation without charging (dropping one already gone changes nothing on PostgreSQL). */
   release (reservation: Reservation): Promise<void>
+  /** true when holds are stored one by one (PostgreSQL), so listHolds and releaseHold mean something. */
+  readonly holdsStored: boolean
+  /** The holds stored in the ledger (PostgreSQL); [] where holds live in the gateway process. */
+  listHolds (): Promise<Hold[]>
+  /** Deletes one stored hold by id (an operator's release); false when there is none. */
+  releaseHold (id: string): Promise<boolean>
   /**
    * In ONE transaction: drops the reservation (if any), debits `record.cost` from the
    * organization (if any), and inserts the usage record.

@@ -1,9 +1,10 @@
 /** @module ledger/postgres – the shared ledger for many replicas: pooled pg, conditional updates, batched charges. */
 import { randomUUID } from 'node:crypto'
+import { hostname } from 'node:os'
 import pg from 'pg'
 import type { ModelPrice } from '../types/model.ts'
 import { ChargeBatcher, type ChargeItem } from './batch.ts'
-import type { KeyRecord, Ledger, Micros, Reservation, UsageRecord } from './ledger.ts'
+import type { Hold, KeyRecord, Ledger, Micros, ReserveOptions, Reservation, UsageRecord } from './ledger.ts'
 import { POSTGRES_MIGRATIONS } from './migrations.ts'
 import { keyFromRow, keyParams, priceFromRow, USAGE_COLUMNS, usageFromRow, usageParams } from './rows.ts'
 
@@ -18,7 +19,24 @@ export interface PostgresLedgerOptions {
    */
   poolSize?: number
   now?: () => number
+  /**
+   * How long a hold outlives its call's deadline (ms, default 30000): a hold expires at reserve
+   * time + the call's deadline + this margin, and while its call runs the replica that holds it
+   * keeps pushing its expiry to at least now + this margin. A replica that dies stops doing so,
+   * and its holds stop counting once they expire.
+   */
+  holdMarginMs?: number
+  /**
+   * How often this replica renews its live holds and deletes expired ones (ms, default 5000;
+   * at most a third of holdMarginMs, so a live hold is renewed well before it expires).
+   */
+  holdSweepMs?: number
+  /** Who holds, as listed by the admin CLI (default hostname:pid). */
+  owner?: string
 }
+
+/** The database's clock in ms: expiries are written and compared on one clock, whatever the replicas' clocks say. */
+const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint'
 
 const MIGRATE_LOCK = 7_316_001 // pg_advisory_xact_lock key: one migrator at a time across replicas
 
@@ -28,63 +46,68 @@ if (USAGE_TYPES.length !== USAGE_COLUMNS.split(',').length) throw new Error('led
 
 /**
  * A whole batch of charges in ONE statement, so one implicit transaction and one commit.
- * $1–$4 hold one element per charge: the reservation's organization and amount (NULL without a
- * reservation) and the organization and amount to debit (NULL when the record has no organization
- * or costs nothing). Per organization: reserved = GREATEST(reserved − Σ released, 0) (the same as
- * releasing one by one, amounts being ≥ 0) and balance = balance − Σ debits. The organizations'
+ * $1–$3 hold one element per charge: the id of the call's hold (NULL without one), and the
+ * organization and amount to debit (NULL when the record has no organization or costs nothing).
+ * The holds are deleted and, per organization, balance = balance − Σ debits. The organizations'
  * rows are locked in id order first (`locked` is materialized and read in order by the update),
- * so two replicas' batches touching the same organizations never deadlock. $5… are the usage
+ * so two replicas' batches touching the same organizations never deadlock; reserve takes the same
+ * row lock, so it sees a debit and the deletion of its hold together or neither. $4… are the usage
  * columns, one array each, inserted as one multi-row insert. Any failure (say a NOT NULL record
  * column) fails the statement, and nothing of the batch is written. A record whose trace id is
  * already there (the same charge written before: a retry after a connection lost mid-commit) is
- * skipped with its release and debit, so writing a charge twice charges it once.
+ * skipped with its debit, so writing a charge twice charges it once.
  */
-const TRACE_PARAM = USAGE_COLUMNS.split(',').map(c => c.trim()).indexOf('trace_id') + 5
+const TRACE_PARAM = USAGE_COLUMNS.split(',').map(c => c.trim()).indexOf('trace_id') + 4
 const CHARGE_SQL = `WITH recorded AS (
   INSERT INTO usage_records (${USAGE_COLUMNS})
-  SELECT * FROM unnest(${USAGE_TYPES.map((type, i) => `$${i + 5}::${type}[]`).join(', ')})
+  SELECT * FROM unnest(${USAGE_TYPES.map((type, i) => `$${i + 4}::${type}[]`).join(', ')})
   ON CONFLICT (trace_id) DO NOTHING
   RETURNING trace_id
 ), item AS (
-  SELECT DISTINCT ON (i.trace) i.* FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $${TRACE_PARAM}::text[]) WITH ORDINALITY AS i (hold_org, hold_amount, debit_org, debit, trace, n)
+  SELECT DISTINCT ON (i.trace) i.* FROM unnest($1::text[], $2::text[], $3::bigint[], $${TRACE_PARAM}::text[]) WITH ORDINALITY AS i (hold_id, debit_org, debit, trace, n)
   WHERE i.trace IN (SELECT trace_id FROM recorded) ORDER BY i.trace, i.n
+), released AS (
+  DELETE FROM holds WHERE id IN (SELECT hold_id FROM item WHERE hold_id IS NOT NULL)
+  RETURNING id
 ), delta AS (
-  SELECT org, sum(released)::bigint AS released, sum(debit)::bigint AS debit FROM (
-    SELECT hold_org AS org, hold_amount AS released, 0::bigint AS debit FROM item WHERE hold_org IS NOT NULL
-    UNION ALL
-    SELECT debit_org, 0::bigint, debit FROM item WHERE debit_org IS NOT NULL
-  ) AS d GROUP BY org
+  SELECT debit_org AS org, sum(debit)::bigint AS debit FROM item WHERE debit_org IS NOT NULL GROUP BY debit_org
 ), locked AS MATERIALIZED (
-  SELECT o.id, delta.released, delta.debit FROM organizations o JOIN delta ON delta.org = o.id ORDER BY o.id FOR UPDATE OF o
+  SELECT o.id, delta.debit FROM organizations o JOIN delta ON delta.org = o.id ORDER BY o.id FOR UPDATE OF o
 ), moved AS (
-  UPDATE organizations o SET reserved = GREATEST(o.reserved - locked.released, 0), balance = o.balance - locked.debit
+  UPDATE organizations o SET balance = o.balance - locked.debit
   FROM locked WHERE o.id = locked.id
   RETURNING o.id
 )
-SELECT (SELECT count(*) FROM moved) AS organizations, (SELECT count(*) FROM recorded) AS records`
+SELECT (SELECT count(*) FROM moved) AS organizations, (SELECT count(*) FROM recorded) AS records, (SELECT count(*) FROM released) AS released`
 
 /** The statement's parameters for a batch: the money arrays, then one array per usage column. */
 function chargeParams (items: readonly ChargeItem[]): unknown[] {
   const n = items.length
-  const holdOrg = new Array<string | null>(n)
-  const holdAmount = new Array<number | null>(n)
+  const holdId = new Array<string | null>(n)
   const debitOrg = new Array<string | null>(n)
   const debit = new Array<number | null>(n)
   const columns = USAGE_TYPES.map(() => new Array<unknown>(n))
   for (let i = 0; i < n; i++) {
     const { reservation, record } = items[i]
-    // As the per-call code did: release reservation.amount from reservation.organization, debit
-    // record.cost from record.organization when there is one and the call cost something.
-    holdOrg[i] = reservation ? reservation.organization : null
-    holdAmount[i] = reservation ? reservation.amount : null
+    holdId[i] = reservation ? reservation.id : null
     const debits = Boolean(record.organization) && record.cost > 0
     debitOrg[i] = debits ? record.organization! : null
     debit[i] = debits ? record.cost : null
     const params = usageParams(record)
     for (let c = 0; c < columns.length; c++) columns[c][i] = params[c] ?? null
   }
-  return [holdOrg, holdAmount, debitOrg, debit, ...columns]
+  return [holdId, debitOrg, debit, ...columns]
 }
+
+/** Renews this replica's live holds ($1) to expire no sooner than now + $2, and deletes every other expired hold. */
+const SWEEP_SQL = `WITH renewed AS (
+  UPDATE holds SET expires_at = GREATEST(expires_at, ${NOW_MS} + $2) WHERE id = ANY($1::text[]) RETURNING id
+), swept AS (
+  DELETE FROM holds WHERE id IN (
+    SELECT id FROM holds WHERE expires_at <= ${NOW_MS} AND NOT (id = ANY($1::text[])) FOR UPDATE SKIP LOCKED
+  ) RETURNING id
+)
+SELECT (SELECT count(*) FROM renewed) AS renewed, (SELECT count(*) FROM swept) AS swept`
 
 /**
  * SQLSTATE classes that PostgreSQL raises while executing a statement, before its commit: the
@@ -99,34 +122,54 @@ const rolledBack = (err: unknown): boolean =>
   ROLLED_BACK_CLASSES.has(err.code.slice(0, 2))
 
 /**
- * Every money change is one statement with its condition in the WHERE clause (no read-then-write),
- * so replicas sharing the database never lose an update. Charges are batched (see batch.ts): the
- * charges that settle close together are written by one statement, in one transaction.
+ * Every money change is one statement (no read-then-write in the application), so replicas
+ * sharing the database never lose an update. Charges are batched (see batch.ts): the charges that
+ * settle close together are written by one statement, in one transaction.
  *
- * Reservations (reserve, release) commit with synchronous_commit = off, on their own pool: the
- * server acknowledges them without waiting for the WAL flush, so the organization's row lock is
- * held for a moment instead of a disk flush. Why that is safe for money:
- * - A reservation is a hold, not money: it only limits what may be reserved next, and these
- *   statements never touch a balance or a usage record. Only a crash of PostgreSQL itself (not of
- *   a gateway) loses acknowledged asynchronous commits, at most the last few hundred milliseconds
- *   of them (3 × wal_writer_delay). A lost reserve leaves `reserved` lower than the holds
- *   outstanding (its call's release or charge later subtracts it anyway, clamped at 0): until those
- *   calls settle, up to the lost amount more can be reserved, so calls a hold would have refused
- *   may run – money freed, the same kind of overrun as a call costing more than it reserved –
- *   but no money is spent twice and no charge is lost. A lost release leaves a hold standing, as
- *   a gateway killed mid-call already does.
+ * Holds: one row per reservation in `holds`, with an expiry on the database's clock. What is
+ * available to an organization is its balance minus the sum of its unexpired holds; `gw_reserve`
+ * (migration 3) locks the organization's row, sums its live holds and inserts the new one in one
+ * call, so concurrent reserves on any replicas never hold more than the balance. A hold is deleted
+ * by its call's charge or release, or by any replica's sweep once it expired; the replica running
+ * the call renews it meanwhile, so only the holds of a replica that died (or lost the database for
+ * longer than the margin) expire. Each of those statements touches one hold by id, so a retry, or
+ * a sweep racing a late charge, cannot free or charge anything twice.
+ *
+ * Hold statements (reserve, resize, release, sweep) commit with synchronous_commit = off, on their
+ * own pool: the server acknowledges them without waiting for the WAL flush, so the organization's
+ * row lock is held for a moment instead of a disk flush. Why that is safe for money:
+ * - A hold is not money: it only limits what may be reserved next, and these statements never
+ *   touch a balance or a usage record. Only a crash of PostgreSQL itself (not of a gateway) loses
+ *   acknowledged asynchronous commits, at most the last few hundred milliseconds of them
+ *   (3 × wal_writer_delay). A lost reserve lets up to its amount more be reserved until its call
+ *   settles – money freed, the same kind of overrun as a call costing more than it reserved – but
+ *   no money is spent twice and no charge is lost. A lost release or resize leaves a hold standing
+ *   until its expiry.
  * - Asynchronous commit never corrupts data or reorders commits: WAL is flushed in order, so a
  *   synchronous commit (every charge and topUp) flushes every earlier asynchronous one with it,
  *   and recovery ends at a consistent point, as if the lost transactions had never committed.
  * - Charges, top-ups and everything else stay synchronous: an acknowledged charge is on disk.
  */
 export class PostgresLedger implements Ledger {
+  readonly holdsStored = true
   readonly #pool: pg.Pool
-  /** reserve/release only: connections with synchronous_commit = off (see above). */
+  /** Hold statements only: connections with synchronous_commit = off (see above). */
   readonly #holds: pg.Pool
   readonly #schema: string
   readonly #now: () => number
   readonly #batcher = new ChargeBatcher(items => this.#writeCharges(items), { retryItems: rolledBack })
+  readonly #marginMs: number
+  readonly #sweepMs: number
+  readonly #owner: string
+  /** Holds of calls running in this process: renewed until their charge or release. */
+  readonly #live = new Set<string>()
+  /** Renews and sweeps holds; started by the first reserve (the admin CLI never starts it). */
+  #sweeper: NodeJS.Timeout | undefined = undefined
+  #sweeping: Promise<void> | undefined = undefined
+  /** Resizes waiting for the next statement: hold id → amount, and who waits. */
+  #resizes = new Map<string, number>()
+  #resizeWaiters: Array<{ resolve (): void, reject (err: unknown): void }> = []
+  #closed = false
 
   constructor (opts: PostgresLedgerOptions) {
     this.#schema = opts.schema ?? 'public'
@@ -142,6 +185,9 @@ export class PostgresLedger implements Ledger {
     this.#pool = pool(searchPath)
     this.#holds = pool(`${searchPath} -c synchronous_commit=off`)
     this.#now = opts.now ?? Date.now
+    this.#marginMs = opts.holdMarginMs ?? 30_000
+    this.#sweepMs = Math.max(10, Math.min(opts.holdSweepMs ?? 5_000, Math.floor(this.#marginMs / 3)))
+    this.#owner = opts.owner ?? `${hostname()}:${process.pid}`
   }
 
   async migrate (): Promise<void> {
@@ -202,22 +248,88 @@ export class PostgresLedger implements Ledger {
   }
 
   async getBalance (organization: string): Promise<{ balance: Micros, reserved: Micros } | undefined> {
-    const r = await this.#pool.query('SELECT balance, reserved FROM organizations WHERE id = $1', [organization])
+    const r = await this.#pool.query({
+      name: 'gw_balance',
+      text: `SELECT o.balance, (SELECT coalesce(sum(h.amount), 0) FROM holds h WHERE h.organization = o.id AND h.expires_at > ${NOW_MS}) AS reserved FROM organizations o WHERE o.id = $1`,
+      values: [organization],
+    })
     return r.rows[0] ? { balance: Number(r.rows[0].balance), reserved: Number(r.rows[0].reserved) } : undefined
   }
 
-  async reserve (organization: string, amount: Micros): Promise<Reservation | undefined> {
-    const r = await this.#holds.query({ name: 'gw_reserve', text: 'UPDATE organizations SET reserved = reserved + $1 WHERE id = $2 AND balance - reserved >= $1', values: [amount, organization] })
-    return r.rowCount === 1 ? { id: randomUUID(), organization, amount } : undefined
+  async reserve (organization: string, amount: Micros, opts: ReserveOptions = {}): Promise<Reservation | undefined> {
+    const id = randomUUID()
+    const ttl = Math.max(0, Math.ceil(opts.deadlineMs ?? 0)) + this.#marginMs
+    const r = await this.#holds.query({ name: 'gw_reserve', text: 'SELECT gw_reserve($1, $2, $3, $4, $5, $6) AS ok', values: [id, organization, amount, ttl, this.#owner, opts.traceId ?? null] })
+    if (r.rows[0]?.ok !== true) return undefined
+    if (!this.#closed) {
+      this.#live.add(id)
+      this.#sweeper ??= setInterval(() => { void this.sweep().catch(() => {}) }, this.#sweepMs).unref()
+    }
+    return { id, organization, amount }
+  }
+
+  /**
+   * Sets the hold to `amount`. Resizes that arrive in the same turn of the event loop share one
+   * statement; like every hold statement it commits asynchronously (see the class comment).
+   */
+  resize (reservation: Reservation, amount: Micros): Promise<Reservation> {
+    return new Promise<void>((resolve, reject) => {
+      this.#resizes.set(reservation.id, amount)
+      this.#resizeWaiters.push({ resolve, reject })
+      if (this.#resizes.size === 1) setImmediate(() => { void this.#writeResizes() })
+    }).then(() => ({ ...reservation, amount }))
+  }
+
+  async #writeResizes (): Promise<void> {
+    const batch = this.#resizes
+    const waiters = this.#resizeWaiters
+    this.#resizes = new Map()
+    this.#resizeWaiters = []
+    try {
+      await this.#holds.query({
+        name: 'gw_resize',
+        text: 'UPDATE holds h SET amount = v.amount FROM unnest($1::text[], $2::bigint[]) AS v (id, amount) WHERE h.id = v.id',
+        values: [[...batch.keys()], [...batch.values()]],
+      })
+      for (const w of waiters) w.resolve()
+    } catch (err) {
+      for (const w of waiters) w.reject(err)
+    }
   }
 
   async release (reservation: Reservation): Promise<void> {
-    await this.#holds.query({ name: 'gw_release', text: 'UPDATE organizations SET reserved = GREATEST(reserved - $1, 0) WHERE id = $2', values: [reservation.amount, reservation.organization] })
+    // No longer renewed from here on: if the delete fails, the hold still expires.
+    this.#live.delete(reservation.id)
+    await this.#holds.query({ name: 'gw_release', text: 'DELETE FROM holds WHERE id = $1', values: [reservation.id] })
+  }
+
+  /**
+   * Renews this replica's live holds and deletes expired ones (any replica's): safe to run on
+   * every replica at once (rows another sweep is deleting are skipped). Runs every holdSweepMs.
+   */
+  sweep (): Promise<void> {
+    this.#sweeping ??= this.#holds.query({ name: 'gw_sweep', text: SWEEP_SQL, values: [[...this.#live], this.#marginMs] })
+      .then(() => {}).finally(() => { this.#sweeping = undefined })
+    return this.#sweeping
+  }
+
+  async listHolds (): Promise<Hold[]> {
+    const r = await this.#pool.query(`SELECT id, organization, amount, created_at, expires_at, owner, trace_id, expires_at > ${NOW_MS} AS live FROM holds ORDER BY created_at, id`)
+    return r.rows.map(h => ({
+      id: h.id, organization: h.organization, amount: Number(h.amount), createdAt: Number(h.created_at), expiresAt: Number(h.expires_at),
+      live: h.live === true, ...(h.owner ? { owner: h.owner } : {}), ...(h.trace_id ? { traceId: h.trace_id } : {}),
+    }))
+  }
+
+  async releaseHold (id: string): Promise<boolean> {
+    return ((await this.#pool.query('DELETE FROM holds WHERE id = $1', [id])).rowCount ?? 0) === 1
   }
 
   /** Resolves once the batch holding this charge has committed (synchronously: it is on disk). */
-  charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
-    return this.#batcher.charge(reservation, record)
+  async charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
+    await this.#batcher.charge(reservation, record)
+    // Its hold went with the charge.
+    if (reservation) this.#live.delete(reservation.id)
   }
 
   /** One statement, so one transaction: every item of the batch is written, or none is. */
@@ -254,7 +366,11 @@ export class PostgresLedger implements Ledger {
 
   async close (): Promise<void> {
     // Charges queued or being written are committed before the connections go.
+    this.#closed = true
+    clearInterval(this.#sweeper)
     await this.#batcher.flush()
+    if (this.#resizes.size > 0) await this.#writeResizes()
+    await this.#sweeping?.catch(() => {})
     await Promise.all([this.#pool.end().catch(() => {}), this.#holds.end().catch(() => {})])
   }
 }

@@ -2,9 +2,11 @@
  * @module plugins/balance – prepaid balance per organization, and billing.
  *
  * admit: reserve the call's worst-case cost atomically in the ledger (input estimate × input rate
- * + output cap × output rate): 402 when it does not fit, 403 when the key has no organization.
- * settle: when an upstream answered, charge the real cost and write the usage record in ONE
- * transaction (the reservation is dropped in the same transaction); otherwise release it.
+ * + output cap × n × output rate, see core/estimate.ts): 402 when it does not fit, 403 when the
+ * key has no organization.
+ * settle: when an upstream answered, shrink the hold to the real cost at once, then charge it and
+ * write the usage record in ONE (batched) transaction that also drops the hold; otherwise release
+ * the hold. Charges and releases are retried.
  * Concurrent calls can only spend what was reserved; the one overspend possible is a call whose
  * real cost exceeds its own reservation (the input estimate was low), bounded by that difference.
  */
@@ -13,12 +15,13 @@ import { definePlugin } from '../../core/plugin.ts'
 import { gwError } from '../../core/errors.ts'
 import { PriceBook } from '../../core/pricing.ts'
 import { costMicros, reserveMicros } from '../../core/billing.ts'
-import { estimateInputTokens, requestedOutputCap } from '../../core/estimate.ts'
+import { requestedChoices, requestedOutputCap, reservedInputTokens } from '../../core/estimate.ts'
 import type { Reservation } from '../../core/ledger/ledger.ts'
 import type { ModelPrice } from '../../core/types/model.ts'
 import { BalanceConfig } from './schema.ts'
 
-const CHARGE_ATTEMPTS = 4
+/** Attempts at a charge or a release before giving up (with 100 ms × attempt between them). */
+const LEDGER_ATTEMPTS = 4
 
 interface Slot { reservation?: Reservation, price: ModelPrice }
 
@@ -46,6 +49,21 @@ export default definePlugin({
       await deps.ledger.createOrganization(o.id, o.name).catch(() => { created = false })
       if (created && o.initialBalance > 0) await deps.ledger.topUp(o.id, Math.round(o.initialBalance * 1e6))
     }
+    /** Drops a hold, retried like a charge; one that still fails expires by itself (PostgreSQL) or with the process (SQLite memory). */
+    async function release (r: Reservation): Promise<void> {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await deps.ledger.release(r)
+          return
+        } catch (err) {
+          if (attempt >= LEDGER_ATTEMPTS) {
+            deps.log.error({ err, hold: r.id, organization: r.organization, amount: r.amount }, 'balance: a hold could not be released; it stops counting when it expires')
+            return
+          }
+          await sleep(100 * attempt)
+        }
+      }
+    }
     return {
       async onRequest (ctx) {
         const model = ctx.model
@@ -64,10 +82,13 @@ export default definePlugin({
         ctx.state.balance = slot
         if (!config.enforce || !org) return
         const body = ctx.body as Record<string, unknown>
-        const amount = reserveMicros(estimateInputTokens(body), requestedOutputCap(body, model.maxOutputTokens), price)
+        // Input: the whole body as received, capped by the context window; output: the cap for
+        // each of the `n` completions asked for.
+        const input = reservedInputTokens(body, ctx.bodyBytes, model.public.context_length)
+        const amount = reserveMicros(input, requestedOutputCap(body, model.maxOutputTokens) * requestedChoices(body), price)
         let r: Reservation | undefined
         try {
-          r = await deps.ledger.reserve(org, amount)
+          r = await deps.ledger.reserve(org, amount, { deadlineMs: ctx.deadlineMs, traceId: ctx.requestId })
         } catch (err) {
           deps.log.error({ err }, 'balance: ledger unreachable (reserve)')
           throw gwError('GW_ERR_NOT_READY', [], { cause: err })
@@ -81,11 +102,22 @@ export default definePlugin({
         ctx.state.balance = undefined
         const principal = ctx.principal!
         if (!outcome.upstreamSucceeded || !outcome.usage) {
-          if (slot.reservation) await deps.ledger.release(slot.reservation)
+          if (slot.reservation) await release(slot.reservation)
           return
         }
         const u = outcome.usage
         const cost = costMicros(u, slot.price)
+        let reservation = slot.reservation
+        if (reservation && reservation.amount !== cost) {
+          // The hold shrinks to the real cost now, not when the batched charge commits: the
+          // client already has its answer and may call again at once, and must see what is
+          // really available (never a 402 while its money covers the next reservation).
+          try {
+            reservation = await deps.ledger.resize(reservation, cost)
+          } catch (err) {
+            deps.log.warn({ err }, 'balance: could not shrink a hold to the call\'s cost; it is dropped with the charge')
+          }
+        }
         const record = {
           time: deps.now(),
           keyId: principal.keyId,
@@ -105,7 +137,7 @@ export default definePlugin({
         // A transient ledger error must not lose a charge: retry a few times, then log loudly.
         for (let attempt = 1; ; attempt++) {
           try {
-            await deps.ledger.charge(slot.reservation, record)
+            await deps.ledger.charge(reservation, record)
             return
           } catch (err) {
             if ((err as { outcomeUnknown?: boolean })?.outcomeUnknown === true) {
@@ -114,8 +146,10 @@ export default definePlugin({
               // there changes nothing.
               deps.log.warn({ err, traceId: record.traceId }, 'balance: the ledger connection was lost while a charge was committing; retrying it (one charge per trace id, so it cannot be charged twice)')
             }
-            if (attempt >= CHARGE_ATTEMPTS) {
+            if (attempt >= LEDGER_ATTEMPTS) {
               deps.log.fatal({ err, record }, 'balance: charge could not be written; the usage record is in this log line')
+              // Its hold must not outlive it (releasing a hold its charge already dropped changes nothing).
+              if (reservation) await release(reservation)
               return
             }
             await sleep(100 * attempt)

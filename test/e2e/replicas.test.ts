@@ -9,6 +9,7 @@ import { once } from 'node:events'
 import { Redis } from 'ioredis'
 import { redisUrl, databaseUrl, randomId } from '../helpers/backends.ts'
 import { PostgresLedger } from '../../core/ledger/postgres.ts'
+import { until } from '../helpers/until.ts'
 
 const SERVER = resolve('dist/server.js')
 const CONFIG = resolve('test/fixtures/config/replicas.yaml')
@@ -127,6 +128,27 @@ t.test('two replicas, one Redis, one PostgreSQL', async t => {
     t.equal(final!.balance, initial - charged, 'balance == initial − Σ charges')
     t.ok(final!.balance >= 0)
     t.same(new Set(records.map(r => r.provider)), new Set(['echo-slow']))
+  })
+
+  t.test('sequential calls alternating between the replicas: exactly what the money pays for, then 402 until a top-up', async t => {
+    // Learn one call's reservation and its cost.
+    const since = Date.now()
+    const probe = post(a.url, { 'x-forwarded-for': '192.0.2.251' })
+    t.ok(await until(async () => (await ledger.getBalance(ORG))!.reserved > 0))
+    const reservation = (await ledger.getBalance(ORG))!.reserved
+    t.equal((await probe).status, 200)
+    t.ok(await until(async () => (await ledger.listUsage({ from: since })).length === 1 && (await ledger.getBalance(ORG))!.reserved === 0))
+    const cost = (await ledger.listUsage({ from: since }))[0].cost
+    t.ok(cost < reservation)
+    // Pays for the first reservation and five more costs and a half: six calls.
+    const cur = (await ledger.getBalance(ORG))!.balance
+    await ledger.topUp(ORG, reservation + 5 * cost + Math.floor(cost / 2) - cur)
+    const statuses: number[] = []
+    for (let i = 0; i < 10; i++) statuses.push((await post((i % 2 ? a : b).url, { 'x-forwarded-for': `192.0.2.${150 + i}` })).status)
+    t.same(statuses, [200, 200, 200, 200, 200, 200, 402, 402, 402, 402], 'monotonic across both replicas')
+    await ledger.topUp(ORG, reservation)
+    t.equal((await post(b.url, { 'x-forwarded-for': '192.0.2.170' })).status, 200, 'a top-up opens it again')
+    t.ok(await until(async () => (await ledger.getBalance(ORG))!.reserved === 0), 'nothing held')
   })
 
   t.test('SIGTERM: both shut down cleanly', async t => {

@@ -18,6 +18,7 @@ export interface FakeContextInit {
   plugins?: string[]
   now?: () => number
   requestId?: string
+  bodyBytes?: number
 }
 
 export type FakeContext = GatewayContext & {
@@ -44,6 +45,8 @@ export function fakeContext (init: FakeContextInit = {}): FakeContext {
     headers: Object.freeze({ ...(init.headers ?? {}) }),
     body: init.body === undefined ? undefined : deepFreeze(structuredClone(init.body)),
     model: init.model,
+    bodyBytes: init.bodyBytes ?? 0,
+    get deadlineMs () { return seen.deadlineMs },
     get principal () { return principal },
     phase: 'connect' as const,
     signal: controller.signal,

@@ -62,6 +62,45 @@ if (url !== undefined) {
     t.same(await b.getBalance('org'), { balance: 2_000, reserved: 2_000 })
   })
 
+  t.test('PostgresLedger – holds are rows that expire: a dead replica\'s holds come back, a live one\'s are renewed', async t => {
+    const s = schema()
+    // `dead` reserves and is then abandoned (its sweeper stopped, as if the process was killed).
+    const dead = new PostgresLedger({ url, schema: s, holdMarginMs: 300, holdSweepMs: 50, owner: 'dead:1' })
+    const live = new PostgresLedger({ url, schema: s, holdMarginMs: 300, holdSweepMs: 50, owner: 'live:2' })
+    t.teardown(async () => { await dead.close(); await live.close() })
+    await dead.migrate()
+    await dead.createOrganization('org')
+    await dead.topUp('org', 1_000)
+    const lost = await dead.reserve('org', 600, { traceId: 'trace-dead' })
+    t.ok(lost)
+    const kept = await live.reserve('org', 400, { traceId: 'trace-live' })
+    t.ok(kept)
+    t.equal(await live.reserve('org', 1), undefined, 'all held')
+    const holds = await live.listHolds()
+    t.match(holds.map(h => [h.owner, h.amount, h.live, h.traceId]).sort(), [['dead:1', 600, true, 'trace-dead'], ['live:2', 400, true, 'trace-live']], 'listed with owner, amount and trace id')
+    await dead.close() // stops renewing: its hold expires after the margin
+    t.ok(await until(async () => (await live.getBalance('org'))!.reserved === 400), 'the dead replica\'s hold stops counting')
+    t.ok(await until(async () => (await live.listHolds()).length === 1), 'and a live replica\'s sweep deletes it')
+    t.ok(await live.reserve('org', 600), 'its money is available again')
+    t.equal((await live.listHolds()).find(h => h.id === kept!.id)?.live, true, 'the live replica\'s own hold is renewed, past its first expiry')
+    // resize and release are by id: doing them twice frees nothing twice
+    const small = await live.resize(kept!, 100)
+    t.same(await live.getBalance('org'), { balance: 1_000, reserved: 700 })
+    await live.release(small)
+    await live.release(small)
+    t.same(await live.getBalance('org'), { balance: 1_000, reserved: 600 })
+    t.equal(await live.releaseHold('nope'), false)
+    const [h] = await live.listHolds()
+    t.equal(await live.releaseHold(h.id), true, 'an operator releases a hold by id')
+    t.same(await live.getBalance('org'), { balance: 1_000, reserved: 0 })
+    // a charge after its hold was swept still charges, once
+    const late = await live.reserve('org', 500)
+    await live.releaseHold(late!.id)
+    await live.charge(late, usage({ traceId: 'late', cost: 450 }))
+    await live.charge(late, usage({ traceId: 'late', cost: 450 }))
+    t.same(await live.getBalance('org'), { balance: 550, reserved: 0 }, 'charged once')
+  })
+
   t.test('PostgresLedger – a mixed-case schema name works (search_path is quoted)', async t => {
     const s = `T_${randomId()}_Mixed`
     schemas.push(s)
