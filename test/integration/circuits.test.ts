@@ -1,7 +1,8 @@
 /**
  * Circuits through a listening gateway and loopback fake upstreams: every way a half-open trial
- * can end resolves the circuit (closes, re-opens, or frees the trial for the next call), and
- * timeouts open circuits. The clock is injected: cool-downs and trial deadlines pass by moving it, never by sleeping.
+ * can end resolves the circuit (closes, re-opens, or frees the trial for the next call), timeouts
+ * open circuits, and thresholds come from the config file per provider and per model. The clock
+ * is injected: cool-downs and trial deadlines pass by moving it, never by sleeping.
  */
 import t, { type Test } from 'tap'
 import { request as httpRequest, type ServerResponse } from 'node:http'
@@ -171,4 +172,29 @@ t.test('timeouts count toward opening a circuit', async t => {
   const seen = s.chatUp.requests.length
   t.equal((await s.chat(CHAT)).status, 503, 'timeouts opened the circuit')
   t.equal(s.chatUp.requests.length, seen, 'nothing more was sent upstream')
+})
+
+t.test('circuit thresholds from the config file: per model over per provider over the top level', async t => {
+  const s = await setup(t, {
+    doc: (chatOrigin, msgOrigin) => {
+      const doc = upstreamDoc(chatOrigin, msgOrigin, [
+        { id: 'vendor/lenient', circuit: { failureThreshold: 3 }, deployments: [{ provider: 'up-chat', model: 'up-lenient' }] },
+      ])
+      ;(doc.providers as any[])[0].circuit = { failureThreshold: 1, coolDownMs: 100 }
+      return { ...doc, circuit: { failureThreshold: 2, coolDownMs: 1000 } }
+    },
+  })
+  failing(s.chatUp)
+  failing(s.msgUp)
+  t.equal((await s.chat(CHAT)).status, 502)
+  t.equal((await s.chat(CHAT)).status, 503, 'the provider\'s threshold (1) opens its deployments')
+  for (let i = 0; i < 3; i++) t.equal((await s.chat('vendor/lenient')).status, 502, 'the model\'s threshold (3) wins over its provider\'s')
+  t.equal((await s.chat('vendor/lenient')).status, 503)
+  for (let i = 0; i < 2; i++) t.equal((await s.chat(MSG)).status, 502)
+  t.equal((await s.chat(MSG)).status, 503, 'a provider without its own uses the top-level threshold (2)')
+  s.clock.now += 100
+  healthy(s.chatUp)
+  healthy(s.msgUp)
+  t.equal((await s.chat(CHAT)).status, 200, 'the provider\'s cool-down (100 ms) applies')
+  t.equal((await s.chat(MSG)).status, 503, 'the top-level cool-down (1000 ms) still holds')
 })
