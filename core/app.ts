@@ -15,7 +15,7 @@ import { Registry } from './registry.ts'
 import { buildPipeline } from './pipeline.ts'
 import { RequestContext } from './runner.ts'
 import { UpstreamClient } from './upstream.ts'
-import { Circuits, DEFAULT_CIRCUIT, type CircuitOptions } from './routing.ts'
+import { Circuits, type CircuitOptions } from './routing.ts'
 import { compileOrThrow, describeErrors } from './schema.ts'
 import { deepFreeze } from './config.ts'
 import { lookupAll } from './net.ts'
@@ -40,7 +40,8 @@ export interface BuildAppOptions {
   /** Replaces the system resolver handed to plugins (tests: deterministic DNS without a network). */
   resolveHost?: HostResolver
   logger?: Logger
-  circuit?: CircuitOptions
+  /** Circuit defaults over the config file's top-level `circuit` (tests). */
+  circuit?: Partial<CircuitOptions>
 }
 
 export type GatewayApp = FastifyInstance & { gateway: Gateway }
@@ -75,7 +76,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
   const providerRegistry = new Registry<ProviderAdapter<any>>('provider adapter', [...builtinProviders, ...(opts.providers ?? [])])
   const pluginRegistry = new Registry<GatewayPlugin<any>>('plugin', [...builtinPlugins, ...(opts.plugins ?? [])])
   const providers = createProviders(config, providerRegistry, log)
-  const catalog = new Catalog(config.models, config.aliases, new Set(providers.keys()))
+  const providerCircuits = new Map(config.providers.flatMap(p => p.circuit ? [[p.name, p.circuit] as const] : []))
+  const catalog = new Catalog(config.models, config.aliases, new Set(providers.keys()), providerCircuits)
   const backends = opts.store && opts.ledger ? { store: opts.store, ledger: opts.ledger } : await openBackends(config)
   const { store, ledger } = backends
   const { namespaced } = await import('./stores/index.ts')
@@ -91,7 +93,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
     config, catalog, pipeline, providers, translators, store, ledger, log, now,
     upstream: new UpstreamClient(),
     // Circuit state is shared through the store when it is shared (Redis); in memory it stays local.
-    circuits: new Circuits(opts.circuit ?? DEFAULT_CIRCUIT, now, store.shared ? { store: namespaced(store, 'circuit') } : undefined),
+    circuits: new Circuits({ ...config.circuit, ...opts.circuit }, now, store.shared ? { store: namespaced(store, 'circuit') } : undefined),
     inFlight: 0,
     settling: 0,
   }

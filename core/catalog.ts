@@ -1,10 +1,10 @@
 /** @module catalog – the model catalog: public model objects, deployments, aliases, key allow-lists. */
 import type { ModelConfigT } from './config-schema.ts'
-import type { ModelEntry, PublicModel } from './types/model.ts'
+import type { CircuitOverrides, Deployment, ModelEntry, PublicModel } from './types/model.ts'
 import type { Principal } from './types/principal.ts'
 import { gwError } from './errors.ts'
 
-function toEntry (m: ModelConfigT, providers: ReadonlySet<string>): ModelEntry {
+function toEntry (m: ModelConfigT, providers: ReadonlySet<string>, providerCircuits: ReadonlyMap<string, CircuitOverrides>): ModelEntry {
   const pub: PublicModel = {
     id: m.id,
     object: 'model',
@@ -18,7 +18,11 @@ function toEntry (m: ModelConfigT, providers: ReadonlySet<string>): ModelEntry {
   }
   const deployments = m.deployments.map(d => {
     if (!providers.has(d.provider)) throw gwError('GW_ERR_MODEL_CONFIG_INVALID', [m.id, `deployment names unknown provider "${d.provider}"`])
-    return { provider: d.provider, upstreamModel: d.model ?? m.id, priority: d.priority, weight: d.weight }
+    const out: Deployment = { provider: d.provider, upstreamModel: d.model ?? m.id, priority: d.priority, weight: d.weight }
+    // The model's thresholds win over its provider's; what neither sets keeps the defaults.
+    const circuit = { ...providerCircuits.get(d.provider), ...m.circuit }
+    if (Object.keys(circuit).length > 0) out.circuit = Object.freeze(circuit)
+    return out
   }).sort((a, b) => a.priority - b.priority)
   return Object.freeze({
     id: m.id,
@@ -38,10 +42,14 @@ export class Catalog {
   readonly #aliases: ReadonlyMap<string, string>
   readonly #listed: readonly ModelEntry[]
 
-  constructor (models: readonly ModelConfigT[], aliases: Readonly<Record<string, string>>, providers: ReadonlySet<string>) {
+  constructor (
+    models: readonly ModelConfigT[], aliases: Readonly<Record<string, string>>, providers: ReadonlySet<string>,
+    /** provider name → its own circuit thresholds, for the deployments that name it. */
+    providerCircuits: ReadonlyMap<string, CircuitOverrides> = new Map(),
+  ) {
     for (const m of models) {
       if (this.#byId.has(m.id)) throw gwError('GW_ERR_MODEL_CONFIG_INVALID', [m.id, 'listed twice'])
-      this.#byId.set(m.id, toEntry(m, providers))
+      this.#byId.set(m.id, toEntry(m, providers, providerCircuits))
     }
     for (const [alias, target] of Object.entries(aliases)) {
       if (!this.#byId.has(target)) throw gwError('GW_ERR_MODEL_CONFIG_INVALID', [alias, `alias points to unknown model "${target}"`])

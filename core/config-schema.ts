@@ -6,6 +6,26 @@ const Routes = Type.Array(Type.Union(ROUTE_NAMES.map(r => Type.Literal(r))), {
   description: 'Routes this entry applies to; default: the plugin\'s own default (usually all).', minItems: 1, uniqueItems: true,
 })
 
+const CIRCUIT_DOC = {
+  failureThreshold: 'Consecutive failures (connect error, timeout, 5xx) that open a deployment\'s circuit.',
+  coolDownMs: 'How long an open circuit refuses calls before it lets one trial call through.',
+  trialTimeoutMs: 'How long that trial may stay unresolved before it is released and another call may try.',
+}
+
+/** Defaults for every deployment's circuit. */
+const Circuit = Type.Object({
+  failureThreshold: Type.Integer({ minimum: 1, default: 5, description: CIRCUIT_DOC.failureThreshold }),
+  coolDownMs: Type.Integer({ minimum: 0, default: 30000, description: CIRCUIT_DOC.coolDownMs }),
+  trialTimeoutMs: Type.Integer({ minimum: 1, default: 30000, description: CIRCUIT_DOC.trialTimeoutMs }),
+}, { additionalProperties: false, default: {}, description: 'Circuit breaker defaults; a provider\'s or a model\'s own circuit overrides them.' })
+
+/** A provider's or a model's own circuit thresholds; no defaults here, so an absent key falls through. */
+const CircuitOverride = (description: string) => Type.Object({
+  failureThreshold: Type.Optional(Type.Integer({ minimum: 1, description: CIRCUIT_DOC.failureThreshold })),
+  coolDownMs: Type.Optional(Type.Integer({ minimum: 0, description: CIRCUIT_DOC.coolDownMs })),
+  trialTimeoutMs: Type.Optional(Type.Integer({ minimum: 1, description: CIRCUIT_DOC.trialTimeoutMs })),
+}, { additionalProperties: false, description })
+
 export const PipelineEntry = Type.Object({
   plugin: Type.String({ description: 'Built-in plugin name, or the name a custom module declares.', pattern: '^[a-z][a-z0-9-]*$' }),
   module: Type.Optional(Type.String({ description: 'Path of a custom plugin module (default export: definePlugin(...)), relative to the config file.' })),
@@ -17,6 +37,7 @@ export const ProviderEntry = Type.Object({
   name: Type.String({ description: 'Instance name; what X-GW-Provider shows and deployments refer to.', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' }),
   adapter: Type.String({ description: 'Adapter name (a folder under providers/).' }),
   config: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'The adapter\'s own config, checked by its schema.' })),
+  circuit: Type.Optional(CircuitOverride('Circuit thresholds for this provider\'s deployments, over the top-level circuit.')),
 }, { additionalProperties: false })
 
 const Price = Type.Object({
@@ -41,6 +62,7 @@ export const ModelConfig = Type.Object({
   default_parameters: Type.Object({}, { additionalProperties: true, default: {}, description: 'Defaults applied when the request omits them.' }),
   price: Type.Optional(Price),
   deprecated: Type.Boolean({ default: false, description: 'Hidden from lists and refused on calls.' }),
+  circuit: Type.Optional(CircuitOverride('Circuit thresholds for this model\'s deployments, over its provider\'s and the top-level circuit.')),
   deployments: Type.Array(Type.Object({
     provider: Type.String({ description: 'A providers[].name.' }),
     model: Type.Optional(Type.String({ description: 'The upstream\'s model name; default: the id.' })),
@@ -77,6 +99,7 @@ export const GatewayConfigSchema = Type.Object({
       holdSweepMs: Type.Integer({ minimum: 10, default: 5000, description: 'PostgreSQL: how often each replica renews its live holds and deletes expired ones (at most a third of holdMarginMs is used).' }),
     }, { additionalProperties: false, default: {} }),
   }, { additionalProperties: false, default: {} }),
+  circuit: Circuit,
   providers: Type.Array(ProviderEntry, { default: [], description: 'Upstream provider instances.' }),
   models: Type.Array(ModelConfig, { default: [], description: 'The model catalog.' }),
   aliases: Type.Record(Type.String(), Type.String(), { default: {}, description: 'Extra model names mapped to catalog ids (e.g. names Claude Code sends).' }),

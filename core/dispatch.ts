@@ -47,11 +47,14 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
   let tried = 0
   try {
     for (const d of orderDeployments(model.deployments)) {
-      if (!gw.circuits.allow(d)) continue
+      // Settled exactly once however this attempt ends: explicitly below, or on leaving the
+      // iteration (a call cut by the deadline is a failure, any other end releases a trial).
+      using circuit = gw.circuits.allow(d, () => deadline.expired)
+      if (!circuit) continue
       const provider = gw.providers.get(d.provider)!
       const translator = gw.translators[`${clientProtocol}-to-${provider.protocol}`]
       const opts: TranslateOptions = { model, clientModel: String(body.model), upstreamModel: d.upstreamModel, estimatedInputTokens, upstream: provider.translate }
-      const attempt: Attempt = { d, provider, translator, opts }
+      const attempt: Attempt = { d, provider, translator, opts, circuit }
       // A body the translator refuses is the client's fault: no failover (throws 400).
       const upstreamBody = translator.request(body, opts)
       const req = provider.prepare({ model, deployment: d, body: upstreamBody, stream: wantsStream, clientHeaders: ctx.headers, requestId: ctx.requestId })
@@ -62,7 +65,7 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
       } catch (err) {
         if (deadline.expired) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
         if (ctx.aborted) throw err
-        gw.circuits.failure(d)
+        circuit.failure()
         ctx.log.warn({ err, provider: d.provider }, 'upstream unreachable; trying the next deployment')
         lastError = gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err })
         continue
@@ -73,7 +76,7 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
         const loud = res.status === 401 || res.status === 403
         ctx.log[loud ? 'error' : 'warn']({ provider: d.provider, status: res.status, upstreamBody: text.slice(0, 2000) }, loud ? 'upstream refused our provider credentials' : 'upstream error')
         if (isFinal(mapped)) throw mapped
-        if (countsForCircuit(res.status)) gw.circuits.failure(d)
+        if (countsForCircuit(res.status)) circuit.failure()
         lastError = mapped
         continue
       }
@@ -107,7 +110,7 @@ async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply,
   } catch (err) {
     if (deadline.expired) throw new DeadlineExceeded()
     if (ctx.aborted) throw err
-    gw.circuits.failure(a.d)
+    a.circuit.failure()
     return false
   }
   let json: unknown
@@ -115,11 +118,11 @@ async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply,
     if (!isJsonType(res.headers) && !/^\s*[{[]/.test(text)) throw new Error('not JSON')
     json = JSON.parse(text)
   } catch {
-    gw.circuits.failure(a.d)
+    a.circuit.failure()
     ctx.log.warn({ provider: a.d.provider, upstreamBody: text.slice(0, 2000) }, 'upstream answered 2xx with a body that is not JSON')
     return false
   }
-  gw.circuits.success(a.d)
+  a.circuit.success()
   const out = a.translator.response(json, a.opts)
   const o = ctx.outcome
   o.upstreamSucceeded = true

@@ -6,11 +6,64 @@ export interface CircuitOptions {
   failureThreshold: number
   /** How long an open circuit stays open before one trial call is let through (half-open). */
   coolDownMs: number
+  /** How long that trial may stay unresolved before it is released and another call may try. */
+  trialTimeoutMs: number
 }
 
-export const DEFAULT_CIRCUIT: CircuitOptions = { failureThreshold: 5, coolDownMs: 30_000 }
+export const DEFAULT_CIRCUIT: CircuitOptions = { failureThreshold: 5, coolDownMs: 30_000, trialTimeoutMs: 30_000 }
 
-interface CircuitState { failures: number, openedAt: number, trial: boolean }
+/**
+ * One call's admission to a deployment, from `Circuits.allow()`. It is settled exactly once: the
+ * first of `success`, `failure` or `release` counts and later ones do nothing. Disposing it
+ * (`using`) settles whatever is still open, so no way out of a call can leave a half-open
+ * circuit waiting on a trial that will never report.
+ */
+export interface CircuitTicket extends Disposable {
+  /** true when this call is the half-open circuit's single trial. */
+  readonly trial: boolean
+  /** The upstream answered: the circuit closes. */
+  success (): void
+  /** Connect error, timeout, 5xx, unusable answer: counts toward opening; a failed trial re-opens. */
+  failure (): void
+  /** The call ended without saying anything about the upstream (client gone, a request it rightly refused): a trial is freed for the next call. */
+  release (): void
+}
+
+type Settlement = 'success' | 'failure' | 'release'
+
+class Ticket implements CircuitTicket {
+  #settled = false
+
+  constructor (
+    readonly d: Deployment,
+    readonly trial: boolean,
+    readonly settleWith: (ticket: Ticket, how: Settlement) => void,
+    /** Read when the ticket is disposed unsettled: true → the call was cut by its deadline (a failure). */
+    readonly timedOut: (() => boolean) | undefined,
+  ) {}
+
+  success (): void { this.#settle('success') }
+  failure (): void { this.#settle('failure') }
+  release (): void { this.#settle('release') }
+
+  [Symbol.dispose] (): void {
+    if (!this.#settled) this.#settle(this.timedOut?.() === true ? 'failure' : 'release')
+  }
+
+  #settle (how: Settlement): void {
+    if (this.#settled) return
+    this.#settled = true
+    this.settleWith(this, how)
+  }
+}
+
+interface CircuitState {
+  failures: number
+  openedAt: number
+  /** The half-open trial out now, if any, and when it was let through. */
+  trial: Ticket | undefined
+  trialAt: number
+}
 
 /** The part of the key-value store contract circuits use to share state across replicas. */
 export interface CircuitStore {
@@ -22,7 +75,10 @@ export interface CircuitStore {
 /**
  * Circuit breakers keyed by `<provider>/<upstreamModel>`. A circuit opens after
  * `failureThreshold` consecutive failures, lets one trial call through after `coolDownMs`
- * (half-open), and closes on the trial's success or re-opens on its failure.
+ * (half-open), and closes on the trial's success or re-opens on its failure. A trial released
+ * (its call ended without a verdict) or unresolved after `trialTimeoutMs` makes way for the next
+ * call's trial. A deployment's own thresholds (`Deployment.circuit`, from the model's or the
+ * provider's config) override the defaults given here.
  *
  * Decisions are taken on this process's state, never waiting on the network. With a shared store
  * (Redis, many replicas) an opening is published as a key that lives for the cool-down, a success
@@ -34,54 +90,91 @@ export class Circuits {
   readonly #state = new Map<string, CircuitState>()
   /** key → when the shared key was last read (ms), for the background refresh. */
   readonly #synced = new Map<string, number>()
+  /** A deployment's own thresholds merged over the defaults, computed once per deployment. */
+  readonly #merged = new WeakMap<Deployment, CircuitOptions>()
   readonly #store?: CircuitStore
   readonly #syncMs: number
+  readonly #settleWith: (ticket: Ticket, how: Settlement) => void
 
-  constructor (readonly opts: CircuitOptions = DEFAULT_CIRCUIT, readonly now: () => number = Date.now, shared?: { store: CircuitStore, syncMs?: number }) {
+  /** The defaults every deployment starts from. */
+  readonly opts: CircuitOptions
+
+  constructor (opts: Partial<CircuitOptions> = DEFAULT_CIRCUIT, readonly now: () => number = Date.now, shared?: { store: CircuitStore, syncMs?: number }) {
+    this.opts = { ...DEFAULT_CIRCUIT, ...opts }
     this.#store = shared?.store
     this.#syncMs = shared?.syncMs ?? 1000
+    this.#settleWith = (ticket, how) => this.#settle(ticket, how)
   }
 
   static key (d: Deployment): string { return `${d.provider}/${d.upstreamModel}` }
 
-  /** May a call go to this deployment now? Half-open admits exactly one trial. */
-  allow (d: Deployment): boolean {
-    const k = Circuits.key(d)
-    if (this.#store) this.#refresh(k)
-    const s = this.#state.get(k)
-    if (!s || s.failures < this.opts.failureThreshold) return true
-    if (this.now() - s.openedAt < this.opts.coolDownMs) return false
-    if (s.trial) return false
-    s.trial = true
-    return true
+  /** The thresholds that apply to this deployment. */
+  options (d: Deployment): CircuitOptions {
+    if (!d.circuit) return this.opts
+    let o = this.#merged.get(d)
+    if (!o) this.#merged.set(d, o = { ...this.opts, ...d.circuit })
+    return o
   }
 
+  /**
+   * May a call go to this deployment now? A ticket to settle when it may, undefined when not.
+   * Half-open admits exactly one trial at a time. `timedOut` is read if the ticket is disposed
+   * unsettled: a call cut by its deadline counts as a failure, any other unsettled end releases.
+   */
+  allow (d: Deployment, timedOut?: () => boolean): CircuitTicket | undefined {
+    const k = Circuits.key(d)
+    const o = this.options(d)
+    if (this.#store) this.#refresh(k, o)
+    const s = this.#state.get(k)
+    if (!s || s.failures < o.failureThreshold) return new Ticket(d, false, this.#settleWith, timedOut)
+    const t = this.now()
+    if (t - s.openedAt < o.coolDownMs) return undefined
+    // A trial that has not reported within its own deadline no longer holds the circuit.
+    if (s.trial && t - s.trialAt < o.trialTimeoutMs) return undefined
+    const ticket = new Ticket(d, true, this.#settleWith, timedOut)
+    s.trial = ticket
+    s.trialAt = t
+    return ticket
+  }
+
+  /** A ticket's one settlement. A late verdict from a trial already timed out still counts. */
+  #settle (ticket: Ticket, how: Settlement): void {
+    if (how === 'success') return this.success(ticket.d)
+    if (how === 'failure') return this.failure(ticket.d)
+    const s = this.#state.get(Circuits.key(ticket.d))
+    if (s?.trial === ticket) s.trial = undefined
+  }
+
+  /** Records a success outside any ticket; a ticket's `success()` is the usual way. */
   success (d: Deployment): void {
     const k = Circuits.key(d)
     const s = this.#state.get(k)
     this.#state.delete(k)
-    if (this.#store && s && s.failures >= this.opts.failureThreshold) this.#store.del(k).catch(() => {})
+    if (this.#store && s && s.failures >= this.options(d).failureThreshold) this.#store.del(k).catch(() => {})
   }
 
+  /** Records a failure outside any ticket (e.g. a stream that broke after its ticket's success). */
   failure (d: Deployment): void {
     const k = Circuits.key(d)
-    const s = this.#state.get(k) ?? { failures: 0, openedAt: 0, trial: false }
+    const o = this.options(d)
+    const s = this.#state.get(k) ?? { failures: 0, openedAt: 0, trial: undefined, trialAt: 0 }
     s.failures++
-    if (s.failures >= this.opts.failureThreshold) {
+    if (s.failures >= o.failureThreshold) {
       s.openedAt = this.now()
-      s.trial = false
-      this.#store?.set(k, String(s.openedAt), this.opts.coolDownMs).catch(() => {})
+      s.trial = undefined
+      this.#store?.set(k, String(s.openedAt), o.coolDownMs).catch(() => {})
     }
     this.#state.set(k, s)
   }
 
   isOpen (d: Deployment): boolean {
     const s = this.#state.get(Circuits.key(d))
-    return !!s && s.failures >= this.opts.failureThreshold && this.now() - s.openedAt < this.opts.coolDownMs
+    const o = this.options(d)
+    return !!s && s.failures >= o.failureThreshold && this.now() - s.openedAt < o.coolDownMs
   }
 
   /** Background read of the shared key (at most every syncMs per circuit); never awaited by routing. */
-  #refresh (k: string): void {
+  #refresh (k: string, o: CircuitOptions): void {
     const t = this.now()
     const last = this.#synced.get(k)
     if (last !== undefined && t - last < this.#syncMs) return
@@ -90,8 +183,8 @@ export class Circuits {
       if (v === undefined) return
       const openedAt = Number(v)
       const s = this.#state.get(k)
-      if (!Number.isFinite(openedAt) || (s && s.failures >= this.opts.failureThreshold && s.openedAt >= openedAt)) return
-      this.#state.set(k, { failures: this.opts.failureThreshold, openedAt, trial: false })
+      if (!Number.isFinite(openedAt) || (s && s.failures >= o.failureThreshold && s.openedAt >= openedAt)) return
+      this.#state.set(k, { failures: o.failureThreshold, openedAt, trial: undefined, trialAt: 0 })
     }, () => {})
   }
 }

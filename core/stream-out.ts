@@ -9,9 +9,10 @@ import type { Deadline } from './deadline.ts'
 import { SseParser } from './sse.ts'
 import type { CallAbort } from './abort.ts'
 import { gwError } from './errors.ts'
+import type { CircuitTicket } from './routing.ts'
 
 /** One deployment being tried. */
-export interface Attempt { d: Deployment, provider: ProviderInstance, translator: Translator, opts: TranslateOptions }
+export interface Attempt { d: Deployment, provider: ProviderInstance, translator: Translator, opts: TranslateOptions, circuit: CircuitTicket }
 
 /** Headers every inference answer carries. */
 export function inferenceHeaders (ctx: RequestContext, provider: string): Record<string, string> {
@@ -56,7 +57,7 @@ export async function streamResponse (
   const start = (): void => {
     started = true
     deadline.toIdle()
-    gw.circuits.success(a.d)
+    a.circuit.success()
     o.upstreamSucceeded = true
     o.provider = a.d.provider
     // From here on core owns the response and its settle (fastify's hooks no longer see it).
@@ -78,7 +79,7 @@ export async function streamResponse (
     let out = ''
     for (const ev of parser.end()) { events++; out += st.push(ev) }
     if (!started && !st.finished) {
-      gw.circuits.failure(a.d)
+      a.circuit.failure()
       ctx.log.warn({ provider: a.d.provider }, 'upstream stream ended before any output; trying the next deployment')
       return 'retry'
     }
@@ -92,7 +93,7 @@ export async function streamResponse (
     if (!started) {
       if (deadline.expired) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
       if (clientGone) throw err
-      gw.circuits.failure(a.d)
+      a.circuit.failure()
       ctx.log.warn({ err, provider: a.d.provider }, 'upstream stream failed before any output; trying the next deployment')
       return 'retry'
     }

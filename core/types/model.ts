@@ -18,6 +18,15 @@ export interface Deployment {
   priority: number
   /** Relative weight among deployments of equal priority. */
   weight: number
+  /** This deployment's circuit thresholds (the model's over the provider's); absent ones use the defaults. */
+  circuit?: Readonly<CircuitOverrides>
+}
+
+/** Circuit thresholds a model or a provider may set for its deployments. */
+export interface CircuitOverrides {
+  failureThreshold?: number
+  coolDownMs?: number
+  trialTimeoutMs?: number
 }
 
 /** The spec's public model object (the only fields any route returns). */

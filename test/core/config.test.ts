@@ -58,3 +58,22 @@ t.test('config – defaults are filled in for models', async t => {
   t.same(config.models[0].input_modalities, ['text'])
   t.equal(config.models[0].deployments[0].priority, 0)
 })
+
+t.test('config – circuit thresholds: defaults at the top level, optional overrides per provider and per model', async t => {
+  const plain = buildConfig({}, 'c', dir, {})
+  t.same(plain.circuit, { failureThreshold: 5, coolDownMs: 30000, trialTimeoutMs: 30000 })
+  const doc = {
+    circuit: { coolDownMs: 1000 },
+    providers: [{ name: 'p', adapter: 'echo', circuit: { failureThreshold: 2 } }],
+    models: [{ id: 'v/m', circuit: { trialTimeoutMs: 500 }, deployments: [{ provider: 'p' }] }],
+  }
+  const c = buildConfig(doc, 'c', dir, {})
+  t.same(c.circuit, { failureThreshold: 5, coolDownMs: 1000, trialTimeoutMs: 30000 })
+  t.same(c.providers[0].circuit, { failureThreshold: 2 }, 'no defaults filled in an override: absent keys fall through')
+  t.same(c.models[0].circuit, { trialTimeoutMs: 500 })
+  t.throws(() => buildConfig({ ...doc, providers: [{ name: 'p', adapter: 'echo', circuit: { failureThreshold: 0 } }] }, 'c', dir, {}),
+    { code: 'GW_ERR_CONFIG_INVALID', message: /at \/providers\/0\/circuit\/failureThreshold: must be >= 1/ })
+  t.throws(() => buildConfig({ ...doc, circuit: { trialMs: 5 } }, 'c', dir, {}), { code: 'GW_ERR_CONFIG_INVALID', message: /at \/circuit: must NOT have additional properties/ })
+  t.throws(() => buildConfig({ models: [{ id: 'v/m', circuit: { coolDownMs: -1 }, deployments: [{ provider: 'p' }] }] }, 'c', dir, {}),
+    { code: 'GW_ERR_CONFIG_INVALID', message: /at \/models\/0\/circuit\/coolDownMs/ })
+})

@@ -38,3 +38,87 @@ t.test('Circuits – opens after the threshold, half-opens after the cool-down, 
   t.ok(c.allow(dep))
   t.notOk(c.isOpen(dep))
 })
+
+t.test('CircuitTicket – settled once; how each way a half-open trial ends moves the circuit', async t => {
+  const opts = { failureThreshold: 2, coolDownMs: 1000, trialTimeoutMs: 5000 }
+  const open = () => {
+    const clock = { now: 0 }
+    const c = new Circuits(opts, () => clock.now)
+    const dep = d('a')
+    c.failure(dep); c.failure(dep)
+    clock.now = 1000
+    const trial = c.allow(dep)!
+    t.equal(trial.trial, true, 'the cool-down is over: this call is the trial')
+    t.notOk(c.allow(dep), 'and the only one')
+    return { c, dep, trial, clock }
+  }
+
+  t.test('success closes the circuit; later settlements of the same ticket do nothing', async t => {
+    const { c, dep, trial } = open()
+    trial.success()
+    trial.failure()
+    trial.release()
+    t.notOk(c.isOpen(dep))
+    t.equal(c.allow(dep)?.trial, false, 'closed: every call is admitted, none is a trial')
+  })
+
+  t.test('failure re-opens it for another cool-down', async t => {
+    const { c, dep, trial, clock } = open()
+    trial.failure()
+    t.ok(c.isOpen(dep))
+    t.notOk(c.allow(dep))
+    clock.now = 2000
+    t.equal(c.allow(dep)?.trial, true, 'a new trial after the new cool-down')
+  })
+
+  t.test('release frees the trial for the next call at once', async t => {
+    const { c, dep, trial } = open()
+    trial.release()
+    t.equal(c.allow(dep)?.trial, true)
+  })
+
+  t.test('disposed unsettled: released, or a failure when the call timed out', async t => {
+    const { c, dep, trial } = open()
+    trial[Symbol.dispose]()
+    const next = c.allow(dep, () => true)!
+    t.equal(next.trial, true, 'released by disposal')
+    next[Symbol.dispose]()
+    t.ok(c.isOpen(dep), 'a trial cut by its deadline re-opens the circuit')
+  })
+
+  t.test('disposal after a settlement changes nothing', async t => {
+    const { c, dep, trial } = open()
+    trial.success()
+    c.failure(dep)
+    trial[Symbol.dispose]()
+    t.equal(c.allow(dep)?.trial, false, 'one failure after the success: still closed')
+  })
+
+  t.test('a trial that never reports is released after trialTimeoutMs', async t => {
+    const { c, dep, trial, clock } = open()
+    clock.now = 1000 + 4999
+    t.notOk(c.allow(dep), 'still held just before its deadline')
+    clock.now = 1000 + 5000
+    const next = c.allow(dep)!
+    t.equal(next.trial, true, 'another call may try')
+    t.notOk(c.allow(dep), 'one trial at a time still')
+    trial.release()
+    t.notOk(c.allow(dep), 'releasing the stale trial does not free the new one')
+    next.success()
+    t.notOk(c.isOpen(dep))
+  })
+})
+
+t.test('Circuits – a deployment\'s own thresholds override the defaults', async t => {
+  let now = 0
+  const c = new Circuits({ failureThreshold: 5, coolDownMs: 1000, trialTimeoutMs: 1000 }, () => now)
+  const strict = { ...d('strict'), circuit: { failureThreshold: 1, coolDownMs: 50 } }
+  const lax = d('lax')
+  c.failure(strict)
+  c.failure(lax)
+  t.ok(c.isOpen(strict), 'one failure opens the strict deployment')
+  t.notOk(c.isOpen(lax))
+  now = 50
+  t.equal(c.allow(strict)?.trial, true, 'its own cool-down applies')
+  t.same(c.options(strict), { failureThreshold: 1, coolDownMs: 50, trialTimeoutMs: 1000 }, 'unset keys keep the defaults')
+})
