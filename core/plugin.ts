@@ -39,6 +39,14 @@ export interface PluginDeps {
 export interface PluginHooks {
   /** Runs in the plugin's phase; throw a GatewayError to reject. */
   onRequest? (ctx: GatewayContext): void | Promise<void>
+  /**
+   * Runs once an upstream answered and the call's usage is known, just before the answer's last
+   * bytes go to the client (non-streamed: before the body is sent; streamed: before the final
+   * event), in reverse pipeline order. For what the client's next call must already see (the
+   * balance plugin shrinks its hold to the real cost here). The client waits for it: keep it
+   * short. Errors are logged, never thrown; onSettle still runs afterwards.
+   */
+  onAnswered? (ctx: GatewayContext, outcome: Outcome): void | Promise<void>
   /** Runs in reverse pipeline order for every plugin whose onRequest ran, also after errors. */
   onSettle? (ctx: GatewayContext, outcome: Outcome): void | Promise<void>
   /** Readiness of the plugin's own dependencies, for /readyz. */

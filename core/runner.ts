@@ -29,6 +29,7 @@ export class RequestContext implements GatewayContext {
   /** Bytes of the request body as received (for estimates). */
   bodyBytes = 0
   settled = false
+  answeredRan = false
   /** What the call came to so far; core fills it in, settle hands it to plugins. */
   readonly outcome: Outcome = { status: 200, usageEstimated: false, upstreamSucceeded: false, clientAborted: false }
   /** true once core's handler owns settling (it settles after the stream drains). */
@@ -111,7 +112,7 @@ export class RequestContext implements GatewayContext {
     const list = pipeline.plan[this.route][phase]
     for (let i = 0; i < list.length; i++) {
       const p = list[i]
-      if (!p.hooks.onRequest && !p.hooks.onSettle) continue
+      if (!p.hooks.onRequest && !p.hooks.onSettle && !p.hooks.onAnswered) continue
       this.ran.push(p)
       this.#current = p
       try {
@@ -120,6 +121,24 @@ export class RequestContext implements GatewayContext {
         this.#current = undefined
       }
       if (this.aborted) throw gwError('GW_ERR_BAD_REQUEST', ['the client closed the connection'])
+    }
+  }
+
+  /**
+   * Runs `onAnswered` in reverse for every plugin whose request hook ran, at most once per request,
+   * before the answer's last bytes are written. Errors are logged, never thrown.
+   */
+  async answered (outcome: Outcome): Promise<void> {
+    if (this.answeredRan || this.settled) return
+    this.answeredRan = true
+    for (let i = this.ran.length - 1; i >= 0; i--) {
+      const p = this.ran[i]
+      if (!p.hooks.onAnswered) continue
+      try {
+        await p.hooks.onAnswered(this, outcome)
+      } catch (err) {
+        this.log.error({ err, plugin: p.name }, 'answered hook failed')
+      }
     }
   }
 

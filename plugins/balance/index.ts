@@ -23,7 +23,7 @@ import { BalanceConfig } from './schema.ts'
 /** Attempts at a charge or a release before giving up (with 100 ms × attempt between them). */
 const LEDGER_ATTEMPTS = 4
 
-interface Slot { reservation?: Reservation, price: ModelPrice }
+interface Slot { reservation?: Reservation, price: ModelPrice, shrunk?: boolean }
 
 function header (v: string | string[] | undefined): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined
@@ -64,7 +64,27 @@ export default definePlugin({
         }
       }
     }
+    /**
+     * The hold shrinks to the call's real cost before the client has its whole answer, not when
+     * the batched charge commits: a client that calls again at once must see what is really
+     * available (never a 402 while its money covers the next reservation).
+     */
+    async function shrink (slot: Slot, cost: number): Promise<void> {
+      slot.shrunk = true
+      const r = slot.reservation
+      if (!r || r.amount === cost) return
+      try {
+        slot.reservation = await deps.ledger.resize(r, cost)
+      } catch (err) {
+        deps.log.warn({ err }, 'balance: could not shrink a hold to the call\'s cost; it is dropped with the charge')
+      }
+    }
     return {
+      async onAnswered (ctx, outcome) {
+        const slot = ctx.state.balance as Slot | undefined
+        if (!slot?.reservation || !outcome.upstreamSucceeded || !outcome.usage) return
+        await shrink(slot, costMicros(outcome.usage, slot.price))
+      },
       async onRequest (ctx) {
         const model = ctx.model
         const principal = ctx.principal
@@ -107,17 +127,8 @@ export default definePlugin({
         }
         const u = outcome.usage
         const cost = costMicros(u, slot.price)
-        let reservation = slot.reservation
-        if (reservation && reservation.amount !== cost) {
-          // The hold shrinks to the real cost now, not when the batched charge commits: the
-          // client already has its answer and may call again at once, and must see what is
-          // really available (never a 402 while its money covers the next reservation).
-          try {
-            reservation = await deps.ledger.resize(reservation, cost)
-          } catch (err) {
-            deps.log.warn({ err }, 'balance: could not shrink a hold to the call\'s cost; it is dropped with the charge')
-          }
-        }
+        if (!slot.shrunk) await shrink(slot, cost)
+        const reservation = slot.reservation
         const record = {
           time: deps.now(),
           keyId: principal.keyId,
