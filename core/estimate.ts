@@ -19,6 +19,11 @@ function walk (v: unknown, acc: { chars: number, images: number }, depth: number
   }
 }
 
+/** Output tokens for generated characters a stream relayed before its final usage came: 4 per token, rounded up. */
+export function estimateOutputTokens (chars: number): number {
+  return Math.ceil(chars / CHARS_PER_TOKEN)
+}
+
 /** Rough input tokens of a chat or messages request: text of messages, system and tools. */
 export function estimateInputTokens (body: Record<string, unknown>): number {
   const acc = { chars: 0, images: 0 }
