@@ -78,6 +78,8 @@ export const GatewayConfigSchema = Type.Object({
     bodyLimitBytes: Type.Integer({ minimum: 1, default: 67108864, description: 'Hard cap on any request body (env GATEWAY_OPENAPI_MAX_REQUEST_BODY_BYTES).' }),
     shutdownGraceMs: Type.Integer({ minimum: 0, default: 30000, description: 'SIGTERM: how long in-flight calls may take to finish.' }),
     exemptProbesFromPlugins: Type.Boolean({ default: false, description: 'When true, /healthz and /readyz skip every plugin.' }),
+    maxUpstreamBodyBytes: Type.Integer({ minimum: 1, default: 33554432, description: 'Largest non-streamed upstream answer read (bytes); past it the call fails with 502.' }),
+    maxUpstreamEventBytes: Type.Integer({ minimum: 1, default: 8388608, description: 'Largest single event (or line) of an upstream stream (bytes); past it the call fails with 502 (an error event once streaming).' }),
   }, { additionalProperties: false, default: {} }),
   logging: Type.Object({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)), { default: 'info', description: 'pino level.' }),

@@ -8,8 +8,8 @@ import { gwError, isGatewayError, type GatewayError } from './errors.ts'
 import { Deadline, DeadlineExceeded } from './deadline.ts'
 import { CallAbort } from './abort.ts'
 import { orderDeployments } from './routing.ts'
-import { defaultMapError, countsForCircuit, isFinal, readText } from './upstream-errors.ts'
-import { estimateInputTokens } from './estimate.ts'
+import { defaultMapError, countsForCircuit, isFinal, readCapped, readText, UpstreamBodyTooLarge } from './upstream-errors.ts'
+import { estimateInputTokens, estimateOutputTokens } from './estimate.ts'
 import { streamResponse, inferenceHeaders, type Attempt } from './stream-out.ts'
 
 /** Upstream error bodies are read up to this size for logs and 400 messages. */
@@ -102,14 +102,23 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
   }
 }
 
-/** Non-streamed answer: read it whole (within the deadline), translate, send. false → fail over. */
+/**
+ * Non-streamed answer: read it whole (within the deadline and `server.maxUpstreamBodyBytes`),
+ * translate, send. false → fail over. An answer past the size cap fails the call (502): another
+ * deployment would be asked to generate it again.
+ */
 async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply, res: UpstreamResponse, a: Attempt, deadline: Deadline): Promise<boolean> {
   let text: string
   try {
-    text = await readText(res.body)
+    text = await readCapped(res.body, res.headers, gw.config.server.maxUpstreamBodyBytes)
   } catch (err) {
     if (deadline.expired) throw new DeadlineExceeded()
     if (ctx.aborted) throw err
+    if (err instanceof UpstreamBodyTooLarge) {
+      a.circuit.failure()
+      ctx.log.warn({ provider: a.d.provider, limitBytes: err.limitBytes, contentType: res.headers['content-type'] }, 'an upstream answer passed server.maxUpstreamBodyBytes; the call fails')
+      throw gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err })
+    }
     a.circuit.failure()
     return false
   }
@@ -119,7 +128,8 @@ async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply,
     json = JSON.parse(text)
   } catch {
     a.circuit.failure()
-    ctx.log.warn({ provider: a.d.provider, upstreamBody: text.slice(0, 2000) }, 'upstream answered 2xx with a body that is not JSON')
+    // Never the body itself: a 2xx answer may hold completion text, which logs must not.
+    ctx.log.warn({ provider: a.d.provider, contentType: res.headers['content-type'], bodyChars: text.length }, 'upstream answered 2xx with a body that is not JSON')
     return false
   }
   a.circuit.success()
@@ -127,8 +137,13 @@ async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply,
   const o = ctx.outcome
   o.upstreamSucceeded = true
   o.provider = a.d.provider
-  o.usage = out.usage ?? { inputTokens: a.opts.estimatedInputTokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: Math.ceil(text.length / 4) }
+  // No usage in the answer: bill the estimate, with the whole answer's characters as output
+  // (more than its text alone, so never less than what the client gets).
+  o.usage = out.usage ?? { inputTokens: a.opts.estimatedInputTokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: estimateOutputTokens(text.length) }
   o.usageEstimated = !out.usage
+  // The cost is known before the client has its answer: plugins settle what its next call must
+  // already see (the balance hold shrinks to it).
+  await ctx.answered(o)
   reply.code(200).headers(inferenceHeaders(ctx, a.d.provider)).header('content-type', 'application/json')
   await reply.send(a.translator.passthrough ? text : JSON.stringify(out.body))
   return true

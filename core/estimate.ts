@@ -83,6 +83,11 @@ function scan (roots: readonly unknown[]): Scan {
   return acc
 }
 
+/** Output tokens for generated characters a stream relayed before its final usage came: 4 per token, rounded up. */
+export function estimateOutputTokens (chars: number): number {
+  return Math.ceil(chars / CHARS_PER_TOKEN)
+}
+
 /**
  * Rough prompt tokens of a chat or messages request, for a client's context meter (message_start):
  * the text of messages, system and tools at 4 characters per token, plus 3 per message and

@@ -107,8 +107,15 @@ export interface StreamTranslator {
   end (): string
   /** Failure after the first byte → protocol-correct terminal error bytes. */
   fail (message: string, status?: number): string
-  /** Usage read so far (undefined if none was reported). */
+  /**
+   * The upstream's final usage (messages: `message_delta`; chat: the usage chunk, or usage on a
+   * finishing chunk); undefined until it arrived. Never a stream's provisional counts.
+   */
   readonly usage: Usage | undefined
+  /** Counts reported before the end (messages `message_start`, running chat usage), for a stream that ends without final usage. */
+  readonly startUsage: Usage | undefined
+  /** Characters of generated text, tool-call arguments and thinking relayed so far. */
+  readonly outputChars: number
   /** true once the upstream signalled a proper finish. */
   readonly finished: boolean
 }

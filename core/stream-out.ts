@@ -1,15 +1,17 @@
 /** @module stream-out – relays an upstream event stream to the client through a stream translator. */
-import { once } from 'node:events'
+import type { ServerResponse } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import type { Gateway } from './gateway.ts'
 import type { RequestContext } from './runner.ts'
-import type { ProviderInstance, Translator, TranslateOptions, UpstreamResponse } from './provider.ts'
+import type { ProviderInstance, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from './provider.ts'
 import type { Deployment } from './types/model.ts'
 import type { Deadline } from './deadline.ts'
-import { SseParser } from './sse.ts'
+import { SseParser, SseEventTooLarge } from './sse.ts'
 import type { CallAbort } from './abort.ts'
 import { gwError } from './errors.ts'
 import type { CircuitTicket } from './routing.ts'
+import type { Usage } from './types/usage.ts'
+import { estimateOutputTokens } from './estimate.ts'
 
 /** One deployment being tried. */
 export interface Attempt { d: Deployment, provider: ProviderInstance, translator: Translator, opts: TranslateOptions, circuit: CircuitTicket }
@@ -28,6 +30,44 @@ export function inferenceHeaders (ctx: RequestContext, provider: string): Record
 /** Reason for the abort that releases a finished call's upstream handle (one shared Error, not one per stream). */
 const STREAM_OVER = new Error('the stream is over')
 
+/**
+ * What a stream is billed for. The upstream's final usage when it came. Otherwise (client gone,
+ * upstream cut or failed, deadline) at least what was relayed, marked estimated: input from the
+ * upstream's early count (messages `message_start`) or the gateway's estimate, output from the
+ * characters of text, tool arguments and thinking relayed, 4 per token rounded up (or a larger
+ * running count the upstream reported).
+ */
+export function billedStreamUsage (st: StreamTranslator, estimatedInputTokens: number): { usage: Usage, estimated: boolean } {
+  if (st.usage) return { usage: st.usage, estimated: false }
+  const early = st.startUsage
+  const input = early !== undefined && early.inputTokens > 0 ? early : undefined
+  return {
+    usage: {
+      inputTokens: input?.inputTokens ?? estimatedInputTokens,
+      cachedInputTokens: input?.cachedInputTokens ?? 0,
+      cacheWriteTokens: input?.cacheWriteTokens ?? 0,
+      outputTokens: Math.max(estimateOutputTokens(st.outputChars), early?.outputTokens ?? 0),
+    },
+    estimated: true,
+  }
+}
+
+/** Resolves when `raw` drains, closes, or the call is aborted (the deadline fired), whichever comes first. */
+function drainOrAbort (raw: ServerResponse, controller: CallAbort): Promise<void> {
+  if (controller.aborted) return Promise.resolve()
+  return new Promise(resolve => {
+    const done = (): void => {
+      raw.off('drain', done)
+      raw.off('close', done)
+      controller.off('abort', done)
+      resolve()
+    }
+    raw.on('drain', done)
+    raw.on('close', done)
+    controller.on('abort', done)
+  })
+}
+
 const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
@@ -43,16 +83,23 @@ export async function streamResponse (
   gw: Gateway, ctx: RequestContext, reply: FastifyReply, res: UpstreamResponse, a: Attempt,
   controller: CallAbort, deadline: Deadline,
 ): Promise<'served' | 'retry'> {
-  const parser = new SseParser()
+  const parser = new SseParser({ maxEventBytes: gw.config.server.maxUpstreamEventBytes })
   const st = a.translator.stream(ctx.body as Record<string, any>, a.opts)
   const raw = reply.raw
   let started = false
-  let events = 0
   const o = ctx.outcome
 
+  // A client that stops reading must not hold the call: while it has not drained, no upstream
+  // chunk is read, so the stream-gap deadline runs out and aborts the call; the client is then
+  // disconnected (the caller sees raw.destroyed) and the stream settles as a client abort.
   const write = async (out: string): Promise<void> => {
     if (!out || raw.destroyed) return
-    if (!raw.write(out)) await Promise.race([once(raw, 'drain'), once(raw, 'close')])
+    if (raw.write(out)) return
+    await drainOrAbort(raw, controller)
+    if (!raw.destroyed && raw.writableNeedDrain) {
+      ctx.log.warn({ provider: a.d.provider, gapMs: deadline.ms }, 'the client stopped reading the stream; disconnecting it')
+      raw.destroy()
+    }
   }
   const start = (): void => {
     started = true
@@ -66,18 +113,29 @@ export async function streamResponse (
     raw.writeHead(200, { ...SSE_HEADERS, ...inferenceHeaders(ctx, a.d.provider) })
   }
 
+  // Before the events that end the stream go out, the call's cost is known: plugins settle what
+  // the client's next call must already see (the balance hold shrinks to it).
+  const answered = async (): Promise<void> => {
+    if (ctx.answeredRan) return
+    const billed = billedStreamUsage(st, a.opts.estimatedInputTokens)
+    o.usage = billed.usage
+    o.usageEstimated = billed.estimated
+    await ctx.answered(o)
+  }
+
   try {
     for await (const chunk of res.body) {
       deadline.bump()
       let out = ''
-      for (const ev of parser.push(chunk as Buffer)) { events++; out += st.push(ev) }
+      for (const ev of parser.push(chunk as Buffer)) out += st.push(ev)
       if (!out) continue
       if (!started) start()
+      if (st.finished) await answered()
       await write(out)
       if (raw.destroyed) throw new Error('client closed the connection')
     }
     let out = ''
-    for (const ev of parser.end()) { events++; out += st.push(ev) }
+    for (const ev of parser.end()) out += st.push(ev)
     if (!started && !st.finished) {
       a.circuit.failure()
       ctx.log.warn({ provider: a.d.provider }, 'upstream stream ended before any output; trying the next deployment')
@@ -86,13 +144,21 @@ export async function streamResponse (
     out += st.end()
     if (!started) start()
     if (!st.finished) o.error = gwError('GW_ERR_UPSTREAM_FAILED')
+    else await answered()
     await write(out)
+    if (raw.destroyed) throw new Error('client closed the connection')
     raw.end()
   } catch (err) {
     const clientGone = ctx.aborted || raw.destroyed
+    const tooLarge = err instanceof SseEventTooLarge
+    if (tooLarge) ctx.log.warn({ provider: a.d.provider, limitBytes: err.limitBytes }, 'an upstream stream event passed server.maxUpstreamEventBytes; the call fails')
     if (!started) {
       if (deadline.expired) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
       if (clientGone) throw err
+      if (tooLarge) {
+        a.circuit.failure()
+        throw gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err })
+      }
       a.circuit.failure()
       ctx.log.warn({ err, provider: a.d.provider }, 'upstream stream failed before any output; trying the next deployment')
       return 'retry'
@@ -104,7 +170,7 @@ export async function streamResponse (
       await write(st.fail('The stream went silent past the time limit.', 408))
     } else {
       gw.circuits.failure(a.d)
-      ctx.log.warn({ err, provider: a.d.provider }, 'upstream stream broke after the first byte')
+      if (!tooLarge) ctx.log.warn({ err, provider: a.d.provider }, 'upstream stream broke after the first byte')
       o.error = gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err })
       await write(st.fail('The model service failed mid-stream.', 502))
     }
@@ -113,8 +179,9 @@ export async function streamResponse (
   } finally {
     if (started) {
       o.status = 200
-      o.usage = st.usage ?? { inputTokens: a.opts.estimatedInputTokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: Math.max(0, events - 3) }
-      o.usageEstimated = !st.usage
+      const billed = billedStreamUsage(st, a.opts.estimatedInputTokens)
+      o.usage = billed.usage
+      o.usageEstimated = billed.estimated
       controller.abort(STREAM_OVER)
       await ctx.settle(o)
     }

@@ -3,9 +3,6 @@ import type { Readable } from 'node:stream'
 import { gwError, type GatewayError } from './errors.ts'
 import type { UpstreamResponse } from './provider.ts'
 
-/** Upstream error text kept for a client's 400 is cut to this many characters. */
-const MAX_MESSAGE_CHARS = 500
-
 /** Reads a body to a string, keeping at most `max` bytes (the rest is drained and dropped). */
 export async function readText (body: Readable, max = Infinity): Promise<string> {
   // undici's bodies have text(), which skips the async iterator (it showed in profiles).
@@ -21,13 +18,79 @@ export async function readText (body: Readable, max = Infinity): Promise<string>
   return (size > max ? buf.subarray(0, max) : buf).toString('utf8')
 }
 
-/** Removes what could name the provider's address or credentials from an upstream message. */
+/** Raised when an upstream answer passes the configured size cap. */
+export class UpstreamBodyTooLarge extends Error {
+  constructor (readonly limitBytes: number) {
+    super(`the upstream answer passed ${limitBytes} bytes`)
+    this.name = 'UpstreamBodyTooLarge'
+  }
+}
+
+/**
+ * Reads a whole answer of at most `max` bytes; past that it stops reading, destroys the body (the
+ * upstream connection closes) and throws UpstreamBodyTooLarge. A declared Content-Length over the
+ * cap fails before any byte is read; one within it takes undici's text() fast path (undici never
+ * delivers more than the declared length).
+ */
+export async function readCapped (body: Readable, headers: UpstreamResponse['headers'], max: number): Promise<string> {
+  const declared = typeof headers['content-length'] === 'string' ? Number(headers['content-length']) : NaN
+  if (declared > max) {
+    body.destroy()
+    throw new UpstreamBodyTooLarge(max)
+  }
+  const text = (body as Readable & { text?: () => Promise<string> }).text
+  if (Number.isFinite(declared) && typeof text === 'function') return text.call(body)
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of body) {
+    const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk as Buffer
+    size += b.length
+    if (size > max) {
+      body.destroy()
+      throw new UpstreamBodyTooLarge(max)
+    }
+    chunks.push(b)
+  }
+  return Buffer.concat(chunks, size).toString('utf8')
+}
+
+/** Upstream error text kept for a client is cut to this many characters. */
+const MAX_MESSAGE_CHARS = 500
+/** Marks a message that was cut. */
+const CUT_MARK = '…'
+
+/**
+ * What could name the provider's address or credentials. Each pattern is linear: the scheme is at
+ * most 32 characters, so no start position rescans a long run of text.
+ */
+const SECRETS: ReadonlyArray<[RegExp, string]> = [
+  [/\b[a-z][a-z0-9+.-]{0,31}:\/\/[^\s"'<>]+/gi, '[url]'],
+  [/\b(?:sk|pk|rk|key|token)[-_][A-Za-z0-9_-]{6,}/gi, '[redacted]'],
+  [/\bBearer\s+\S+/gi, 'Bearer [redacted]'],
+]
+
+const isSpace = (c: number): boolean => c === 32 || (c >= 9 && c <= 13)
+
+/**
+ * The one sanitizer for upstream text that may reach a client (an upstream 400's message, an error
+ * event in a stream, on either protocol). It cuts first, so the scrub runs on a bounded text, and
+ * drops a word the cut split: its head could be part of a URL or key that no longer matches.
+ * Then it replaces URLs, key-like tokens and bearer tokens.
+ */
 export function sanitizeUpstreamMessage (message: string): string {
-  return message
-    .replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi, '[url]')
-    .replace(/\b(sk|pk|rk|key|token)[-_][A-Za-z0-9_-]{6,}/gi, '[redacted]')
-    .replace(/\bBearer\s+\S+/gi, 'Bearer [redacted]')
-    .slice(0, MAX_MESSAGE_CHARS)
+  let s = message
+  let cut = false
+  if (s.length > MAX_MESSAGE_CHARS) {
+    cut = true
+    s = s.slice(0, MAX_MESSAGE_CHARS)
+    if (!isSpace(message.charCodeAt(MAX_MESSAGE_CHARS))) {
+      let i = s.length
+      while (i > 0 && !isSpace(s.charCodeAt(i - 1))) i--
+      s = s.slice(0, i)
+    }
+  }
+  for (const [re, by] of SECRETS) s = s.replace(re, by)
+  return cut ? s + CUT_MARK : s
 }
 
 /** The message inside either protocol's error body, or undefined. */

@@ -3,16 +3,20 @@
  *
  * The request changes as little as possible (model name, defaults, unsupported standard parameters
  * dropped, usage asked for on streams). Answers go out byte for byte; a stream is forwarded event by
- * event, and only chunks that can carry usage or a finish are parsed.
+ * event (each chunk is parsed for usage, finish and the output relayed, never re-serialized; an
+ * upstream error chunk is rebuilt with its text sanitized).
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions } from '../../core/provider.ts'
 import { usageFromChat, type Usage } from '../../core/types/usage.ts'
 import { sseData } from '../../core/sse.ts'
-import { applyModelParameters, CHAT_STANDARD } from './common.ts'
+import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
+import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, safeErrorType } from './common.ts'
 
 class ChatPassStream implements StreamTranslator {
   usage: Usage | undefined
+  startUsage: Usage | undefined
   finished = false
+  outputChars = 0
   #done = false
   readonly #clientWantsUsage: boolean
 
@@ -28,24 +32,51 @@ class ChatPassStream implements StreamTranslator {
       this.finished = true
       return 'data: [DONE]\n\n'
     }
-    if (ev.event === 'error' || data.startsWith('{"error"')) {
-      this.#done = true
-      if (ev.event !== 'error') return ev.raw
-      return data.startsWith('{') ? `data: ${data}\n\n` : sseData({ error: { message: data, type: 'server_error', param: null, code: 502 } })
-    }
     // Chat streams are unnamed `data:` events: a named one (a vendor heartbeat...) is no chunk, and
     // the OpenAI SDK would hand it to the caller as one.
-    if (ev.event !== undefined && ev.event !== '' && ev.event !== 'message') return ''
-    if (data.includes('"finish_reason":"')) this.finished = true
-    if (data.includes('"usage":{')) {
-      let chunk: any
-      try { chunk = JSON.parse(data) } catch { return ev.raw }
-      if (chunk?.usage) this.usage = usageFromChat(chunk.usage)
-      if (!this.#clientWantsUsage && Array.isArray(chunk?.choices) && chunk.choices.length === 0) return ''
-    } else if (!data.startsWith('{')) {
-      return ''
+    const named = ev.event !== undefined && ev.event !== '' && ev.event !== 'message'
+    if (!data.startsWith('{')) {
+      if (ev.event !== 'error') return ''
+      this.#done = true
+      return this.#error(data, undefined, undefined)
+    }
+    let chunk: any
+    try { chunk = JSON.parse(data) } catch { return named ? '' : ev.raw }
+    if (ev.event === 'error' || (chunk !== null && typeof chunk === 'object' && chunk.error !== undefined)) {
+      this.#done = true
+      const e = chunk?.error ?? chunk
+      return typeof e === 'object' && e !== null ? this.#error(e.message, e.type, e.code) : this.#error(e, undefined, undefined)
+    }
+    if (named) return ''
+    let finishing = false
+    if (Array.isArray(chunk?.choices)) {
+      for (const c of chunk.choices) {
+        this.outputChars += chatDeltaChars(c?.delta)
+        if (typeof c?.finish_reason === 'string') finishing = true
+      }
+    }
+    if (finishing) this.finished = true
+    if (chunk?.usage && typeof chunk.usage === 'object') {
+      // Final: the usage chunk (no choices) or usage on a finishing chunk. Usage on other chunks is
+      // a running count some vendors send: provisional.
+      const u = usageFromChat(chunk.usage)
+      if (finishing || !Array.isArray(chunk.choices) || chunk.choices.length === 0) this.usage = u
+      else this.startUsage = u
+      if (!this.#clientWantsUsage && Array.isArray(chunk.choices) && chunk.choices.length === 0) return ''
     }
     return ev.raw.endsWith('\n\n') || ev.raw.endsWith('\r\n\r\n') ? ev.raw : `data: ${data}\n\n`
+  }
+
+  /** An upstream error mid-stream, rebuilt with its text sanitized. */
+  #error (message: unknown, type: unknown, code: unknown): string {
+    return sseData({
+      error: {
+        message: typeof message === 'string' ? sanitizeUpstreamMessage(message) : 'The model service failed mid-stream.',
+        type: safeErrorType(type, 'server_error'),
+        param: null,
+        code: typeof code === 'number' ? code : 502,
+      },
+    })
   }
 
   end (): string {

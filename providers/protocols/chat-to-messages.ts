@@ -10,7 +10,8 @@ import type { StreamTranslator, Translator, SseEvent, TranslateOptions } from '.
 import { usageFromMessages, usageToChat, type Usage } from '../../core/types/usage.ts'
 import { sseData, SSE_DONE } from '../../core/sse.ts'
 import { gwError } from '../../core/errors.ts'
-import { applyModelParameters, finishFromStop, MESSAGES_STANDARD, newId, parseArgs, safeToolId, textOf } from './common.ts'
+import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
+import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeErrorType, safeToolId, textOf } from './common.ts'
 
 type Block = Record<string, unknown>
 interface Turn { role: 'user' | 'assistant', content: Block[] }
@@ -176,7 +177,9 @@ class MessagesToChatStream implements StreamTranslator {
   readonly #includeUsage: boolean
   #toolCount = 0
   readonly #blocks = new Map<number, { kind: string, toolIdx?: number }>()
-  #u: Record<string, number> | undefined
+  #start: Record<string, number> | undefined
+  #final: Record<string, number> | undefined
+  outputChars = 0
   #stop: unknown = null
   #roleSent = false
 
@@ -185,8 +188,13 @@ class MessagesToChatStream implements StreamTranslator {
     this.#includeUsage = clientBody.stream_options?.include_usage === true
   }
 
+  /** Final only once `message_delta` carried usage; `message_start`'s counts are provisional. */
   get usage (): Usage | undefined {
-    return this.#u ? usageFromMessages(this.#u) : undefined
+    return this.#final ? usageFromMessages(this.#final) : undefined
+  }
+
+  get startUsage (): Usage | undefined {
+    return this.#start ? usageFromMessages(this.#start) : undefined
   }
 
   #chunk (delta: unknown, finish: string | null = null): string {
@@ -204,12 +212,6 @@ class MessagesToChatStream implements StreamTranslator {
     return this.#chunk({ role: 'assistant', content: '' })
   }
 
-  #usage (u: any): void {
-    if (!u || typeof u !== 'object') return
-    this.#u ??= {}
-    for (const k in u) if (typeof u[k] === 'number') this.#u[k] = u[k]
-  }
-
   push (ev: SseEvent): string {
     if (this.#done) return ''
     let d: any
@@ -218,7 +220,7 @@ class MessagesToChatStream implements StreamTranslator {
     switch (name) {
       case 'message_start':
         if (typeof d.message?.id === 'string') this.#id = chatId(d.message.id)
-        this.#usage(d.message?.usage)
+        this.#start = numericUsage(d.message?.usage, this.#start)
         return this.#role()
       case 'content_block_start': {
         const b = d.content_block ?? {}
@@ -237,6 +239,7 @@ class MessagesToChatStream implements StreamTranslator {
       case 'content_block_delta': {
         const blk = this.#blocks.get(d.index)
         const delta = d.delta ?? {}
+        this.outputChars += messagesDeltaChars(delta)
         if (delta.type === 'text_delta' && blk?.kind === 'text' && typeof delta.text === 'string' && delta.text !== '') return this.#chunk({ content: delta.text })
         if (delta.type === 'input_json_delta' && blk?.kind === 'tool_use' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
           return this.#chunk({ tool_calls: [{ index: blk.toolIdx, function: { arguments: delta.partial_json } }] })
@@ -245,14 +248,15 @@ class MessagesToChatStream implements StreamTranslator {
       }
       case 'message_delta':
         if (d.delta && 'stop_reason' in d.delta) this.#stop = d.delta.stop_reason
-        this.#usage(d.usage)
+        // Cumulative counts: they overwrite, never add.
+        if (d.usage && typeof d.usage === 'object') this.#final = numericUsage(d.usage, { ...this.#start, ...this.#final })
         return ''
       case 'message_stop':
         return this.#finishStream()
       case 'error': {
         const e = d.error ?? {}
         this.#done = true
-        return this.#role() + sseData({ error: { message: typeof e.message === 'string' ? e.message : 'The model service failed mid-stream.', type: typeof e.type === 'string' ? e.type : 'api_error', param: null, code: null } })
+        return this.#role() + sseData({ error: { message: typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', type: safeErrorType(e.type, 'api_error'), param: null, code: null } })
       }
       default:
         return '' // ping, content_block_stop, unknown events
@@ -266,7 +270,7 @@ class MessagesToChatStream implements StreamTranslator {
     if (this.#includeUsage) {
       out += sseData({
         id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model, choices: [],
-        usage: usageToChat(this.usage ?? { inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0 }),
+        usage: usageToChat(this.usage ?? this.startUsage ?? { inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0 }),
       })
     }
     return out + SSE_DONE

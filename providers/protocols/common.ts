@@ -106,3 +106,43 @@ export function parseArgs (args: unknown): Record<string, unknown> | undefined {
     return undefined
   }
 }
+
+/**
+ * Characters of generated output in a messages-protocol `content_block_delta` delta: text, tool
+ * input JSON and thinking (what a stream that ends early is billed for; signatures and citations
+ * are not output).
+ */
+export function messagesDeltaChars (delta: any): number {
+  if (!delta || typeof delta !== 'object') return 0
+  switch (delta.type) {
+    case 'text_delta': return typeof delta.text === 'string' ? delta.text.length : 0
+    case 'input_json_delta': return typeof delta.partial_json === 'string' ? delta.partial_json.length : 0
+    case 'thinking_delta': return typeof delta.thinking === 'string' ? delta.thinking.length : 0
+    default: return 0
+  }
+}
+
+/** Characters of generated output in a chat chunk's `choices[].delta`: content, refusal, reasoning, tool arguments. */
+export function chatDeltaChars (delta: any): number {
+  if (!delta || typeof delta !== 'object') return 0
+  let n = 0
+  if (typeof delta.content === 'string') n += delta.content.length
+  if (typeof delta.refusal === 'string') n += delta.refusal.length
+  if (typeof delta.reasoning_content === 'string') n += delta.reasoning_content.length
+  else if (typeof delta.reasoning === 'string') n += delta.reasoning.length
+  if (Array.isArray(delta.tool_calls)) {
+    for (const tc of delta.tool_calls) if (typeof tc?.function?.arguments === 'string') n += tc.function.arguments.length
+  }
+  return n
+}
+
+/** An upstream's error `type` when it is a plain identifier (it reaches the client), else `fallback`. */
+export function safeErrorType (type: unknown, fallback: string): string {
+  return typeof type === 'string' && /^[a-z_]{1,64}$/.test(type) ? type : fallback
+}
+
+/** Counts of a usage object that are numbers (merged over what `into` already holds). */
+export function numericUsage (u: any, into: Record<string, number> = {}): Record<string, number> {
+  if (u && typeof u === 'object') for (const k in u) if (typeof u[k] === 'number') into[k] = u[k]
+  return into
+}

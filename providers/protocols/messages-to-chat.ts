@@ -10,7 +10,8 @@ import type { StreamTranslator, Translator, SseEvent, TranslateOptions } from '.
 import { usageFromChat, usageToMessages, type Usage } from '../../core/types/usage.ts'
 import { sseEvent } from '../../core/sse.ts'
 import { gwError } from '../../core/errors.ts'
-import { applyModelParameters, CHAT_STANDARD, messagesErrorType, newId, parseArgs, safeToolId, stopFromFinish, textOf } from './common.ts'
+import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
+import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, messagesErrorType, newId, parseArgs, safeToolId, stopFromFinish, textOf } from './common.ts'
 
 type Msg = Record<string, unknown>
 
@@ -205,7 +206,9 @@ interface ToolBuf { id: string, name: string, args: string }
  * that interleaved parallel fragments each land in their own block. */
 class ChatToMessagesStream implements StreamTranslator {
   usage: Usage | undefined
+  startUsage: Usage | undefined
   finished = false
+  outputChars = 0
   #started = false
   #done = false
   #next = 0
@@ -284,13 +287,20 @@ class ChatToMessagesStream implements StreamTranslator {
     if (chunk === null || typeof chunk !== 'object') return ''
     if (ev.event === 'error' || chunk.error) {
       const e = chunk.error ?? chunk
-      return (this.#started ? '' : this.#start(undefined)) + this.fail(typeof e.message === 'string' ? e.message : 'The model service failed mid-stream.', typeof e.code === 'number' ? e.code : 502)
+      return (this.#started ? '' : this.#start(undefined)) + this.fail(typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', typeof e.code === 'number' ? e.code : 502)
     }
     let out = this.#started ? '' : this.#start(chunk.id)
-    if (chunk.usage) this.usage = usageFromChat(chunk.usage)
     const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
+    if (chunk.usage && typeof chunk.usage === 'object') {
+      // Final: the usage chunk (no choices) or usage on a finishing chunk; a running count on
+      // other chunks is provisional.
+      const u = usageFromChat(chunk.usage)
+      if (!choice || (choice.finish_reason !== null && choice.finish_reason !== undefined)) this.usage = u
+      else this.startUsage = u
+    }
     if (!choice) return out // usage-only chunk: no block logic
     const d = choice.delta ?? {}
+    this.outputChars += chatDeltaChars(d)
     if (typeof d.content === 'string' && d.content !== '') out += this.#text(d.content)
     if (typeof d.refusal === 'string' && d.refusal !== '') { this.#refusal = true; out += this.#text(d.refusal) }
     if (Array.isArray(d.tool_calls)) {

@@ -2,39 +2,57 @@
  * @module protocols/messages-to-messages – messages client, messages upstream: the fast path.
  *
  * Same rules as chat-to-chat: smallest change to the request, answers byte for byte, events
- * forwarded as received; only `message_start` and `message_delta` are parsed (for usage).
+ * forwarded as received; only `message_start`, `message_delta` (usage), content deltas (output
+ * relayed, for a stream cut before its final usage) and `error` (rebuilt, sanitized) are parsed.
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions } from '../../core/provider.ts'
 import { usageFromMessages, type Usage } from '../../core/types/usage.ts'
 import { sseEvent } from '../../core/sse.ts'
-import { applyModelParameters, messagesErrorType, MESSAGES_STANDARD } from './common.ts'
+import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
+import { applyModelParameters, messagesDeltaChars, messagesErrorType, MESSAGES_STANDARD, numericUsage, safeErrorType } from './common.ts'
 
 class MessagesPassStream implements StreamTranslator {
   finished = false
+  outputChars = 0
   #done = false
-  #u: Record<string, number> | undefined
+  #start: Record<string, number> | undefined
+  #final: Record<string, number> | undefined
 
   get usage (): Usage | undefined {
-    return this.#u ? usageFromMessages(this.#u) : undefined
+    return this.#final ? usageFromMessages(this.#final) : undefined
+  }
+
+  get startUsage (): Usage | undefined {
+    return this.#start ? usageFromMessages(this.#start) : undefined
   }
 
   push (ev: SseEvent): string {
     if (this.#done) return ''
     const name = ev.event
-    if (name === 'message_start' || name === 'message_delta') {
+    if (name === 'content_block_delta') {
+      try { this.outputChars += messagesDeltaChars(JSON.parse(ev.data)?.delta) } catch { /* forwarded as is */ }
+    } else if (name === 'message_start' || name === 'message_delta') {
       try {
         const d = JSON.parse(ev.data)
-        const u = name === 'message_start' ? d?.message?.usage : d?.usage
-        if (u && typeof u === 'object') {
-          this.#u ??= {}
-          for (const k in u) if (typeof u[k] === 'number') this.#u[k] = u[k]
-        }
+        // message_start's counts are provisional (output_tokens 1); only message_delta's are final,
+        // and they are cumulative: they overwrite, never add.
+        if (name === 'message_start') this.#start = numericUsage(d?.message?.usage, this.#start)
+        else if (d?.usage && typeof d.usage === 'object') this.#final = numericUsage(d.usage, { ...this.#start, ...this.#final })
       } catch { /* forwarded as is; the client sees what the upstream sent */ }
     } else if (name === 'message_stop') {
       this.finished = true
       this.#done = true
     } else if (name === 'error') {
       this.#done = true
+      let e: any
+      try { e = JSON.parse(ev.data)?.error } catch { /* rebuilt below */ }
+      return sseEvent('error', {
+        type: 'error',
+        error: {
+          type: safeErrorType(e?.type, 'api_error'),
+          message: typeof e?.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.',
+        },
+      })
     } else if (name === undefined) {
       return '' // the SDK drops unnamed events anyway
     }
