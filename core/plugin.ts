@@ -55,6 +55,11 @@ export interface GatewayPlugin<S extends TSchema = TSchema> {
   defaultRoutes?: readonly RouteName[]
   /** JSON Schema (TypeBox) of the plugin's config; enforced by ajv at start-up. */
   configSchema: S
+  /**
+   * Optional: rewrites the validated config before it is frozen, e.g. to replace a secret by its
+   * hash. The result is what `create()` gets and what stays in the gateway's config. May throw.
+   */
+  prepareConfig? (config: Static<S>): Static<S>
   create (config: Static<S>, deps: PluginDeps): PluginHooks | Promise<PluginHooks>
 }
 
