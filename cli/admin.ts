@@ -216,9 +216,20 @@ function usageView (u: UsageRecord): Record<string, unknown> {
   }
 }
 
+/** Columns holding text a client or an operator chose (the Idempotency-Key above all). */
+const USAGE_CSV_TEXT_COLUMNS: ReadonlySet<string> = new Set(['keyId', 'organization', 'project', 'model', 'provider', 'traceId', 'idempotencyKey'])
+
 function csvField (v: unknown): string {
   const s = v === null || v === undefined ? '' : String(v)
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s
+}
+
+/**
+ * Text a spreadsheet would run as a formula (a leading =, +, -, @, tab or CR) gets a leading single
+ * quote, so it opens as text (OWASP, CSV injection).
+ */
+function csvText (v: unknown): unknown {
+  return typeof v === 'string' && /^[=+\-@\t\r]/.test(v) ? `'${v}` : v
 }
 
 function usageCsvRow (u: UsageRecord): string {
@@ -226,7 +237,7 @@ function usageCsvRow (u: UsageRecord): string {
   const cells = USAGE_CSV_COLUMNS.map(c => c === 'priceInput' ? u.price?.input
     : c === 'priceCachedInput' ? u.price?.cachedInput
       : c === 'priceOutput' ? u.price?.output
-        : v[c])
+        : USAGE_CSV_TEXT_COLUMNS.has(c) ? csvText(v[c]) : v[c])
   return cells.map(csvField).join(',') + '\r\n'
 }
 

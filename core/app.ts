@@ -5,7 +5,7 @@ import pino, { type Logger } from 'pino'
 import type { GatewayConfig } from './config-schema.ts'
 import type { GatewayPlugin, HostResolver } from './plugin.ts'
 import type { ProviderAdapter, ProviderInstance } from './provider.ts'
-import type { KvStore } from './stores/kv.ts'
+import type { KvStore, StoreSet } from './stores/kv.ts'
 import type { Ledger } from './ledger/ledger.ts'
 import type { Gateway } from './gateway.ts'
 import type { RouteName } from './context.ts'
@@ -32,6 +32,8 @@ import { builtinProviders, translators } from '../providers/index.ts'
 
 export interface BuildAppOptions {
   /** Injected backends (tests); otherwise opened from config.stores. */
+  stores?: StoreSet
+  /** One injected store for every purpose (tests); `stores` wins when both are given. */
   store?: KvStore
   ledger?: Ledger
   plugins?: readonly GatewayPlugin<any>[]
@@ -78,22 +80,22 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
   const providers = createProviders(config, providerRegistry, log)
   const providerCircuits = new Map(config.providers.flatMap(p => p.circuit ? [[p.name, p.circuit] as const] : []))
   const catalog = new Catalog(config.models, config.aliases, new Set(providers.keys()), providerCircuits)
-  const backends = opts.store && opts.ledger ? { store: opts.store, ledger: opts.ledger } : await openBackends(config)
-  const { store, ledger } = backends
-  const { namespaced } = await import('./stores/index.ts')
+  const { singleStore } = await import('./stores/index.ts')
+  const given = { stores: opts.stores ?? (opts.store ? singleStore(opts.store) : undefined), ledger: opts.ledger }
+  const { stores, ledger } = await openBackends(config, given, now)
   const pipeline = await buildPipeline({
     entries: config.pipeline,
     registry: pluginRegistry,
     baseDir: config.baseDir,
     log,
-    depsFor: (plugin, routes) => ({ store: namespaced(store, plugin.name), ledger, catalog, log: log.child({ plugin: plugin.name }), now, routes, resolveHost }),
+    depsFor: (plugin, routes) => ({ store: stores.open(plugin.name, plugin.storePurpose ?? 'counters'), ledger, catalog, log: log.child({ plugin: plugin.name }), now, routes, resolveHost }),
   })
   deepFreeze(config)
   const gw: Gateway = {
-    config, catalog, pipeline, providers, translators, store, ledger, log, now,
+    config, catalog, pipeline, providers, translators, stores, ledger, log, now,
     upstream: new UpstreamClient(),
     // Circuit state is shared through the store when it is shared (Redis); in memory it stays local.
-    circuits: new Circuits({ ...config.circuit, ...opts.circuit }, now, store.shared ? { store: namespaced(store, 'circuit') } : undefined),
+    circuits: new Circuits({ ...config.circuit, ...opts.circuit }, now, stores.shared ? { store: stores.open('circuit', 'counters') } : undefined),
     inFlight: 0,
     settling: 0,
   }
@@ -177,7 +179,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
     await pipeline.close()
     await Promise.allSettled([...providers.values()].map(p => p.close?.()))
     await gw.upstream.close()
-    if (!opts.store) await store.close()
+    if (!given.stores) await stores.close()
     if (!opts.ledger) await ledger.close()
   })
   return app

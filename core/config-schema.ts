@@ -89,7 +89,9 @@ export const GatewayConfigSchema = Type.Object({
       backend: Type.Union([Type.Literal('memory'), Type.Literal('redis')], { default: 'memory', description: 'Where windows, claims and circuit state live.' }),
       url: Type.Optional(Type.String({ description: 'redis:// URL (backend redis).' })),
       prefix: Type.String({ default: 'gw:', description: 'Prefix of every key.' }),
-      maxKeys: Type.Integer({ minimum: 100, default: 100000, description: 'Memory backend: bound on keys held.' }),
+      maxKeys: Type.Integer({ minimum: 100, default: 100000, description: 'Memory backend: bound on IP-limit counters (and other evictable keys); the least recently used are evicted when full. Also the default of maxWindows and maxClaims.' }),
+      maxWindows: Type.Optional(Type.Integer({ minimum: 1, description: 'Memory backend: bound on quota and spend windows (default: maxKeys). Never evicted before they expire; when full, a call needing a new window gets 503.' })),
+      maxClaims: Type.Optional(Type.Integer({ minimum: 1, description: 'Memory backend: bound on idempotency claims (default: maxKeys). Never evicted before they expire; when full, a new claim gets 503.' })),
     }, { additionalProperties: false, default: {} }),
     ledger: Type.Object({
       backend: Type.Union([Type.Literal('sqlite'), Type.Literal('postgres')], { default: 'sqlite', description: 'Where keys, balances, prices and usage records live.' }),

@@ -63,6 +63,7 @@ export const ERRORS = {
   GW_ERR_MODEL_LIST_UNAVAILABLE: { status: 502, message: 'The model list is temporarily unavailable.', messagesType: 'api_error' },
   GW_ERR_UPSTREAM_UNAVAILABLE: { status: 503, message: 'No provider is available for this model right now.', messagesType: 'overloaded_error' },
   GW_ERR_NOT_READY: { status: 503, message: 'The service is temporarily unavailable.', messagesType: 'overloaded_error' },
+  GW_ERR_STORE_FULL: { status: 503, message: 'The service is temporarily unavailable.', messagesType: 'overloaded_error' },
 } as const satisfies Record<string, ErrorSpec>
 
 export type ErrorCode = keyof typeof ERRORS

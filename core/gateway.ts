@@ -6,7 +6,7 @@ import type { Pipeline } from './pipeline.ts'
 import type { ProviderInstance, Translator, TranslatorKey } from './provider.ts'
 import type { UpstreamClient } from './upstream.ts'
 import type { Circuits } from './routing.ts'
-import type { KvStore } from './stores/kv.ts'
+import type { StoreSet } from './stores/kv.ts'
 import type { Ledger } from './ledger/ledger.ts'
 
 export interface Gateway {
@@ -17,7 +17,7 @@ export interface Gateway {
   readonly translators: Readonly<Record<TranslatorKey, Translator>>
   readonly upstream: UpstreamClient
   readonly circuits: Circuits
-  readonly store: KvStore
+  readonly stores: StoreSet
   readonly ledger: Ledger
   readonly log: Logger
   now (): number

@@ -31,6 +31,7 @@ const ZH_CN: Partial<Record<ErrorCode, string>> = {
   GW_ERR_MODEL_LIST_UNAVAILABLE: '模型列表暂时不可用。',
   GW_ERR_UPSTREAM_UNAVAILABLE: '此模型当前没有可用的服务提供方。',
   GW_ERR_NOT_READY: '服务暂时不可用。',
+  GW_ERR_STORE_FULL: '服务暂时不可用。',
 }
 
 export const CATALOGUES: Readonly<Record<Locale, Partial<Record<ErrorCode, string>>>> = {

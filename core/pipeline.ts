@@ -91,7 +91,17 @@ export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeli
       throw gwError('GW_ERR_PLUGIN_CONFIG_INVALID', [plugin.name, `${where}/config${path === '/' ? '' : path}`, message])
     }
     const routes = [...(entry.routes ?? plugin.defaultRoutes ?? ROUTE_NAMES)]
-    resolved.push({ entry, plugin, config: deepFreeze(config), routes })
+    let prepared: unknown = config
+    if (plugin.prepareConfig) {
+      try {
+        prepared = plugin.prepareConfig(config as never)
+      } catch (err) {
+        throw gwError('GW_ERR_PLUGIN_CONFIG_INVALID', [plugin.name, `${where}/config`, (err as Error).message], { cause: err })
+      }
+      // The gateway's own copy of the entry keeps only the prepared form (no plain secrets).
+      ;(entry as { config?: unknown }).config = structuredClone(prepared)
+    }
+    resolved.push({ entry, plugin, config: deepFreeze(prepared), routes })
   }
   // Dependencies must run earlier: an earlier phase, or earlier in the same phase.
   const rank = (name: string): [number, number] | undefined => {

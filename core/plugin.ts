@@ -3,7 +3,7 @@ import type { TSchema, Static } from '@sinclair/typebox'
 import type { Logger } from 'pino'
 import type { Phase } from './phases.ts'
 import type { GatewayContext, Outcome, RouteName } from './context.ts'
-import type { KvStore } from './stores/kv.ts'
+import type { KvStore, StorePurpose } from './stores/kv.ts'
 import type { Ledger } from './ledger/ledger.ts'
 import type { Catalog } from './catalog.ts'
 import { GatewayError } from './errors.ts'
@@ -20,7 +20,7 @@ export type HostResolver = (host: string) => Promise<readonly string[]>
 
 /** What core hands to `create()`: shared services, never the request or the network. */
 export interface PluginDeps {
-  /** The shared key-value store (memory or Redis), namespaced for this plugin. */
+  /** The shared key-value store (memory or Redis), namespaced for this plugin, for its `storePurpose`. */
   store: KvStore
   /** The ledger (SQLite or PostgreSQL). */
   ledger: Ledger
@@ -62,10 +62,20 @@ export interface GatewayPlugin<S extends TSchema = TSchema> {
   dependencies?: readonly string[]
   /** Context outputs this plugin writes. */
   provides?: readonly PluginOutput[]
+  /**
+   * What `deps.store` holds (default `counters`): `counters` may be evicted under memory pressure
+   * (LRU); `windows` and `claims` are kept until they expire, and a full store refuses new keys.
+   */
+  storePurpose?: StorePurpose
   /** Default `routes` when a pipeline entry names none. */
   defaultRoutes?: readonly RouteName[]
   /** JSON Schema (TypeBox) of the plugin's config; enforced by ajv at start-up. */
   configSchema: S
+  /**
+   * Optional: rewrites the validated config before it is frozen, e.g. to replace a secret by its
+   * hash. The result is what `create()` gets and what stays in the gateway's config. May throw.
+   */
+  prepareConfig? (config: Static<S>): Static<S>
   create (config: Static<S>, deps: PluginDeps): PluginHooks | Promise<PluginHooks>
 }
 

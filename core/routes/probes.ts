@@ -7,7 +7,7 @@ export const SERVICE_NAME = 'model-gateway'
 /** First dependency that is down, or undefined when all answer. */
 export async function firstDown (gw: Gateway): Promise<string | undefined> {
   const checks: [string, () => Promise<boolean>][] = [
-    ['key-value store', () => gw.store.ping()],
+    ['key-value store', () => gw.stores.ping()],
     ['ledger', () => gw.ledger.ping()],
     ['plugins', () => gw.pipeline.ready()],
   ]

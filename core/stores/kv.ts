@@ -32,3 +32,37 @@ export interface KvStore {
   ping (): Promise<boolean>
   close (): Promise<void>
 }
+
+/**
+ * What a plugin keeps in its store, which decides how the embedded (memory) backend bounds it:
+ * `counters` (IP-limit windows and anything that may be forgotten early) sit in an LRU that evicts
+ * the least recently used key when full; `windows` (quota and spend windows) and `claims`
+ * (idempotency claims) are exact state: each sits in its own store that never drops a key before it
+ * expires and refuses new keys when full. Redis holds every purpose in one key space.
+ */
+export const STORE_PURPOSES = ['counters', 'windows', 'claims'] as const
+export type StorePurpose = (typeof STORE_PURPOSES)[number]
+
+/** Thrown by a bounded store that keeps every key until it expires and has no room for a new one. */
+export class StoreFullError extends Error {
+  readonly code = 'GW_STORE_FULL'
+  constructor (readonly purpose: string, readonly bound: string, readonly maxKeys: number) {
+    super(`the ${purpose} store is full (${bound} = ${maxKeys}): no new key until one expires`)
+    this.name = 'StoreFullError'
+  }
+}
+
+export function isStoreFull (err: unknown): err is StoreFullError {
+  return (err as { code?: unknown } | null)?.code === 'GW_STORE_FULL'
+}
+
+/** The stores of one gateway: one key space per plugin, in the store for its purpose. */
+export interface StoreSet {
+  /** true when other processes see the same keys (Redis). */
+  readonly shared: boolean
+  /** The key space `<ns>:` (a plugin name) in the store for `purpose`; closing it closes nothing. */
+  open (ns: string, purpose: StorePurpose): KvStore
+  /** Reachability for /readyz. */
+  ping (): Promise<boolean>
+  close (): Promise<void>
+}

@@ -5,8 +5,10 @@ import type { CounterResult, KvStore } from './kv.ts'
 interface Entry { v: string | number, exp: number }
 
 /**
- * In-process store. At most `maxKeys` keys live at once (the least recently used go first), so a
- * flood of distinct IPs or idempotency keys cannot grow memory without bound. Expiry uses the
+ * In-process store for state that may be forgotten early (IP-limit counters: a forgotten counter
+ * only lets a client through sooner). At most `maxKeys` keys live at once (the least recently used
+ * go first), so a flood of distinct IPs cannot grow memory without bound. Claims and quota windows
+ * must not be forgotten: they live in an ExpiringMemoryStore instead. Expiry uses the
  * injected clock, so tests can move time without sleeping. Single-threaded JavaScript makes every
  * operation atomic.
  */

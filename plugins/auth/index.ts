@@ -45,12 +45,20 @@ export default definePlugin({
   provides: ['principal'],
   defaultRoutes: ['chat', 'messages', 'models', 'reserved'],
   configSchema: AuthConfig,
+  // Plain keys are hashed and dropped before the config is frozen: only hashes stay in memory.
+  prepareConfig (config) {
+    const keys = config.keys.map((k, i) => {
+      if (!k.key === !k.hash) throw new Error(`auth: keys[${i}] needs exactly one of "key" or "hash"`)
+      const { key, ...rest } = k
+      return key === undefined ? k : { ...rest, hash: hashKey(key) }
+    })
+    return { ...config, keys }
+  },
   create (config, deps) {
     const byHash = new Map<string, Entry>()
     for (const [i, k] of config.keys.entries()) {
-      if (!k.key === !k.hash) throw new Error(`auth: keys[${i}] needs exactly one of "key" or "hash"`)
-      const hash = k.hash ?? hashKey(k.key!)
-      byHash.set(hash, { hash, principal: principalOf(k, hash) })
+      if (!k.hash) throw new Error(`auth: keys[${i}] has no hash`)
+      byHash.set(k.hash, { hash: k.hash, principal: principalOf(k, k.hash) })
     }
     const cache = new LRUCache<string, Entry | false>({ max: 10_000, ttl: Math.max(config.ledgerCacheMs, 1) })
 

@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto'
 import { definePlugin } from '../../core/plugin.ts'
 import { gwError } from '../../core/errors.ts'
+import { isStoreFull } from '../../core/stores/kv.ts'
 import { IdempotencyConfig } from './schema.ts'
 
 interface Claim { key: string, token: string }
@@ -25,6 +26,7 @@ export default definePlugin({
   name: 'idempotency',
   phase: 'admit',
   dependencies: ['auth'],
+  storePurpose: 'claims',
   defaultRoutes: ['chat', 'messages'],
   configSchema: IdempotencyConfig,
   create (config, deps) {
@@ -40,6 +42,11 @@ export default definePlugin({
         try {
           won = await deps.store.setIfAbsent(key, token, config.ttlMs)
         } catch (err) {
+          // A claim that cannot be held is refused, never run unclaimed: a duplicate charge is worse.
+          if (isStoreFull(err)) {
+            deps.log.error({ err }, 'idempotency: claim store full, new claims refused with 503 until claims expire')
+            throw gwError('GW_ERR_STORE_FULL', [], { cause: err })
+          }
           deps.log.error({ err }, 'idempotency: store unreachable')
           throw gwError('GW_ERR_NOT_READY', [], { cause: err })
         }

