@@ -52,6 +52,8 @@ export interface RawOptions {
   gapMs?: number
   /** Then this many filler bytes as fast as the socket takes them (an oversized body). */
   flood?: number
+  /** Resolve once a response arrived and the whole flood was written (the server read it all). */
+  untilFlooded?: boolean
   /** How long to wait, at most, for the server to close the connection after a response. */
   waitCloseMs?: number
   /** Bound on the whole exchange. */
@@ -67,6 +69,7 @@ export function rawRequest (port: number, opts: RawOptions): Promise<RawResponse
     let closed = false
     let finished = false
     let stopWriting = false
+    let flooded = false
     const timers: NodeJS.Timeout[] = []
     const finish = (): void => {
       if (finished) return
@@ -81,6 +84,7 @@ export function rawRequest (port: number, opts: RawOptions): Promise<RawResponse
     sock.setEncoding('latin1')
     sock.on('data', (d: string) => {
       raw += d
+      if (opts.untilFlooded && flooded && parseResponse(raw)) finish()
       if (opts.waitCloseMs !== undefined && parseResponse(raw)) timers.push(setTimeout(finish, opts.waitCloseMs))
     })
     sock.on('error', err => { errors.push((err as NodeJS.ErrnoException).code ?? err.message) })
@@ -100,6 +104,12 @@ export function rawRequest (port: number, opts: RawOptions): Promise<RawResponse
           left -= n
           if (!sock.write(n === chunk.length ? chunk : chunk.subarray(0, n))) { sock.once('drain', pump); return }
         }
+        if (left > 0) return
+        // The last chunk is handed to the kernel once the write callback runs.
+        sock.write('', () => {
+          flooded = true
+          if (opts.untilFlooded && parseResponse(raw)) finish()
+        })
       }
       pump()
     })
