@@ -22,6 +22,7 @@ import { lookupAll } from './net.ts'
 import { gwError } from './errors.ts'
 import { renderError, toGatewayError } from './error-reply.ts'
 import { registerBodyParsers } from './body.ts'
+import { clientErrorHandler, discardRestOfBody } from './connection.ts'
 import { openBackends } from './backends.ts'
 import { prepareInference, inferenceRoutes } from './routes/inference.ts'
 import { modelRoutes } from './routes/models.ts'
@@ -100,20 +101,63 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
     settling: 0,
   }
   const slotTemplate = Object.freeze(Object.fromEntries(pipeline.slotNames.map(n => [n, undefined])))
+  const server = config.server
+
+  /** Renders an error in the body shape of the route called, localized, with the trace id. */
+  const sendError = (err: unknown, request: FastifyRequest, reply: FastifyReply, ctx: RequestContext | null): FastifyReply => {
+    const gerr = toGatewayError(err, request.id)
+    if (gerr.statusCode >= 500) request.log.error({ err, code: gerr.code }, 'request failed')
+    if (ctx) {
+      ctx.outcome.error = gerr
+      ctx.outcome.status = gerr.statusCode
+    }
+    const r = renderError(gerr, {
+      protocol: ctx?.protocol ?? (request.url.startsWith('/v1/messages') ? 'messages' : 'none'),
+      requestId: request.id,
+      xLocale: request.headers['x-locale'] as string | undefined,
+      acceptLanguage: request.headers['accept-language'] as string | undefined,
+    })
+    if (!request.raw.complete) {
+      // A client too slow or too broken to finish its body is not waited for; any other early
+      // answer lets the client finish writing (bounded) so it reads the answer, not a reset.
+      if (gerr.code === 'GW_ERR_TIMEOUT' || gerr.code === 'GW_ERR_BAD_HTTP') r.headers.connection = 'close'
+      else discardRestOfBody(request.raw, server)
+    }
+    return reply.code(r.status).headers({ ...ctx?.extraHeaders, ...r.headers, 'x-gw-trace-id': request.id }).send(r.body)
+  }
 
   const app = Fastify({
     loggerInstance: log,
     // No per-request lines from fastify (the gateway logs what it needs); the old top-level
     // disableRequestLogging option is deprecated (FSTDEP023).
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: config.server.bodyLimitBytes,
+    bodyLimit: server.bodyLimitBytes,
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     return503OnClosing: true,
+    // Nothing a stranger sends may hold a connection without bound: node ends the headers, the
+    // whole request (headers and body) and idle keep-alive connections. A request's own response
+    // time is the timeout plugin's, so the socket itself has no inactivity timeout.
+    requestTimeout: server.bodyTimeoutMs,
+    keepAliveTimeout: server.keepAliveTimeoutMs,
+    connectionTimeout: 0,
+    http: {
+      headersTimeout: server.headersTimeoutMs,
+      requestTimeout: server.bodyTimeoutMs,
+      // node checks those deadlines on this period (30 s by default): a fraction of the shortest.
+      connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(server.headersTimeoutMs / 4))),
+    },
+    // Bad percent-encoding in the path and the like: core's error body, not fastify's.
+    frameworkErrors: (err: Error, request: FastifyRequest, reply: FastifyReply) => {
+      const code = (err as { code?: string }).code
+      const mapped = code === 'FST_ERR_BAD_URL' || code === 'FST_ERR_MAX_PARAM_LENGTH' ? gwError('GW_ERR_BAD_URL', [], { cause: err }) : err
+      return sendError(mapped, request, reply, null)
+    },
+    clientErrorHandler: clientErrorHandler(log),
   }) as unknown as GatewayApp
   app.decorate('gateway', gw)
   app.decorateRequest('gw', null)
-  registerBodyParsers(app, config.server.bodyLimitBytes)
+  registerBodyParsers(app, { maxBytes: server.bodyLimitBytes, maxDepth: server.maxJsonDepth })
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const rc = (request.routeOptions.config ?? {}) as RouteConfig
@@ -125,6 +169,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
     reply.raw.once('close', () => { if (!reply.raw.writableFinished) ctx.onClientClose() })
     if (route === 'probes' && config.server.exemptProbesFromPlugins) return
     await ctx.runPhase(pipeline, 'connect')
+    // An unknown route is refused here, before its body is read: nobody parses what nobody serves.
+    if (route === 'other') throw gwError('GW_ERR_ROUTE_NOT_FOUND', [request.method, request.url.split('?')[0]])
     await ctx.runPhase(pipeline, 'authenticate')
   })
 
@@ -145,22 +191,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
   })
 
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const ctx = (request as any).gw as RequestContext | null
-    const gerr = toGatewayError(err, request.id)
-    if (gerr.statusCode >= 500) request.log.error({ err, code: gerr.code }, 'request failed')
-    if (ctx) {
-      ctx.outcome.error = gerr
-      ctx.outcome.status = gerr.statusCode
-    }
-    const r = renderError(gerr, {
-      protocol: ctx?.protocol ?? (request.url.startsWith('/v1/messages') ? 'messages' : 'none'),
-      requestId: request.id,
-      xLocale: request.headers['x-locale'] as string | undefined,
-      acceptLanguage: request.headers['accept-language'] as string | undefined,
-    })
-    // An oversize body is not read to its end: close the connection instead of draining it.
-    if (gerr.code === 'GW_ERR_BODY_TOO_LARGE') r.headers.connection = 'close'
-    return reply.code(r.status).headers({ ...ctx?.extraHeaders, ...r.headers, 'x-gw-trace-id': request.id }).send(r.body)
+    return sendError(err, request, reply, (request as any).gw as RequestContext | null)
   })
 
   app.setNotFoundHandler(async (request: FastifyRequest) => {

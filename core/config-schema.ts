@@ -80,6 +80,12 @@ export const GatewayConfigSchema = Type.Object({
     exemptProbesFromPlugins: Type.Boolean({ default: false, description: 'When true, /healthz and /readyz skip every plugin.' }),
     maxUpstreamBodyBytes: Type.Integer({ minimum: 1, default: 33554432, description: 'Largest non-streamed upstream answer read (bytes); past it the call fails with 502.' }),
     maxUpstreamEventBytes: Type.Integer({ minimum: 1, default: 8388608, description: 'Largest single event (or line) of an upstream stream (bytes); past it the call fails with 502 (an error event once streaming).' }),
+    headersTimeoutMs: Type.Integer({ minimum: 1, default: 30000, description: 'A request\'s headers must arrive whole within this (408, connection closed).' }),
+    bodyTimeoutMs: Type.Integer({ minimum: 1, default: 120000, description: 'The whole request, headers and body, must arrive within this (408 in the route\'s body shape, connection closed). Not the response: see the timeout plugin.' }),
+    keepAliveTimeoutMs: Type.Integer({ minimum: 1, default: 72000, description: 'An idle keep-alive connection is closed after this.' }),
+    lingerMs: Type.Integer({ minimum: 0, default: 10000, description: 'After an error answered before the body was read (413, 401, 404...), how long the rest of the body is read and discarded so the client sees the answer; then the connection is closed.' }),
+    lingerBytes: Type.Integer({ minimum: 0, default: 67108864, description: 'The same bound in bytes discarded.' }),
+    maxJsonDepth: Type.Integer({ minimum: 1, maximum: 10000, default: 128, description: 'Deepest nesting of arrays and objects accepted in a JSON body (400 beyond).' }),
   }, { additionalProperties: false, default: {} }),
   logging: Type.Object({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)), { default: 'info', description: 'pino level.' }),

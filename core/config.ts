@@ -31,10 +31,19 @@ export function substituteEnv (value: unknown, env: Env, source: string): unknow
   return value
 }
 
+/**
+ * Freezes a value and everything reachable from it. Iterative, with an explicit stack: request
+ * bodies are frozen too, and no walk over client data may overflow the call stack.
+ */
 export function deepFreeze<T> (obj: T): T {
-  if (obj !== null && typeof obj === 'object' && !Object.isFrozen(obj)) {
-    Object.freeze(obj)
-    for (const v of Object.values(obj as object)) deepFreeze(v)
+  const stack: unknown[] = [obj]
+  while (stack.length > 0) {
+    const v = stack.pop()
+    if (v === null || typeof v !== 'object' || Object.isFrozen(v)) continue
+    Object.freeze(v)
+    for (const child of Object.values(v)) {
+      if (child !== null && typeof child === 'object') stack.push(child)
+    }
   }
   return obj
 }
@@ -88,6 +97,10 @@ export function buildConfig (doc: unknown, source: string, baseDir: string, env:
   if (!validate(withEnv)) {
     const { path, message } = describeErrors(validate.errors)
     throw gwError('GW_ERR_CONFIG_INVALID', [source, path, message])
+  }
+  // node's HTTP server refuses a headers timeout longer than the whole-request timeout.
+  if (withEnv.server.headersTimeoutMs > withEnv.server.bodyTimeoutMs) {
+    throw gwError('GW_ERR_CONFIG_INVALID', [source, '/server/headersTimeoutMs', 'must not exceed server.bodyTimeoutMs'])
   }
   Object.defineProperty(withEnv, 'source', { value: source, enumerable: false })
   Object.defineProperty(withEnv, 'baseDir', { value: baseDir, enumerable: false })

@@ -24,7 +24,8 @@ export function modelRoutes (app: FastifyInstance, gw: Gateway): void {
     return reply.header('content-type', 'application/json; charset=utf-8').send(JSON.stringify({ object: 'list', data }))
   })
   app.get('/v1/models/*', { config }, async (request, reply) => {
-    const id = decodeURIComponent((request.params as Record<string, string>)['*'] ?? '')
+    // The router has already percent-decoded the wildcard: decoding again breaks ids holding '%'.
+    const id = (request.params as Record<string, string>)['*'] ?? ''
     if (!id) throw gwError('GW_ERR_MODEL_ID_MISSING')
     const ctx = (request as any).gw as RequestContext
     const model = gw.catalog.usable(id, ctx.principal)
