@@ -5,13 +5,12 @@
 // the `n` completions. The balance must hold to README's bound: with the estimate at 4 bytes per
 // token the real input never exceeds the reserved input, so the balance never goes below zero.
 import t, { type Test } from 'tap'
-import pg from 'pg'
 import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, json, chatCompletion } from '../helpers/fake-upstream.ts'
 import { openLedger } from '../../core/ledger/index.ts'
 import type { Ledger } from '../../core/ledger/ledger.ts'
-import { PostgresLedger } from '../../core/ledger/postgres.ts'
-import { databaseUrl, randomId } from '../helpers/backends.ts'
+import { databaseUrl } from '../helpers/backends.ts'
+import { pgLedgers } from '../helpers/pg-ledgers.ts'
 import { until } from '../helpers/until.ts'
 import { reservedInputTokens, requestedChoices, requestedOutputCap } from '../../core/estimate.ts'
 
@@ -90,21 +89,7 @@ t.test('SQLite ledger', t => run(t, sqliteLedger))
 t.test('PostgreSQL ledger', async t => {
   const url = await databaseUrl(t)
   if (url === undefined) return
-  const schemas: string[] = []
-  t.teardown(async () => {
-    const c = new pg.Client({ connectionString: url })
-    await c.connect()
-    for (const s of schemas) await c.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`)
-    await c.end()
-  })
-  await run(t, async t => {
-    const schema = `t_est_${randomId()}`
-    schemas.push(schema)
-    const l = new PostgresLedger({ url, schema })
-    t.teardown(() => l.close())
-    await l.migrate()
-    return l
-  })
+  await run(t, pgLedgers(t, url, 't_est'))
 })
 
 t.test('estimate rules', async t => {

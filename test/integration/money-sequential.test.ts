@@ -3,13 +3,12 @@
 // another on a small balance get exactly as many 200s as the money pays for, then 402 until a
 // top-up; a burst of 100 never gets more. Through a listening gateway, on SQLite and PostgreSQL.
 import t, { type Test } from 'tap'
-import pg from 'pg'
 import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, json, chatCompletion, type FakeUpstream } from '../helpers/fake-upstream.ts'
 import { openLedger } from '../../core/ledger/index.ts'
 import type { Ledger } from '../../core/ledger/ledger.ts'
-import { PostgresLedger } from '../../core/ledger/postgres.ts'
-import { databaseUrl, randomId } from '../helpers/backends.ts'
+import { databaseUrl } from '../helpers/backends.ts'
+import { pgLedgers } from '../helpers/pg-ledgers.ts'
 import { until } from '../helpers/until.ts'
 import { reserveMicros } from '../../core/billing.ts'
 import { reservedInputTokens } from '../../core/estimate.ts'
@@ -111,19 +110,5 @@ t.test('PostgreSQL ledger', async t => {
   if (url === undefined) return
   const up = await fast()
   t.teardown(() => up.close())
-  const schemas: string[] = []
-  t.teardown(async () => {
-    const c = new pg.Client({ connectionString: url })
-    await c.connect()
-    for (const s of schemas) await c.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`)
-    await c.end()
-  })
-  await run(t, async t => {
-    const schema = `t_seq_${randomId()}`
-    schemas.push(schema)
-    const l = new PostgresLedger({ url, schema })
-    t.teardown(() => l.close())
-    await l.migrate()
-    return l
-  }, up)
+  await run(t, pgLedgers(t, url, 't_seq'), up)
 })
