@@ -2,7 +2,9 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import pino, { type Logger } from 'pino'
-import type { GatewayConfig } from './config-schema.ts'
+import { isAbsolute, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import type { GatewayConfig, ProviderEntryT } from './config-schema.ts'
 import type { GatewayPlugin, HostResolver } from './plugin.ts'
 import type { ProviderAdapter, ProviderInstance } from './provider.ts'
 import type { KvStore, StoreSet } from './stores/kv.ts'
@@ -54,10 +56,30 @@ interface RouteConfig { gwRoute?: RouteName, protocol?: Protocol | 'none' }
 /** Redacted wherever a request or its headers are logged. */
 export const REDACT = ['req.headers.authorization', 'req.headers["x-api-key"]', 'headers.authorization', 'headers["x-api-key"]']
 
-function createProviders (config: GatewayConfig, registry: Registry<ProviderAdapter<any>>, log: Logger): Map<string, ProviderInstance> {
+function isProviderAdapter (value: unknown): value is ProviderAdapter {
+  const a = value as ProviderAdapter
+  return typeof a === 'object' && a !== null && typeof a.name === 'string' && typeof a.create === 'function' && typeof a.configSchema === 'object'
+}
+
+/** A custom adapter named by `module:`, loaded the way custom plugins are (path relative to the config file). */
+async function loadProviderModule (entry: ProviderEntryT, baseDir: string): Promise<ProviderAdapter> {
+  const path = isAbsolute(entry.module!) ? entry.module! : resolve(baseDir, entry.module!)
+  let mod: { default?: unknown }
+  try {
+    mod = await import(pathToFileURL(path).href)
+  } catch (err) {
+    throw gwError('GW_ERR_PROVIDER_LOAD', [path, (err as Error).message], { cause: err })
+  }
+  const adapter = mod.default
+  if (!isProviderAdapter(adapter)) throw gwError('GW_ERR_PROVIDER_LOAD', [path, 'its default export is not a defineProvider(...) object'])
+  if (adapter.name !== entry.adapter) throw gwError('GW_ERR_PROVIDER_LOAD', [path, `it declares the name "${adapter.name}", config says "${entry.adapter}"`])
+  return adapter
+}
+
+async function createProviders (config: GatewayConfig, registry: Registry<ProviderAdapter<any>>, log: Logger): Promise<Map<string, ProviderInstance>> {
   const out = new Map<string, ProviderInstance>()
   for (const [i, p] of config.providers.entries()) {
-    const adapter = registry.get(p.adapter)
+    const adapter = p.module ? await loadProviderModule(p, config.baseDir) : registry.get(p.adapter)
     if (!adapter) throw gwError('GW_ERR_PROVIDER_UNKNOWN', [p.adapter, `/providers/${i}/adapter`, registry.names().join(', ')])
     if (out.has(p.name)) throw gwError('GW_ERR_REGISTRY_DUPLICATE', ['provider', p.name])
     const cfg = structuredClone(p.config ?? {})
@@ -78,7 +100,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
   const resolveHost = opts.resolveHost ?? lookupAll
   const providerRegistry = new Registry<ProviderAdapter<any>>('provider adapter', [...builtinProviders, ...(opts.providers ?? [])])
   const pluginRegistry = new Registry<GatewayPlugin<any>>('plugin', [...builtinPlugins, ...(opts.plugins ?? [])])
-  const providers = createProviders(config, providerRegistry, log)
+  const providers = await createProviders(config, providerRegistry, log)
   const providerCircuits = new Map(config.providers.flatMap(p => p.circuit ? [[p.name, p.circuit] as const] : []))
   const catalog = new Catalog(config.models, config.aliases, new Set(providers.keys()), providerCircuits)
   const { singleStore } = await import('./stores/index.ts')

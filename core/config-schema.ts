@@ -35,7 +35,8 @@ export const PipelineEntry = Type.Object({
 
 export const ProviderEntry = Type.Object({
   name: Type.String({ description: 'Instance name; what X-GW-Provider shows and deployments refer to.', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' }),
-  adapter: Type.String({ description: 'Adapter name (a folder under providers/).' }),
+  adapter: Type.String({ description: 'Adapter name: a built-in adapter, or the name a custom module declares.' }),
+  module: Type.Optional(Type.String({ description: 'Path of a custom adapter module (default export: defineProvider(...)), relative to the config file.' })),
   config: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'The adapter\'s own config, checked by its schema.' })),
   circuit: Type.Optional(CircuitOverride('Circuit thresholds for this provider\'s deployments, over the top-level circuit.')),
 }, { additionalProperties: false })
@@ -119,3 +120,4 @@ export const GatewayConfigSchema = Type.Object({
 export type GatewayConfig = Static<typeof GatewayConfigSchema> & { readonly source: string, readonly baseDir: string }
 export type ModelConfigT = Static<typeof ModelConfig>
 export type PipelineEntryT = Static<typeof PipelineEntry>
+export type ProviderEntryT = Static<typeof ProviderEntry>

@@ -29,6 +29,7 @@ export const ERRORS = {
   GW_ERR_PLUGIN_TIMEOUT: { status: 500, message: 'Plugin "%s" did not finish create() within %s ms' },
   GW_ERR_PROVIDER_UNKNOWN: { status: 500, message: 'Unknown provider adapter "%s" at %s; known adapters: %s' },
   GW_ERR_PROVIDER_CONFIG_INVALID: { status: 500, message: 'Invalid config for provider "%s" at %s: %s' },
+  GW_ERR_PROVIDER_LOAD: { status: 500, message: 'Cannot load provider adapter module %s: %s' },
   GW_ERR_MODEL_CONFIG_INVALID: { status: 500, message: 'Invalid model "%s": %s' },
   GW_ERR_REGISTRY_DUPLICATE: { status: 500, message: 'Duplicate %s name "%s"' },
 
@@ -86,6 +87,12 @@ export interface GatewayErrorOptions {
   metadata?: Record<string, unknown>
 }
 
+/**
+ * Marks a GatewayError from any copy of this module: a plugin package may resolve its own copy of
+ * the gateway package, and its errors must still render with their code, not as a 500.
+ */
+const BRAND = Symbol.for('model-gateway.GatewayError')
+
 /** The one error class: plugins and core throw it, `error-reply.ts` renders it. */
 export class GatewayError extends Error {
   readonly code: ErrorCode
@@ -98,6 +105,7 @@ export class GatewayError extends Error {
     const spec: ErrorSpec = ERRORS[code]
     super(format(spec.message, args), opts.cause === undefined ? undefined : { cause: opts.cause })
     this.name = 'GatewayError'
+    Object.defineProperty(this, BRAND, { value: true })
     this.code = code
     this.statusCode = spec.status
     this.args = args
@@ -114,7 +122,7 @@ export function gwError (code: ErrorCode, args: readonly unknown[] = [], opts?: 
 }
 
 export function isGatewayError (err: unknown): err is GatewayError {
-  return err instanceof GatewayError
+  return typeof err === 'object' && err !== null && (err as { [BRAND]?: unknown })[BRAND] === true
 }
 
 /** Formats an English template (used by i18n for catalogues of other locales too). */

@@ -97,6 +97,12 @@ export interface UpstreamTranslateOptions {
   maxTokensField?: 'max_tokens' | 'max_completion_tokens'
   /** Chat upstreams: role used for system prompts (default `system`; `developer` for o-series). */
   systemRole?: 'system' | 'developer'
+  /**
+   * Reads the upstream's `usage` object (non-streamed answer, or the stream's final and start
+   * counts) when the vendor reports tokens in fields of its own; default: the protocol's standard
+   * fields (`usageFromChat` / `usageFromMessages`). Billing and quota use what it returns.
+   */
+  readUsage?: (usage: Record<string, unknown>) => Usage
 }
 
 /** Per-request streaming state (create one per call; not shared). */

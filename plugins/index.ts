@@ -1,5 +1,5 @@
 /** @module plugins – the built-in plugin list: explicit imports into one array (no codegen). */
-import type { GatewayPlugin } from '../core/plugin.ts'
+import type { GatewayPlugin } from '../index.ts'
 import auth from './auth/index.ts'
 import ipLimit from './ip-limit/index.ts'
 import sizeLimit from './size-limit/index.ts'

@@ -1,5 +1,5 @@
 /** @module providers – the built-in adapter list: explicit imports into one array. */
-import type { ProviderAdapter } from '../core/provider.ts'
+import type { ProviderAdapter } from '../index.ts'
 import echo from './echo/index.ts'
 import openaiCompatible from './openai-compatible/index.ts'
 import anthropicCompatible from './anthropic-compatible/index.ts'

@@ -2,10 +2,8 @@
  * @module plugins/auth – `sk-gw-` API keys from config or the ledger, held only as hashes.
  */
 import { LRUCache } from 'lru-cache'
-import { definePlugin } from '../../core/plugin.ts'
-import { gwError } from '../../core/errors.ts'
+import { definePlugin, gwError, type Principal } from '../../index.ts'
 import { hashKey, KEY_PREFIX, sameHash } from '../../core/keys.ts'
-import type { Principal } from '../../core/types/principal.ts'
 import { AuthConfig, type KeyEntryT } from './schema.ts'
 
 type Entry = { hash: string, principal: Principal }

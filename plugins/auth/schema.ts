@@ -1,5 +1,5 @@
 /** @module plugins/auth/schema – config of the auth plugin. */
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from '../../index.ts'
 
 export const KeyEntry = Type.Object({
   key: Type.Optional(Type.String({ pattern: '^sk-gw-.+', description: 'The key in plain (use ${ENV} to keep it out of the file); held only as its hash.' })),

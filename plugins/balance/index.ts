@@ -11,13 +11,10 @@
  * real cost exceeds its own reservation (the input estimate was low), bounded by that difference.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
-import { definePlugin } from '../../core/plugin.ts'
-import { gwError } from '../../core/errors.ts'
+import { definePlugin, gwError, type Reservation, type ModelPrice } from '../../index.ts'
 import { PriceBook } from '../../core/pricing.ts'
 import { costMicros, reserveMicros } from '../../core/billing.ts'
 import { requestedChoices, requestedOutputCap, reservedInputTokens } from '../../core/estimate.ts'
-import type { Reservation } from '../../core/ledger/ledger.ts'
-import type { ModelPrice } from '../../core/types/model.ts'
 import { BalanceConfig } from './schema.ts'
 
 /** Attempts at a charge or a release before giving up (with 100 ms × attempt between them). */

@@ -1,5 +1,5 @@
 /** @module plugins/balance/schema – config of prepaid balance checks and billing. */
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from '../../index.ts'
 
 export const BalanceConfig = Type.Object({
   enforce: Type.Boolean({ default: true, description: 'Reserve the estimated cost at admit: 402 when it does not fit, 403 for a key without organization. false: only bill and record usage.' }),

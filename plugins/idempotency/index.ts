@@ -7,9 +7,7 @@
  * retry. The store being down fails closed (503): a duplicate completion is worse than a refusal.
  */
 import { randomUUID } from 'node:crypto'
-import { definePlugin } from '../../core/plugin.ts'
-import { gwError } from '../../core/errors.ts'
-import { isStoreFull } from '../../core/stores/kv.ts'
+import { definePlugin, gwError, isStoreFull } from '../../index.ts'
 import { IdempotencyConfig } from './schema.ts'
 
 interface Claim { key: string, token: string }

@@ -1,5 +1,5 @@
 /** @module plugins/idempotency/schema – config of Idempotency-Key handling. */
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from '../../index.ts'
 
 export const IdempotencyConfig = Type.Object({
   ttlMs: Type.Integer({ minimum: 1000, default: 86400000, description: 'How long a key stays claimed (default 24 hours).' }),

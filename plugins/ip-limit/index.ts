@@ -4,9 +4,7 @@
  * (configurable). Counters live in the shared key-value store: in memory an LRU (a counter may be
  * forgotten early, which only lets a client through sooner), shared across replicas on Redis.
  */
-import { definePlugin } from '../../core/plugin.ts'
-import { gwError } from '../../core/errors.ts'
-import { ROUTE_NAMES } from '../../core/context.ts'
+import { definePlugin, gwError, ROUTE_NAMES } from '../../index.ts'
 import { blockListOf, clientIp, clientSubject } from '../../core/net.ts'
 import { IpLimitConfig } from './schema.ts'
 

@@ -1,5 +1,5 @@
 /** @module plugins/ip-limit/schema – config of the per-IP rate limit. */
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from '../../index.ts'
 
 export const IpLimitConfig = Type.Object({
   limit: Type.Integer({ minimum: 1, default: 120, description: 'Requests per window per client IP.' }),

@@ -7,9 +7,7 @@
  * image and document url sources) must be http(s) and reach only public addresses, after DNS
  * resolution (see url-policy.ts). Every error names the part.
  */
-import { definePlugin } from '../../core/plugin.ts'
-import { gwError } from '../../core/errors.ts'
-import type { ModelEntry } from '../../core/types/model.ts'
+import { definePlugin, gwError, type ModelEntry } from '../../index.ts'
 import { MediaValidationConfig } from './schema.ts'
 import { createUrlPolicy, UrlRefused, type PendingHosts } from './url-policy.ts'
 

@@ -1,5 +1,5 @@
 /** @module plugins/media-validation/schema – config of media checks. */
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from '../../index.ts'
 
 export const MediaValidationConfig = Type.Object({
   imageMediaTypes: Type.Array(Type.String(), {

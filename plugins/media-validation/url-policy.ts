@@ -6,7 +6,7 @@
  * bounded in time) only when a name was seen, so requests without URLs never wait on DNS.
  */
 import { LRUCache } from 'lru-cache'
-import type { HostResolver } from '../../core/plugin.ts'
+import type { HostResolver } from '../../index.ts'
 import { inRanges, isPublicAddress, parseAddress, parseRanges } from './address.ts'
 
 /** A refusal: the part it concerns and why; the plugin turns it into the media error. */

@@ -7,12 +7,9 @@
  * call's usage. Calls admitted together can therefore pass a token or spend cap by at most what
  * they consume between them; balance, not quota, is the hard money bound.
  */
-import { definePlugin } from '../../core/plugin.ts'
-import { gwError, type GatewayError } from '../../core/errors.ts'
+import { definePlugin, gwError, isStoreFull, type GatewayError, type GatewayContext } from '../../index.ts'
 import { PriceBook } from '../../core/pricing.ts'
 import { costMicros } from '../../core/billing.ts'
-import type { GatewayContext } from '../../core/context.ts'
-import { isStoreFull } from '../../core/stores/kv.ts'
 import { QuotaConfig, type QuotaLimitT } from './schema.ts'
 
 const WINDOW_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const

@@ -1,5 +1,5 @@
 /** @module plugins/quota/schema – config of usage quotas and spend caps. */
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from '../../index.ts'
 
 export const QuotaLimit = Type.Object({
   scope: Type.Union([Type.Literal('organization'), Type.Literal('project'), Type.Literal('key')], { description: 'What is counted: per organization, per project or per API key.' }),

@@ -3,8 +3,7 @@
  * Content-Length before any byte of the body is read, and a chunked body stops being read as soon
  * as it passes the limit (core's body parser enforces the bound this plugin sets).
  */
-import { definePlugin } from '../../core/plugin.ts'
-import { gwError } from '../../core/errors.ts'
+import { definePlugin, gwError } from '../../index.ts'
 import { SizeLimitConfig } from './schema.ts'
 
 /**

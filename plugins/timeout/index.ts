@@ -5,7 +5,7 @@
  * silent ends with the protocol's error event. Never 502 or 504 for a timeout. Core's dispatcher
  * enforces the bound this plugin sets.
  */
-import { definePlugin } from '../../core/plugin.ts'
+import { definePlugin } from '../../index.ts'
 import { TimeoutConfig } from './schema.ts'
 
 /**

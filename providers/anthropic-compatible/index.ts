@@ -2,7 +2,7 @@
  * @module providers/anthropic-compatible – any messages-protocol server (Anthropic, and the
  * vendors that expose an Anthropic-compatible endpoint). The spec's `msgvendor/` models.
  */
-import { defineProvider } from '../../core/provider.ts'
+import { defineProvider } from '../../index.ts'
 import { splitBaseUrl } from '../base-url.ts'
 import { AnthropicCompatibleConfig } from './schema.ts'
 

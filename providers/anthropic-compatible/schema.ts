@@ -1,5 +1,5 @@
 /** @module providers/anthropic-compatible/schema – config of a messages-protocol upstream. */
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from '../../index.ts'
 
 /**
  * Betas Claude Code and the SDKs need to work that do not change what a call costs: client

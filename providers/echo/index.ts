@@ -9,7 +9,7 @@
 import { Readable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { randomBytes } from 'node:crypto'
-import { defineProvider, type UpstreamResponse } from '../../core/provider.ts'
+import { defineProvider, type UpstreamResponse } from '../../index.ts'
 import { EchoConfig } from './schema.ts'
 import { readPrompt } from './prompt.ts'
 import { answer } from './answer.ts'

@@ -1,5 +1,5 @@
 /** @module providers/echo/schema – config of the built-in echo model. */
-import { Type } from '@sinclair/typebox'
+import { Type } from '../../index.ts'
 
 export const EchoConfig = Type.Object({
   protocol: Type.Union([Type.Literal('chat'), Type.Literal('messages')], {

@@ -2,7 +2,7 @@
  * @module providers/openai-compatible – any chat-completions server: OpenAI, vLLM, Ollama,
  * OpenRouter, DeepSeek, LM Studio... A new vendor of this kind is config only.
  */
-import { defineProvider } from '../../core/provider.ts'
+import { defineProvider } from '../../index.ts'
 import { splitBaseUrl } from '../base-url.ts'
 import { OpenAICompatibleConfig } from './schema.ts'
 

@@ -1,5 +1,5 @@
 /** @module providers/openai-compatible/schema – config of a chat-completions upstream. */
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from '../../index.ts'
 
 export const OpenAICompatibleConfig = Type.Object({
   baseUrl: Type.String({ description: 'Base URL including the version path, as the OpenAI SDK takes it (https://api.openai.com/v1, http://127.0.0.1:8000/v1...).' }),

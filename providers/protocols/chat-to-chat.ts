@@ -19,9 +19,11 @@ class ChatPassStream implements StreamTranslator {
   outputChars = 0
   #done = false
   readonly #clientWantsUsage: boolean
+  readonly #readUsage: (u: any) => Usage
 
-  constructor (clientBody: Record<string, any>) {
+  constructor (clientBody: Record<string, any>, opts: TranslateOptions) {
     this.#clientWantsUsage = clientBody.stream_options?.include_usage === true
+    this.#readUsage = opts.upstream?.readUsage ?? usageFromChat
   }
 
   push (ev: SseEvent): string {
@@ -59,7 +61,7 @@ class ChatPassStream implements StreamTranslator {
     if (chunk?.usage && typeof chunk.usage === 'object') {
       // Final: the usage chunk (no choices) or usage on a finishing chunk. Usage on other chunks is
       // a running count some vendors send: provisional.
-      const u = usageFromChat(chunk.usage)
+      const u = this.#readUsage(chunk.usage)
       if (finishing || !Array.isArray(chunk.choices) || chunk.choices.length === 0) this.usage = u
       else this.startUsage = u
       if (!this.#clientWantsUsage && Array.isArray(chunk.choices) && chunk.choices.length === 0) return ''
@@ -101,10 +103,10 @@ export const chatToChat: Translator = {
     if (body.stream === true) out.stream_options = { ...body.stream_options, include_usage: true }
     return out
   },
-  response (body: any) {
-    return { body, usage: body?.usage ? usageFromChat(body.usage) : undefined }
+  response (body: any, opts: TranslateOptions) {
+    return { body, usage: body?.usage ? (opts.upstream?.readUsage ?? usageFromChat)(body.usage) : undefined }
   },
-  stream (clientBody: Record<string, any>): StreamTranslator {
-    return new ChatPassStream(clientBody)
+  stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
+    return new ChatPassStream(clientBody, opts)
   },
 }

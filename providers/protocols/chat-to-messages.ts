@@ -153,7 +153,7 @@ function response (body: any, opts: TranslateOptions): { body: unknown, usage: U
   }
   const message: Record<string, unknown> = { role: 'assistant', content: hasText || calls.length === 0 ? text : null, refusal: null }
   if (calls.length > 0) message.tool_calls = calls
-  const usage = body?.usage ? usageFromMessages(body.usage) : undefined
+  const usage = body?.usage ? (opts.upstream?.readUsage ?? usageFromMessages)(body.usage) : undefined
   return {
     body: {
       id: chatId(body?.id),
@@ -183,18 +183,21 @@ class MessagesToChatStream implements StreamTranslator {
   #stop: unknown = null
   #roleSent = false
 
+  readonly #readUsage: (u: any) => Usage
+
   constructor (clientBody: Record<string, any>, opts: TranslateOptions) {
     this.#model = opts.clientModel
     this.#includeUsage = clientBody.stream_options?.include_usage === true
+    this.#readUsage = opts.upstream?.readUsage ?? usageFromMessages
   }
 
   /** Final only once `message_delta` carried usage; `message_start`'s counts are provisional. */
   get usage (): Usage | undefined {
-    return this.#final ? usageFromMessages(this.#final) : undefined
+    return this.#final ? this.#readUsage(this.#final) : undefined
   }
 
   get startUsage (): Usage | undefined {
-    return this.#start ? usageFromMessages(this.#start) : undefined
+    return this.#start ? this.#readUsage(this.#start) : undefined
   }
 
   #chunk (delta: unknown, finish: string | null = null): string {

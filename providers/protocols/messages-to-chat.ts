@@ -183,7 +183,7 @@ function response (body: any, opts: TranslateOptions): { body: unknown, usage: U
   if (text !== '') content.push({ type: 'text', text })
   if (typeof m.refusal === 'string' && m.refusal !== '') content.push({ type: 'text', text: m.refusal })
   if (Array.isArray(m.tool_calls)) for (const c of m.tool_calls) content.push(toolUseBlock(c))
-  const usage = body?.usage ? usageFromChat(body.usage) : undefined
+  const usage = body?.usage ? (opts.upstream?.readUsage ?? usageFromChat)(body.usage) : undefined
   const stop = typeof m.refusal === 'string' && m.refusal !== '' ? 'refusal' : stopFromFinish(choice.finish_reason)
   return {
     body: {
@@ -294,7 +294,7 @@ class ChatToMessagesStream implements StreamTranslator {
     if (chunk.usage && typeof chunk.usage === 'object') {
       // Final: the usage chunk (no choices) or usage on a finishing chunk; a running count on
       // other chunks is provisional.
-      const u = usageFromChat(chunk.usage)
+      const u = (this.#opts.upstream?.readUsage ?? usageFromChat)(chunk.usage)
       if (!choice || (choice.finish_reason !== null && choice.finish_reason !== undefined)) this.usage = u
       else this.startUsage = u
     }

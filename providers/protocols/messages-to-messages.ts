@@ -17,13 +17,18 @@ class MessagesPassStream implements StreamTranslator {
   #done = false
   #start: Record<string, number> | undefined
   #final: Record<string, number> | undefined
+  readonly #readUsage: (u: any) => Usage
+
+  constructor (opts: TranslateOptions) {
+    this.#readUsage = opts.upstream?.readUsage ?? usageFromMessages
+  }
 
   get usage (): Usage | undefined {
-    return this.#final ? usageFromMessages(this.#final) : undefined
+    return this.#final ? this.#readUsage(this.#final) : undefined
   }
 
   get startUsage (): Usage | undefined {
-    return this.#start ? usageFromMessages(this.#start) : undefined
+    return this.#start ? this.#readUsage(this.#start) : undefined
   }
 
   push (ev: SseEvent): string {
@@ -78,10 +83,10 @@ export const messagesToMessages: Translator = {
     applyModelParameters(out, opts.model, MESSAGES_STANDARD)
     return out
   },
-  response (body: any) {
-    return { body, usage: body?.usage ? usageFromMessages(body.usage) : undefined }
+  response (body: any, opts: TranslateOptions) {
+    return { body, usage: body?.usage ? (opts.upstream?.readUsage ?? usageFromMessages)(body.usage) : undefined }
   },
-  stream (): StreamTranslator {
-    return new MessagesPassStream()
+  stream (_clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
+    return new MessagesPassStream(opts)
   },
 }

@@ -1,8 +1,8 @@
 // Plain API keys from the config are dropped once hashed (issue 14 item 8b): README promises that
 // only hashes are kept in memory.
 import t from 'tap'
-import { buildTestApp, listen, auth, TEST_KEY, LIMITED_KEY, NO_ORG_KEY } from '../helpers/build-test-app.ts'
-import { hashKey } from '../../core/keys.ts'
+import { buildTestApp, listen, auth, TEST_KEY, LIMITED_KEY, NO_ORG_KEY } from '../../helpers/build-test-app.ts'
+import { hashKey } from '../../../core/keys.ts'
 
 /** Every string reachable from `root` through own properties, enumerable or not. */
 function strings (root: unknown): string[] {

@@ -1,0 +1,41 @@
+/**
+ * @module model-gateway – the public API (`exports["."]`): everything a policy plugin or a provider
+ * adapter may import. Built-in plugins and adapters import from here too, so a built-in is exactly
+ * what an outside author can write. Anything not exported here is internal and may change in any
+ * release; README "Public API" states what is stable.
+ */
+
+// ── plugins ───────────────────────────────────────────────────────────────────────────────────
+export { definePlugin, isGatewayPlugin, PLUGIN_OUTPUTS } from './core/plugin.ts'
+export type { GatewayPlugin, PluginHooks, PluginDeps, PluginOutput, HostResolver } from './core/plugin.ts'
+export { PHASES } from './core/phases.ts'
+export type { Phase } from './core/phases.ts'
+export { ROUTE_NAMES } from './core/context.ts'
+export type { GatewayContext, Outcome, RouteName, Headers } from './core/context.ts'
+
+// ── provider adapters and translators ─────────────────────────────────────────────────────────
+export { defineProvider } from './core/provider.ts'
+export type {
+  ProviderAdapter, ProviderInstance, ProviderDeps, UpstreamCall, UpstreamRequest, UpstreamResponse,
+  Translator, TranslatorKey, StreamTranslator, TranslateOptions, UpstreamTranslateOptions, SseEvent,
+} from './core/provider.ts'
+
+// ── errors ────────────────────────────────────────────────────────────────────────────────────
+export { GatewayError, gwError, isGatewayError, ERRORS } from './core/errors.ts'
+export type { ErrorCode, ErrorSpec, GatewayErrorOptions } from './core/errors.ts'
+
+// ── shared data shapes ────────────────────────────────────────────────────────────────────────
+export { usageFromChat, usageFromMessages, ZERO_USAGE } from './core/types/usage.ts'
+export type { Usage } from './core/types/usage.ts'
+export type { ModelEntry, ModelPrice, Deployment, Protocol, PublicModel } from './core/types/model.ts'
+export type { Principal } from './core/types/principal.ts'
+export type { Catalog } from './core/catalog.ts'
+
+// ── services handed to create() ───────────────────────────────────────────────────────────────
+export { isStoreFull, STORE_PURPOSES } from './core/stores/kv.ts'
+export type { KvStore, CounterResult, StorePurpose } from './core/stores/kv.ts'
+export type { Ledger, Reservation, Hold, ReserveOptions, KeyRecord, UsageRecord, Micros } from './core/ledger/ledger.ts'
+
+// ── config schemas: TypeBox, re-exported so a plugin package needs no dependency of its own ─────
+export { Type } from '@sinclair/typebox'
+export type { Static, TSchema } from '@sinclair/typebox'

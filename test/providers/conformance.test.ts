@@ -1,0 +1,29 @@
+// The provider conformance suite of the test kit, run against every built-in network adapter: what
+// a third-party adapter must pass, the built-ins pass too.
+import t from 'tap'
+import { runProviderConformance } from '../../testing.ts'
+import openaiCompatible from '../../providers/openai-compatible/index.ts'
+import anthropicCompatible from '../../providers/anthropic-compatible/index.ts'
+
+t.test('openai-compatible', async t => {
+  await runProviderConformance(t, {
+    adapter: openaiCompatible,
+    config: baseUrl => ({ baseUrl: `${baseUrl}/v1`, apiKey: 'sk-conformance' }),
+    checkRequest (req) {
+      if (req.path !== '/v1/chat/completions') throw new Error(`path ${req.path}`)
+      if (req.headers.authorization !== 'Bearer sk-conformance') throw new Error('no bearer key')
+    },
+  })
+})
+
+t.test('anthropic-compatible', async t => {
+  await runProviderConformance(t, {
+    adapter: anthropicCompatible,
+    config: baseUrl => ({ baseUrl, apiKey: 'sk-ant-conformance' }),
+    checkRequest (req) {
+      if (req.path !== '/v1/messages') throw new Error(`path ${req.path}`)
+      if (req.headers['x-api-key'] !== 'sk-ant-conformance') throw new Error('no x-api-key')
+      if (!req.headers['anthropic-version']) throw new Error('no anthropic-version')
+    },
+  })
+})

@@ -1,0 +1,19 @@
+/**
+ * @module model-gateway/testing – the test kit (`exports["./testing"]`): a fake request context for
+ * calling plugin hooks directly, a loopback fake upstream for both protocols, an outcome spy, and
+ * the provider conformance suite that the built-in adapters pass.
+ */
+export { fakeContext, fakeOutcome } from './testing/fake-context.ts'
+export type { FakeContext, FakeContextInit } from './testing/fake-context.ts'
+export {
+  startFakeUpstream, json, sse, chatChunk, chatUsageChunk, chatTextStream, chatCompletion, msgEvent,
+  messagesTextStream, messagesResponse, DONE,
+} from './testing/fake-upstream.ts'
+export type { FakeUpstream, Recorded, Handler, SseOptions } from './testing/fake-upstream.ts'
+export { outcomeSpy } from './testing/outcome-spy.ts'
+export type { SpyRecord } from './testing/outcome-spy.ts'
+export { translateFixture, parseSse } from './testing/translate-fixture.ts'
+export { runProviderConformance } from './testing/conformance.ts'
+export type { ConformanceOptions, SuiteTest } from './testing/conformance.ts'
+export { GOLDEN_CASES, matches } from './testing/golden.ts'
+export type { GoldenCase } from './testing/golden.ts'

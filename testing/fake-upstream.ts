@@ -1,0 +1,145 @@
+/**
+ * @module testing/fake-upstream – a loopback HTTP server that speaks either wire protocol,
+ * driven per test: answer JSON or SSE, fail, stall, cut a stream. It records every request.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+export interface Recorded {
+  method: string
+  path: string
+  headers: IncomingMessage['headers']
+  body: any
+}
+
+export type Handler = (req: Recorded, res: ServerResponse) => void | Promise<void>
+
+export interface FakeUpstream {
+  /** `http://127.0.0.1:<port>` */
+  origin: string
+  requests: Recorded[]
+  /** Sockets open now. */
+  readonly openSockets: number
+  /** Sockets the server has seen close. */
+  closedSockets: number
+  /** Replaces the handler (default: 500). */
+  handle (fn: Handler): void
+  close (): Promise<void>
+}
+
+export async function startFakeUpstream (handler?: Handler): Promise<FakeUpstream> {
+  let h: Handler = handler ?? ((_req, res) => json(res, 500, { error: { message: 'no handler' } }))
+  const sockets = new Set<Socket>()
+  const up: FakeUpstream = {
+    origin: '',
+    requests: [],
+    get openSockets () { return sockets.size },
+    closedSockets: 0,
+    handle (fn) { h = fn },
+    async close () {
+      for (const s of sockets) s.destroy()
+      await new Promise<void>(resolve => server.close(() => resolve()))
+    },
+  }
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', c => chunks.push(c))
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8')
+      let body: unknown = text
+      try { body = JSON.parse(text) } catch { /* keep text */ }
+      const rec: Recorded = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body }
+      up.requests.push(rec)
+      Promise.resolve(h(rec, res)).catch(() => res.destroy())
+    })
+  })
+  server.on('connection', s => {
+    sockets.add(s)
+    s.on('close', () => { sockets.delete(s); up.closedSockets++ })
+  })
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  const addr = server.address() as { port: number }
+  up.origin = `http://127.0.0.1:${addr.port}`
+  return up
+}
+
+export function json (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = typeof body === 'string' ? body : JSON.stringify(body)
+  res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/html' : 'application/json', ...headers })
+  res.end(text)
+}
+
+export interface SseOptions {
+  delayMs?: number
+  /** Destroy the socket after this many events (a broken stream). */
+  cutAfter?: number
+  /** Stop writing after this many events and keep the socket open (a stalled stream). */
+  stallAfter?: number
+}
+
+/** Writes raw SSE event texts (each already framed) with optional pacing and faults. */
+export async function sse (res: ServerResponse, events: readonly string[], opts: SseOptions = {}): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
+  for (let i = 0; i < events.length; i++) {
+    if (opts.cutAfter !== undefined && i >= opts.cutAfter) { res.socket?.destroy(); return }
+    if (opts.stallAfter !== undefined && i >= opts.stallAfter) return
+    if (i > 0 && opts.delayMs) await sleep(opts.delayMs)
+    if (res.destroyed) return
+    res.write(events[i])
+  }
+  res.end()
+}
+
+// ── builders for the two wire formats ─────────────────────────────────────────────────────────
+
+export const chatChunk = (delta: unknown, finish: string | null = null, extra: Record<string, unknown> = {}): string =>
+  `data: ${JSON.stringify({ id: 'chatcmpl-up1', object: 'chat.completion.chunk', created: 1767225600, model: 'up-model', choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`
+
+export const chatUsageChunk = (prompt: number, completion: number, cached = 0): string =>
+  `data: ${JSON.stringify({ id: 'chatcmpl-up1', object: 'chat.completion.chunk', created: 1767225600, model: 'up-model', choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached } } })}\n\n`
+
+export const DONE = 'data: [DONE]\n\n'
+
+/** A plain chat text stream: role chunk, pieces, finish, usage chunk, [DONE]. */
+export function chatTextStream (pieces: string[], usage = { prompt: 10, completion: pieces.length, cached: 0 }): string[] {
+  return [
+    chatChunk({ role: 'assistant', content: '' }),
+    ...pieces.map(p => chatChunk({ content: p })),
+    chatChunk({}, 'stop'),
+    chatUsageChunk(usage.prompt, usage.completion, usage.cached),
+    DONE,
+  ]
+}
+
+export function chatCompletion (text: string, usage = { prompt: 10, completion: 3, cached: 0 }, extra: Record<string, unknown> = {}): unknown {
+  return {
+    id: 'chatcmpl-up1', object: 'chat.completion', created: 1767225600, model: 'up-model',
+    choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+    usage: { prompt_tokens: usage.prompt, completion_tokens: usage.completion, total_tokens: usage.prompt + usage.completion, prompt_tokens_details: { cached_tokens: usage.cached } },
+    ...extra,
+  }
+}
+
+export const msgEvent = (name: string, data: Record<string, unknown>): string => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`
+
+/** A plain messages text stream. */
+export function messagesTextStream (pieces: string[], usage = { input: 10, output: pieces.length, cacheRead: 0, cacheWrite: 0 }): string[] {
+  return [
+    msgEvent('message_start', { message: { id: 'msg_up1', type: 'message', role: 'assistant', model: 'up-model', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.input, cache_creation_input_tokens: usage.cacheWrite, cache_read_input_tokens: usage.cacheRead, output_tokens: 1 } } }),
+    msgEvent('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+    msgEvent('ping', {}),
+    ...pieces.map(p => msgEvent('content_block_delta', { index: 0, delta: { type: 'text_delta', text: p } })),
+    msgEvent('content_block_stop', { index: 0 }),
+    msgEvent('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: usage.output } }),
+    msgEvent('message_stop', {}),
+  ]
+}
+
+export function messagesResponse (text: string, usage = { input: 10, output: 3, cacheRead: 0, cacheWrite: 0 }): unknown {
+  return {
+    id: 'msg_up1', type: 'message', role: 'assistant', model: 'up-model', content: [{ type: 'text', text }],
+    stop_reason: 'end_turn', stop_sequence: null,
+    usage: { input_tokens: usage.input, cache_creation_input_tokens: usage.cacheWrite, cache_read_input_tokens: usage.cacheRead, output_tokens: usage.output },
+  }
+}

@@ -1,0 +1,29 @@
+/** @module testing/translate-fixture – a catalog model and options for calling translators directly. */
+import { SseParser } from '../core/sse.ts'
+import type { SseEvent, TranslateOptions } from '../core/provider.ts'
+import type { ModelEntry } from '../core/types/model.ts'
+
+const STREAM_PARAMS = ['temperature', 'top_p', 'max_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'response_format', 'user', 'stop_sequences', 'metadata', 'thinking']
+
+/** Model `m/x` (text and image, output cap 4096) listing `params`; options call it upstream as `up-x`. */
+export function translateFixture (params: string[] = STREAM_PARAMS): { model: ModelEntry, opts: TranslateOptions } {
+  const model: ModelEntry = {
+    id: 'm/x',
+    public: { id: 'm/x', object: 'model', created: 0, owned_by: 'm', name: 'x', context_length: 1000, architecture: { input_modalities: ['text', 'image'], output_modalities: ['text'] }, supported_parameters: params, default_parameters: {} } as any,
+    deployments: [],
+    maxOutputTokens: 4096,
+    inputModalities: new Set(['text', 'image']),
+    supportedParameters: new Set(params),
+  }
+  return { model, opts: { model, clientModel: 'm/x', upstreamModel: 'up-x', estimatedInputTokens: 42 } }
+}
+
+/** SSE text → events, in one push or byte by byte. */
+export function parseSse (text: string, chunked = false): SseEvent[] {
+  const p = new SseParser()
+  const evs: SseEvent[] = []
+  if (chunked) for (const ch of Buffer.from(text)) evs.push(...p.push(Buffer.from([ch])))
+  else evs.push(...p.push(Buffer.from(text)))
+  evs.push(...p.end())
+  return evs
+}
