@@ -15,7 +15,8 @@ export interface FakeContextInit {
   body?: unknown
   model?: ModelEntry
   principal?: Principal
-  plugins?: string[]
+  /** Outputs other plugins published, readable through `ctx.output()`. */
+  outputs?: Record<string, unknown>
   now?: () => number
   requestId?: string
   bodyBytes?: number
@@ -23,17 +24,14 @@ export interface FakeContextInit {
 
 export type FakeContext = GatewayContext & {
   /** What the plugin did through the context. */
-  readonly seen: { headers: Record<string, string>, deadlineMs?: number, bodyLimit?: number }
+  readonly seen: { headers: Record<string, string>, deadlineMs?: number, bodyLimit?: number, published: Record<string, unknown> }
   readonly controller: AbortController
 }
 
-/** A context whose writes are recorded in `seen`. */
+/** A context whose writes are recorded in `seen`. Hooks take the plugin's state as their last argument: pass one made by the definition's `state()`. */
 export function fakeContext (init: FakeContextInit = {}): FakeContext {
-  const seen: FakeContext['seen'] = { headers: {} }
+  const seen: FakeContext['seen'] = { headers: {}, published: {} }
   const controller = new AbortController()
-  const state: Record<string, unknown> = {}
-  for (const p of init.plugins ?? []) state[p] = undefined
-  Object.seal(state)
   let principal = init.principal
   const ctx = {
     requestId: init.requestId ?? 'trace-test',
@@ -51,10 +49,11 @@ export function fakeContext (init: FakeContextInit = {}): FakeContext {
     phase: 'connect' as const,
     signal: controller.signal,
     log: pino({ level: 'silent' }),
-    state,
     now: init.now ?? (() => Date.now()),
     setHeader (name: string, value: string) { seen.headers[name.toLowerCase()] = value },
     setPrincipal (p: Principal) { principal = p },
+    publish (name: string, value: unknown) { seen.published[name] = value },
+    output (name: string) { return name === 'principal' ? principal : init.outputs?.[name] },
     setDeadline (ms: number) { seen.deadlineMs = ms },
     setBodyLimit (bytes: number) { seen.bodyLimit = bytes },
     seen,
