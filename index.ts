@@ -7,7 +7,8 @@
 
 // ── plugins ───────────────────────────────────────────────────────────────────────────────────
 export { definePlugin, isGatewayPlugin, PLUGIN_OUTPUTS } from './core/plugin.ts'
-export type { GatewayPlugin, PluginHooks, PluginDeps, PluginOutput, HostResolver } from './core/plugin.ts'
+export type { GatewayPlugin, PluginHooks, PluginDeps, PluginOutput, PluginOutputs, OutputOf, PluginErrorSpec, HostResolver } from './core/plugin.ts'
+export type { ClientAnswer, ClientStreamEvent, JsonObject } from './core/response-hooks.ts'
 export { PHASES } from './core/phases.ts'
 export type { Phase } from './core/phases.ts'
 export { ROUTE_NAMES } from './core/context.ts'

@@ -3,7 +3,7 @@
  * calling plugin hooks directly, a loopback fake upstream for both protocols, an outcome spy, and
  * the provider conformance suite that the built-in adapters pass.
  */
-export { fakeContext, fakeOutcome } from './testing/fake-context.ts'
+export { fakeContext, fakeOutcome, pluginDeps } from './testing/fake-context.ts'
 export type { FakeContext, FakeContextInit } from './testing/fake-context.ts'
 export {
   startFakeUpstream, json, sse, chatChunk, chatUsageChunk, chatTextStream, chatCompletion, msgEvent,

@@ -5,7 +5,7 @@ import pino, { type Logger } from 'pino'
 import { isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { GatewayConfig, ProviderEntryT } from './config-schema.ts'
-import type { GatewayPlugin, HostResolver } from './plugin.ts'
+import type { GatewayPlugin, HostResolver, PluginDeps } from './plugin.ts'
 import type { ProviderAdapter, ProviderInstance } from './provider.ts'
 import type { KvStore, StoreSet } from './stores/kv.ts'
 import type { Ledger } from './ledger/ledger.ts'
@@ -111,7 +111,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
     registry: pluginRegistry,
     baseDir: config.baseDir,
     log,
-    depsFor: (plugin, routes) => ({ store: stores.open(plugin.name, plugin.storePurpose ?? 'counters'), ledger, catalog, log: log.child({ plugin: plugin.name }), now, routes, resolveHost }),
+    depsFor: (plugin, routes): Omit<PluginDeps, 'error'> => ({ store: stores.open(plugin.name, plugin.storePurpose ?? 'counters'), ledger, catalog, log: log.child({ plugin: plugin.name }), now, routes, resolveHost }),
   })
   deepFreeze(config)
   const gw: Gateway = {
@@ -122,7 +122,6 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
     inFlight: 0,
     settling: 0,
   }
-  const slotTemplate = Object.freeze(Object.fromEntries(pipeline.slotNames.map(n => [n, undefined])))
   const server = config.server
 
   /** Renders an error in the body shape of the route called, localized, with the trace id. */
@@ -185,7 +184,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {
     const rc = (request.routeOptions.config ?? {}) as RouteConfig
     const route = rc.gwRoute ?? 'other'
     const protocol = rc.protocol ?? (request.url.startsWith('/v1/messages') ? 'messages' : 'none')
-    const ctx = new RequestContext(request.id, route, protocol, request.method, request.url, request.ip, request.headers, request.log as unknown as Logger, slotTemplate, now, gw)
+    const ctx = new RequestContext(request.id, route, protocol, request.method, request.url, request.ip, request.headers, request.log as unknown as Logger, now, gw)
     ;(request as any).gw = ctx
     reply.header('x-gw-trace-id', request.id)
     reply.raw.once('close', () => { if (!reply.raw.writableFinished) ctx.onClientClose() })

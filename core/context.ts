@@ -5,6 +5,7 @@ import type { ModelEntry, Protocol } from './types/model.ts'
 import type { Principal } from './types/principal.ts'
 import type { Usage } from './types/usage.ts'
 import type { GatewayError } from './errors.ts'
+import type { OutputOf } from './plugin.ts'
 
 /** Route names used for `routes` scoping in config. */
 /** `other` is any path no route matches (it still passes the `connect` phase, e.g. the IP limit). */
@@ -57,14 +58,16 @@ export interface GatewayContext {
   /** Aborted when the client disconnects or the deadline passes. */
   readonly signal: AbortSignal
   readonly log: Logger
-  /** Per-plugin state slots, one key per enabled plugin (sealed: other keys cannot be added). */
-  readonly state: Record<string, unknown>
   /** Current time in ms (injectable clock). */
   now (): number
   /** Adds a response header (for example Retry-After). */
   setHeader (name: string, value: string): void
   /** Sets the principal; allowed only for a plugin that declares `provides: ['principal']`. */
   setPrincipal (principal: Principal): void
+  /** Publishes an output for later plugins; allowed only for a plugin that declares it in `provides`. */
+  publish<K extends string> (name: K, value: OutputOf<K>): void
+  /** Reads an output; allowed only for a plugin that declares it in `requires` (or `provides`). */
+  output<K extends string> (name: K): OutputOf<K> | undefined
   /** Bounds the time to the first response byte, and the gap between stream chunks (timeout plugin). */
   setDeadline (ms: number): void
   /** Bounds the request body in bytes; enforced while the body streams in (size-limit plugin). */

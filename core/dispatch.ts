@@ -11,6 +11,7 @@ import { orderDeployments } from './routing.ts'
 import { defaultMapError, countsForCircuit, isFinal, readCapped, readText, UpstreamBodyTooLarge } from './upstream-errors.ts'
 import { estimateInputTokens, estimateOutputTokens } from './estimate.ts'
 import { streamResponse, inferenceHeaders, type Attempt } from './stream-out.ts'
+import type { ClientAnswer, JsonObject } from './response-hooks.ts'
 
 /** Upstream error bodies are read up to this size for logs and 400 messages. */
 const MAX_ERROR_BODY = 64 * 1024
@@ -141,10 +142,21 @@ async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply,
   // (more than its text alone, so never less than what the client gets).
   o.usage = out.usage ?? { inputTokens: a.opts.estimatedInputTokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: estimateOutputTokens(text.length) }
   o.usageEstimated = !out.usage
+  // Decided per route at start-up: with no response hook the same-protocol answer goes out as
+  // the upstream's bytes; with one, it is serialized from what the hooks left.
+  const hooks = gw.pipeline.responders[ctx.route].answer
+  let payload: string
+  if (hooks.length === 0) {
+    payload = a.translator.passthrough ? text : JSON.stringify(out.body)
+  } else {
+    const answer: ClientAnswer = { protocol: ctx.protocol as Protocol, body: out.body as JsonObject }
+    await ctx.runAnswerHooks(hooks, answer)
+    payload = JSON.stringify(answer.body)
+  }
   // The cost is known before the client has its answer: plugins settle what its next call must
   // already see (the balance hold shrinks to it).
   await ctx.answered(o)
   reply.code(200).headers(inferenceHeaders(ctx, a.d.provider)).header('content-type', 'application/json')
-  await reply.send(a.translator.passthrough ? text : JSON.stringify(out.body))
+  await reply.send(payload)
   return true
 }

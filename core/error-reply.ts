@@ -1,6 +1,6 @@
 /** @module error-reply – error → wire body for the route's protocol, localized text. */
 import { GatewayError, gwError, isGatewayError, type ErrorSpec } from './errors.ts'
-import { localize, pickLocale } from './i18n.ts'
+import { localizeError, pickLocale } from './i18n.ts'
 
 /** messages-protocol `error.type` by status, for codes that do not name one (protocols.md §3.8). */
 const MESSAGES_TYPE_BY_STATUS: Record<number, string> = {
@@ -56,7 +56,7 @@ export interface ReplyOptions {
 export function renderError (err: GatewayError, opts: ReplyOptions): ErrorReply {
   const spec = err.spec
   const locale = pickLocale(opts.xLocale, opts.acceptLanguage)
-  const message = localize(err.code, err.args, locale)
+  const message = localizeError(err, locale)
   const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', ...err.headers }
   if (NO_RETRY.has(spec.status)) headers['x-should-retry'] = 'false'
   let body: unknown
@@ -77,7 +77,7 @@ export function renderError (err: GatewayError, opts: ReplyOptions): ErrorReply 
  * defines it but names no route that returns it; it is kept here so the model is complete.
  */
 export function renderEnvelope (err: GatewayError, locale: 'en' | 'zh-CN' = 'en', now = Date.now()): { code: string, message: string, data: unknown, timestamp: number } {
-  return { code: String(err.spec.publicCode ?? err.code), message: localize(err.code, err.args, locale), data: err.metadata ?? null, timestamp: now }
+  return { code: String(err.spec.publicCode ?? err.code), message: localizeError(err, locale), data: err.metadata ?? null, timestamp: now }
 }
 
 export { GatewayError }

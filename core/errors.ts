@@ -12,6 +12,8 @@ export interface ErrorSpec {
   messagesType?: string
   /** Always rendered in the numeric-code body, even on /v1/messages (the IP limit, spec §Errors). */
   numericBodyEverywhere?: boolean
+  /** Texts by locale of a code a plugin added (core's own codes take theirs from i18n.ts). */
+  texts?: { readonly en: string, readonly 'zh-CN'?: string }
 }
 
 export const ERRORS = {
@@ -24,7 +26,9 @@ export const ERRORS = {
   GW_ERR_PLUGIN_DUPLICATE: { status: 500, message: 'Plugin "%s" is listed twice in the pipeline (%s)' },
   GW_ERR_PLUGIN_DEPENDENCY: { status: 500, message: 'Plugin "%s" depends on "%s", which is not in the pipeline before it' },
   GW_ERR_PLUGIN_CONFIG_INVALID: { status: 500, message: 'Invalid config for plugin "%s" at %s: %s' },
-  GW_ERR_PLUGIN_PROVIDES: { status: 500, message: 'Plugin "%s" declares output "%s", which only core may grant (%s)' },
+  GW_ERR_PLUGIN_PROVIDES: { status: 500, message: 'Plugin "%s" declares output "%s": %s' },
+  GW_ERR_PLUGIN_REQUIRES: { status: 500, message: 'Plugin "%s" requires output "%s" on route %s, but %s' },
+  GW_ERR_PLUGIN_ERROR_CODE: { status: 500, message: 'Plugin "%s" declares error code "%s": %s' },
   GW_ERR_PLUGIN_INVALID: { status: 500, message: 'Plugin definition is invalid: %s' },
   GW_ERR_PLUGIN_TIMEOUT: { status: 500, message: 'Plugin "%s" did not finish create() within %s ms' },
   GW_ERR_PROVIDER_UNKNOWN: { status: 500, message: 'Unknown provider adapter "%s" at %s; known adapters: %s' },
@@ -95,30 +99,36 @@ const BRAND = Symbol.for('model-gateway.GatewayError')
 
 /** The one error class: plugins and core throw it, `error-reply.ts` renders it. */
 export class GatewayError extends Error {
-  readonly code: ErrorCode
+  /** A code of this table, or one a plugin declared (see `pluginError`). */
+  readonly code: string
+  /** How the code shows on the wire. */
+  readonly spec: ErrorSpec
   readonly statusCode: number
   readonly args: readonly unknown[]
   readonly headers?: Record<string, string>
   readonly metadata?: Record<string, unknown>
 
-  constructor (code: ErrorCode, args: readonly unknown[] = [], opts: GatewayErrorOptions = {}) {
-    const spec: ErrorSpec = ERRORS[code]
+  constructor (code: ErrorCode, args: readonly unknown[] = [], opts: GatewayErrorOptions = {}, spec: ErrorSpec = ERRORS[code]) {
     super(format(spec.message, args), opts.cause === undefined ? undefined : { cause: opts.cause })
     this.name = 'GatewayError'
     Object.defineProperty(this, BRAND, { value: true })
     this.code = code
+    this.spec = spec
     this.statusCode = spec.status
     this.args = args
     if (opts.headers) this.headers = opts.headers
     if (opts.metadata) this.metadata = opts.metadata
   }
-
-  get spec (): ErrorSpec { return ERRORS[this.code] }
 }
 
 /** Shorthand: `throw gwError('GW_ERR_QUOTA_EXCEEDED', ['requests per minute'], { headers })`. */
 export function gwError (code: ErrorCode, args: readonly unknown[] = [], opts?: GatewayErrorOptions): GatewayError {
   return new GatewayError(code, args, opts)
+}
+
+/** An error of a code a plugin declared; `spec` comes from the pipeline's checked table. */
+export function pluginError (code: string, spec: ErrorSpec, args: readonly unknown[] = [], opts?: GatewayErrorOptions): GatewayError {
+  return new GatewayError(code as ErrorCode, args, opts, spec)
 }
 
 export function isGatewayError (err: unknown): err is GatewayError {

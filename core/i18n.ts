@@ -1,5 +1,5 @@
 /** @module i18n – error text catalogue; locale from X-Locale > Accept-Language > en. */
-import { ERRORS, formatTemplate, type ErrorCode } from './errors.ts'
+import { ERRORS, formatTemplate, type ErrorCode, type GatewayError } from './errors.ts'
 
 export type Locale = 'en' | 'zh-CN'
 
@@ -74,4 +74,11 @@ export function pickLocale (xLocale: string | undefined, acceptLanguage: string 
 export function localize (code: ErrorCode, args: readonly unknown[], locale: Locale): string {
   const template = CATALOGUES[locale][code] ?? ERRORS[code].message
   return formatTemplate(template, args)
+}
+
+/** An error's text in a locale: core's catalogue, or the texts a plugin declared with its code. */
+export function localizeError (err: GatewayError, locale: Locale): string {
+  const texts = err.spec.texts
+  if (!texts) return localize(err.code as ErrorCode, err.args, locale)
+  return formatTemplate(texts[locale] ?? texts.en, err.args)
 }

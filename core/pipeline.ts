@@ -5,11 +5,12 @@ import type { Logger } from 'pino'
 import type { PipelineEntryT } from './config-schema.ts'
 import { ROUTE_NAMES, type RouteName } from './context.ts'
 import { PHASES, type Phase } from './phases.ts'
-import { isGatewayPlugin, PLUGIN_OUTPUTS, type GatewayPlugin, type PluginDeps, type PluginHooks, type PluginOutput } from './plugin.ts'
+import { isGatewayPlugin, OUTPUT_NAME, type GatewayPlugin, type PluginDeps, type PluginHooks, type PluginOutput } from './plugin.ts'
 import { Registry } from './registry.ts'
 import { compileOrThrow, describeErrors } from './schema.ts'
 import { deepFreeze } from './config.ts'
 import { gwError } from './errors.ts'
+import { checkPluginErrors, errorHelper, type PluginErrorTable } from './plugin-errors.ts'
 
 /** How long one plugin's `create()` may take (avvio's pluginTimeout idea). */
 export const CREATE_TIMEOUT_MS = 10_000
@@ -19,17 +20,30 @@ export interface PluginInstance {
   readonly phase: Phase
   readonly routes: ReadonlySet<RouteName>
   readonly provides: ReadonlySet<PluginOutput>
-  readonly hooks: PluginHooks
+  readonly requires: ReadonlySet<PluginOutput>
+  /** The definition's `state()`: this plugin's per-request state, made on first use. */
+  readonly makeState: (() => unknown) | undefined
+  readonly hooks: PluginHooks<any>
   /** Position in the operator's pipeline array. */
   readonly index: number
+}
+
+export interface Responders {
+  readonly answer: readonly PluginInstance[]
+  readonly stream: readonly PluginInstance[]
 }
 
 export interface Pipeline {
   readonly instances: readonly PluginInstance[]
   /** Per route, per phase: the instances to run, in order (precomputed: no per-request filtering). */
   readonly plan: Readonly<Record<RouteName, Readonly<Record<Phase, readonly PluginInstance[]>>>>
-  /** Names of the enabled plugins: the keys of every context's state slots. */
-  readonly slotNames: readonly string[]
+  /**
+   * Per route: the plugins with response hooks, in reverse pipeline order. Decided once here, so
+   * that a route where none has any keeps its fast paths (answers and streams copied as bytes).
+   */
+  readonly responders: Readonly<Record<RouteName, Responders>>
+  /** Error codes the plugins declared, checked against core's and each other's. */
+  readonly errors: PluginErrorTable
   ready (): Promise<boolean>
   close (): Promise<void>
 }
@@ -62,7 +76,7 @@ export interface BuildPipelineOptions {
   /** Directory custom `module` paths are relative to. */
   baseDir: string
   /** Services for one plugin's `create()`. */
-  depsFor (plugin: GatewayPlugin, routes: readonly RouteName[]): PluginDeps
+  depsFor (plugin: GatewayPlugin, routes: readonly RouteName[]): Omit<PluginDeps, 'error'>
   log: Logger
   createTimeoutMs?: number
 }
@@ -79,8 +93,8 @@ export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeli
     const plugin = entry.module ? await loadModule(entry, opts.baseDir) : opts.registry.get(entry.plugin)
     if (!plugin) throw gwError('GW_ERR_PLUGIN_UNKNOWN', [entry.plugin, where, opts.registry.names().join(', ')])
     if (!(PHASES as readonly string[]).includes(plugin.phase)) throw gwError('GW_ERR_PLUGIN_INVALID', [`"${plugin.name}" has unknown phase "${plugin.phase}"`])
-    for (const out of plugin.provides ?? []) {
-      if (!(PLUGIN_OUTPUTS as readonly string[]).includes(out)) throw gwError('GW_ERR_PLUGIN_PROVIDES', [plugin.name, out, PLUGIN_OUTPUTS.join(', ')])
+    for (const out of [...plugin.provides ?? [], ...plugin.requires ?? []]) {
+      if (typeof out !== 'string' || !OUTPUT_NAME.test(out)) throw gwError('GW_ERR_PLUGIN_PROVIDES', [plugin.name, out, 'an output name is lower camelCase or kebab-case'])
     }
     if (seen.has(plugin.name)) throw gwError('GW_ERR_PLUGIN_DUPLICATE', [plugin.name, `/pipeline/${seen.get(plugin.name)} and ${where}`])
     seen.set(plugin.name, i)
@@ -117,12 +131,23 @@ export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeli
       }
     }
   }
+  checkOutputs(resolved)
+  const errors = checkPluginErrors(resolved.map(r => r.plugin))
   const instances: PluginInstance[] = []
   try {
     for (const [i, r] of resolved.entries()) {
-      const hooks = await withTimeout(Promise.resolve(r.plugin.create(r.config as never, opts.depsFor(r.plugin, r.routes))), opts.createTimeoutMs ?? CREATE_TIMEOUT_MS, r.plugin.name)
+      const deps = { ...opts.depsFor(r.plugin, r.routes), error: errorHelper(r.plugin.name, errors) }
+      const hooks = await withTimeout(Promise.resolve(r.plugin.create(r.config as never, deps)), opts.createTimeoutMs ?? CREATE_TIMEOUT_MS, r.plugin.name)
+      const state = r.plugin.state
       instances.push(Object.freeze({
-        name: r.plugin.name, phase: r.plugin.phase, routes: new Set(r.routes), provides: new Set(r.plugin.provides ?? []), hooks, index: i,
+        name: r.plugin.name,
+        phase: r.plugin.phase,
+        routes: new Set(r.routes),
+        provides: new Set(r.plugin.provides ?? []),
+        requires: new Set(r.plugin.requires ?? []),
+        makeState: state ? () => state.call(r.plugin) : undefined,
+        hooks,
+        index: i,
       }))
     }
   } catch (err) {
@@ -137,10 +162,19 @@ export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeli
     for (const phase of PHASES) byPhase[phase] = Object.freeze(ordered.filter(p => p.phase === phase && p.routes.has(route)))
     plan[route] = Object.freeze(byPhase)
   }
+  const responders = {} as Record<RouteName, Responders>
+  const reversed = [...ordered].reverse()
+  for (const route of ROUTE_NAMES) {
+    responders[route] = Object.freeze({
+      answer: Object.freeze(reversed.filter(p => p.routes.has(route) && p.hooks.onResponse)),
+      stream: Object.freeze(reversed.filter(p => p.routes.has(route) && p.hooks.onStreamEvent)),
+    })
+  }
   return {
     instances: ordered,
     plan: Object.freeze(plan),
-    slotNames: ordered.map(p => p.name),
+    responders: Object.freeze(responders),
+    errors,
     async ready () {
       const results = await Promise.all(ordered.map(p => p.hooks.ready?.().catch(() => false) ?? true))
       return results.every(Boolean)
@@ -150,5 +184,36 @@ export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeli
         try { await p.hooks.close?.() } catch (err) { opts.log.error({ err, plugin: p.name }, 'plugin close failed') }
       }
     },
+  }
+}
+
+type Resolved = { plugin: GatewayPlugin, routes: readonly RouteName[] }
+
+/**
+ * One provider per output; each required output is provided, on every route the requiring plugin
+ * runs on, by a plugin that runs before it (an earlier phase, or earlier in the same phase).
+ */
+function checkOutputs (resolved: readonly Resolved[]): void {
+  const providers = new Map<string, number>()
+  for (const [i, { plugin }] of resolved.entries()) {
+    for (const out of plugin.provides ?? []) {
+      const other = providers.get(out)
+      if (other !== undefined) throw gwError('GW_ERR_PLUGIN_PROVIDES', [plugin.name, out, `plugin "${resolved[other].plugin.name}" already provides it (one provider per output)`])
+      providers.set(out, i)
+    }
+  }
+  const rank = (i: number): number => PHASES.indexOf(resolved[i].plugin.phase) * resolved.length + i
+  for (const [i, { plugin, routes }] of resolved.entries()) {
+    for (const out of plugin.requires ?? []) {
+      const by = providers.get(out)
+      for (const route of routes) {
+        let why: string | undefined
+        if (by === undefined) why = 'no plugin in the pipeline provides it'
+        else if (by === i) why = 'it provides it itself'
+        else if (rank(by) > rank(i)) why = `its provider "${resolved[by].plugin.name}" runs after it (phase ${resolved[by].plugin.phase}, /pipeline/${by})`
+        else if (!resolved[by].routes.includes(route)) why = `its provider "${resolved[by].plugin.name}" does not run on that route`
+        if (why) throw gwError('GW_ERR_PLUGIN_REQUIRES', [plugin.name, out, route, why])
+      }
+    }
   }
 }

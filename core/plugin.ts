@@ -6,11 +6,42 @@ import type { GatewayContext, Outcome, RouteName } from './context.ts'
 import type { KvStore, StorePurpose } from './stores/kv.ts'
 import type { Ledger } from './ledger/ledger.ts'
 import type { Catalog } from './catalog.ts'
-import { GatewayError } from './errors.ts'
+import { GatewayError, type GatewayErrorOptions } from './errors.ts'
+import type { Principal } from './types/principal.ts'
+import type { ClientAnswer, ClientStreamEvent } from './response-hooks.ts'
 
-/** Outputs a plugin may declare; only these may be written besides its own state slot. */
+/**
+ * Outputs core itself knows: `principal` is read through `ctx.principal` and written through
+ * `ctx.setPrincipal()`. Any other declared output goes through `ctx.publish()` / `ctx.output()`.
+ */
 export const PLUGIN_OUTPUTS = ['principal'] as const
-export type PluginOutput = (typeof PLUGIN_OUTPUTS)[number]
+/** What an output name looks like: lower camelCase or kebab-case. */
+export const OUTPUT_NAME = /^[a-z][a-zA-Z0-9]*(?:-[a-z0-9]+)*$/
+export type PluginOutput = string
+
+/**
+ * Types of the outputs plugins publish, by name. Core declares `principal`; a plugin that
+ * publishes another output adds it by declaration merging, so that readers get its type:
+ * `declare module '<gateway>/core/plugin.ts' { interface PluginOutputs { team: string } }`.
+ */
+export interface PluginOutputs {
+  principal: Principal
+}
+
+/** The type of output `K`: declared in PluginOutputs, or unknown. */
+export type OutputOf<K extends string> = K extends keyof PluginOutputs ? PluginOutputs[K] : unknown
+
+/** An error code a plugin adds to the gateway's table (checked for clashes at start-up). */
+export interface PluginErrorSpec {
+  /** HTTP status, 400–599. */
+  status: number
+  /** String `error.code` of the numeric-code body (e.g. `team_missing`); the status number when absent. */
+  code?: string
+  /** `error.type` of the messages-protocol body (e.g. `invalid_request_error`). */
+  type: string
+  /** Text with `%s` placeholders filled from the arguments in order; both locales are required. */
+  message: { en: string, zh: string }
+}
 
 /**
  * Every address (A and AAAA) a host name stands for; rejects when the name does not resolve.
@@ -19,7 +50,7 @@ export type PluginOutput = (typeof PLUGIN_OUTPUTS)[number]
 export type HostResolver = (host: string) => Promise<readonly string[]>
 
 /** What core hands to `create()`: shared services, never the request or the network. */
-export interface PluginDeps {
+export interface PluginDeps<E extends string = string> {
   /** The shared key-value store (memory or Redis), namespaced for this plugin, for its `storePurpose`. */
   store: KvStore
   /** The ledger (SQLite or PostgreSQL). */
@@ -33,12 +64,36 @@ export interface PluginDeps {
   routes: readonly RouteName[]
   /** DNS: the system resolver (`getaddrinfo`, so /etc/hosts counts) unless the app was given one. */
   resolveHost: HostResolver
+  /**
+   * An error of one of the codes this plugin declares in `errors`, to throw: core renders it in
+   * the route's body shape, localized, like its own codes.
+   */
+  error (code: E, args?: readonly unknown[], opts?: GatewayErrorOptions): GatewayError
 }
 
-/** What `create()` returns. Name the functions so stack traces show them. */
-export interface PluginHooks {
+/**
+ * What `create()` returns. Name the functions so stack traces show them. Every hook gets, last,
+ * this plugin's own state for the request (`L`, made by the definition's `state()` on first use;
+ * undefined when it declares none): no plugin can reach another's.
+ */
+export interface PluginHooks<L = undefined> {
   /** Runs in the plugin's phase; throw a GatewayError to reject. */
-  onRequest? (ctx: GatewayContext): void | Promise<void>
+  onRequest? (ctx: GatewayContext, state: L): void | Promise<void>
+  /**
+   * Non-streamed answers: sees the answer in the client's protocol before it is serialized, in
+   * reverse pipeline order, before `onAnswered`. Change `answer.body` in place, or return a
+   * replacement body; throw a GatewayError to answer with that error instead (the upstream call
+   * is still billed). Declaring it costs the same-protocol fast path its byte-for-byte copy.
+   */
+  onResponse? (ctx: GatewayContext, answer: ClientAnswer, state: L): unknown
+  /**
+   * Streamed answers: sees each event the client would get, parsed, in the client's protocol, in
+   * reverse pipeline order (the events that end the stream before `onAnswered`). Change
+   * `event.data` in place, return a replacement event, return null to drop it, or throw a
+   * GatewayError to end the stream with that error as its last event. Declaring it makes every
+   * stream on its routes parsed and re-serialized.
+   */
+  onStreamEvent? (ctx: GatewayContext, event: ClientStreamEvent, state: L): ClientStreamEvent | null | undefined | void | Promise<ClientStreamEvent | null | undefined | void>
   /**
    * Runs once an upstream answered and the call's usage is known, just before the answer's last
    * bytes go to the client (non-streamed: before the body is sent; streamed: before the final
@@ -46,22 +101,34 @@ export interface PluginHooks {
    * balance plugin shrinks its hold to the real cost here). The client waits for it: keep it
    * short. Errors are logged, never thrown; onSettle still runs afterwards.
    */
-  onAnswered? (ctx: GatewayContext, outcome: Outcome): void | Promise<void>
+  onAnswered? (ctx: GatewayContext, outcome: Outcome, state: L): void | Promise<void>
   /** Runs in reverse pipeline order for every plugin whose onRequest ran, also after errors. */
-  onSettle? (ctx: GatewayContext, outcome: Outcome): void | Promise<void>
+  onSettle? (ctx: GatewayContext, outcome: Outcome, state: L): void | Promise<void>
   /** Readiness of the plugin's own dependencies, for /readyz. */
   ready? (): Promise<boolean>
   close? (): void | Promise<void>
 }
 
-export interface GatewayPlugin<S extends TSchema = TSchema> {
+export interface GatewayPlugin<S extends TSchema = TSchema, L = any, E extends string = string> {
   /** kebab-case; equals the folder name and the config `plugin` key. */
   name: string
   phase: Phase
   /** Plugins that must run in an earlier (or the same, earlier-listed) position. */
   dependencies?: readonly string[]
-  /** Context outputs this plugin writes. */
+  /** Outputs this plugin publishes for later plugins; one provider per output in a pipeline. */
   provides?: readonly PluginOutput[]
+  /**
+   * Outputs this plugin reads; start-up fails unless a plugin earlier in the pipeline (by phase,
+   * then position) provides each of them on every route this one runs on.
+   */
+  requires?: readonly PluginOutput[]
+  /**
+   * Makes this plugin's per-request state, on the first hook that needs it in a request; every
+   * hook gets the same object for that request as its last argument.
+   */
+  state? (): L
+  /** Error codes this plugin throws (through `deps.error`), added to the gateway's table at start-up. */
+  errors?: { readonly [K in E]: PluginErrorSpec }
   /**
    * What `deps.store` holds (default `counters`): `counters` may be evicted under memory pressure
    * (LRU); `windows` and `claims` are kept until they expire, and a full store refuses new keys.
@@ -76,11 +143,11 @@ export interface GatewayPlugin<S extends TSchema = TSchema> {
    * hash. The result is what `create()` gets and what stays in the gateway's config. May throw.
    */
   prepareConfig? (config: Static<S>): Static<S>
-  create (config: Static<S>, deps: PluginDeps): PluginHooks | Promise<PluginHooks>
+  create (config: Static<S>, deps: PluginDeps<E>): PluginHooks<L> | Promise<PluginHooks<L>>
 }
 
-/** Identity helper that keeps the config type tied to the schema. */
-export function definePlugin<S extends TSchema> (plugin: GatewayPlugin<S>): GatewayPlugin<S> {
+/** Identity helper that ties the config type to the schema, the state type to `state()`, and `deps.error` to `errors`. */
+export function definePlugin<S extends TSchema, L = undefined, E extends string = never> (plugin: GatewayPlugin<S, L, E>): GatewayPlugin<S, L, E> {
   return plugin
 }
 

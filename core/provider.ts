@@ -105,14 +105,23 @@ export interface UpstreamTranslateOptions {
   readUsage?: (usage: Record<string, unknown>) => Usage
 }
 
+/** What a stream's terminal error event says besides its text and status. */
+export interface StreamFailDetail {
+  type?: string
+  code?: string | number
+}
+
 /** Per-request streaming state (create one per call; not shared). */
 export interface StreamTranslator {
   /** One upstream event → bytes for the client ('' for none). */
   push (ev: SseEvent): string
   /** Upstream ended (EOF or terminator) → closing bytes; if no proper finish was seen, an error. */
   end (): string
-  /** Failure after the first byte → protocol-correct terminal error bytes. */
-  fail (message: string, status?: number): string
+  /**
+   * Failure after the first byte → protocol-correct terminal error bytes. `detail` overrides the
+   * error's type and (chat) code, which otherwise follow the status.
+   */
+  fail (message: string, status?: number, detail?: StreamFailDetail): string
   /**
    * The upstream's final usage (messages: `message_delta`; chat: the usage chunk, or usage on a
    * finishing chunk); undefined until it arrived. Never a stream's provisional counts.

@@ -5,14 +5,15 @@ import type { Phase } from './phases.ts'
 import type { PluginInstance, Pipeline } from './pipeline.ts'
 import type { ModelEntry, Protocol } from './types/model.ts'
 import type { Principal } from './types/principal.ts'
-import { gwError } from './errors.ts'
+import { gwError, isGatewayError } from './errors.ts'
+import type { OutputOf } from './plugin.ts'
+import { StreamBlocked, type ClientAnswer, type ClientStreamEvent } from './response-hooks.ts'
 
 /** Core's side of a request: the GatewayContext plugins see, plus what core tracks. */
 export class RequestContext implements GatewayContext {
   body: unknown = undefined
   model: ModelEntry | undefined = undefined
   phase: Phase | 'settle' | 'dispatch' = 'connect'
-  readonly state: Record<string, unknown>
   /** true once the client went away. */
   aborted = false
   /** Core's dispatcher hooks here to abort its upstream call when the client goes away. */
@@ -36,7 +37,12 @@ export class RequestContext implements GatewayContext {
   handlerOwnsSettle = false
   readonly startedAt: number
   #principal: Principal | undefined = undefined
+  /** The plugin whose hook runs now (hooks of one request run one at a time). */
   #current: PluginInstance | undefined = undefined
+  /** Each plugin's own state for this request, at the plugin's pipeline index; made on first use. */
+  #locals: unknown[] | undefined = undefined
+  /** Outputs published besides the principal; most calls have none. */
+  #outputs: Map<string, unknown> | undefined = undefined
 
   constructor (
     readonly requestId: string,
@@ -47,12 +53,10 @@ export class RequestContext implements GatewayContext {
     readonly ip: string,
     readonly headers: Headers,
     readonly log: Logger,
-    slotTemplate: Readonly<Record<string, unknown>>,
     readonly now: () => number,
     /** Counts settles under way, so shutdown can wait for them before closing the stores. */
     readonly tracker: { settling: number } = { settling: 0 },
   ) {
-    this.state = Object.seal({ ...slotTemplate })
     this.startedAt = now()
   }
 
@@ -75,6 +79,28 @@ export class RequestContext implements GatewayContext {
       throw new Error(`plugin "${this.#current?.name ?? 'unknown'}" may not set the principal: it does not declare provides: ['principal']`)
     }
     this.#principal = Object.freeze({ ...principal })
+  }
+
+  publish<K extends string> (name: K, value: OutputOf<K>): void {
+    if (name === 'principal') return this.setPrincipal(value as Principal)
+    const p = this.#current
+    if (!p?.provides.has(name)) throw new Error(`plugin "${p?.name ?? 'unknown'}" may not publish "${name}": it does not declare provides: ['${name}']`)
+    ;(this.#outputs ??= new Map()).set(name, value)
+  }
+
+  output<K extends string> (name: K): OutputOf<K> | undefined {
+    const p = this.#current
+    if (!p || (!p.requires.has(name) && !p.provides.has(name))) throw new Error(`plugin "${p?.name ?? 'unknown'}" may not read "${name}": it does not declare requires: ['${name}']`)
+    return (name === 'principal' ? this.#principal : this.#outputs?.get(name)) as OutputOf<K> | undefined
+  }
+
+  /** Plugin `p`'s own state for this request: made by its definition's `state()` on first use. */
+  stateOf (p: PluginInstance): unknown {
+    if (!p.makeState) return undefined
+    const locals = this.#locals ??= []
+    let s = locals[p.index]
+    if (s === undefined) s = locals[p.index] = p.makeState()
+    return s
   }
 
   setDeadline (ms: number): void { this.deadlineMs = ms }
@@ -116,7 +142,7 @@ export class RequestContext implements GatewayContext {
       this.ran.push(p)
       this.#current = p
       try {
-        if (p.hooks.onRequest) await p.hooks.onRequest(this)
+        if (p.hooks.onRequest) await p.hooks.onRequest(this, this.stateOf(p))
       } finally {
         this.#current = undefined
       }
@@ -134,10 +160,13 @@ export class RequestContext implements GatewayContext {
     for (let i = this.ran.length - 1; i >= 0; i--) {
       const p = this.ran[i]
       if (!p.hooks.onAnswered) continue
+      this.#current = p
       try {
-        await p.hooks.onAnswered(this, outcome)
+        await p.hooks.onAnswered(this, outcome, this.stateOf(p))
       } catch (err) {
         this.log.error({ err, plugin: p.name }, 'answered hook failed')
+      } finally {
+        this.#current = undefined
       }
     }
   }
@@ -155,14 +184,62 @@ export class RequestContext implements GatewayContext {
       for (let i = this.ran.length - 1; i >= 0; i--) {
         const p = this.ran[i]
         if (!p.hooks.onSettle) continue
+        this.#current = p
         try {
-          await p.hooks.onSettle(this, outcome)
+          await p.hooks.onSettle(this, outcome, this.stateOf(p))
         } catch (err) {
           this.log.error({ err, plugin: p.name }, 'settle failed')
+        } finally {
+          this.#current = undefined
         }
       }
     } finally {
       this.tracker.settling--
     }
+  }
+
+  /**
+   * Runs `onResponse` of `plugins` (the route's, in reverse pipeline order) on a non-streamed
+   * answer. A thrown error propagates: the client gets it instead of the answer.
+   */
+  async runAnswerHooks (plugins: readonly PluginInstance[], answer: ClientAnswer): Promise<void> {
+    for (let i = 0; i < plugins.length; i++) {
+      const p = plugins[i]
+      this.#current = p
+      try {
+        const replaced = await p.hooks.onResponse!(this, answer, this.stateOf(p))
+        if (replaced !== null && typeof replaced === 'object') answer.body = replaced as ClientAnswer['body']
+      } finally {
+        this.#current = undefined
+      }
+    }
+  }
+
+  /**
+   * Runs `onStreamEvent` of `plugins` (the route's, in reverse pipeline order) on one event; null
+   * when one dropped it. A hook that throws ends the stream (StreamBlocked): a guardrail that
+   * fails must not let the rest through.
+   */
+  async runStreamHooks (plugins: readonly PluginInstance[], event: ClientStreamEvent): Promise<ClientStreamEvent | null> {
+    let ev = event
+    for (let i = 0; i < plugins.length; i++) {
+      const p = plugins[i]
+      this.#current = p
+      let r
+      try {
+        r = p.hooks.onStreamEvent!(this, ev, this.stateOf(p))
+        // Only an asynchronous hook pays for an await.
+        if (r !== null && typeof r === 'object' && typeof (r as Promise<unknown>).then === 'function') r = await r
+      } catch (err) {
+        if (isGatewayError(err)) throw new StreamBlocked(err)
+        this.log.error({ err, plugin: p.name }, 'stream hook failed; the stream ends')
+        throw new StreamBlocked(gwError('GW_ERR_INTERNAL', [this.requestId], { cause: err }))
+      } finally {
+        this.#current = undefined
+      }
+      if (r === null) return null
+      if (r) ev = r as ClientStreamEvent
+    }
+    return ev
   }
 }

@@ -4,11 +4,14 @@ import type { FastifyReply } from 'fastify'
 import type { Gateway } from './gateway.ts'
 import type { RequestContext } from './runner.ts'
 import type { ProviderInstance, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from './provider.ts'
-import type { Deployment } from './types/model.ts'
+import type { Deployment, Protocol } from './types/model.ts'
 import type { Deadline } from './deadline.ts'
-import { SseParser, SseEventTooLarge } from './sse.ts'
+import { SseParser, SseEventTooLarge, sseData, sseEvent } from './sse.ts'
 import type { CallAbort } from './abort.ts'
-import { gwError } from './errors.ts'
+import { gwError, type GatewayError } from './errors.ts'
+import { localizeError, pickLocale } from './i18n.ts'
+import { messagesTypeOf } from './error-reply.ts'
+import { StreamBlocked, StreamRewriter } from './response-hooks.ts'
 import type { CircuitTicket } from './routing.ts'
 import type { Usage } from './types/usage.ts'
 import { estimateOutputTokens } from './estimate.ts'
@@ -88,6 +91,9 @@ export async function streamResponse (
   const raw = reply.raw
   let started = false
   const o = ctx.outcome
+  // Decided per route at start-up: with no stream hook the translator's bytes go out untouched.
+  const hooks = gw.pipeline.responders[ctx.route].stream
+  const rewriter = hooks.length === 0 ? undefined : new StreamRewriter(ctx.protocol as Protocol, ev => ctx.runStreamHooks(hooks, ev))
 
   // A client that stops reading must not hold the call: while it has not drained, no upstream
   // chunk is read, so the stream-gap deadline runs out and aborts the call; the client is then
@@ -128,6 +134,7 @@ export async function streamResponse (
       deadline.bump()
       let out = ''
       for (const ev of parser.push(chunk as Buffer)) out += st.push(ev)
+      if (rewriter !== undefined && out !== '') out = await rewriter.apply(out)
       if (!out) continue
       if (!started) start()
       if (st.finished) await answered()
@@ -142,6 +149,7 @@ export async function streamResponse (
       return 'retry'
     }
     out += st.end()
+    if (rewriter !== undefined && out !== '') out = await rewriter.apply(out)
     if (!started) start()
     if (!st.finished) o.error = gwError('GW_ERR_UPSTREAM_FAILED')
     else await answered()
@@ -149,6 +157,16 @@ export async function streamResponse (
     if (raw.destroyed) throw new Error('client closed the connection')
     raw.end()
   } catch (err) {
+    if (err instanceof StreamBlocked && !ctx.aborted && !raw.destroyed) {
+      // A stream hook refused the answer: the stream ends with its error as the last event; the
+      // upstream did answer, so what it produced is billed.
+      if (!started) start()
+      o.error = err.error
+      await write(blockedEvent(st, err.error, ctx))
+      if (!raw.destroyed) raw.end()
+      if (!res.body.destroyed) res.body.destroy()
+      return 'served'
+    }
     const clientGone = ctx.aborted || raw.destroyed
     const tooLarge = err instanceof SseEventTooLarge
     if (tooLarge) ctx.log.warn({ provider: a.d.provider, limitBytes: err.limitBytes }, 'an upstream stream event passed server.maxUpstreamEventBytes; the call fails')
@@ -187,4 +205,15 @@ export async function streamResponse (
     }
   }
   return 'served'
+}
+
+/** A stream hook's error as the protocol's terminal error event, localized like an error body. */
+function blockedEvent (st: StreamTranslator, err: GatewayError, ctx: RequestContext): string {
+  const locale = pickLocale(ctx.headers['x-locale'] as string | undefined, ctx.headers['accept-language'] as string | undefined)
+  const message = localizeError(err, locale)
+  const type = messagesTypeOf(err.spec)
+  const code = err.spec.publicCode ?? err.statusCode
+  // A translator that already passed its end (the refused event was the last) writes nothing more.
+  return st.fail(message, err.statusCode, { type, code }) ||
+    (ctx.protocol === 'messages' ? sseEvent('error', { type: 'error', error: { type, message } }) : sseData({ error: { message, type, param: null, code } }))
 }

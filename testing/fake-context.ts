@@ -4,6 +4,8 @@ import type { GatewayContext, Outcome, RouteName } from '../core/context.ts'
 import type { ModelEntry, Protocol } from '../core/types/model.ts'
 import type { Principal } from '../core/types/principal.ts'
 import { deepFreeze } from '../core/config.ts'
+import type { GatewayPlugin, PluginDeps } from '../core/plugin.ts'
+import { checkPluginErrors, errorHelper } from '../core/plugin-errors.ts'
 
 export interface FakeContextInit {
   route?: RouteName
@@ -15,7 +17,8 @@ export interface FakeContextInit {
   body?: unknown
   model?: ModelEntry
   principal?: Principal
-  plugins?: string[]
+  /** Outputs other plugins published, readable through `ctx.output()`. */
+  outputs?: Record<string, unknown>
   now?: () => number
   requestId?: string
   bodyBytes?: number
@@ -23,17 +26,14 @@ export interface FakeContextInit {
 
 export type FakeContext = GatewayContext & {
   /** What the plugin did through the context. */
-  readonly seen: { headers: Record<string, string>, deadlineMs?: number, bodyLimit?: number }
+  readonly seen: { headers: Record<string, string>, deadlineMs?: number, bodyLimit?: number, published: Record<string, unknown> }
   readonly controller: AbortController
 }
 
-/** A context whose writes are recorded in `seen`. */
+/** A context whose writes are recorded in `seen`. Hooks take the plugin's state as their last argument: pass one made by the definition's `state()`. */
 export function fakeContext (init: FakeContextInit = {}): FakeContext {
-  const seen: FakeContext['seen'] = { headers: {} }
+  const seen: FakeContext['seen'] = { headers: {}, published: {} }
   const controller = new AbortController()
-  const state: Record<string, unknown> = {}
-  for (const p of init.plugins ?? []) state[p] = undefined
-  Object.seal(state)
   let principal = init.principal
   const ctx = {
     requestId: init.requestId ?? 'trace-test',
@@ -51,10 +51,11 @@ export function fakeContext (init: FakeContextInit = {}): FakeContext {
     phase: 'connect' as const,
     signal: controller.signal,
     log: pino({ level: 'silent' }),
-    state,
     now: init.now ?? (() => Date.now()),
     setHeader (name: string, value: string) { seen.headers[name.toLowerCase()] = value },
     setPrincipal (p: Principal) { principal = p },
+    publish (name: string, value: unknown) { seen.published[name] = value },
+    output (name: string) { return name === 'principal' ? principal : init.outputs?.[name] },
     setDeadline (ms: number) { seen.deadlineMs = ms },
     setBodyLimit (bytes: number) { seen.bodyLimit = bytes },
     seen,
@@ -66,4 +67,20 @@ export function fakeContext (init: FakeContextInit = {}): FakeContext {
 /** An Outcome with sensible defaults for settle tests. */
 export function fakeOutcome (o: Partial<Outcome> = {}): Outcome {
   return { status: 200, usageEstimated: false, upstreamSucceeded: true, clientAborted: false, ...o }
+}
+
+/**
+ * The `deps` a plugin's `create()` gets, for unit tests: its own error codes checked and thrown
+ * through `error()` exactly as in a running gateway, a silent logger, the real clock. Stores, the
+ * ledger, the catalog and DNS are not there unless given in `overrides`.
+ */
+export function pluginDeps<E extends string> (plugin: GatewayPlugin<any, any, E>, overrides: Partial<PluginDeps<E>> = {}): PluginDeps<E> {
+  const table = checkPluginErrors([plugin as GatewayPlugin])
+  return {
+    log: pino({ level: 'silent' }),
+    now: () => Date.now(),
+    routes: ['chat', 'messages'],
+    error: errorHelper(plugin.name, table),
+    ...overrides,
+  } as unknown as PluginDeps<E>
 }

@@ -1,25 +1,26 @@
 // Unit test with the gateway's test kit: the hook called directly on a fake context.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { fakeContext } from 'model-gateway/testing'
+import { fakeContext, pluginDeps } from 'model-gateway/testing'
 import { isGatewayError } from 'model-gateway'
-import plugin, { REASON } from './index.js'
+import plugin from './index.js'
 
-const hooks = await plugin.create({ header: 'x-tenant', tenants: ['blue'] }, /** @type {any} */ ({}))
+const hooks = await plugin.create({ header: 'x-tenant', tenants: ['blue'] }, pluginDeps(plugin))
 
-test('tenant-check – passes an allowed tenant and echoes it', async () => {
-  const ctx = fakeContext({ headers: { 'x-tenant': 'blue' }, plugins: ['tenant-check'] })
-  await hooks.onRequest?.(ctx)
-  assert.equal(ctx.state['tenant-check'], 'blue')
+test('tenant-check – passes an allowed tenant, keeps it in its state and echoes it', async () => {
+  const ctx = fakeContext({ headers: { 'x-tenant': 'blue' } })
+  const state = plugin.state()
+  await hooks.onRequest?.(ctx, state)
+  assert.equal(state.tenant, 'blue')
   assert.equal(ctx.seen.headers['x-tenant-checked'], 'blue')
 })
 
-test('tenant-check – rejects a missing or unknown tenant with a 400 and its reason', async () => {
+test('tenant-check – rejects a missing or unknown tenant with its own 403 code', async () => {
   for (const headers of [{}, { 'x-tenant': 'red' }]) {
-    await assert.rejects(hooks.onRequest?.(fakeContext({ headers, plugins: ['tenant-check'] })), err => {
+    await assert.rejects(hooks.onRequest?.(fakeContext({ headers }), plugin.state()), err => {
       assert.ok(isGatewayError(err))
-      assert.equal(err.statusCode, 400)
-      assert.equal(err.metadata?.reason, REASON)
+      assert.equal(err.statusCode, 403)
+      assert.equal(err.code, 'TENANT_NOT_ALLOWED')
       return true
     })
   }

@@ -22,6 +22,9 @@ const LEDGER_ATTEMPTS = 4
 
 interface Slot { reservation?: Reservation, price: ModelPrice, shrunk?: boolean }
 
+/** Per request: the call's price and hold, from admit to settle. */
+interface State { slot?: Slot }
+
 function header (v: string | string[] | undefined): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined
 }
@@ -35,8 +38,10 @@ export default definePlugin({
   name: 'balance',
   phase: 'admit',
   dependencies: ['auth'],
+  requires: ['principal'],
   defaultRoutes: ['chat', 'messages'],
   configSchema: BalanceConfig,
+  state: (): State => ({}),
   async create (config, deps) {
     const prices = new PriceBook(deps.ledger, config.priceCacheMs)
     for (const o of config.organizations) {
@@ -77,12 +82,12 @@ export default definePlugin({
       }
     }
     return {
-      async onAnswered (ctx, outcome) {
-        const slot = ctx.state.balance as Slot | undefined
+      async onAnswered (_ctx, outcome, state) {
+        const slot = state.slot
         if (!slot?.reservation || !outcome.upstreamSucceeded || !outcome.usage) return
         await shrink(slot, costMicros(outcome.usage, slot.price))
       },
-      async onRequest (ctx) {
+      async onRequest (ctx, state) {
         const model = ctx.model
         const principal = ctx.principal
         if (!model || !principal) return
@@ -96,7 +101,7 @@ export default definePlugin({
           throw gwError('GW_ERR_NOT_READY', [], { cause: err })
         }
         const slot: Slot = { price }
-        ctx.state.balance = slot
+        state.slot = slot
         if (!config.enforce || !org) return
         const body = ctx.body as Record<string, unknown>
         // Input: the whole body as received, capped by the context window; output: the cap for
@@ -113,10 +118,10 @@ export default definePlugin({
         if (!r) throw gwError('GW_ERR_BALANCE_INSUFFICIENT')
         slot.reservation = r
       },
-      async onSettle (ctx, outcome) {
-        const slot = ctx.state.balance as Slot | undefined
+      async onSettle (ctx, outcome, state) {
+        const slot = state.slot
         if (!slot) return
-        ctx.state.balance = undefined
+        state.slot = undefined
         const principal = ctx.principal!
         if (!outcome.upstreamSucceeded || !outcome.usage) {
           if (slot.reservation) await release(slot.reservation)

@@ -12,6 +12,9 @@ import { IdempotencyConfig } from './schema.ts'
 
 interface Claim { key: string, token: string }
 
+/** Per request: the claim this call holds, from admit to settle. */
+interface State { claim?: Claim }
+
 /** The value of a claim whose call reached an upstream. */
 const DONE = 'done'
 
@@ -24,12 +27,14 @@ export default definePlugin({
   name: 'idempotency',
   phase: 'admit',
   dependencies: ['auth'],
+  requires: ['principal'],
   storePurpose: 'claims',
+  state: (): State => ({}),
   defaultRoutes: ['chat', 'messages'],
   configSchema: IdempotencyConfig,
   create (config, deps) {
     return {
-      async onRequest (ctx) {
+      async onRequest (ctx, state) {
         const raw = ctx.headers['idempotency-key']
         if (raw === undefined) return
         const value = Array.isArray(raw) ? raw[0] : raw
@@ -49,12 +54,12 @@ export default definePlugin({
           throw gwError('GW_ERR_NOT_READY', [], { cause: err })
         }
         if (!won) throw gwError('GW_ERR_IDEMPOTENCY_DUPLICATE')
-        ctx.state.idempotency = { key, token } satisfies Claim
+        state.claim = { key, token }
       },
-      async onSettle (ctx, outcome) {
-        const claim = ctx.state.idempotency as Claim | undefined
+      async onSettle (_ctx, outcome, state) {
+        const claim = state.claim
         if (!claim) return
-        ctx.state.idempotency = undefined
+        state.claim = undefined
         try {
           // One shared constant: a finished claim only has to exist (100,000 of them held a
           // per-call string each: about 50 MB more heap in the memory store).

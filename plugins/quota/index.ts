@@ -29,6 +29,9 @@ export function windowAt (w: QuotaLimitT['window'], now: number): [string, numbe
 
 interface Applied { limit: QuotaLimitT, index: number, subject: string, window: string, ttl: number }
 
+/** Per request: the windows this call was counted in, from admit to settle. */
+interface State { applied?: Applied[] }
+
 /**
  * @example
  * - plugin: quota
@@ -41,7 +44,9 @@ export default definePlugin({
   name: 'quota',
   phase: 'admit',
   dependencies: ['auth'],
+  requires: ['principal'],
   storePurpose: 'windows',
+  state: (): State => ({}),
   defaultRoutes: ['chat', 'messages'],
   configSchema: QuotaConfig,
   create (config, deps) {
@@ -70,7 +75,7 @@ export default definePlugin({
     }
 
     return {
-      async onRequest (ctx) {
+      async onRequest (ctx, state) {
         const now = deps.now()
         const list = applicable(ctx, now)
         if (list.length === 0) return
@@ -101,12 +106,12 @@ export default definePlugin({
           if (config.onStoreError === 'open') return
           throw gwError('GW_ERR_NOT_READY', [], { cause: err })
         }
-        ctx.state.quota = list
+        state.applied = list
       },
-      async onSettle (ctx, outcome) {
-        const list = ctx.state.quota as Applied[] | undefined
+      async onSettle (ctx, outcome, state) {
+        const list = state.applied
         if (!list || !outcome.usage || !outcome.upstreamSucceeded) return
-        ctx.state.quota = undefined
+        state.applied = undefined
         const u = outcome.usage
         const tokens = u.inputTokens + u.outputTokens
         let cost: number | undefined

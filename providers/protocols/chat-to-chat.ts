@@ -6,7 +6,7 @@
  * event (each chunk is parsed for usage, finish and the output relayed, never re-serialized; an
  * upstream error chunk is rebuilt with its text sanitized).
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions } from '../../core/provider.ts'
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
 import { usageFromChat, type Usage } from '../../core/types/usage.ts'
 import { sseData } from '../../core/sse.ts'
 import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
@@ -88,10 +88,10 @@ class ChatPassStream implements StreamTranslator {
     return sseData({ error: { message: 'The model service ended the stream early.', type: 'server_error', param: null, code: 502 } })
   }
 
-  fail (message: string, status = 502): string {
+  fail (message: string, status = 502, detail?: StreamFailDetail): string {
     if (this.#done) return ''
     this.#done = true
-    return sseData({ error: { message, type: status === 408 ? 'timeout_error' : 'server_error', param: null, code: status } })
+    return sseData({ error: { message, type: detail?.type ?? (status === 408 ? 'timeout_error' : 'server_error'), param: null, code: detail?.code ?? status } })
   }
 }
 

@@ -6,7 +6,7 @@
  * messages, tools, tool_choice, tool calls and tool results, stop sequences, the output cap and
  * sampling parameters are translated faithfully. Response and stream: §3.3, §3.4, §3.7.
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions } from '../../core/provider.ts'
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
 import { usageFromMessages, usageToChat, type Usage } from '../../core/types/usage.ts'
 import { sseData, SSE_DONE } from '../../core/sse.ts'
 import { gwError } from '../../core/errors.ts'
@@ -284,10 +284,10 @@ class MessagesToChatStream implements StreamTranslator {
     return this.#role() + this.fail('The model service ended the stream before it finished.', 502)
   }
 
-  fail (message: string, status = 502): string {
+  fail (message: string, status = 502, detail?: StreamFailDetail): string {
     if (this.#done) return ''
     this.#done = true
-    return sseData({ error: { message, type: status === 408 ? 'timeout_error' : 'server_error', param: null, code: status } })
+    return sseData({ error: { message, type: detail?.type ?? (status === 408 ? 'timeout_error' : 'server_error'), param: null, code: detail?.code ?? status } })
   }
 }
 

@@ -6,7 +6,7 @@
  * (the spec's rule): they go upstream as they are, and a chat upstream refuses them.
  * Response and stream: §3.3, §3.4 and the state machine of §3.6.
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions } from '../../core/provider.ts'
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
 import { usageFromChat, usageToMessages, type Usage } from '../../core/types/usage.ts'
 import { sseEvent } from '../../core/sse.ts'
 import { gwError } from '../../core/errors.ts'
@@ -325,10 +325,10 @@ class ChatToMessagesStream implements StreamTranslator {
     return (this.#started ? '' : this.#start(undefined)) + this.fail('The model service ended the stream before it finished.', 502)
   }
 
-  fail (message: string, status = 502): string {
+  fail (message: string, status = 502, detail?: StreamFailDetail): string {
     if (this.#done) return ''
     this.#done = true
-    return this.#closeOpen() + sseEvent('error', { type: 'error', error: { type: messagesErrorType(status), message } })
+    return this.#closeOpen() + sseEvent('error', { type: 'error', error: { type: detail?.type ?? messagesErrorType(status), message } })
   }
 }
 

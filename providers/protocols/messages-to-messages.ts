@@ -5,7 +5,7 @@
  * forwarded as received; only `message_start`, `message_delta` (usage), content deltas (output
  * relayed, for a stream cut before its final usage) and `error` (rebuilt, sanitized) are parsed.
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions } from '../../core/provider.ts'
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
 import { usageFromMessages, type Usage } from '../../core/types/usage.ts'
 import { sseEvent } from '../../core/sse.ts'
 import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
@@ -70,9 +70,9 @@ class MessagesPassStream implements StreamTranslator {
     return this.fail('The model service ended the stream early.', 502)
   }
 
-  fail (message: string, status = 502): string {
+  fail (message: string, status = 502, detail?: StreamFailDetail): string {
     this.#done = true
-    return sseEvent('error', { type: 'error', error: { type: messagesErrorType(status), message } })
+    return sseEvent('error', { type: 'error', error: { type: detail?.type ?? messagesErrorType(status), message } })
   }
 }
 

@@ -85,17 +85,19 @@ async function tenantCheck (tarball) {
   })
   try {
     const missing = await post(gw.url, '/v1/chat/completions', chatBody())
-    assert.equal(missing.status, 400, missing.text)
-    assert.equal(JSON.parse(missing.text).error.metadata?.reason, 'tenant_not_allowed', missing.text)
-    const unknown = await post(gw.url, '/v1/messages', msgBody(), { 'x-tenant': 'red' })
-    assert.equal(unknown.status, 400, unknown.text)
-    assert.equal(JSON.parse(unknown.text).error.type, 'invalid_request_error', unknown.text)
+    assert.equal(missing.status, 403, missing.text)
+    assert.equal(JSON.parse(missing.text).error.code, 'tenant_not_allowed', missing.text)
+    assert.match(JSON.parse(missing.text).error.message, /Header x-tenant must name an allowed tenant/)
+    const unknown = await post(gw.url, '/v1/messages', msgBody(), { 'x-tenant': 'red', 'x-locale': 'zh-CN' })
+    assert.equal(unknown.status, 403, unknown.text)
+    assert.equal(JSON.parse(unknown.text).error.type, 'permission_error', unknown.text)
+    assert.match(JSON.parse(unknown.text).error.message, /必须是允许的租户/, unknown.text)
     for (const [path, body] of [['/v1/chat/completions', chatBody()], ['/v1/messages', msgBody()]]) {
       const ok = await post(gw.url, path, body, { 'x-tenant': 'blue' })
       assert.equal(ok.status, 200, ok.text)
       assert.equal(ok.headers.get('x-tenant-checked'), 'blue')
     }
-    log('tenant-check: rejects (400, its reason) and passes through the installed gateway')
+    log('tenant-check: rejects with its own code (403 tenant_not_allowed, localized) and passes through the installed gateway')
   } finally {
     await gw.stop()
   }
