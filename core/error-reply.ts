@@ -2,7 +2,7 @@
 import { GatewayError, gwError, isGatewayError, type ErrorSpec } from './errors.ts'
 import { localizeError, pickLocale } from './i18n.ts'
 
-/** messages-protocol `error.type` by status, for codes that do not name one (protocols.md §3.8). */
+/** messages-protocol `error.type` by status (the Anthropic API's own types), for codes that do not name one. */
 const MESSAGES_TYPE_BY_STATUS: Record<number, string> = {
   400: 'invalid_request_error', 401: 'authentication_error', 402: 'billing_error', 403: 'permission_error',
   404: 'not_found_error', 408: 'timeout_error', 409: 'invalid_request_error', 413: 'request_too_large',

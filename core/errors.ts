@@ -8,9 +8,9 @@ export interface ErrorSpec {
   message: string
   /** The spec's string `error.code` where it names one; otherwise the status number is used. */
   publicCode?: string
-  /** `error.type` in the messages-protocol body (design.md §11). */
+  /** `error.type` in the messages-protocol body (the Anthropic API's type for this status). */
   messagesType?: string
-  /** Always rendered in the numeric-code body, even on /v1/messages (the IP limit, spec §Errors). */
+  /** Always rendered in the numeric-code body, even on /v1/messages (the IP limit: the spec gives it the numeric body on every route). */
   numericBodyEverywhere?: boolean
   /** Texts by locale of a code a plugin added (core's own codes take theirs from i18n.ts). */
   texts?: { readonly en: string, readonly 'zh-CN'?: string }

@@ -110,7 +110,7 @@ function retryAfter (headers: UpstreamResponse['headers']): Record<string, strin
 }
 
 /**
- * Default mapping (design.md §11): 400/413/422 → 400 with the upstream's sanitized message (no
+ * Default mapping: 400/413/422 → 400 with the upstream's sanitized message (no
  * failover: another deployment would refuse it too); 401/403 (the operator's provider key) → 502,
  * logged loudly; 429 → 503 with Retry-After when known; other statuses → 502. Everything but the
  * 400s fails over to the next deployment.

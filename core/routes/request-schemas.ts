@@ -24,7 +24,7 @@ export const ChatBody = Type.Object({
   user: Type.Optional(Type.String()),
 }, { additionalProperties: true })
 
-/** Messages body: `max_tokens` is required (design.md §11: 400 from the gateway, whatever the upstream). */
+/** Messages body: `max_tokens` is required (a 400 from the gateway itself, whatever the upstream would do without it). */
 export const MessagesBody = Type.Object({
   model: Type.String({ minLength: 1 }),
   messages: Type.Array(Message),

@@ -53,7 +53,7 @@ export function usageFromMessages (u: any): Usage {
   return out
 }
 
-/** Renders usage as chat `usage` (protocols.md §3.5). */
+/** Renders usage as chat `usage`: prompt_tokens includes cached input, which prompt_tokens_details.cached_tokens repeats; total = prompt + completion. */
 export function usageToChat (u: Usage): Record<string, unknown> {
   const details: Record<string, number> = { cached_tokens: u.cachedInputTokens }
   if (u.cacheWriteTokens) details.cache_write_tokens = u.cacheWriteTokens
@@ -67,7 +67,7 @@ export function usageToChat (u: Usage): Record<string, unknown> {
   return out
 }
 
-/** Renders usage as messages `usage` (protocols.md §3.5). */
+/** Renders usage as messages `usage`: input_tokens excludes cache reads and cache writes, which have fields of their own. */
 export function usageToMessages (u: Usage): Record<string, number> {
   return {
     input_tokens: Math.max(u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens, 0),

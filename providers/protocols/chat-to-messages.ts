@@ -1,10 +1,12 @@
 /**
  * @module protocols/chat-to-messages – chat client, messages-protocol upstream (C→M).
  *
- * Request: protocols.md §3.2 with the spec's rule 2 as the default: message content is flattened
+ * Request: the spec's rule 2 as the default: message content is flattened
  * to plain text and images (and other media parts) are dropped silently. System and developer
  * messages, tools, tool_choice, tool calls and tool results, stop sequences, the output cap and
- * sampling parameters are translated faithfully. Response and stream: §3.3, §3.4, §3.7.
+ * sampling parameters are translated faithfully. Response and stream: content blocks → message
+ * content and tool calls, stop reasons and usage mapped, events → chunks (a usage chunk with
+ * `choices: []` only when the client asked for it).
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
 import { usageFromMessages, usageToChat, type Usage } from '../../core/types/usage.ts'
@@ -167,7 +169,7 @@ function response (body: any, opts: TranslateOptions): { body: unknown, usage: U
   }
 }
 
-/** Messages events in, chat chunks out (protocols.md §3.7). */
+/** Messages events in, chat chunks out. */
 class MessagesToChatStream implements StreamTranslator {
   finished = false
   #done = false

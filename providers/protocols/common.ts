@@ -14,7 +14,7 @@ export function safeToolId (id: unknown, prefix = 'toolu_'): string {
   return clean
 }
 
-/** chat finish_reason → messages stop_reason (protocols.md §3.4). content_filter → refusal (our choice). */
+/** chat finish_reason → messages stop_reason: length → max_tokens, tool_calls → tool_use, content_filter → refusal (our choice), anything else → end_turn. */
 export function stopFromFinish (finish: unknown): string {
   switch (finish) {
     case 'length': return 'max_tokens'
@@ -24,7 +24,7 @@ export function stopFromFinish (finish: unknown): string {
   }
 }
 
-/** messages stop_reason → chat finish_reason (protocols.md §3.4); never leaks a messages value. */
+/** messages stop_reason → chat finish_reason; a chat client only ever sees one of the four chat values. */
 export function finishFromStop (stop: unknown): 'stop' | 'length' | 'tool_calls' | 'content_filter' {
   switch (stop) {
     case 'max_tokens': case 'model_context_window_exceeded': return 'length'
@@ -34,7 +34,7 @@ export function finishFromStop (stop: unknown): 'stop' | 'length' | 'tool_calls'
   }
 }
 
-/** messages-protocol `error.type` for an HTTP status (protocols.md §3.8, design.md §11). */
+/** messages-protocol `error.type` for an HTTP status, as the Anthropic API names them. */
 export function messagesErrorType (status: number | undefined): string {
   switch (status) {
     case 400: case 409: case 422: return 'invalid_request_error'

@@ -1,10 +1,12 @@
 /**
  * @module protocols/messages-to-chat – messages client, chat-completions upstream (M→C).
  *
- * Request: protocols.md §3.1 (system prompt first, tool results before the rest of a user turn,
- * tool_use ↔ tool_calls, tool_choice, stop sequences, output cap). Image blocks are NOT converted
+ * Request: system prompt first, tool results before the rest of a user turn,
+ * tool_use ↔ tool_calls, tool_choice, stop sequences, output cap. Image blocks are NOT converted
  * (the spec's rule): they go upstream as they are, and a chat upstream refuses them.
- * Response and stream: §3.3, §3.4 and the state machine of §3.6.
+ * Response and stream: content blocks ↔ message and tool calls, stop reasons and usage mapped,
+ * the stream rebuilt event by event (message_start first with an input estimate, one content
+ * block per text run or tool call, message_delta with the final usage, then message_stop).
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
 import { usageFromChat, usageToMessages, type Usage } from '../../core/types/usage.ts'
@@ -71,7 +73,7 @@ function asContent (parts: unknown[]): unknown {
   return parts
 }
 
-/** The messages list, one Anthropic message at a time (protocols.md §3.1 algorithm). */
+/** The messages list, one Anthropic message at a time: tool results become tool messages ahead of the rest of their user turn. */
 function convertMessages (body: Record<string, any>, systemRole: string): Msg[] {
   const out: Msg[] = []
   const sys = body.system === undefined ? '' : systemText(body.system)
@@ -202,7 +204,7 @@ function response (body: any, opts: TranslateOptions): { body: unknown, usage: U
 
 interface ToolBuf { id: string, name: string, args: string }
 
-/** Chat chunks in, messages events out (protocols.md §3.6). Tool calls are buffered per call so
+/** Chat chunks in, messages events out. Tool calls are buffered per call so
  * that interleaved parallel fragments each land in their own block. */
 class ChatToMessagesStream implements StreamTranslator {
   usage: Usage | undefined

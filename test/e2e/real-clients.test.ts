@@ -1,5 +1,5 @@
 /**
- * The real clients of design.md §12, unchanged, against a listening gateway: Claude Code (headless),
+ * Real clients people point at a gateway, unchanged, against a listening gateway: Claude Code (headless),
  * the Vercel AI SDK (OpenAI and Anthropic providers) and LangChain JS (ChatOpenAI, ChatAnthropic),
  * each on same-protocol and cross-protocol models, streaming and tools included.
  */

@@ -1,4 +1,4 @@
-// protocols.md §3.10 item 12: upstream SSE with `: comment` lines, `data:` without a space, CRLF line
+// SSE tolerance: upstream SSE with `: comment` lines, `data:` without a space, CRLF line
 // ends and unknown events, replayed through both official SDKs, same protocol and translated.
 import t from 'tap'
 import Anthropic from '@anthropic-ai/sdk'

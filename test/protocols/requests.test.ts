@@ -1,5 +1,5 @@
-// Golden tests: request and non-streamed response translation, both directions (protocols.md §3.1–3.5,
-// §3.10 items 1, 6, 7, 8, 9, 10). Each case is an input and the exact expected output.
+// Golden tests: request and non-streamed response translation, both directions (messages, system,
+// tools, tool results, stop reasons, usage). Each case is an input and the exact expected output.
 import t from 'tap'
 import { messagesToChat } from '../../providers/protocols/messages-to-chat.ts'
 import { chatToMessages } from '../../providers/protocols/chat-to-messages.ts'
@@ -210,7 +210,7 @@ t.test('C→M request', async t => {
 })
 
 t.test('non-streamed responses', async t => {
-  t.test('1/6. chat answer → messages answer with §3.5 usage', async t => {
+  t.test('1/6. chat answer → messages answer with usage split into input, cache read and output', async t => {
     const { body, usage } = messagesToChat.response({
       id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'up-x',
       choices: [{ index: 0, message: { role: 'assistant', content: 'Hello', tool_calls: [{ id: 'call.9', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }, { id: 'c2', type: 'function', function: { name: 'g', arguments: '' } }] }, finish_reason: 'tool_calls' }],

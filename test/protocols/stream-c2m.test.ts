@@ -1,4 +1,4 @@
-// Golden tests: chat client, messages-protocol upstream – the stream (protocols.md §3.7, §3.10).
+// Golden tests: chat client, messages-protocol upstream – the stream, chunk by chunk.
 import t, { type Test } from 'tap'
 import type { StreamTranslator } from '../../core/provider.ts'
 import { chatToMessages } from '../../providers/protocols/chat-to-messages.ts'
@@ -87,7 +87,7 @@ t.test('1+6. plain text, include_usage off: no usage chunk, no usage key, ends w
   t.equal(st.finished, true)
 })
 
-t.test('1+6. plain text, include_usage on: usage chunk with choices: [] and §3.5 arithmetic', async t => {
+t.test('1+6. plain text, include_usage on: usage chunk with choices: [] and prompt_tokens = input + cache read + cache write', async t => {
   const { out, st } = run(TEXT_STREAM, { stream: true, stream_options: { include_usage: true } })
   const o = chunks(t, out)
   t.equal(o.done, true)

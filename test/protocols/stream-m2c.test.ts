@@ -1,4 +1,4 @@
-// Golden tests: messages client, chat-completions upstream – the stream (protocols.md §3.6, §3.10).
+// Golden tests: messages client, chat-completions upstream – the stream, event by event.
 import t, { type Test } from 'tap'
 import type { StreamTranslator } from '../../core/provider.ts'
 import { messagesToChat } from '../../providers/protocols/messages-to-chat.ts'
@@ -52,7 +52,7 @@ const DONE = 'data: [DONE]\n\n'
 const tc = (index: number, fn: Record<string, unknown>, id?: string): Record<string, unknown> =>
   ({ tool_calls: [{ index, ...(id ? { id, type: 'function' } : {}), function: fn }] })
 
-t.test('1. plain text: message_start … message_delta, message_stop; usage per §3.5', async t => {
+t.test('1. plain text: message_start … message_delta, message_stop; usage split into input, cache read and output', async t => {
   const { out, st } = run(
     chunk({ role: 'assistant', content: '' }) + chunk({ content: 'Hel' }) + chunk({ content: 'lo' }) + chunk({}, 'stop') +
     usageChunk({ prompt_tokens: 100, completion_tokens: 20, total_tokens: 120, prompt_tokens_details: { cached_tokens: 30, cache_write_tokens: 10 } }) + DONE)
@@ -218,7 +218,7 @@ t.test('10b. delta.refusal becomes text and stop_reason refusal', async t => {
   t.same(shape(events(t, out)), ['message_start', 'start 0 text', 'delta 0 text_delta I cannot help.', 'stop 0', 'message_delta refusal', 'message_stop'])
 })
 
-t.test('9/§3.6-9: end without a finish gives an error event, not a fake end_turn', async t => {
+t.test('9. end without a finish gives an error event, not a fake end_turn', async t => {
   for (const [name, upstream] of [['EOF', chunk({ content: 'par' })], ['[DONE] without finish', chunk({ content: 'par' }) + DONE], ['empty stream', '']]) {
     const { out, st } = run(upstream)
     const evs = events(t, out)
