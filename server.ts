@@ -1,4 +1,7 @@
-/** @module server – load config, buildApp(config), listen; SIGTERM drains in-flight calls. Nothing else. */
+/**
+ * @module server – load config, buildApp(config) with the built-in plugins, adapters and translators,
+ * listen; SIGTERM drains in-flight calls. Nothing else. Composition happens here, not in core.
+ */
 /** The oldest Node major the gateway runs on (its HTTP client and SQLite binding need 22.19+). */
 const MIN_NODE = [22, 19]
 
@@ -12,6 +15,8 @@ async function main (): Promise<void> {
   }
   const { loadConfig } = await import('./core/config.ts')
   const { buildApp } = await import('./core/app.ts')
+  const { builtinPlugins } = await import('./plugins/index.ts')
+  const { builtinProviders, translators } = await import('./providers/index.ts')
   let loaded
   try {
     loaded = loadConfig(process.env)
@@ -22,7 +27,7 @@ async function main (): Promise<void> {
   const { config, demoKey } = loaded
   let app
   try {
-    app = await buildApp(config)
+    app = await buildApp(config, { plugins: builtinPlugins, providers: builtinProviders, translators })
   } catch (err) {
     process.stderr.write(`gateway: start-up failed: ${(err as Error).message}\n`)
     process.exit(1)

@@ -8,6 +8,8 @@ const [dist, mockPort, variant] = process.argv.slice(2)
 const load = p => import(pathToFileURL(resolve(dist, p)).href)
 const { buildConfig } = await load('core/config.js')
 const { buildApp } = await load('core/app.js')
+const { builtinPlugins } = await load('plugins/index.js')
+const { builtinProviders, translators } = await load('providers/index.js')
 const { Type } = await import('@sinclair/typebox')
 
 const noop = {
@@ -27,5 +29,9 @@ const doc = {
     ...(variant === 'noop-hooks' ? [{ plugin: 'noop-hooks' }] : []),
   ],
 }
-const app = await buildApp(buildConfig(doc, 'hooks bench', process.cwd(), {}), { plugins: variant === 'noop-hooks' ? [noop] : [] })
+const app = await buildApp(buildConfig(doc, 'hooks bench', process.cwd(), {}), {
+  plugins: [...builtinPlugins, ...(variant === 'noop-hooks' ? [noop] : [])],
+  providers: builtinProviders,
+  translators,
+})
 process.stdout.write(await app.listen({ host: '127.0.0.1', port: 0 }) + '\n')

@@ -1,4 +1,8 @@
-/** @module app – buildApp(config) → a fastify instance with routes and the pipeline; never listens. */
+/**
+ * @module app – buildApp(config, opts) → a fastify instance with routes and the pipeline; never
+ * listens. The plugins, adapters and translators it may use come from the caller (server.ts passes
+ * the built-in lists), so core never imports `plugins/` or `providers/`.
+ */
 import { randomUUID } from 'node:crypto'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import pino, { type Logger } from 'pino'
@@ -6,7 +10,7 @@ import { isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { GatewayConfig, ProviderEntryT } from './config-schema.ts'
 import type { GatewayPlugin, HostResolver, PluginDeps } from './plugin.ts'
-import type { ProviderAdapter, ProviderInstance } from './provider.ts'
+import type { ProviderAdapter, ProviderInstance, Translator, TranslatorKey } from './provider.ts'
 import type { KvStore, StoreSet } from './stores/kv.ts'
 import type { Ledger } from './ledger/ledger.ts'
 import type { Gateway } from './gateway.ts'
@@ -30,17 +34,19 @@ import { prepareInference, inferenceRoutes } from './routes/inference.ts'
 import { modelRoutes } from './routes/models.ts'
 import { probeRoutes } from './routes/probes.ts'
 import { reservedRoutes } from './routes/reserved.ts'
-import { builtinPlugins } from '../plugins/index.ts'
-import { builtinProviders, translators } from '../providers/index.ts'
 
 export interface BuildAppOptions {
+  /** Every plugin the config's pipeline may name (server.ts: the built-in list, plugins/index.ts). */
+  plugins: readonly GatewayPlugin<any>[]
+  /** Every adapter the config's providers may name (server.ts: the built-in list, providers/index.ts). */
+  providers: readonly ProviderAdapter<any>[]
+  /** One translator per client-to-upstream protocol pair (server.ts: providers/protocols/index.ts). */
+  translators: Readonly<Record<TranslatorKey, Translator>>
   /** Injected backends (tests); otherwise opened from config.stores. */
   stores?: StoreSet
   /** One injected store for every purpose (tests); `stores` wins when both are given. */
   store?: KvStore
   ledger?: Ledger
-  plugins?: readonly GatewayPlugin<any>[]
-  providers?: readonly ProviderAdapter<any>[]
   now?: () => number
   /** Replaces the system resolver handed to plugins (tests: deterministic DNS without a network). */
   resolveHost?: HostResolver
@@ -94,12 +100,13 @@ async function createProviders (config: GatewayConfig, registry: Registry<Provid
 }
 
 /** Builds the whole gateway. Start-up problems throw here, before any listen(). */
-export async function buildApp (config: GatewayConfig, opts: BuildAppOptions = {}): Promise<GatewayApp> {
+export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): Promise<GatewayApp> {
   const log = opts.logger ?? pino({ level: config.logging.level, redact: REDACT })
   const now = opts.now ?? Date.now
   const resolveHost = opts.resolveHost ?? lookupAll
-  const providerRegistry = new Registry<ProviderAdapter<any>>('provider adapter', [...builtinProviders, ...(opts.providers ?? [])])
-  const pluginRegistry = new Registry<GatewayPlugin<any>>('plugin', [...builtinPlugins, ...(opts.plugins ?? [])])
+  const { translators } = opts
+  const providerRegistry = new Registry<ProviderAdapter<any>>('provider adapter', opts.providers)
+  const pluginRegistry = new Registry<GatewayPlugin<any>>('plugin', opts.plugins)
   const providers = await createProviders(config, providerRegistry, log)
   const providerCircuits = new Map(config.providers.flatMap(p => p.circuit ? [[p.name, p.circuit] as const] : []))
   const catalog = new Catalog(config.models, config.aliases, new Set(providers.keys()), providerCircuits)

@@ -90,9 +90,10 @@ async function rig (opts: ConformanceOptions): Promise<Rig> {
   const { buildConfig } = await import('../core/config.ts')
   const { buildApp } = await import('../core/app.ts')
   const { openLedger } = await import('../core/ledger/index.ts')
-  const { builtinProviders } = await import('../providers/index.ts')
+  const { builtinPlugins } = await import('../plugins/index.ts')
+  const { builtinProviders, translators } = await import('../providers/index.ts')
   // A built-in adapter is already registered; a third-party one joins the registry.
-  const extra = builtinProviders.includes(opts.adapter) ? [] : [opts.adapter]
+  const providers = builtinProviders.includes(opts.adapter) ? builtinProviders : [...builtinProviders, opts.adapter]
   const up = await startFakeUpstream()
   const spy = outcomeSpy()
   const doc = {
@@ -111,7 +112,7 @@ async function rig (opts: ConformanceOptions): Promise<Rig> {
     const config = buildConfig(doc, 'conformance config', process.cwd(), {})
     config.stores.kv.backend = 'memory'
     await ledger.migrate()
-    app = await buildApp(config, { ledger, providers: extra, plugins: [spy.plugin], logger: pino({ level: 'silent' }) })
+    app = await buildApp(config, { ledger, providers, plugins: [...builtinPlugins, spy.plugin], translators, logger: pino({ level: 'silent' }) })
   } catch (err) {
     await ledger.close()
     await up.close()

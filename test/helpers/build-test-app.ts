@@ -1,9 +1,11 @@
-/** @module test/helpers/build-test-app – buildApp() on a test config: echo models, known keys, memory backends. */
+/** @module test/helpers/build-test-app – buildApp() on a test config with the built-ins: echo models, known keys, memory backends. */
 import pino from 'pino'
 import { buildConfig } from '../../core/config.ts'
 import { buildApp, type BuildAppOptions, type GatewayApp } from '../../core/app.ts'
 import { embeddedDefault } from '../../core/default-config.ts'
 import { openLedger } from '../../core/ledger/index.ts'
+import { builtinPlugins } from '../../plugins/index.ts'
+import { builtinProviders, translators } from '../../providers/index.ts'
 
 /** Keys every test config accepts. */
 export const TEST_KEY = 'sk-gw-test-key-0001'
@@ -21,7 +23,11 @@ export const AUTH_ENTRY = {
   },
 }
 
-export interface TestAppOptions extends BuildAppOptions {
+export interface TestAppOptions extends Partial<BuildAppOptions> {
+  /** Plugins a test adds to the built-in ones (they join the registry; the pipeline names them). */
+  plugins?: BuildAppOptions['plugins']
+  /** Adapters a test adds to the built-in ones. */
+  providers?: BuildAppOptions['providers']
   /** Replaces the pipeline (default: just auth with the test keys). */
   pipeline?: unknown[]
   /** Shallow overrides of the config document (providers, models, aliases, server...). */
@@ -42,7 +48,14 @@ export async function buildTestApp (opts: TestAppOptions = {}): Promise<GatewayA
   config.stores.kv.backend = 'memory'
   const ledger = opts.ledger ?? await openLedger({ backend: 'sqlite', path: ':memory:' })
   if (!opts.ledger) await ledger.migrate()
-  const app = await buildApp(config, { ...opts, ledger, logger: opts.logger ?? pino({ level: 'silent' }) })
+  const app = await buildApp(config, {
+    translators,
+    ...opts,
+    plugins: [...builtinPlugins, ...(opts.plugins ?? [])],
+    providers: [...builtinProviders, ...(opts.providers ?? [])],
+    ledger,
+    logger: opts.logger ?? pino({ level: 'silent' }),
+  })
   app.addHook('onClose', async () => {
     if (!opts.ledger) await ledger.close()
   })
