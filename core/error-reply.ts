@@ -72,12 +72,4 @@ export function renderError (err: GatewayError, opts: ReplyOptions): ErrorReply 
   return { status: spec.status, headers, body: JSON.stringify(body) }
 }
 
-/**
- * The spec's envelope error shape (`{code, message, data, timestamp}`). The interface schema
- * defines it but names no route that returns it; it is kept here so the model is complete.
- */
-export function renderEnvelope (err: GatewayError, locale: 'en' | 'zh-CN' = 'en', now = Date.now()): { code: string, message: string, data: unknown, timestamp: number } {
-  return { code: String(err.spec.publicCode ?? err.code), message: localizeError(err, locale), data: err.metadata ?? null, timestamp: now }
-}
-
 export { GatewayError }

@@ -16,12 +16,3 @@ export const PHASES = [
 ] as const
 
 export type Phase = (typeof PHASES)[number]
-
-/** Phases that run before the body is read (fastify `onRequest`). */
-export const HEADER_PHASES: readonly Phase[] = ['connect', 'authenticate']
-/** Phases that run once the body is parsed and the model is resolved (fastify `preHandler`). */
-export const BODY_PHASES: readonly Phase[] = ['inspect', 'admit']
-
-export function isPhase (value: string): value is Phase {
-  return (PHASES as readonly string[]).includes(value)
-}

@@ -15,10 +15,6 @@ export interface Usage {
   reasoningTokens?: number
 }
 
-export const ZERO_USAGE: Readonly<Usage> = Object.freeze({
-  inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0,
-})
-
 function n (v: unknown): number {
   return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0
 }

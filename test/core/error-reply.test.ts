@@ -1,5 +1,5 @@
 import t from 'tap'
-import { renderError, renderEnvelope, toGatewayError } from '../../core/error-reply.ts'
+import { renderError, toGatewayError } from '../../core/error-reply.ts'
 import { gwError } from '../../core/errors.ts'
 
 const opts = { requestId: 'trace-1' }
@@ -71,12 +71,4 @@ t.test('toGatewayError – fastify errors and unknown errors', async t => {
   t.equal(internal.code, 'GW_ERR_INTERNAL')
   t.notMatch(internal.message, /boom/)
   t.match(internal.message, /trace-9/)
-})
-
-t.test('renderEnvelope – the spec envelope shape with all four fields', async t => {
-  const e = renderEnvelope(gwError('GW_ERR_IDEMPOTENCY_DUPLICATE'), 'en', 123)
-  t.same(Object.keys(e).sort(), ['code', 'data', 'message', 'timestamp'])
-  t.equal(e.code, 'duplicate_request')
-  t.equal(e.data, null)
-  t.equal(e.timestamp, 123)
 })
