@@ -8,8 +8,8 @@ import { pathToFileURL } from 'node:url'
 import { openLedger, type LedgerConfig } from '../core/ledger/index.ts'
 import type { KeyRecord, Ledger, UsageRecord } from '../core/ledger/ledger.ts'
 import type { ModelPrice } from '../core/types/model.ts'
-import { formatMicros, parseAmount } from '../core/billing.ts'
-import { generateKey, hashKey, keyDisplayPrefix } from '../core/keys.ts'
+import { formatMicros, parseAmount } from '../money/billing.ts'
+import { generateKey, hashKey, keyDisplayPrefix } from '../plugins/auth/keys.ts'
 
 export interface Writer { write (s: string): void }
 

@@ -12,8 +12,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { definePlugin, gwError, type Reservation, type ModelPrice } from '../../index.ts'
-import { PriceBook } from '../../core/pricing.ts'
-import { costMicros, reserveMicros } from '../../core/billing.ts'
+import { PriceBook } from '../../money/pricing.ts'
+import { costMicros, reserveMicros } from '../../money/billing.ts'
 import { requestedChoices, requestedOutputCap, reservedInputTokens } from '../../core/estimate.ts'
 import { BalanceConfig } from './schema.ts'
 

@@ -5,7 +5,7 @@
  * forgotten early, which only lets a client through sooner), shared across replicas on Redis.
  */
 import { definePlugin, gwError, ROUTE_NAMES } from '../../index.ts'
-import { blockListOf, clientIp, clientSubject } from '../../core/net.ts'
+import { blockListOf, clientIp, clientSubject } from './net.ts'
 import { IpLimitConfig } from './schema.ts'
 
 /**

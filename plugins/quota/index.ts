@@ -8,8 +8,8 @@
  * they consume between them; balance, not quota, is the hard money bound.
  */
 import { definePlugin, gwError, isStoreFull, type GatewayError, type GatewayContext } from '../../index.ts'
-import { PriceBook } from '../../core/pricing.ts'
-import { costMicros } from '../../core/billing.ts'
+import { PriceBook } from '../../money/pricing.ts'
+import { costMicros } from '../../money/billing.ts'
 import { QuotaConfig, type QuotaLimitT } from './schema.ts'
 
 const WINDOW_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const

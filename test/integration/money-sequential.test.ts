@@ -10,7 +10,7 @@ import type { Ledger } from '../../core/ledger/ledger.ts'
 import { databaseUrl } from '../helpers/backends.ts'
 import { pgLedgers } from '../helpers/pg-ledgers.ts'
 import { until } from '../helpers/until.ts'
-import { reserveMicros } from '../../core/billing.ts'
+import { reserveMicros } from '../../money/billing.ts'
 import { reservedInputTokens } from '../../core/estimate.ts'
 
 const ORG = 'org-test'

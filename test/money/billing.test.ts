@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ceilMicros, costMicros, formatMicros, parseAmount, reserveMicros } from '../../core/billing.ts'
+import { ceilMicros, costMicros, formatMicros, parseAmount, reserveMicros } from '../../money/billing.ts'
 import type { Usage } from '../../core/types/usage.ts'
 
 const u = (inputTokens: number, outputTokens: number, cachedInputTokens = 0, cacheWriteTokens = 0): Usage =>

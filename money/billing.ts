@@ -1,7 +1,8 @@
-/** @module billing – the cost formula, in integer micro-units (see ledger/ledger.ts). */
-import type { ModelPrice } from './types/model.ts'
-import type { Usage } from './types/usage.ts'
-import type { Micros } from './ledger/ledger.ts'
+/**
+ * @module money/billing – the cost formula and amount parsing and formatting, in integer
+ * micro-units (see core/ledger/ledger.ts). Used by the balance and quota plugins and the admin CLI.
+ */
+import type { Micros, ModelPrice, Usage } from '../index.ts'
 
 /** Float noise below this is not a real fraction of a micro-unit (e.g. 3 × 0.1). */
 const EPSILON = 1e-7

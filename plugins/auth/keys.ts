@@ -1,4 +1,4 @@
-/** @module keys – API key format, hashing and constant-time comparison. */
+/** @module plugins/auth/keys – API key format, hashing and constant-time comparison (auth checks keys, the admin CLI makes them). */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 
 export const KEY_PREFIX = 'sk-gw-'

@@ -1,7 +1,9 @@
-/** @module pricing – the price of a model: the ledger's (set by the admin CLI) over the config's. */
+/**
+ * @module money/pricing – the price of a model: the ledger's (set by the admin CLI) over the
+ * config's. Used by the balance and quota plugins; core does not price calls.
+ */
 import { LRUCache } from 'lru-cache'
-import type { Ledger } from './ledger/ledger.ts'
-import type { ModelEntry, ModelPrice } from './types/model.ts'
+import type { Ledger, ModelEntry, ModelPrice } from '../index.ts'
 
 const NONE: ModelPrice = Object.freeze({ input: 0, output: 0 })
 

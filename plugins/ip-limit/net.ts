@@ -1,6 +1,5 @@
-/** @module net – address helpers: client IP behind trusted proxies, host resolution. */
+/** @module plugins/ip-limit/net – address helpers: the client IP behind trusted proxies, and who a per-client limit counts. */
 import { BlockList, isIP } from 'node:net'
-import { lookup } from 'node:dns/promises'
 import ipaddr from 'ipaddr.js'
 
 /** Strips the IPv4-mapped IPv6 form (`::ffff:1.2.3.4` → `1.2.3.4`) and IPv6 brackets. */
@@ -30,19 +29,11 @@ export function blockListOf (entries: readonly string[]): BlockList {
   return bl
 }
 
+/** True when `ip` (any spelling `normalizeIp` accepts) is in `bl`. */
 export function inList (bl: BlockList, ip: string): boolean {
   const a = normalizeIp(ip)
   const family = isIP(a)
   return family !== 0 && bl.check(a, family === 4 ? 'ipv4' : 'ipv6')
-}
-
-/**
- * Every address `host` resolves to through the system resolver (getaddrinfo: /etc/hosts, then
- * DNS), as the upstream's own fetch would most likely see them.
- */
-export async function lookupAll (host: string): Promise<readonly string[]> {
-  const answers = await lookup(host, { all: true, order: 'verbatim' })
-  return answers.map(a => a.address)
 }
 
 /**
