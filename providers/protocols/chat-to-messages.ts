@@ -169,8 +169,8 @@ function response (body: any, opts: TranslateOptions): { body: unknown, usage: U
   }
 }
 
-/** Messages events in, chat chunks out. */
-class MessagesToChatStream implements StreamTranslator {
+/** The chat client's stream: messages events in, chat chunks out. Named for the client, like the file (`<client>-to-<upstream>`). */
+class ChatClientStream implements StreamTranslator {
   finished = false
   #done = false
   #id = 'chatcmpl-' + newId()
@@ -297,6 +297,6 @@ export const chatToMessages: Translator = {
   request,
   response,
   stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
-    return new MessagesToChatStream(clientBody, opts)
+    return new ChatClientStream(clientBody, opts)
   },
 }

@@ -204,9 +204,12 @@ function response (body: any, opts: TranslateOptions): { body: unknown, usage: U
 
 interface ToolBuf { id: string, name: string, args: string }
 
-/** Chat chunks in, messages events out. Tool calls are buffered per call so
- * that interleaved parallel fragments each land in their own block. */
-class ChatToMessagesStream implements StreamTranslator {
+/**
+ * The messages client's stream: chat chunks in, messages events out. Named for the client, like
+ * the file (`<client>-to-<upstream>`). Tool calls are buffered per call so that interleaved
+ * parallel fragments each land in their own block.
+ */
+class MessagesClientStream implements StreamTranslator {
   usage: Usage | undefined
   startUsage: Usage | undefined
   finished = false
@@ -338,6 +341,6 @@ export const messagesToChat: Translator = {
   request,
   response,
   stream (_clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
-    return new ChatToMessagesStream(opts)
+    return new MessagesClientStream(opts)
   },
 }
