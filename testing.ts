@@ -10,6 +10,8 @@ export {
   messagesTextStream, messagesResponse, DONE,
 } from './testing/fake-upstream.ts'
 export type { FakeUpstream, Recorded, Handler, SseOptions } from './testing/fake-upstream.ts'
+export { memoryStore, memoryLedger } from './testing/backends.ts'
+export type { MemoryStoreOptions } from './testing/backends.ts'
 export { outcomeSpy } from './testing/outcome-spy.ts'
 export type { SpyRecord } from './testing/outcome-spy.ts'
 export { translateFixture, parseSse } from './testing/translate-fixture.ts'
