@@ -10,10 +10,16 @@ export {
   messagesTextStream, messagesResponse, DONE,
 } from './testing/fake-upstream.ts'
 export type { FakeUpstream, Recorded, Handler, SseOptions } from './testing/fake-upstream.ts'
+export { memoryStore, memoryLedger } from './testing/backends.ts'
+export type { MemoryStoreOptions } from './testing/backends.ts'
 export { outcomeSpy } from './testing/outcome-spy.ts'
 export type { SpyRecord } from './testing/outcome-spy.ts'
 export { translateFixture, parseSse } from './testing/translate-fixture.ts'
 export { runProviderConformance } from './testing/conformance.ts'
 export type { ConformanceOptions, SuiteTest } from './testing/conformance.ts'
-export { GOLDEN_CASES, matches } from './testing/golden.ts'
-export type { GoldenCase } from './testing/golden.ts'
+export {
+  GOLDEN_CASES, GOLDEN_ANSWERS, GOLDEN_STREAMS, GOLDEN_USAGE, GOLDEN_PARAMS,
+  STOP_REASON_TO_FINISH, FINISH_TO_STOP_REASON, MESSAGES_TOOL_CHOICE_TO_CHAT, CHAT_TOOL_CHOICE_TO_MESSAGES,
+  goldenBody, matches, standardUsage, clientUsage, upstreamAnswerBody, upstreamStreamEvents, streamShape,
+} from './testing/golden.ts'
+export type { GoldenCase, GoldenAnswer, GoldenStream, GoldenUpstreamAnswer, GoldenUpstreamStream } from './testing/golden.ts'

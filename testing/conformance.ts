@@ -15,7 +15,10 @@ import type { GatewayApp } from '../core/app.ts'
 import { SseParser } from '../core/sse.ts'
 import { startFakeUpstream, json, sse, chatChunk, msgEvent, DONE, type FakeUpstream, type Recorded } from './fake-upstream.ts'
 import { outcomeSpy } from './outcome-spy.ts'
-import { GOLDEN_CASES, matches } from './golden.ts'
+import {
+  GOLDEN_CASES, GOLDEN_ANSWERS, GOLDEN_STREAMS, GOLDEN_PARAMS, matches, standardUsage, clientUsage, upstreamAnswerBody,
+  upstreamStreamEvents, streamShape, goldenBody,
+} from './golden.ts'
 
 /** The part of a test object the suite uses: tap's `t` and `node:test`'s `t` both fit. */
 export interface SuiteTest {
@@ -42,12 +45,6 @@ const USAGE: Usage = { inputTokens: 20, cachedInputTokens: 4, cacheWriteTokens: 
 const PIECES = ['Hel', 'lo']
 /** A prompt holding this makes the fake upstream cut its stream after the first events. */
 const CUT = 'conformance-cut-the-stream'
-
-function standardUsage (protocol: Protocol, u: Usage): Record<string, unknown> {
-  return protocol === 'chat'
-    ? { prompt_tokens: u.inputTokens, completion_tokens: u.outputTokens, total_tokens: u.inputTokens + u.outputTokens, prompt_tokens_details: { cached_tokens: u.cachedInputTokens } }
-    : { input_tokens: u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens, cache_read_input_tokens: u.cachedInputTokens, cache_creation_input_tokens: u.cacheWriteTokens, output_tokens: u.outputTokens }
-}
 
 /** A fake upstream answering like a vendor of `protocol`: JSON or SSE as asked, with the vendor's usage. */
 function answerLike (protocol: Protocol, usageOf: (u: Usage) => Record<string, unknown>) {
@@ -100,7 +97,7 @@ async function rig (opts: ConformanceOptions): Promise<Rig> {
     providers: [{ name: 'conformance', adapter: opts.adapter.name, config: opts.config(up.origin) }],
     models: [{
       id: MODEL, input_modalities: ['text', 'image'], price: { input: 1, cachedInput: 0.5, output: 2 },
-      supported_parameters: ['temperature', 'max_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'stop_sequences', 'metadata'],
+      supported_parameters: [...GOLDEN_PARAMS],
       deployments: [{ provider: 'conformance', model: UPSTREAM_MODEL }],
     }],
     pipeline: [{ plugin: 'outcome-spy' }],
@@ -124,8 +121,8 @@ async function rig (opts: ConformanceOptions): Promise<Rig> {
 }
 
 const ROUTES = {
-  chat: { url: '/v1/chat/completions', body: (extra: Record<string, unknown> = {}) => ({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], ...extra }) },
-  messages: { url: '/v1/messages', body: (extra: Record<string, unknown> = {}) => ({ model: MODEL, max_tokens: 64, messages: [{ role: 'user', content: 'hi' }], ...extra }) },
+  chat: { url: '/v1/chat/completions', body: (extra: Record<string, unknown> = {}) => goldenBody('chat', MODEL, extra) },
+  messages: { url: '/v1/messages', body: (extra: Record<string, unknown> = {}) => goldenBody('messages', MODEL, extra) },
 } as const
 
 function events (text: string) {
@@ -191,6 +188,52 @@ export async function runProviderConformance (t: SuiteTest, opts: ConformanceOpt
         assert.equal(res.statusCode, 200, `${c.name}: 200`)
         const miss = matches(upstream!.body, c.expect)
         assert.equal(miss, undefined, `${c.name}: ${miss}`)
+      }
+    })
+
+    const usageOf = opts.upstreamUsage ?? (u => standardUsage(r.protocol, u))
+    const sameUsageOf = (got: Usage | undefined, want: Usage) =>
+      got !== undefined && got.inputTokens === want.inputTokens && got.cachedInputTokens === want.cachedInputTokens && got.outputTokens === want.outputTokens
+
+    await t.test(`${opts.adapter.name} – golden answers reach the client in its protocol, usage normalized for billing`, async () => {
+      try {
+        for (const c of GOLDEN_ANSWERS.filter(g => g.upstream === r.protocol)) {
+          r.up.handle((_req, res) => json(res, 200, upstreamAnswerBody(c.answer, usageOf(c.usage), UPSTREAM_MODEL)))
+          const { res, outcome } = await call(c.client, c.body)
+          assert.equal(res.statusCode, 200, `${c.name}: 200`)
+          const body = JSON.parse(res.payload)
+          const miss = matches(body, c.expect)
+          assert.equal(miss, undefined, `${c.name}: ${miss}`)
+          if (c.client !== c.upstream) {
+            const umiss = matches(body.usage, clientUsage(c.client, c.usage))
+            assert.equal(umiss, undefined, `${c.name}: the client's usage ${umiss}`)
+          }
+          assert.ok(sameUsageOf(outcome.usage, c.usage), `${c.name}: normalized usage reached settle (got ${JSON.stringify(outcome.usage)})`)
+        }
+      } finally {
+        r.up.handle(answerLike(r.protocol, usageOf))
+      }
+    })
+
+    await t.test(`${opts.adapter.name} – golden streams reach the client event by event, usage normalized for billing`, async () => {
+      try {
+        for (const c of GOLDEN_STREAMS.filter(g => g.upstream === r.protocol)) {
+          r.up.handle((_req, res) => sse(res, upstreamStreamEvents(c.stream, usageOf(c.usage), UPSTREAM_MODEL)))
+          const { res, outcome, upstream } = await call(c.client, { ...c.body, stream: true })
+          assert.equal(res.statusCode, 200, `${c.name}: 200`)
+          assert.equal(upstream?.body.stream, true, `${c.name}: the upstream was asked to stream`)
+          const { shape, usage } = streamShape(c.client, res.payload)
+          assert.deepEqual(shape, c.shape, `${c.name}: the client's stream`)
+          if (c.client !== c.upstream && (c.client === 'messages' || shape.includes('usage'))) {
+            const umiss = matches(usage, clientUsage(c.client, c.usage))
+            assert.equal(umiss, undefined, `${c.name}: the client's usage ${umiss}`)
+          }
+          assert.equal(outcome.upstreamSucceeded, true)
+          assert.equal(outcome.usageEstimated, false, `${c.name}: usage is the upstream's, not an estimate`)
+          assert.ok(sameUsageOf(outcome.usage, c.usage), `${c.name}: normalized usage reached settle (got ${JSON.stringify(outcome.usage)})`)
+        }
+      } finally {
+        r.up.handle(answerLike(r.protocol, usageOf))
       }
     })
 

@@ -4,6 +4,7 @@ import t from 'tap'
 import { messagesToChat } from '../../providers/protocols/messages-to-chat.ts'
 import { chatToMessages } from '../../providers/protocols/chat-to-messages.ts'
 import { translateFixture } from '../helpers/translate-fixture.ts'
+import { STOP_REASON_TO_FINISH, FINISH_TO_STOP_REASON, MESSAGES_TOOL_CHOICE_TO_CHAT, CHAT_TOOL_CHOICE_TO_MESSAGES } from '../../testing.ts'
 
 const PARAMS = ['temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'user',
   'stop_sequences', 'metadata', 'thinking', 'parallel_tool_calls', 'reasoning_effort']
@@ -93,13 +94,8 @@ t.test('M→C request', async t => {
   t.test('tools, tool_choice, parallel, stop, metadata.user_id, top_k dropped', async t => {
     const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }
     const base = { model: 'm/x', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }], tools: [{ name: 'get_weather', description: 'w', input_schema: schema }, { type: 'web_search_20250305', name: 'web_search' }] }
-    const cases: Array<[unknown, unknown]> = [
-      [{ type: 'auto' }, 'auto'],
-      [{ type: 'any' }, 'required'],
-      [{ type: 'none' }, 'none'],
-      [{ type: 'tool', name: 'get_weather' }, { type: 'function', function: { name: 'get_weather' } }],
-    ]
-    for (const [choice, expected] of cases) {
+    // The mapping table is the test kit's golden data (the conformance suite runs it against adapters).
+    for (const [choice, expected] of MESSAGES_TOOL_CHOICE_TO_CHAT) {
       const out = messagesToChat.request({ ...base, tool_choice: choice }, opts)
       t.same(out.tool_choice, expected, JSON.stringify(choice))
       t.same(out.tools, [{ type: 'function', function: { name: 'get_weather', description: 'w', parameters: schema } }], 'server tools are dropped; parameters untouched')
@@ -185,16 +181,11 @@ t.test('C→M request', async t => {
   })
 
   t.test('tool_choice, parallel_tool_calls, stop, user, temperature clamp, reasoning_effort, n>1', async t => {
-    const base = { model: 'm/x', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f', description: 'd', parameters: { type: 'object', properties: {} } } }] }
-    const cases: Array<[unknown, unknown]> = [
-      ['auto', { type: 'auto' }],
-      ['none', { type: 'none' }],
-      ['required', { type: 'any' }],
-      [{ type: 'function', function: { name: 'f' } }, { type: 'tool', name: 'f' }],
-    ]
-    for (const [choice, expected] of cases) t.same(chatToMessages.request({ ...base, tool_choice: choice }, opts).tool_choice, expected, JSON.stringify(choice))
+    const base = { model: 'm/x', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'get_weather', description: 'd', parameters: { type: 'object', properties: {} } } }] }
+    // The mapping table is the test kit's golden data (the conformance suite runs it against adapters).
+    for (const [choice, expected] of CHAT_TOOL_CHOICE_TO_MESSAGES) t.same(chatToMessages.request({ ...base, tool_choice: choice }, opts).tool_choice, expected, JSON.stringify(choice))
     const out = chatToMessages.request({ ...base, parallel_tool_calls: false, stop: 'END', user: 'u9', temperature: 1.7 }, opts)
-    t.same(out.tools, [{ name: 'f', description: 'd', input_schema: { type: 'object', properties: {} } }])
+    t.same(out.tools, [{ name: 'get_weather', description: 'd', input_schema: { type: 'object', properties: {} } }])
     t.same(out.tool_choice, { type: 'auto', disable_parallel_tool_use: true })
     t.same(out.stop_sequences, ['END'])
     t.same(out.metadata, { user_id: 'u9' })
@@ -242,13 +233,12 @@ t.test('non-streamed responses', async t => {
   })
 
   t.test('10. every stop_reason / finish_reason value, non-streamed', async t => {
-    const stops: Array<[string | null, string]> = [['end_turn', 'stop'], ['stop_sequence', 'stop'], ['max_tokens', 'length'], ['model_context_window_exceeded', 'length'], ['tool_use', 'tool_calls'], ['refusal', 'content_filter'], ['pause_turn', 'stop'], [null, 'stop'], ['something_new', 'stop']]
-    for (const [stop, finish] of stops) {
+    // The mapping tables are the test kit's golden data (the conformance suite runs them against adapters).
+    for (const [stop, finish] of STOP_REASON_TO_FINISH) {
       const { body } = chatToMessages.response({ id: 'm', type: 'message', role: 'assistant', model: 'u', content: [{ type: 'text', text: 'x' }], stop_reason: stop, usage: { input_tokens: 1, output_tokens: 1 } }, opts) as any
       t.equal(body.choices[0].finish_reason, finish, `${stop} → ${finish}`)
     }
-    const finishes: Array<[string, string]> = [['stop', 'end_turn'], ['length', 'max_tokens'], ['tool_calls', 'tool_use'], ['function_call', 'tool_use'], ['content_filter', 'refusal']]
-    for (const [finish, stop] of finishes) {
+    for (const [finish, stop] of FINISH_TO_STOP_REASON) {
       const { body } = messagesToChat.response({ id: 'c', object: 'chat.completion', created: 1, model: 'u', choices: [{ index: 0, message: { role: 'assistant', content: 'x' }, finish_reason: finish }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }, opts) as any
       t.equal(body.stop_reason, stop, `${finish} → ${stop}`)
     }

@@ -3,6 +3,7 @@ import t, { type Test } from 'tap'
 import type { StreamTranslator } from '../../core/provider.ts'
 import { chatToMessages } from '../../providers/protocols/chat-to-messages.ts'
 import { translateFixture, parseSse as parse } from '../helpers/translate-fixture.ts'
+import { STOP_REASON_TO_FINISH } from '../../testing.ts'
 
 const { opts } = translateFixture()
 
@@ -153,11 +154,8 @@ t.test('thinking blocks and their deltas are dropped, never put into content', a
 })
 
 t.test('10. every stop_reason maps to a chat finish_reason (never a messages value)', async t => {
-  const table: Array<[string | null, string]> = [
-    ['end_turn', 'stop'], ['stop_sequence', 'stop'], ['max_tokens', 'length'], ['model_context_window_exceeded', 'length'],
-    ['tool_use', 'tool_calls'], ['refusal', 'content_filter'], ['pause_turn', 'stop'], [null, 'stop'], ['brand_new', 'stop'],
-  ]
-  for (const [reason, finish] of table) {
+  // The mapping table is the test kit's golden data (the conformance suite runs it against adapters).
+  for (const [reason, finish] of STOP_REASON_TO_FINISH) {
     const { out, st } = run(start() + textStart(0) + textDelta(0, 'a') + stop(0) + msgDelta(reason) + STOP)
     const o = chunks(t, out)
     t.equal(o.chunks[o.chunks.length - 1].choices[0].finish_reason, finish, `${reason} → ${finish}`)

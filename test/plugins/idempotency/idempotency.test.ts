@@ -1,0 +1,98 @@
+// idempotency hooks called directly: the test kit's fake context and outcome, the real memory claim
+// store (never evicts, refuses new claims when full) and an injected clock.
+import t from 'tap'
+import { fakeContext, fakeOutcome, pluginDeps, memoryStore } from '../../../testing.ts'
+import type { KvStore, Outcome, Principal } from '../../../index.ts'
+import idempotency from '../../../plugins/idempotency/index.ts'
+
+const KEY_A: Principal = { keyId: 'key-a', organization: 'acme' }
+const KEY_B: Principal = { keyId: 'key-b', organization: 'acme' }
+
+async function setup (config: Record<string, unknown> = {}, store?: KvStore) {
+  const clock = { now: Date.UTC(2026, 0, 1) }
+  const now = () => clock.now
+  const kv = store ?? memoryStore('claims', { now })
+  const hooks = await idempotency.create({ ttlMs: 60_000, maxKeyLength: 16, ...config } as any, pluginDeps(idempotency, { store: kv, now }))
+  /** Admits one call (rejects with the plugin's error); `settle` finishes it with an outcome. */
+  const admit = async (key: string | undefined, principal: Principal = KEY_A) => {
+    const ctx = fakeContext({ principal, headers: key === undefined ? {} : { 'idempotency-key': key } })
+    const state = idempotency.state!()
+    await hooks.onRequest!(ctx, state)
+    return { ctx, state, settle: (o: Partial<Outcome> = {}) => hooks.onSettle!(ctx, fakeOutcome(o), state) }
+  }
+  return { clock, admit, store: kv }
+}
+
+t.test('idempotency – the first call claims the key; a repeat while it runs gets 409 duplicate_request', async t => {
+  const { admit } = await setup()
+  await admit('order-1')
+  await t.rejects(admit('order-1'), { code: 'GW_ERR_IDEMPOTENCY_DUPLICATE', statusCode: 409 })
+})
+
+t.test('idempotency – a repeat after the first call reached an upstream gets 409 until the claim expires', async t => {
+  const { clock, admit } = await setup()
+  const first = await admit('order-1')
+  await first.settle({ upstreamSucceeded: true })
+  await t.rejects(admit('order-1'), { code: 'GW_ERR_IDEMPOTENCY_DUPLICATE' })
+  clock.now += 60_000
+  await t.resolves(admit('order-1'), 'after ttlMs the key is free again')
+})
+
+t.test('idempotency – a call that failed before any upstream success releases its claim, so the client may retry', async t => {
+  const { admit } = await setup()
+  const first = await admit('order-1')
+  await first.settle({ status: 502, upstreamSucceeded: false })
+  const retry = await admit('order-1')
+  t.ok(retry.state.claim, 'the retry holds the claim')
+  await t.rejects(admit('order-1'), { code: 'GW_ERR_IDEMPOTENCY_DUPLICATE' }, 'and is itself protected')
+})
+
+t.test('idempotency – an upstream answer counts even when the client went away: the claim is kept', async t => {
+  const { admit } = await setup()
+  const first = await admit('order-1')
+  await first.settle({ status: 499, upstreamSucceeded: true, clientAborted: true })
+  await t.rejects(admit('order-1'), { code: 'GW_ERR_IDEMPOTENCY_DUPLICATE' })
+})
+
+t.test('idempotency – a late release never drops a claim that another call now holds', async t => {
+  const { clock, admit } = await setup()
+  const first = await admit('order-1')
+  clock.now += 60_000 // the first claim expired while its call still ran
+  await admit('order-1') // a second call claims the key
+  await first.settle({ upstreamSucceeded: false })
+  await t.rejects(admit('order-1'), { code: 'GW_ERR_IDEMPOTENCY_DUPLICATE' }, 'the second call\'s claim is still there')
+})
+
+t.test('idempotency – keys are per API key; calls without the header are not deduplicated', async t => {
+  const { admit } = await setup()
+  await admit('order-1', KEY_A)
+  await t.resolves(admit('order-1', KEY_B), 'another API key may use the same Idempotency-Key')
+  for (let i = 0; i < 3; i++) {
+    const c = await admit(undefined)
+    t.equal(c.state.claim, undefined)
+  }
+})
+
+t.test('idempotency – an empty key or one over maxKeyLength gets 400', async t => {
+  const { admit } = await setup({ maxKeyLength: 16 })
+  await t.rejects(admit(''), { code: 'GW_ERR_BAD_REQUEST', statusCode: 400, message: /1 to 16 characters/ })
+  await t.rejects(admit('x'.repeat(17)), { code: 'GW_ERR_BAD_REQUEST' })
+  await t.resolves(admit('x'.repeat(16)))
+})
+
+t.test('idempotency – the store unreachable fails closed with 503; a full claim store with 503 too', async t => {
+  const down = { setIfAbsent: async () => { throw new Error('down') } } as unknown as KvStore
+  const broken = await setup({}, down)
+  await t.rejects(broken.admit('order-1'), { code: 'GW_ERR_NOT_READY', statusCode: 503 })
+  const full = await setup({}, memoryStore('claims', { maxKeys: 1 }))
+  await full.admit('order-1')
+  await t.rejects(full.admit('order-2'), { code: 'GW_ERR_STORE_FULL', statusCode: 503 })
+})
+
+t.test('idempotency – a finished claim is the shared constant "done"; the pending one is a per-call token', async t => {
+  const { admit, store } = await setup()
+  const c = await admit('order-1')
+  t.match(await store.get('key-a:order-1'), /^pending:/)
+  await c.settle({ upstreamSucceeded: true })
+  t.equal(await store.get('key-a:order-1'), 'done')
+})

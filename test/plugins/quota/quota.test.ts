@@ -1,0 +1,135 @@
+// quota hooks called directly: the test kit's fake context, the real memory window store, an
+// in-memory SQLite ledger (prices for spend caps) and an injected clock.
+import t, { type Test } from 'tap'
+import { fakeContext, fakeOutcome, pluginDeps, memoryStore, memoryLedger, translateFixture } from '../../../testing.ts'
+import type { Principal } from '../../../index.ts'
+import quota from '../../../plugins/quota/index.ts'
+
+// 2026-01-01T00:00:20Z: 40 s left in the minute.
+const START = Date.UTC(2026, 0, 1, 0, 0, 20)
+const ACME: Principal = { keyId: 'key-1', organization: 'acme', project: 'web' }
+/** A model billed 1 unit per million input tokens and 2 per million output tokens. */
+const MODEL = { ...translateFixture().model, price: { input: 1, output: 2 } }
+
+async function setup (t: Test, limits: unknown[], extra: Record<string, unknown> = {}, store?: ReturnType<typeof memoryStore>) {
+  const clock = { now: START }
+  const now = () => clock.now
+  const ledger = await memoryLedger()
+  t.teardown(() => ledger.close())
+  const config = { limits, onStoreError: 'closed', priceCacheMs: 30000, ...extra } as any
+  const hooks = await quota.create(config, pluginDeps(quota, { store: store ?? memoryStore('windows', { now }), ledger, now }))
+  /** Admit then (when admitted and `usage` given) settle one call; returns the context, the error and the state. */
+  const call = async (principal: Principal = ACME, usage?: { inputTokens: number, outputTokens: number }) => {
+    const ctx = fakeContext({ principal, model: MODEL, now })
+    const state = quota.state!()
+    try {
+      await hooks.onRequest!(ctx, state)
+    } catch (error) {
+      return { ctx, error, state }
+    }
+    if (usage) await hooks.onSettle!(ctx, fakeOutcome({ usage: { cachedInputTokens: 0, cacheWriteTokens: 0, ...usage } }), state)
+    return { ctx, error: undefined, state }
+  }
+  return { clock, hooks, call, ledger }
+}
+
+t.test('quota – requests: the call over the cap gets 429 with Retry-After until the window ends', async t => {
+  const { call } = await setup(t, [{ scope: 'organization', window: 'minute', requests: 2 }])
+  t.equal((await call()).error, undefined)
+  t.equal((await call()).error, undefined)
+  const { ctx, error } = await call()
+  t.match(error, { code: 'GW_ERR_QUOTA_EXCEEDED', statusCode: 429, message: /2 requests per minute for organization "acme"/ })
+  t.equal(ctx.seen.headers['retry-after'], '40')
+})
+
+t.test('quota – a refused call does not use up a request; the next window starts from zero', async t => {
+  const { clock, call } = await setup(t, [{ scope: 'key', window: 'minute', requests: 1 }])
+  t.equal((await call()).error, undefined)
+  for (let i = 0; i < 3; i++) t.ok((await call()).error, 'refused while the window lasts')
+  clock.now = Date.UTC(2026, 0, 1, 0, 1, 0)
+  t.equal((await call()).error, undefined, 'the next minute admits again')
+  t.ok((await call()).error, 'and counts from 1')
+})
+
+t.test('quota – a call refused by one limit is not counted by the others it passed', async t => {
+  const { call } = await setup(t, [
+    { scope: 'key', window: 'minute', requests: 2 },
+    { scope: 'organization', window: 'minute', requests: 1 },
+  ])
+  t.equal((await call({ keyId: 'k', organization: 'acme' })).error, undefined)
+  t.match((await call({ keyId: 'k', organization: 'acme' })).error, { message: /organization "acme"/ }, 'the organization limit refuses')
+  t.equal((await call({ keyId: 'k', organization: 'other' })).error, undefined, 'the key\'s second request: the refused one was taken back')
+  t.match((await call({ keyId: 'k', organization: 'third' })).error, { message: /2 requests per minute for key "k"/ })
+})
+
+t.test('quota – scopes count separately; a limit with an id applies to that subject only', async t => {
+  const { call } = await setup(t, [
+    { scope: 'project', window: 'day', requests: 1 },
+    { scope: 'organization', id: 'acme', window: 'day', requests: 3 },
+  ])
+  t.equal((await call({ keyId: 'k1', organization: 'acme', project: 'web' })).error, undefined)
+  t.ok((await call({ keyId: 'k2', organization: 'acme', project: 'web' })).error, 'project web is at its cap')
+  t.equal((await call({ keyId: 'k3', organization: 'acme', project: 'api' })).error, undefined, 'project api has its own count')
+  t.equal((await call({ keyId: 'k4', organization: 'other', project: 'x' })).error, undefined, 'the acme-only limit does not apply to other')
+  t.equal((await call({ keyId: 'k4', organization: 'other', project: 'y' })).error, undefined)
+  t.equal((await call({ keyId: 'k5', organization: 'acme', project: 'z' })).error, undefined, 'acme\'s third: the refused web call was not counted')
+  const { error } = await call({ keyId: 'k6', organization: 'acme', project: 'q' })
+  t.match(error, { message: /3 requests per day for organization "acme"/ }, 'acme\'s fourth is over')
+})
+
+t.test('quota – a call without a principal, or outside every limit, is not counted', async t => {
+  const { call } = await setup(t, [{ scope: 'project', window: 'minute', requests: 1 }])
+  for (let i = 0; i < 3; i++) t.equal((await call({ keyId: 'k' })).error, undefined, 'no project: the project limit does not apply')
+})
+
+t.test('quota – tokens: settle adds input + output; admit refuses once the window reached the cap', async t => {
+  const { clock, call } = await setup(t, [{ scope: 'key', window: 'hour', tokens: 100 }])
+  t.equal((await call(ACME, { inputTokens: 60, outputTokens: 30 })).error, undefined, '90 tokens')
+  t.equal((await call(ACME, { inputTokens: 5, outputTokens: 50 })).error, undefined, 'admitted at 90 < 100; now 145 (a cap can be passed by what is in flight)')
+  const { ctx, error } = await call()
+  t.match(error, { code: 'GW_ERR_QUOTA_EXCEEDED', message: /100 tokens per hour for key "key-1"/ })
+  t.equal(ctx.seen.headers['retry-after'], String(3600 - 20))
+  clock.now = Date.UTC(2026, 0, 1, 1, 0, 0)
+  t.equal((await call()).error, undefined, 'the next hour starts from zero')
+})
+
+t.test('quota – usage is added only at settle, and only when an upstream answered', async t => {
+  const { hooks, call } = await setup(t, [{ scope: 'key', window: 'day', tokens: 10 }])
+  const failed = await call()
+  await hooks.onSettle!(failed.ctx, fakeOutcome({ status: 502, upstreamSucceeded: false, usage: { inputTokens: 50, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0 } }), failed.state)
+  const noUsage = await call()
+  await hooks.onSettle!(noUsage.ctx, fakeOutcome({ usage: undefined }), noUsage.state)
+  t.equal((await call()).error, undefined, 'nothing was added by a failed call or one without usage')
+  const ok = await call(ACME, { inputTokens: 6, outputTokens: 4 })
+  t.equal(ok.error, undefined)
+  t.ok((await call()).error, '10 tokens added at settle: the cap is reached')
+})
+
+t.test('quota – spend: settle adds the call\'s cost at the model\'s price; the ledger\'s price wins over the config\'s', async t => {
+  const { call } = await setup(t, [{ scope: 'organization', window: 'month', spend: 0.001 }])
+  // 1/M input, 2/M output: 300 input + 200 output = 300 + 400 micro-units = 0.0007
+  t.equal((await call(ACME, { inputTokens: 300, outputTokens: 200 })).error, undefined)
+  t.equal((await call(ACME, { inputTokens: 0, outputTokens: 150 })).error, undefined, 'admitted at 0.0007; now 0.001')
+  const { ctx, error } = await call()
+  t.match(error, { code: 'GW_ERR_QUOTA_EXCEEDED', message: /a spend cap of 0.001 per month for organization "acme"/ })
+  t.equal(ctx.seen.headers['retry-after'], String(31 * 86400 - 20), 'until the calendar month ends')
+  // The price the ledger holds (set by the admin CLI) is read per model.
+  const fresh = await setup(t, [{ scope: 'organization', window: 'month', spend: 0.001 }])
+  await fresh.ledger.setPrice('m/x', { input: 0, output: 0 })
+  for (let i = 0; i < 3; i++) t.equal((await fresh.call(ACME, { inputTokens: 1000, outputTokens: 1000 })).error, undefined, 'a free model never reaches a spend cap')
+})
+
+t.test('quota – a store that cannot be reached: 503 by default, admitted with onStoreError open', async t => {
+  const broken = { incr: async () => { throw new Error('down') } } as unknown as ReturnType<typeof memoryStore>
+  const closed = await setup(t, [{ scope: 'key', window: 'minute', requests: 1 }], {}, broken)
+  t.match((await closed.call()).error, { code: 'GW_ERR_NOT_READY', statusCode: 503 })
+  const open = await setup(t, [{ scope: 'key', window: 'minute', requests: 1 }], { onStoreError: 'open' }, broken)
+  t.equal((await open.call()).error, undefined)
+})
+
+t.test('quota – a full window store refuses a call that needs a new window with 503, whatever onStoreError says', async t => {
+  const store = memoryStore('windows', { maxKeys: 1, now: () => START })
+  const { call } = await setup(t, [{ scope: 'key', window: 'minute', requests: 5 }], { onStoreError: 'open' }, store)
+  t.equal((await call({ keyId: 'a' })).error, undefined)
+  t.match((await call({ keyId: 'b' })).error, { code: 'GW_ERR_STORE_FULL', statusCode: 503 })
+})

@@ -1,0 +1,41 @@
+// The test kit's golden cases (testing/golden.ts) run straight through the four translators, without
+// a gateway: the same data the provider conformance suite runs against every adapter.
+import t from 'tap'
+import { translators } from '../../providers/protocols/index.ts'
+import {
+  GOLDEN_CASES, GOLDEN_ANSWERS, GOLDEN_STREAMS, GOLDEN_PARAMS, goldenBody, matches, standardUsage, clientUsage,
+  upstreamAnswerBody, upstreamStreamEvents, streamShape, translateFixture, parseSse,
+} from '../../testing.ts'
+
+const { opts } = translateFixture([...GOLDEN_PARAMS])
+
+t.test('golden requests', async t => {
+  for (const c of GOLDEN_CASES) {
+    const out = translators[`${c.client}-to-${c.upstream}`].request(goldenBody(c.client, 'm/x', c.body), opts)
+    t.equal(matches(out, c.expect), undefined, c.name)
+    t.equal(out.model, 'up-x', `${c.name}: upstream model`)
+  }
+})
+
+t.test('golden answers', async t => {
+  for (const c of GOLDEN_ANSWERS) {
+    const { body, usage } = translators[`${c.client}-to-${c.upstream}`].response(upstreamAnswerBody(c.answer, standardUsage(c.upstream, c.usage)), opts) as { body: any, usage: any }
+    t.equal(matches(body, c.expect), undefined, c.name)
+    if (c.client !== c.upstream) t.equal(matches(body.usage, clientUsage(c.client, c.usage)), undefined, `${c.name}: the client's usage`)
+    t.match(usage, { inputTokens: c.usage.inputTokens, cachedInputTokens: c.usage.cachedInputTokens, outputTokens: c.usage.outputTokens }, `${c.name}: normalized usage`)
+  }
+})
+
+t.test('golden streams', async t => {
+  for (const c of GOLDEN_STREAMS) {
+    const st = translators[`${c.client}-to-${c.upstream}`].stream(goldenBody(c.client, 'm/x', { ...c.body, stream: true }), opts)
+    let out = ''
+    for (const ev of parseSse(upstreamStreamEvents(c.stream, standardUsage(c.upstream, c.usage)).join(''))) out += st.push(ev)
+    out += st.end()
+    const { shape, usage } = streamShape(c.client, out)
+    t.same(shape, c.shape, c.name)
+    if (c.client !== c.upstream && (c.client === 'messages' || shape.includes('usage'))) t.equal(matches(usage, clientUsage(c.client, c.usage)), undefined, `${c.name}: the client's usage`)
+    t.match(st.usage, { inputTokens: c.usage.inputTokens, cachedInputTokens: c.usage.cachedInputTokens, outputTokens: c.usage.outputTokens }, `${c.name}: normalized usage`)
+    t.equal(st.finished, true, `${c.name}: finished`)
+  }
+})
