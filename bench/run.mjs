@@ -7,9 +7,19 @@
 // gateways with --cpu-prof and add their top self-time functions; default 1 for a full run, 0
 // when BENCH_SYSTEMS is set), BENCH_PROFILE_CASES (default bare:json-c16,embedded:json-c16,
 // scaleout:json-c16,bare:sse-c16,embedded:sse-c16), BENCH_PROFILE_SECONDS,
-// BENCH_PG_URL, BENCH_REDIS_URL, BENCH_LOADER=builtin (use the built-in undici load loop instead of
-// autocannon). `node bench/run.mjs --render` rewrites the report from bench/results/last-run.json.
-import { spawn, execFileSync } from 'node:child_process'
+// BENCH_PG_URL, BENCH_REDIS_URL, BENCH_LOADER (wrk, autocannon or builtin; default wrk, see below),
+// BENCH_INSTALL_WRK=0 (never install wrk), BENCH_WRK_THREADS, BENCH_WRK_STATUS (see bench/load.mjs).
+// `node bench/run.mjs --render` rewrites the report from bench/results/last-run.json.
+//
+// Load generator: wrk (native). When it is not on PATH and this process is root, it is installed
+// from the Debian packages (apt-get update && apt-get install -y wrk); otherwise the harness says
+// how to install it and falls back to autocannon (or, without bench/node_modules, the builtin undici
+// loop), labelled "fallback: ratios may be inflated" in the console and the report.
+//
+// Validity: the load generator and the mock share core 1, so they must have room to spare when a
+// proxy is measured. Direct-to-mock must be at least 2x the bare proxy at the same concurrency in
+// every case measured on both; otherwise the run is marked INVALID (console and top of the report).
+import { spawn, spawnSync, execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync, mkdtempSync, existsSync, rmSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
 import { tmpdir, cpus, totalmem } from 'node:os'
@@ -35,6 +45,35 @@ const GATEWAY_NODE_FLAGS = (JSON.parse(readFileSync(join(root, 'package.json'), 
 const hasTaskset = (() => { try { execFileSync('taskset', ['-c', '0', 'true'], { stdio: 'ignore' }); return cpus().length > 1 } catch { return false } })()
 const pin = (core, cmd, args) => hasTaskset ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args]
 const log = (...a) => process.stderr.write(`[bench] ${a.join(' ')}\n`)
+
+// ---------------------------------------------------------------------------------------------
+// Load generator
+
+const onPath = cmd => { try { execFileSync(cmd, ['--version'], { stdio: 'ignore' }); return true } catch (err) { return err.code !== 'ENOENT' } } // wrk --version exits 1
+const HOW_TO_INSTALL_WRK = 'install wrk and rerun: `sudo apt-get install wrk` (Debian, Ubuntu), `brew install wrk` (macOS), or build it from https://github.com/wg/wrk'
+
+/** Which load generator to use: wrk (installed here when missing and root), else a labelled fallback. */
+function chooseLoader () {
+  const forced = process.env.BENCH_LOADER
+  const fallbackTo = existsSync(join(here, 'node_modules/autocannon')) ? 'autocannon' : 'builtin'
+  if (forced === 'autocannon' || forced === 'builtin') {
+    const loader = forced === 'autocannon' ? fallbackTo : 'builtin'
+    return { loader, fallback: true, why: `BENCH_LOADER=${forced}` }
+  }
+  if (forced && forced !== 'wrk') throw new Error(`BENCH_LOADER=${forced}: expected wrk, autocannon or builtin`)
+  if (!onPath('wrk') && process.getuid?.() === 0 && process.env.BENCH_INSTALL_WRK !== '0') {
+    log('wrk is not on PATH; installing it: apt-get update && apt-get install -y wrk')
+    const r = spawnSync('sh', ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk'], { stdio: ['ignore', 2, 2] })
+    if (r.status !== 0) log(`installing wrk failed (exit ${r.status})`)
+  }
+  if (onPath('wrk')) {
+    const version = (spawnSync('wrk', ['--version'], { encoding: 'utf8' }).stdout ?? '').split('\n')[0].replace(/\s*Copyright.*$/, '').trim()
+    return { loader: 'wrk', fallback: false, version, threads: Number(process.env.BENCH_WRK_THREADS ?? 1), countStatus: process.env.BENCH_WRK_STATUS === '1' }
+  }
+  if (forced === 'wrk') throw new Error(`BENCH_LOADER=wrk but wrk is not on PATH: ${HOW_TO_INSTALL_WRK}`)
+  return { loader: fallbackTo, fallback: true, why: `wrk is not installed; ${HOW_TO_INSTALL_WRK}` }
+}
+const fallbackLabel = info => `${info.loader === 'builtin' ? 'builtin undici loop' : info.loader} fallback: ratios may be inflated`
 
 // ---------------------------------------------------------------------------------------------
 // Processes
@@ -104,7 +143,7 @@ function cpuMs (pid) {
 
 /** One load run (bench/load.mjs) on core 1; resolves its JSON summary. */
 function load (spec) {
-  const [c, a] = pin(1, process.execPath, [join(here, 'load.mjs'), JSON.stringify(spec)])
+  const [c, a] = pin(1, process.execPath, [join(here, 'load.mjs'), JSON.stringify({ loader: LOADER.loader, ...spec })])
   return new Promise((res, rej) => {
     const child = spawn(c, a, { cwd: here, stdio: ['ignore', 'pipe', 'pipe'] })
     children.add(child)
@@ -157,8 +196,13 @@ async function pgUrl () {
   return 'postgres://postgres@127.0.0.1:5432/test'
 }
 
+let LOADER = { loader: 'builtin', fallback: true }
+
 async function main () {
   const started = Date.now()
+  LOADER = chooseLoader()
+  if (LOADER.fallback) log(`LOADER: ${fallbackLabel(LOADER)} (${LOADER.why}); wrk measures the proxies, this one partly measures itself`)
+  else log(`loader: ${LOADER.version || 'wrk'}, ${LOADER.threads} thread(s), bench/wrk/post.lua`)
   const runId = `${Date.now().toString(36)}_${process.pid}`
   const dataDir = mkdtempSync(join(tmpdir(), 'gw-bench-'))
   const mockPort = await freePort()
@@ -271,8 +315,12 @@ async function main () {
   if (results.scaleout && !results.scaleout.error) await cleanupScaleout(scaleout).catch(err => log(`scale-out cleanup: ${err.message}`))
   rmSync(dataDir, { recursive: true, force: true })
   const loaders = new Set(Object.values(results).flatMap(r => Object.values(r.cases ?? {}).map(c => c.loader).filter(Boolean)))
+  const check = validity(results)
+  if (check.status === 'INVALID') log(`RUN INVALID: direct to the mock is not at least 2× the bare proxy: ${check.rows.map(r => `${r.label}: direct ${r.direct.toFixed(0)} vs bare ${r.bare.toFixed(0)} req/s (${r.ratio.toFixed(2)}×${r.ok ? '' : ', < 2×'})`).join('; ')}`)
+  else if (check.status === 'valid') log(`run valid: direct ≥ 2× bare in every case (${check.rows.map(r => `${r.id} ${r.ratio.toFixed(2)}×`).join(', ')})`)
+  else log(`validity not checked: ${check.why}`)
   const extra = {
-    mockRss, profiles, loaders: [...loaders], seconds: (Date.now() - started) / 1000,
+    mockRss, profiles, loaders: [...loaders], loader: LOADER, seconds: (Date.now() - started) / 1000,
     meta: { date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), DURATION, RUNS, WARMUP, PROFILE_SECONDS, hasTaskset },
   }
   // Raw results, so the report can be re-rendered (node bench/run.mjs --render) after editing bench/analysis.md.
@@ -329,26 +377,50 @@ async function cleanupScaleout (s) {
 // ---------------------------------------------------------------------------------------------
 // Report
 
+/** Direct-to-mock must be at least 2× the bare proxy in every case both measured (same concurrency). */
+function validity (results) {
+  const ok = (sys, id) => { const r = results[sys]?.cases?.[id]; return r && !r.invalid && !r.na && Number.isFinite(r.rps) ? r : undefined }
+  const rows = []
+  for (const c of CASES.filter(c => !c.cross)) {
+    const d = ok('direct', c.id)
+    const b = ok('bare', c.id)
+    if (d && b) rows.push({ id: c.id, label: c.label, direct: d.rps, bare: b.rps, ratio: d.rps / b.rps, ok: d.rps >= 2 * b.rps })
+  }
+  if (rows.length === 0) return { status: 'not checked', rows, why: 'it needs both direct and bare measured (BENCH_SYSTEMS) without errors' }
+  return { status: rows.every(r => r.ok) ? 'valid' : 'INVALID', rows }
+}
+
 function report (systems, results, extra) {
   const { date, DURATION, RUNS, WARMUP, PROFILE_SECONDS, hasTaskset } = extra.meta
   const f = (x, d = 0) => Number.isFinite(x) ? x.toFixed(d) : 'n/a'
   const get = (sys, id) => { const x = results[sys]?.cases?.[id]; return x && !x.invalid && !x.na ? x : undefined }
   const lines = []
   const cpu = cpus()[0]?.model ?? 'unknown CPU'
-  const loader = extra.loaders.join(' + ') || 'n/a'
+  const info = extra.loader ?? { loader: extra.loaders.join(' + ') || 'n/a', fallback: !extra.loaders.includes('wrk') }
+  const loader = info.fallback
+    ? `**${fallbackLabel(info)}** (${extra.loaders.join(' + ') || info.loader}${info.why ? `; ${info.why}` : ''}): on the shared core it may cap direct calls to the mock, and so the bare proxy, and inflate every ratio`
+    : `wrk (${info.version || 'native'}, ${info.threads ?? 1} thread(s), \`bench/wrk/post.lua\`: POST body and headers, a unique \`Idempotency-Key\` per request for the gateways)`
+  const check = validity(results)
+  const fmtRow = r => `${r.label}: direct ${f(r.direct)} req/s, bare ${f(r.bare)} req/s, ${f(r.ratio, 2)}×${r.ok ? '' : ' (< 2×)'}`
   lines.push('# Benchmarks', '',
     '<!-- Written by `npm run bench` (bench/run.mjs). Do not edit by hand: edit bench/analysis.md, which is copied in below. -->', '',
     `Run on ${date} (took ${f(extra.seconds)} s).`, '',
+    ...(check.status === 'INVALID'
+      ? [`**INVALID RUN: direct calls to the mock are not at least 2× the bare proxy at the same concurrency, so the load generator and the mock (which share core 1) limit the numbers below, not only the system under test; every ratio may be inflated.** ${check.rows.map(fmtRow).join('; ')}.`, '']
+      : check.status === 'valid'
+        ? [`Validity check passed: direct calls to the mock are at least 2× the bare proxy in every case measured on both (${check.rows.map(fmtRow).join('; ')}).`, '']
+        : [`Validity check not run: ${check.why}.`, '']),
     `- Machine: ${cpu}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Linux ${readOs()}, Node ${process.version}.`,
     `- Pinning: ${hasTaskset ? 'system under test on core 0 (`taskset -c 0`); load generator and mock upstream on core 1.' : 'none (taskset unavailable or one core): numbers are not comparable with pinned runs.'}`,
     `- Load: ${loader}, closed loop (each connection sends its next request when the previous response has been read to its end), keep-alive, loopback.`,
-    `- Each cell: the median (by req/s) of ${RUNS} run(s) of ${DURATION} s after a ${WARMUP} s warm-up. Latency in ms, computed from every 2xx response time of that run.`,
+    `- Each cell: the median (by req/s) of ${RUNS} run(s) of ${DURATION} s after a ${WARMUP} s warm-up. Latency in ms, ${info.loader === 'wrk' ? 'from wrk\'s latency histogram (every response) of that run' : 'computed from every 2xx response time of that run'}.`,
+    '- Validity: the load generator and the mock share core 1; a run is valid only when calling the mock directly is at least 2× as fast as through the bare proxy at the same concurrency, in every case measured on both (so core 1 had room to spare when the proxies were measured).',
     '- Mock upstream: plain node:http, JSON answer (~450 B) or ~22 SSE events written one by one, with usage; it answers immediately, so the numbers measure proxy overhead only.',
     '- Gateway configs: `bench/configs/embedded.yaml` and `bench/configs/scaleout.yaml` — pipeline ip-limit (limit 1e9), size-limit, timeout, auth (config key bound to organization `bench`), media-validation, idempotency (a unique `Idempotency-Key` on every request), quota (1e9 requests/minute), balance (huge initial balance; every call reserves, then charges and writes a usage record).',
     `- The gateway runs with the node flags of \`npm start\`: \`${GATEWAY_NODE_FLAGS.join(' ') || '(none)'}\` (see README, Deployment: a smaller young generation, same throughput, far less RSS). The bare proxy and Portkey run with node's defaults.`,
     '- "+p50 vs direct": median latency added over calling the mock directly. "× bare": throughput relative to the bare fastify+undici proxy (for the cross-protocol case, relative to the bare proxy\'s streaming chat at c=16, the nearest thing a pass-through can do).',
     '- "CPU µs/req": user+system CPU time of the system-under-test process (from /proc/<pid>/stat, 10 ms ticks) over all measured runs of the case, divided by the requests served; the inverse is roughly the req/s one core could sustain for that process alone. Not given for direct (the mock is shared).',
-    '- A cell marked INVALID had transport errors or non-2xx answers during the measured runs and is not used for targets.', '')
+    `- A cell marked INVALID had transport errors or non-2xx answers during the measured runs and is not used for targets${info.loader === 'wrk' && !info.countStatus ? ' (with wrk, non-2xx is its count of status > 399; BENCH_WRK_STATUS=1 counts every status)' : ''}.`, '')
 
   lines.push('## Results', '')
   for (const c of CASES) {
@@ -412,7 +484,8 @@ function report (systems, results, extra) {
   if (existsSync(analysis)) lines.push(readFileSync(analysis, 'utf8').trim(), '')
 
   lines.push('## Commands', '', '```sh',
-    'npm run bench                                   # build, install bench deps, all systems, 3 × 5 s per case, + profile (~7 min)',
+    'npm run bench                                   # build, install bench deps, all systems, 3 × 5 s per case, + profile (~7 min); installs wrk when root',
+    'BENCH_LOADER=autocannon npm run bench           # the fallback load generator (ratios may be inflated)',
     'BENCH_DURATION=2 BENCH_RUNS=1 npm run bench     # quicker',
     'BENCH_SYSTEMS=direct,bare,embedded BENCH_OUT=/tmp/b.md node bench/run.mjs   # a subset (needs `npm run build` first)',
     'node bench/cpuprofile-summary.mjs bench/profiles/embedded-json-c16.cpuprofile 40 <skipMs>   # re-read the profile',
