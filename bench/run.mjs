@@ -9,7 +9,7 @@
 // scaleout:json-c16,bare:sse-c16,embedded:sse-c16), BENCH_PROFILE_SECONDS,
 // BENCH_PG_URL, BENCH_REDIS_URL, BENCH_LOADER (wrk, autocannon or builtin; default wrk, see below),
 // BENCH_INSTALL_WRK=0 (never install wrk), BENCH_WRK_THREADS, BENCH_WRK_STATUS (see bench/load.mjs).
-// `node bench/run.mjs --render` rewrites the report from bench/results/last-run.json.
+// `node bench/run.mjs --render [results.json]` rewrites the report from bench/results/last-run.json (or the file given).
 //
 // Load generator: wrk (native). When it is not on PATH and this process is root, it is installed
 // from the Debian packages (apt-get update && apt-get install -y wrk); otherwise the harness says
@@ -538,9 +538,13 @@ const killAll = () => { for (const c of children) { try { c.kill('SIGKILL') } ca
 process.on('exit', killAll)
 process.on('SIGINT', () => { killAll(); process.exit(130) })
 process.on('SIGTERM', () => { killAll(); process.exit(143) })
+// `--render [results.json]`: default bench/results/last-run.json.
 const render = () => {
-  const { systems, results, extra } = JSON.parse(readFileSync(join(here, 'results', 'last-run.json'), 'utf8'))
+  const file = resolve(process.argv[process.argv.indexOf('--render') + 1] ?? join(here, 'results', 'last-run.json'))
+  const { systems, results, extra } = JSON.parse(readFileSync(file, 'utf8'))
   writeFileSync(OUT, report(systems, results, extra))
-  log(`re-rendered ${OUT} from bench/results/last-run.json`)
+  log(`re-rendered ${OUT} from ${relative(process.cwd(), file)}`)
+  const check = validity(results)
+  if (check.status === 'INVALID') log('RUN INVALID: direct to the mock is not at least 2× the bare proxy (see the top of the report)')
 }
 ;(process.argv.includes('--render') ? Promise.resolve().then(render) : main()).catch(err => { process.stderr.write(String(err?.stack ?? err) + '\n'); process.exit(1) })
