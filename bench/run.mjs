@@ -487,11 +487,13 @@ function report (systems, results, extra) {
     'npm run bench                                   # build, install bench deps, all systems, 3 × 5 s per case, + profile (~7 min); installs wrk when root',
     'BENCH_LOADER=autocannon npm run bench           # the fallback load generator (ratios may be inflated)',
     'BENCH_DURATION=2 BENCH_RUNS=1 npm run bench     # quicker',
-    'BENCH_SYSTEMS=direct,bare,embedded BENCH_OUT=/tmp/b.md node bench/run.mjs   # a subset (needs `npm run build` first)',
+    'BENCH_SYSTEMS=direct,bare,embedded BENCH_OUT=/tmp/b.md npm run bench   # a subset (keep direct and bare: the validity check needs both)',
     'node bench/cpuprofile-summary.mjs bench/profiles/embedded-json-c16.cpuprofile 40 <skipMs>   # re-read the profile',
     'node bench/run.mjs --render                     # rewrite BENCHMARKS.md from bench/results/last-run.json (after editing bench/analysis.md)',
-    'npx tap test/bench/harness.test.ts              # smoke test of the harness (no timing assertions)',
+    'npm test -- test/bench/                         # smoke test of the harness and the validity rule (no timing assertions)',
     '```', '',
+    'Run it through npm (`npm run bench`, `npm test`): npm scripts use the project\'s Node 24, and every process of the run uses the node that runs bench/run.mjs; the system `node` may be older.',
+    'wrk: `npm run bench` installs it (`apt-get install -y wrk`) when it is missing and the run is root (BENCH_INSTALL_WRK=0 to never install); otherwise install it yourself (`sudo apt-get install wrk`, `brew install wrk`). Without it the harness falls back to autocannon and labels the report so.',
     'Scale-out needs Redis on 127.0.0.1:6379 and PostgreSQL on 127.0.0.1:5432 (database `test`, trust auth, user postgres or root; override with BENCH_REDIS_URL / BENCH_PG_URL). Each run uses a fresh Redis key prefix and PostgreSQL schema and removes them afterwards.',
     'Portkey runs from bench/node_modules with `@hono/node-server` overridden to 1.13.5 (the version Portkey\'s own lockfile resolves): with 1.14.x its streaming path throws `TypeError: immutable` (Portkey-AI/gateway#1389) and every streamed call answers 500.', '')
   return lines.join('\n')
