@@ -149,7 +149,13 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
       // A client too slow or too broken to finish its body is not waited for; any other early
       // answer lets the client finish writing (bounded) so it reads the answer, not a reset.
       if (gerr.code === 'GW_ERR_TIMEOUT' || gerr.code === 'GW_ERR_BAD_HTTP') r.headers.connection = 'close'
-      else discardRestOfBody(request.raw, server)
+      else {
+        // fastify asks to close after any body-parser error; closing while the client still
+        // writes resets it and loses the answer. The rest is discarded instead, then the
+        // connection stays usable (or is cut once the discard bounds are passed).
+        reply.removeHeader('connection')
+        discardRestOfBody(request.raw, server)
+      }
     }
     return reply.code(r.status).headers({ ...ctx?.extraHeaders, ...r.headers, 'x-gw-trace-id': request.id }).send(r.body)
   }
