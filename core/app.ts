@@ -136,8 +136,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     const gerr = toGatewayError(err, request.id)
     if (gerr.statusCode >= 500) request.log.error({ err, code: gerr.code }, 'request failed')
     if (ctx) {
-      ctx.outcome.error = gerr
-      ctx.outcome.status = gerr.statusCode
+      ctx.failed(gerr)
+      ctx.responding(gerr.statusCode)
     }
     const r = renderError(gerr, {
       protocol: ctx?.protocol ?? (request.url.startsWith('/v1/messages') ? 'messages' : 'none'),
@@ -194,7 +194,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     const ctx = new RequestContext(request.id, route, protocol, request.method, request.url, request.ip, request.headers, request.log as unknown as Logger, now, gw)
     ;(request as any).gw = ctx
     reply.header('x-gw-trace-id', request.id)
-    reply.raw.once('close', () => { if (!reply.raw.writableFinished) ctx.onClientClose() })
+    reply.raw.once('close', () => { if (!reply.raw.writableFinished) ctx.clientGone(new Error('client closed the connection')) })
     if (route === 'probes' && config.server.exemptProbesFromPlugins) return
     await ctx.runPhase(pipeline, 'connect')
     // An unknown route is refused here, before its body is read: nobody parses what nobody serves.
@@ -212,10 +212,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   })
 
   app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
-    const ctx = (request as any).gw as RequestContext | null
-    if (!ctx || ctx.handlerOwnsSettle) return
-    ctx.outcome.status = reply.statusCode
-    await ctx.settle(ctx.outcome)
+    // The reply's end is one of the call's ends; a stream (hijacked) ends with the stream instead.
+    await ((request as any).gw as RequestContext | null)?.responded(reply.statusCode)
   })
 
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
@@ -232,7 +230,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   inferenceRoutes(app, gw)
 
   app.addHook('onClose', async () => {
-    // Calls still streaming or settling finish first (bounded): their charges must reach the ledger.
+    // Calls still in flight or settling finish first (bounded): their charges must reach the ledger.
+    // The call lifecycle counts both (lifecycle.ts).
     const end = Date.now() + config.server.shutdownGraceMs
     while ((gw.inFlight > 0 || gw.settling > 0) && Date.now() < end) await new Promise(resolve => setTimeout(resolve, 10))
     await pipeline.close()
