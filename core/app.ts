@@ -59,6 +59,9 @@ export type GatewayApp = FastifyInstance & { gateway: Gateway }
 
 interface RouteConfig { gwRoute?: RouteName, protocol?: Protocol | 'none' }
 
+/** How long shutdown waits for the settles of calls it cut at the end of the grace period. */
+const SETTLE_AFTER_CUT_MS = 5000
+
 /** Redacted wherever a request or its headers are logged. */
 export const REDACT = ['req.headers.authorization', 'req.headers["x-api-key"]', 'headers.authorization', 'headers["x-api-key"]']
 
@@ -229,10 +232,25 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   reservedRoutes(app)
   inferenceRoutes(app, gw)
 
+  // Graceful shutdown: fastify's close() stops accepting and waits for every open connection, so
+  // in-flight calls and streams run on; past server.shutdownGraceMs the ones still running are cut
+  // (their clients' connections closed). A cut call ends as a client close and settles, billed for
+  // what was relayed.
+  let cutTimer: NodeJS.Timeout | undefined
+  app.addHook('preClose', async () => {
+    cutTimer = setTimeout(() => {
+      if (gw.inFlight === 0) return
+      log.warn({ inFlight: gw.inFlight }, 'grace period over; cutting the calls still running')
+      app.server.closeAllConnections()
+    }, config.server.shutdownGraceMs)
+    cutTimer.unref()
+  })
+
   app.addHook('onClose', async () => {
-    // Calls still in flight or settling finish first (bounded): their charges must reach the ledger.
-    // The call lifecycle counts both (lifecycle.ts).
-    const end = Date.now() + config.server.shutdownGraceMs
+    clearTimeout(cutTimer)
+    // Settles still running finish first (bounded): their charges must reach the ledger. The call
+    // lifecycle counts calls in flight and settles running (lifecycle.ts).
+    const end = Date.now() + Math.max(config.server.shutdownGraceMs, SETTLE_AFTER_CUT_MS)
     while ((gw.inFlight > 0 || gw.settling > 0) && Date.now() < end) await new Promise(resolve => setTimeout(resolve, 10))
     await pipeline.close()
     await Promise.allSettled([...providers.values()].map(p => p.close?.()))

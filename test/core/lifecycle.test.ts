@@ -15,7 +15,7 @@ import type { Phase } from '../../core/phases.ts'
 import type { Outcome } from '../../core/context.ts'
 import { CALL_STATES, CallLifecycle, IllegalTransition, TRANSITIONS, type CallState, type CallTracker } from '../../core/lifecycle.ts'
 import { gwError } from '../../core/errors.ts'
-import { AUTH_ENTRY, TEST_KEY, auth, buildTestApp, listen, type TestAppOptions } from '../helpers/build-test-app.ts'
+import { AUTH_ENTRY, TEST_KEY, auth, buildTestApp, listen } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, json, sse, chatTextStream, messagesTextStream, chatCompletion, chatChunk, msgEvent, type FakeUpstream } from '../helpers/fake-upstream.ts'
 import { streamCall } from '../helpers/stream-client.ts'
 import { until } from '../helpers/until.ts'
@@ -207,14 +207,15 @@ const guard = definePlugin({
 const STALLS = [stall('connect'), stall('authenticate'), stall('inspect'), stall('admit')]
 const TIMEOUT_MS = 400
 
-async function setup (t: Test, pipeline?: unknown[], extra: TestAppOptions = {}) {
+async function setup (t: Test, pipeline?: unknown[], server?: Record<string, unknown>) {
   const spy = lifeSpy()
   const chatUp = await startFakeUpstream()
   const msgUp = await startFakeUpstream()
   const flaky = await startFakeUpstream((_req, res) => json(res, 500, { error: { message: 'down' } }))
   const doc = upstreamDoc(chatUp.origin, msgUp.origin, [
     { id: 'vendor/flaky', deployments: [{ provider: 'flaky-a', model: 'm' }, { provider: 'flaky-b', model: 'm' }] },
-  ]) as { providers: Record<string, unknown>[], models: unknown[] }
+  ]) as { providers: Record<string, unknown>[], models: unknown[], server?: Record<string, unknown> }
+  if (server) doc.server = server
   // The shared upstreams' circuits never open here (each test's faults are its own); the flaky
   // ones open on their first failure.
   for (const p of doc.providers) p.circuit = { failureThreshold: 1000 }
@@ -223,7 +224,6 @@ async function setup (t: Test, pipeline?: unknown[], extra: TestAppOptions = {})
     { name: 'flaky-b', adapter: 'openai-compatible', config: { baseUrl: `${flaky.origin}/v1`, apiKey: 'k' }, circuit: { failureThreshold: 1 } },
   )
   const app = await buildTestApp({
-    ...extra,
     plugins: [spy.plugin, guard, ...STALLS],
     doc,
     pipeline: pipeline ?? [
@@ -482,4 +482,24 @@ t.test('shutdown with a stream in flight: it finishes and settles once before cl
   const r = await call
   t.equal(r.status, 200)
   t.match(r.body, /\[DONE\]/, 'the client got the whole stream')
+})
+
+t.test('shutdown past the grace period: a running stream is cut and settles once before close resolves', async t => {
+  const env = await setup(t, [{ plugin: 'life-spy' }, AUTH_ENTRY], { shutdownGraceMs: 300 })
+  env.chatUp.handle((_req, res) => sse(res, chatTextStream(pieces(1000)), { delayMs: 10 }))
+  const call = streamCall(env.url, '/v1/chat/completions', chatBody({ stream: true }))
+  t.ok(await until(() => env.app.gateway.inFlight === 1, 5000), 'the call is in flight')
+  await sleep(50)
+  const started = Date.now()
+  await env.close()
+  t.ok(Date.now() - started < 5000, 'close did not wait for the whole stream')
+  t.equal(env.spy.order.length, 1, 'settled before close resolved')
+  const s = env.spy.calls.get(env.spy.order[0])!
+  t.equal(s.settles, 1)
+  t.equal(s.answered, 0, 'the answer never finished')
+  t.match(s.outcome, { status: 200, upstreamSucceeded: true, clientAborted: true, usageEstimated: true })
+  t.ok(s.outcome!.usage!.outputTokens > 0, 'billed for what was relayed')
+  t.equal(env.app.gateway.inFlight, 0)
+  const r = await call.catch(() => undefined)
+  t.notMatch(r?.body ?? '', /\[DONE\]/, 'the client did not get the whole stream')
 })
