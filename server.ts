@@ -44,11 +44,8 @@ async function main (): Promise<void> {
     if (closing) return
     closing = true
     app.log.info({ signal }, 'shutting down: no new connections, finishing in-flight calls')
-    const force = setTimeout(() => {
-      app.log.warn({ inFlight: app.gateway.inFlight }, 'grace period over; closing remaining connections')
-      app.server.closeAllConnections()
-    }, config.server.shutdownGraceMs)
-    force.unref()
+    // close() lets in-flight calls finish, cuts those still running after server.shutdownGraceMs,
+    // and waits for their settles (core/app.ts).
     app.close().then(() => process.exit(0), err => {
       app.log.error({ err }, 'shutdown failed')
       process.exit(1)

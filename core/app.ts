@@ -59,6 +59,9 @@ export type GatewayApp = FastifyInstance & { gateway: Gateway }
 
 interface RouteConfig { gwRoute?: RouteName, protocol?: Protocol | 'none' }
 
+/** How long shutdown waits for the settles of calls it cut at the end of the grace period. */
+const SETTLE_AFTER_CUT_MS = 5000
+
 /** Redacted wherever a request or its headers are logged. */
 export const REDACT = ['req.headers.authorization', 'req.headers["x-api-key"]', 'headers.authorization', 'headers["x-api-key"]']
 
@@ -136,8 +139,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     const gerr = toGatewayError(err, request.id)
     if (gerr.statusCode >= 500) request.log.error({ err, code: gerr.code }, 'request failed')
     if (ctx) {
-      ctx.outcome.error = gerr
-      ctx.outcome.status = gerr.statusCode
+      ctx.failed(gerr)
+      ctx.responding(gerr.statusCode)
     }
     const r = renderError(gerr, {
       protocol: ctx?.protocol ?? (request.url.startsWith('/v1/messages') ? 'messages' : 'none'),
@@ -200,7 +203,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     const ctx = new RequestContext(request.id, route, protocol, request.method, request.url, request.ip, request.headers, request.log as unknown as Logger, now, gw)
     ;(request as any).gw = ctx
     reply.header('x-gw-trace-id', request.id)
-    reply.raw.once('close', () => { if (!reply.raw.writableFinished) ctx.onClientClose() })
+    reply.raw.once('close', () => { if (!reply.raw.writableFinished) ctx.clientGone(new Error('client closed the connection')) })
     if (route === 'probes' && config.server.exemptProbesFromPlugins) return
     await ctx.runPhase(pipeline, 'connect')
     // An unknown route is refused here, before its body is read: nobody parses what nobody serves.
@@ -218,10 +221,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   })
 
   app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
-    const ctx = (request as any).gw as RequestContext | null
-    if (!ctx || ctx.handlerOwnsSettle) return
-    ctx.outcome.status = reply.statusCode
-    await ctx.settle(ctx.outcome)
+    // The reply's end is one of the call's ends; a stream (hijacked) ends with the stream instead.
+    await ((request as any).gw as RequestContext | null)?.responded(reply.statusCode)
   })
 
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
@@ -237,9 +238,25 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   reservedRoutes(app)
   inferenceRoutes(app, gw)
 
+  // Graceful shutdown: fastify's close() stops accepting and waits for every open connection, so
+  // in-flight calls and streams run on; past server.shutdownGraceMs the ones still running are cut
+  // (their clients' connections closed). A cut call ends as a client close and settles, billed for
+  // what was relayed.
+  let cutTimer: NodeJS.Timeout | undefined
+  app.addHook('preClose', async () => {
+    cutTimer = setTimeout(() => {
+      if (gw.inFlight === 0) return
+      log.warn({ inFlight: gw.inFlight }, 'grace period over; cutting the calls still running')
+      app.server.closeAllConnections()
+    }, config.server.shutdownGraceMs)
+    cutTimer.unref()
+  })
+
   app.addHook('onClose', async () => {
-    // Calls still streaming or settling finish first (bounded): their charges must reach the ledger.
-    const end = Date.now() + config.server.shutdownGraceMs
+    clearTimeout(cutTimer)
+    // Settles still running finish first (bounded): their charges must reach the ledger. The call
+    // lifecycle counts calls in flight and settles running (lifecycle.ts).
+    const end = Date.now() + Math.max(config.server.shutdownGraceMs, SETTLE_AFTER_CUT_MS)
     while ((gw.inFlight > 0 || gw.settling > 0) && Date.now() < end) await new Promise(resolve => setTimeout(resolve, 10))
     await pipeline.close()
     await Promise.allSettled([...providers.values()].map(p => p.close?.()))

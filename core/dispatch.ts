@@ -9,7 +9,7 @@ import { Deadline, DeadlineExceeded } from './deadline.ts'
 import { CallAbort } from './abort.ts'
 import { orderDeployments } from './routing.ts'
 import { defaultMapError, countsForCircuit, isFinal, readCapped, readText, UpstreamBodyTooLarge } from './upstream-errors.ts'
-import { estimateInputTokens, estimateOutputTokens } from './estimate.ts'
+import { estimateInputTokens, estimateUsage } from './estimate.ts'
 import { streamResponse, inferenceHeaders, type Attempt } from './stream-out.ts'
 import type { ClientAnswer, JsonObject } from './response-hooks.ts'
 
@@ -29,8 +29,9 @@ function isSse (headers: UpstreamResponse['headers']): boolean {
 
 /**
  * Serves one inference call. Tries deployments in order until one answers; fails over only
- * before the first byte reached the client. Fills `ctx.outcome`; when it streams (hijacked reply)
- * it also settles, after the stream ends.
+ * before the first byte reached the client. Reports what happens to the call's lifecycle; a
+ * stream (hijacked reply) ends the call itself when it ends, and a call that throws is ended by
+ * the caller (an error reply, or the client gone).
  */
 export async function dispatch (gw: Gateway, ctx: RequestContext, reply: FastifyReply): Promise<void> {
   const body = ctx.body as Record<string, any>
@@ -42,8 +43,6 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
   if (ctx.aborted) controller.abort(ctx.abortReason)
   else ctx.onAbort = reason => controller.abort(reason)
   const deadline = new Deadline(ctx.deadlineMs, ctx.startedAt, gw.now(), controller)
-  ctx.phase = 'dispatch'
-  gw.inFlight++
   let lastError: GatewayError | undefined
   let tried = 0
   try {
@@ -99,7 +98,6 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
   } finally {
     deadline.clear()
     ctx.onAbort = undefined
-    gw.inFlight--
   }
 }
 
@@ -135,13 +133,12 @@ async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply,
   }
   a.circuit.success()
   const out = a.translator.response(json, a.opts)
-  const o = ctx.outcome
-  o.upstreamSucceeded = true
-  o.provider = a.d.provider
   // No usage in the answer: bill the estimate, with the whole answer's characters as output
   // (more than its text alone, so never less than what the client gets).
-  o.usage = out.usage ?? { inputTokens: a.opts.estimatedInputTokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: estimateOutputTokens(text.length) }
-  o.usageEstimated = !out.usage
+  const usage = out.usage ?? estimateUsage(a.opts.estimatedInputTokens, text.length)
+  ctx.accepted(a.d.provider)
+  // Recorded before the response hooks run: an answer they refuse is still billed.
+  ctx.used(usage, !out.usage)
   // Decided per route at start-up: with no response hook the same-protocol answer goes out as
   // the upstream's bytes; with one, it is serialized from what the hooks left.
   const hooks = gw.pipeline.responders[ctx.route].answer
@@ -155,7 +152,8 @@ async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply,
   }
   // The cost is known before the client has its answer: plugins settle what its next call must
   // already see (the balance hold shrinks to it).
-  await ctx.answered(o)
+  await ctx.answered(usage, !out.usage)
+  ctx.responding(200)
   reply.code(200).headers(inferenceHeaders(ctx, a.d.provider)).header('content-type', 'application/json')
   await reply.send(payload)
   return true

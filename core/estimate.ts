@@ -1,4 +1,5 @@
-/** @module estimate – cheap token estimates: the prompt (message_start) and what a reservation must cover. */
+/** @module estimate – cheap token estimates: the prompt (message_start), a call's estimated usage, and what a reservation must cover. */
+import type { Usage } from './types/usage.ts'
 
 const CHARS_PER_TOKEN = 4
 /**
@@ -86,6 +87,23 @@ function scan (roots: readonly unknown[]): Scan {
 /** Output tokens for generated characters a stream relayed before its final usage came: 4 per token, rounded up. */
 export function estimateOutputTokens (chars: number): number {
   return Math.ceil(chars / CHARS_PER_TOKEN)
+}
+
+/**
+ * The usage billed when the upstream reported none (an answer without usage, a stream that ended
+ * before its final usage): input from the upstream's early count (`known`, e.g. messages
+ * `message_start`) when it has one, else the gateway's input estimate; output from the
+ * characters relayed, 4 per token rounded up, or a larger count the upstream already reported.
+ * Every estimated Usage the gateway builds comes from here.
+ */
+export function estimateUsage (estimatedInputTokens: number, outputChars = 0, known?: Usage): Usage {
+  const input = known !== undefined && known.inputTokens > 0 ? known : undefined
+  return {
+    inputTokens: input?.inputTokens ?? estimatedInputTokens,
+    cachedInputTokens: input?.cachedInputTokens ?? 0,
+    cacheWriteTokens: input?.cacheWriteTokens ?? 0,
+    outputTokens: Math.max(estimateOutputTokens(outputChars), known?.outputTokens ?? 0),
+  }
 }
 
 /**

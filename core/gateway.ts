@@ -21,8 +21,8 @@ export interface Gateway {
   readonly ledger: Ledger
   readonly log: Logger
   now (): number
-  /** Calls in flight (graceful shutdown waits for them). */
+  /** Calls past admission not yet settled, counted by their lifecycle (graceful shutdown waits for them). */
   inFlight: number
-  /** Requests whose settle is running (shutdown waits for them before closing stores). */
+  /** Requests whose settle is running, counted by their lifecycle (shutdown waits for them before closing stores). */
   settling: number
 }

@@ -1,6 +1,6 @@
 /** @module runner – runs one phase for one request; records who ran; settle unwinds in reverse. */
 import type { Logger } from 'pino'
-import type { GatewayContext, Headers, Outcome, RouteName } from './context.ts'
+import type { GatewayContext, Headers, RouteName } from './context.ts'
 import type { Phase } from './phases.ts'
 import type { PluginInstance, Pipeline } from './pipeline.ts'
 import type { ModelEntry, Protocol } from './types/model.ts'
@@ -8,14 +8,15 @@ import type { Principal } from './types/principal.ts'
 import { gwError, isGatewayError } from './errors.ts'
 import type { OutputOf } from './plugin.ts'
 import { StreamBlocked, type ClientAnswer, type ClientStreamEvent } from './response-hooks.ts'
+import { CallLifecycle, type CallTracker } from './lifecycle.ts'
 
-/** Core's side of a request: the GatewayContext plugins see, plus what core tracks. */
-export class RequestContext implements GatewayContext {
+/**
+ * Core's side of a request: the GatewayContext plugins see, plus what core tracks. Its state and
+ * outcome are the call's lifecycle (lifecycle.ts); this class runs the plugins' hooks.
+ */
+export class RequestContext extends CallLifecycle implements GatewayContext {
   body: unknown = undefined
   model: ModelEntry | undefined = undefined
-  phase: Phase | 'settle' | 'dispatch' = 'connect'
-  /** true once the client went away. */
-  aborted = false
   /** Core's dispatcher hooks here to abort its upstream call when the client goes away. */
   onAbort: ((reason: Error) => void) | undefined = undefined
   #abortReason: Error | undefined = undefined
@@ -29,12 +30,6 @@ export class RequestContext implements GatewayContext {
   bodyLimit: number | undefined = undefined
   /** Bytes of the request body as received (for estimates). */
   bodyBytes = 0
-  settled = false
-  answeredRan = false
-  /** What the call came to so far; core fills it in, settle hands it to plugins. */
-  readonly outcome: Outcome = { status: 200, usageEstimated: false, upstreamSucceeded: false, clientAborted: false }
-  /** true once core's handler owns settling (it settles after the stream drains). */
-  handlerOwnsSettle = false
   readonly startedAt: number
   #principal: Principal | undefined = undefined
   /** The plugin whose hook runs now (hooks of one request run one at a time). */
@@ -54,9 +49,10 @@ export class RequestContext implements GatewayContext {
     readonly headers: Headers,
     readonly log: Logger,
     readonly now: () => number,
-    /** Counts settles under way, so shutdown can wait for them before closing the stores. */
-    readonly tracker: { settling: number } = { settling: 0 },
+    /** Counts calls in flight and settles under way, so shutdown can wait for them. */
+    readonly tracker: CallTracker = { inFlight: 0, settling: 0 },
   ) {
+    super()
     this.startedAt = now()
   }
 
@@ -106,35 +102,21 @@ export class RequestContext implements GatewayContext {
   setDeadline (ms: number): void { this.deadlineMs = ms }
   setBodyLimit (bytes: number): void { this.bodyLimit = bytes }
 
-  /** The phase chain running now (a client close waits for it before settling). */
-  #running: Promise<void> | undefined = undefined
-
   /** Runs one phase's plugins in order; a thrown GatewayError stops the request. */
   runPhase (pipeline: Pipeline, phase: Phase): Promise<void> {
+    this.enterPhase(phase)
     const run = this.#runPhase(pipeline, phase)
-    this.#running = run.catch(() => {})
+    this.running = run.catch(() => {})
     return run
   }
 
-  /**
-   * The client went away. Aborts the call; unless core's dispatcher owns settling (it settles when
-   * its upstream call unwinds), settles once the phase running now has finished, so a plugin that
-   * is still reserving cannot slip in after its own settle.
-   */
-  onClientClose (): void {
-    this.outcome.clientAborted = true
-    if (!this.aborted) {
-      this.aborted = true
-      this.#abortReason = new Error('client closed the connection')
-      this.#controller?.abort(this.#abortReason)
-      this.onAbort?.(this.#abortReason)
-    }
-    if (this.handlerOwnsSettle || this.phase === 'dispatch') return
-    void (this.#running ?? Promise.resolve()).then(() => this.settle(this.outcome))
+  protected abortCall (reason: Error): void {
+    this.#abortReason = reason
+    this.#controller?.abort(reason)
+    this.onAbort?.(reason)
   }
 
   async #runPhase (pipeline: Pipeline, phase: Phase): Promise<void> {
-    this.phase = phase
     const list = pipeline.plan[this.route][phase]
     for (let i = 0; i < list.length; i++) {
       const p = list[i]
@@ -150,13 +132,9 @@ export class RequestContext implements GatewayContext {
     }
   }
 
-  /**
-   * Runs `onAnswered` in reverse for every plugin whose request hook ran, at most once per request,
-   * before the answer's last bytes are written. Errors are logged, never thrown.
-   */
-  async answered (outcome: Outcome): Promise<void> {
-    if (this.answeredRan || this.settled) return
-    this.answeredRan = true
+  /** `onAnswered` in reverse for every plugin whose request hook ran. Errors are logged, never thrown. */
+  protected async runAnsweredHooks (): Promise<void> {
+    const outcome = this.outcome
     for (let i = this.ran.length - 1; i >= 0; i--) {
       const p = this.ran[i]
       if (!p.hooks.onAnswered) continue
@@ -172,29 +150,22 @@ export class RequestContext implements GatewayContext {
   }
 
   /**
-   * Runs `onSettle` in reverse for every plugin whose request hook ran, exactly once per request.
-   * Errors are logged, never thrown: settling must not break the response already sent.
+   * `onSettle` in reverse for every plugin whose request hook ran. Errors are logged, never
+   * thrown: settling must not break the response already sent.
    */
-  async settle (outcome: Outcome): Promise<void> {
-    if (this.settled) return
-    this.settled = true
-    this.phase = 'settle'
-    this.tracker.settling++
-    try {
-      for (let i = this.ran.length - 1; i >= 0; i--) {
-        const p = this.ran[i]
-        if (!p.hooks.onSettle) continue
-        this.#current = p
-        try {
-          await p.hooks.onSettle(this, outcome, this.stateOf(p))
-        } catch (err) {
-          this.log.error({ err, plugin: p.name }, 'settle failed')
-        } finally {
-          this.#current = undefined
-        }
+  protected async runSettleHooks (): Promise<void> {
+    const outcome = this.outcome
+    for (let i = this.ran.length - 1; i >= 0; i--) {
+      const p = this.ran[i]
+      if (!p.hooks.onSettle) continue
+      this.#current = p
+      try {
+        await p.hooks.onSettle(this, outcome, this.stateOf(p))
+      } catch (err) {
+        this.log.error({ err, plugin: p.name }, 'settle failed')
+      } finally {
+        this.#current = undefined
       }
-    } finally {
-      this.tracker.settling--
     }
   }
 

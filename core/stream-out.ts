@@ -14,7 +14,7 @@ import { messagesTypeOf } from './error-reply.ts'
 import { StreamBlocked, StreamRewriter } from './response-hooks.ts'
 import type { CircuitTicket } from './routing.ts'
 import type { Usage } from './types/usage.ts'
-import { estimateOutputTokens } from './estimate.ts'
+import { estimateUsage } from './estimate.ts'
 
 /** One deployment being tried. */
 export interface Attempt { d: Deployment, provider: ProviderInstance, translator: Translator, opts: TranslateOptions, circuit: CircuitTicket }
@@ -32,6 +32,8 @@ export function inferenceHeaders (ctx: RequestContext, provider: string): Record
 
 /** Reason for the abort that releases a finished call's upstream handle (one shared Error, not one per stream). */
 const STREAM_OVER = new Error('the stream is over')
+/** Why a stream whose client socket died is over (shared, like STREAM_OVER). */
+const CLIENT_GONE = new Error('client closed the connection')
 
 /**
  * What a stream is billed for. The upstream's final usage when it came. Otherwise (client gone,
@@ -42,17 +44,7 @@ const STREAM_OVER = new Error('the stream is over')
  */
 export function billedStreamUsage (st: StreamTranslator, estimatedInputTokens: number): { usage: Usage, estimated: boolean } {
   if (st.usage) return { usage: st.usage, estimated: false }
-  const early = st.startUsage
-  const input = early !== undefined && early.inputTokens > 0 ? early : undefined
-  return {
-    usage: {
-      inputTokens: input?.inputTokens ?? estimatedInputTokens,
-      cachedInputTokens: input?.cachedInputTokens ?? 0,
-      cacheWriteTokens: input?.cacheWriteTokens ?? 0,
-      outputTokens: Math.max(estimateOutputTokens(st.outputChars), early?.outputTokens ?? 0),
-    },
-    estimated: true,
-  }
+  return { usage: estimateUsage(estimatedInputTokens, st.outputChars, st.startUsage), estimated: true }
 }
 
 /** Resolves when `raw` drains, closes, or the call is aborted (the deadline fired), whichever comes first. */
@@ -90,7 +82,6 @@ export async function streamResponse (
   const st = a.translator.stream(ctx.body as Record<string, any>, a.opts)
   const raw = reply.raw
   let started = false
-  const o = ctx.outcome
   // Decided per route at start-up: with no stream hook the translator's bytes go out untouched.
   const hooks = gw.pipeline.responders[ctx.route].stream
   const rewriter = hooks.length === 0 ? undefined : new StreamRewriter(ctx.protocol as Protocol, ev => ctx.runStreamHooks(hooks, ev))
@@ -111,10 +102,9 @@ export async function streamResponse (
     started = true
     deadline.toIdle()
     a.circuit.success()
-    o.upstreamSucceeded = true
-    o.provider = a.d.provider
-    // From here on core owns the response and its settle (fastify's hooks no longer see it).
-    ctx.handlerOwnsSettle = true
+    ctx.accepted(a.d.provider)
+    // From here on the stream's end ends the call (fastify's hooks no longer see the reply).
+    ctx.streaming()
     reply.hijack()
     raw.writeHead(200, { ...SSE_HEADERS, ...inferenceHeaders(ctx, a.d.provider) })
   }
@@ -122,11 +112,9 @@ export async function streamResponse (
   // Before the events that end the stream go out, the call's cost is known: plugins settle what
   // the client's next call must already see (the balance hold shrinks to it).
   const answered = async (): Promise<void> => {
-    if (ctx.answeredRan) return
+    if (ctx.hasAnswered) return
     const billed = billedStreamUsage(st, a.opts.estimatedInputTokens)
-    o.usage = billed.usage
-    o.usageEstimated = billed.estimated
-    await ctx.answered(o)
+    await ctx.answered(billed.usage, billed.estimated)
   }
 
   try {
@@ -151,7 +139,7 @@ export async function streamResponse (
     out += st.end()
     if (rewriter !== undefined && out !== '') out = await rewriter.apply(out)
     if (!started) start()
-    if (!st.finished) o.error = gwError('GW_ERR_UPSTREAM_FAILED')
+    if (!st.finished) ctx.failed(gwError('GW_ERR_UPSTREAM_FAILED'))
     else await answered()
     await write(out)
     if (raw.destroyed) throw new Error('client closed the connection')
@@ -161,7 +149,7 @@ export async function streamResponse (
       // A stream hook refused the answer: the stream ends with its error as the last event; the
       // upstream did answer, so what it produced is billed.
       if (!started) start()
-      o.error = err.error
+      ctx.failed(err.error)
       await write(blockedEvent(st, err.error, ctx))
       if (!raw.destroyed) raw.end()
       if (!res.body.destroyed) res.body.destroy()
@@ -182,26 +170,24 @@ export async function streamResponse (
       return 'retry'
     }
     if (clientGone) {
-      o.clientAborted = true
+      ctx.clientGone(CLIENT_GONE)
     } else if (deadline.expired) {
-      o.error = gwError('GW_ERR_TIMEOUT')
+      ctx.failed(gwError('GW_ERR_TIMEOUT'))
       await write(st.fail('The stream went silent past the time limit.', 408))
     } else {
       gw.circuits.failure(a.d)
       if (!tooLarge) ctx.log.warn({ err, provider: a.d.provider }, 'upstream stream broke after the first byte')
-      o.error = gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err })
+      ctx.failed(gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err }))
       await write(st.fail('The model service failed mid-stream.', 502))
     }
     if (!raw.destroyed) raw.end()
     if (!res.body.destroyed) res.body.destroy()
   } finally {
     if (started) {
-      o.status = 200
       const billed = billedStreamUsage(st, a.opts.estimatedInputTokens)
-      o.usage = billed.usage
-      o.usageEstimated = billed.estimated
+      ctx.used(billed.usage, billed.estimated)
       controller.abort(STREAM_OVER)
-      await ctx.settle(o)
+      await ctx.finish()
     }
   }
   return 'served'

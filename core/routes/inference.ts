@@ -36,16 +36,16 @@ export function prepareInference (gw: Gateway, ctx: RequestContext, body: unknow
 export function inferenceRoutes (app: FastifyInstance, gw: Gateway): void {
   const handler = async (request: any, reply: any) => {
     const ctx = request.gw as RequestContext
-    // A client that left during the phases was settled there; never call the model for it.
+    // A client that left during the phases ended its call there; never call the model for it.
     if (ctx.aborted) return reply
-    ctx.phase = 'dispatch'
+    ctx.dispatching()
     try {
       await dispatch(gw, ctx, reply)
     } catch (err) {
-      if (!ctx.outcome.clientAborted) throw err
-      // Nobody to answer: settle here (fastify's onResponse never fires for a dead socket).
-      ctx.outcome.error = toGatewayError(err, ctx.requestId)
-      await ctx.settle(ctx.outcome)
+      if (!ctx.aborted) throw err
+      // Nobody to answer: the call ends here (fastify's onResponse never fires for a dead socket).
+      ctx.failed(toGatewayError(err, ctx.requestId))
+      await ctx.finish()
     }
     return reply
   }

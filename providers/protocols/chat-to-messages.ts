@@ -11,6 +11,7 @@
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
 import { usageFromMessages, usageToChat, type Usage } from '../../core/types/usage.ts'
 import { sseData, SSE_DONE } from '../../core/sse.ts'
+import { estimateUsage } from '../../core/estimate.ts'
 import { gwError } from '../../core/errors.ts'
 import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
 import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeErrorType, safeToolId, textOf } from './common.ts'
@@ -163,7 +164,7 @@ function response (body: any, opts: TranslateOptions): { body: unknown, usage: U
       created: Math.floor(Date.now() / 1000),
       model: opts.clientModel,
       choices: [{ index: 0, message, logprobs: null, finish_reason: finishFromStop(body?.stop_reason) }],
-      usage: usageToChat(usage ?? { inputTokens: opts.estimatedInputTokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0 }),
+      usage: usageToChat(usage ?? estimateUsage(opts.estimatedInputTokens)),
     },
     usage,
   }

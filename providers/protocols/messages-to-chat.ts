@@ -11,6 +11,7 @@
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
 import { usageFromChat, usageToMessages, type Usage } from '../../core/types/usage.ts'
 import { sseEvent } from '../../core/sse.ts'
+import { estimateUsage } from '../../core/estimate.ts'
 import { gwError } from '../../core/errors.ts'
 import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
 import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, messagesErrorType, newId, parseArgs, safeToolId, stopFromFinish, textOf } from './common.ts'
@@ -196,7 +197,7 @@ function response (body: any, opts: TranslateOptions): { body: unknown, usage: U
       content,
       stop_reason: stop,
       stop_sequence: null,
-      usage: usageToMessages(usage ?? { inputTokens: opts.estimatedInputTokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0 }),
+      usage: usageToMessages(usage ?? estimateUsage(opts.estimatedInputTokens)),
     },
     usage,
   }
@@ -234,7 +235,7 @@ class MessagesClientStream implements StreamTranslator {
       message: {
         id: msgId(id), type: 'message', role: 'assistant', model: this.#opts.clientModel, content: [],
         stop_reason: null, stop_sequence: null,
-        usage: { input_tokens: this.#opts.estimatedInputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 },
+        usage: usageToMessages(estimateUsage(this.#opts.estimatedInputTokens)),
       },
     })
   }
@@ -273,10 +274,7 @@ class MessagesClientStream implements StreamTranslator {
     this.finished = true
     let out = this.#started ? '' : this.#start(undefined)
     out += this.#flushTools()
-    const u = this.usage
-    const usage = u
-      ? usageToMessages(u)
-      : { input_tokens: this.#opts.estimatedInputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 }
+    const usage = usageToMessages(this.usage ?? estimateUsage(this.#opts.estimatedInputTokens))
     const stop = this.#refusal && this.#finish !== 'tool_calls' ? 'refusal' : stopFromFinish(this.#finish)
     out += sseEvent('message_delta', { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage })
     out += sseEvent('message_stop', { type: 'message_stop' })

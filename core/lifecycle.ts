@@ -1,0 +1,206 @@
+/**
+ * @module lifecycle – one call's state machine: the only code that moves a call from state to
+ * state, builds the outcome settle gets, and settles it, exactly once.
+ */
+import type { Logger } from 'pino'
+import type { Outcome } from './context.ts'
+import type { GatewayError } from './errors.ts'
+import type { Phase } from './phases.ts'
+import type { Usage } from './types/usage.ts'
+
+/** A call's states, in the order a call passes them. */
+export const CALL_STATES = ['connect', 'authenticate', 'inspect', 'admit', 'dispatch', 'responding', 'streaming', 'settled'] as const
+export type CallState = (typeof CALL_STATES)[number]
+
+/**
+ * Legal moves. The phases run in order; any state before `settled` may go to `responding` (an
+ * error reply, or a non-streamed answer) or end in `settled`; only `dispatch` may start a stream;
+ * nothing leaves `settled`.
+ */
+export const TRANSITIONS: Readonly<Record<CallState, readonly CallState[]>> = {
+  connect: ['authenticate', 'responding', 'settled'],
+  authenticate: ['inspect', 'responding', 'settled'],
+  inspect: ['admit', 'responding', 'settled'],
+  admit: ['dispatch', 'responding', 'settled'],
+  dispatch: ['responding', 'streaming', 'settled'],
+  responding: ['settled'],
+  streaming: ['settled'],
+  settled: [],
+}
+
+/** An illegal move: a bug in core, never a client's doing. */
+export class IllegalTransition extends Error {
+  constructor (readonly from: CallState, readonly to: CallState) {
+    super(`illegal call state transition ${from} → ${to}`)
+    this.name = 'IllegalTransition'
+  }
+}
+
+/**
+ * An illegal move throws outside production, so tests catch it at its source; in production it is
+ * logged and the call stays where it was (a client must not pay for core's bug with a crash).
+ */
+const STRICT = process.env.NODE_ENV !== 'production'
+
+/** What graceful shutdown waits for: calls past admission not yet settled, and settles running. */
+export interface CallTracker { inFlight: number, settling: number }
+
+/** States in which nothing else will end the call: a client that leaves there ends it itself. */
+const ENDS_ON_CLIENT_CLOSE: ReadonlySet<CallState> = new Set(['connect', 'authenticate', 'inspect', 'admit', 'responding'])
+
+/**
+ * The life of one call. Other modules report facts (`accepted`, `answered`, `used`, `failed`,
+ * `clientGone`, `responded`) and ends; the machine decides. Who ends a call depends on its state:
+ * during the phases an error reply or a client close; in `dispatch` the dispatcher as it unwinds;
+ * in `responding` the reply's end (fastify's onResponse) or a client close; in `streaming` the
+ * stream's end. Each end calls `finish()`; the first moves the call to `settled` and runs settle,
+ * later ones find it settled and do nothing.
+ */
+export abstract class CallLifecycle {
+  #state: CallState = 'connect'
+  #answered = false
+  #counted = false
+  /** true once the client went away. */
+  aborted = false
+  /** What the call came to so far: only this class writes it; settle hands it to plugins. */
+  readonly outcome: Outcome = { status: 200, usageEstimated: false, upstreamSucceeded: false, clientAborted: false }
+  /** The phase chain running now (a client close during the phases settles after it). */
+  protected running: Promise<void> | undefined = undefined
+
+  abstract readonly log: Logger
+  abstract readonly tracker: CallTracker
+  /** Aborts the call's own I/O (the upstream call, plugins' signal). */
+  protected abstract abortCall (reason: Error): void
+  protected abstract runAnsweredHooks (): Promise<void>
+  protected abstract runSettleHooks (): Promise<void>
+
+  get state (): CallState { return this.#state }
+  get settled (): boolean { return this.#state === 'settled' }
+  /** The phase a plugin sees: the phases by name, `dispatch` while core calls the model, then `settle`. */
+  get phase (): Phase | 'settle' | 'dispatch' {
+    const s = this.#state
+    if (s === 'settled') return 'settle'
+    if (s === 'responding' || s === 'streaming') return 'dispatch'
+    return s
+  }
+
+  /**
+   * Moves to `to`. A call already settled ignores it (a later end than the one that settled it).
+   * An illegal move throws outside production (see STRICT) and is logged in production.
+   */
+  protected move (to: CallState): boolean {
+    const from = this.#state
+    if (from === 'settled') return false
+    if (!TRANSITIONS[from].includes(to)) {
+      const err = new IllegalTransition(from, to)
+      if (STRICT) throw err
+      this.log.error({ err }, 'illegal call state transition')
+      return false
+    }
+    this.#state = to
+    if (to === 'dispatch') {
+      this.#counted = true
+      this.tracker.inFlight++
+    }
+    return true
+  }
+
+  /** A phase starts (a call is born in `connect`: its phase starts where the call does). */
+  enterPhase (phase: Phase): void {
+    if (this.#state !== phase) this.move(phase)
+  }
+
+  /** Core starts calling the model. */
+  dispatching (): void { this.move('dispatch') }
+
+  /**
+   * A reply (an answer or an error body) is being written with `status`. A client already gone
+   * will not see it end: the call ends now.
+   */
+  responding (status: number): void {
+    if (this.#state === 'responding') {
+      this.outcome.status = status
+    } else if (!this.move('responding')) {
+      return
+    } else {
+      this.outcome.status = status
+    }
+    if (this.aborted) void this.finish()
+  }
+
+  /** The stream's headers go out: from here on the stream's end ends the call. */
+  streaming (): void {
+    if (this.move('streaming')) this.outcome.status = 200
+  }
+
+  /** An upstream accepted the call (2xx): a retry would call the model again. */
+  accepted (provider: string): void {
+    this.outcome.upstreamSucceeded = true
+    this.outcome.provider = provider
+  }
+
+  /** What the call is billed for so far, without an answer (a stream cut short). */
+  used (usage: Usage, estimated: boolean): void {
+    this.outcome.usage = usage
+    this.outcome.usageEstimated = estimated
+  }
+
+  /**
+   * The upstream answered and its usage is known: runs `onAnswered` once, before the answer's
+   * last bytes go out. A settled call runs it no more.
+   */
+  async answered (usage: Usage, estimated: boolean): Promise<void> {
+    this.used(usage, estimated)
+    if (this.#answered || this.settled) return
+    this.#answered = true
+    await this.runAnsweredHooks()
+  }
+
+  /** true once `onAnswered` ran. */
+  get hasAnswered (): boolean { return this.#answered }
+
+  /** The call failed with `err` (a rejection, an upstream failure, a deadline, a refused answer). */
+  failed (err: GatewayError): void {
+    if (!this.settled) this.outcome.error = err
+  }
+
+  /**
+   * The client went away. Aborts the call's I/O; ends the call when nothing else will (during
+   * the phases: once the phase running now finished, so a plugin still reserving cannot slip in
+   * after its own settle).
+   */
+  clientGone (reason: Error): void {
+    if (this.settled) return
+    this.outcome.clientAborted = true
+    if (!this.aborted) {
+      this.aborted = true
+      this.abortCall(reason)
+    }
+    if (!ENDS_ON_CLIENT_CLOSE.has(this.#state)) return
+    if (this.#state === 'responding' || this.running === undefined) void this.finish()
+    else void this.running.then(() => this.finish())
+  }
+
+  /** fastify finished the reply (not a hijacked stream): the call ends with its status. */
+  responded (status: number): Promise<void> | undefined {
+    if (this.settled || this.#state === 'streaming') return undefined
+    this.outcome.status = status
+    return this.finish()
+  }
+
+  /**
+   * Ends the call: moves it to `settled` and runs `onSettle` in reverse for every plugin whose
+   * request hook ran. The state makes it run once: a second end finds the call settled.
+   */
+  async finish (): Promise<void> {
+    if (!this.move('settled')) return
+    const t = this.tracker
+    t.settling++
+    try {
+      await this.runSettleHooks()
+    } finally {
+      t.settling--
+      if (this.#counted) t.inFlight--
+    }
+  }
+}
