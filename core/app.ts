@@ -6,9 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import pino, { type Logger } from 'pino'
-import { isAbsolute, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
-import type { GatewayConfig, ProviderEntryT } from './config-schema.ts'
+import type { GatewayConfig } from './config-schema.ts'
 import type { GatewayPlugin, HostResolver, PluginDeps } from './plugin.ts'
 import type { ProviderAdapter, ProviderInstance, Translator, TranslatorKey } from './provider.ts'
 import type { KvStore, StoreSet } from './stores/kv.ts'
@@ -17,7 +15,7 @@ import type { Gateway } from './gateway.ts'
 import type { RouteName } from './context.ts'
 import type { Protocol } from './types/model.ts'
 import { Catalog } from './catalog.ts'
-import { Registry } from './registry.ts'
+import { Registry, loadDefinition } from './registry.ts'
 import { buildPipeline } from './pipeline.ts'
 import { RequestContext } from './runner.ts'
 import { UpstreamClient } from './upstream.ts'
@@ -70,25 +68,12 @@ function isProviderAdapter (value: unknown): value is ProviderAdapter {
   return typeof a === 'object' && a !== null && typeof a.name === 'string' && typeof a.create === 'function' && typeof a.configSchema === 'object'
 }
 
-/** A custom adapter named by `module:`, loaded the way custom plugins are (path relative to the config file). */
-async function loadProviderModule (entry: ProviderEntryT, baseDir: string): Promise<ProviderAdapter> {
-  const path = isAbsolute(entry.module!) ? entry.module! : resolve(baseDir, entry.module!)
-  let mod: { default?: unknown }
-  try {
-    mod = await import(pathToFileURL(path).href)
-  } catch (err) {
-    throw gwError('GW_ERR_PROVIDER_LOAD', [path, (err as Error).message], { cause: err })
-  }
-  const adapter = mod.default
-  if (!isProviderAdapter(adapter)) throw gwError('GW_ERR_PROVIDER_LOAD', [path, 'its default export is not a defineProvider(...) object'])
-  if (adapter.name !== entry.adapter) throw gwError('GW_ERR_PROVIDER_LOAD', [path, `it declares the name "${adapter.name}", config says "${entry.adapter}"`])
-  return adapter
-}
-
 async function createProviders (config: GatewayConfig, registry: Registry<ProviderAdapter<any>>, log: Logger): Promise<Map<string, ProviderInstance>> {
   const out = new Map<string, ProviderInstance>()
   for (const [i, p] of config.providers.entries()) {
-    const adapter = p.module ? await loadProviderModule(p, config.baseDir) : registry.get(p.adapter)
+    const adapter = p.module
+      ? await loadDefinition({ module: p.module, baseDir: config.baseDir, name: p.adapter, code: 'GW_ERR_PROVIDER_LOAD', is: isProviderAdapter, helper: 'defineProvider' })
+      : registry.get(p.adapter)
     if (!adapter) throw gwError('GW_ERR_PROVIDER_UNKNOWN', [p.adapter, `/providers/${i}/adapter`, registry.names().join(', ')])
     if (out.has(p.name)) throw gwError('GW_ERR_REGISTRY_DUPLICATE', ['provider', p.name])
     const cfg = structuredClone(p.config ?? {})

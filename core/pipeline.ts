@@ -1,12 +1,10 @@
 /** @module pipeline – config entries → plugin instances, sorted by phase; dependency and duplicate checks. */
-import { isAbsolute, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import type { Logger } from 'pino'
 import type { PipelineEntryT } from './config-schema.ts'
 import { ROUTE_NAMES, type RouteName } from './context.ts'
 import { PHASES, type Phase } from './phases.ts'
 import { isGatewayPlugin, OUTPUT_NAME, type GatewayPlugin, type PluginDeps, type PluginHooks, type PluginOutput } from './plugin.ts'
-import { Registry } from './registry.ts'
+import { Registry, loadDefinition } from './registry.ts'
 import { compileOrThrow, describeErrors } from './schema.ts'
 import { deepFreeze } from './config.ts'
 import { gwError } from './errors.ts'
@@ -48,20 +46,6 @@ export interface Pipeline {
   close (): Promise<void>
 }
 
-async function loadModule (entry: PipelineEntryT, baseDir: string): Promise<GatewayPlugin> {
-  const path = isAbsolute(entry.module!) ? entry.module! : resolve(baseDir, entry.module!)
-  let mod: { default?: unknown }
-  try {
-    mod = await import(pathToFileURL(path).href)
-  } catch (err) {
-    throw gwError('GW_ERR_PLUGIN_LOAD', [path, (err as Error).message], { cause: err })
-  }
-  const plugin = mod.default
-  if (!isGatewayPlugin(plugin)) throw gwError('GW_ERR_PLUGIN_LOAD', [path, 'its default export is not a definePlugin(...) object'])
-  if (plugin.name !== entry.plugin) throw gwError('GW_ERR_PLUGIN_LOAD', [path, `it declares the name "${plugin.name}", config says "${entry.plugin}"`])
-  return plugin
-}
-
 function withTimeout<T> (p: Promise<T>, ms: number, name: string): Promise<T> {
   let timer: NodeJS.Timeout
   const timeout = new Promise<never>((_resolve, reject) => {
@@ -90,7 +74,9 @@ export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeli
   const seen = new Map<string, number>()
   for (const [i, entry] of opts.entries.entries()) {
     const where = `/pipeline/${i}`
-    const plugin = entry.module ? await loadModule(entry, opts.baseDir) : opts.registry.get(entry.plugin)
+    const plugin = entry.module
+      ? await loadDefinition({ module: entry.module, baseDir: opts.baseDir, name: entry.plugin, code: 'GW_ERR_PLUGIN_LOAD', is: isGatewayPlugin, helper: 'definePlugin' })
+      : opts.registry.get(entry.plugin)
     if (!plugin) throw gwError('GW_ERR_PLUGIN_UNKNOWN', [entry.plugin, where, opts.registry.names().join(', ')])
     if (!(PHASES as readonly string[]).includes(plugin.phase)) throw gwError('GW_ERR_PLUGIN_INVALID', [`"${plugin.name}" has unknown phase "${plugin.phase}"`])
     for (const out of [...plugin.provides ?? [], ...plugin.requires ?? []]) {
