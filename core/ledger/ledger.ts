@@ -40,6 +40,39 @@ export interface UsageRecord {
   estimated: boolean
 }
 
+export interface OrganizationRecord {
+  id: string
+  name?: string
+  /** Micro-units; what live reservations hold is not subtracted (see Ledger.getBalance). */
+  balance: Micros
+  createdAt: number
+}
+
+export interface ProjectRecord {
+  id: string
+  organization: string
+  name?: string
+  createdAt: number
+}
+
+/** A filter over usage records, read in (time, id) order one page at a time. */
+export interface UsageQuery {
+  /** from <= time < to (ms). */
+  from?: number
+  to?: number
+  organization?: string
+  project?: string
+  keyId?: string
+  model?: string
+  /** Only records after this (time, id) position: the last record of the previous page. */
+  after?: { time: number, id: number }
+  /** At most this many records (the caller bounds it). */
+  limit: number
+}
+
+/** A usage record with its row id, the tie-breaker of the (time, id) order pages follow. */
+export type UsageRow = UsageRecord & { id: number }
+
 /** An amount held back from an organization's balance while a call runs. */
 export interface Reservation {
   id: string
@@ -107,6 +140,14 @@ export interface Ledger {
   setPrice (model: string, price: ModelPrice): Promise<void>
   getPrice (model: string): Promise<ModelPrice | undefined>
   listUsage (range: { from?: number, to?: number }): Promise<UsageRecord[]>
+  /** One page of usage records matching `q`, in (time, id) order. */
+  queryUsage (q: UsageQuery): Promise<UsageRow[]>
+  listOrganizations (): Promise<OrganizationRecord[]>
+  getOrganization (id: string): Promise<OrganizationRecord | undefined>
+  /** Projects, of one organization when given. */
+  listProjects (organization?: string): Promise<ProjectRecord[]>
+  /** Every ledger price (they override the config's). */
+  listPrices (): Promise<Array<{ model: string, price: ModelPrice }>>
   ping (): Promise<boolean>
   close (): Promise<void>
 }

@@ -4,9 +4,9 @@ import { hostname } from 'node:os'
 import pg from 'pg'
 import type { ModelPrice } from '../types/model.ts'
 import { ChargeBatcher, type ChargeItem } from './batch.ts'
-import type { Hold, KeyRecord, Ledger, Micros, ReserveOptions, Reservation, UsageRecord } from './ledger.ts'
+import type { Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, ReserveOptions, Reservation, UsageQuery, UsageRecord, UsageRow } from './ledger.ts'
 import { POSTGRES_MIGRATIONS } from './migrations.ts'
-import { keyFromRow, keyParams, priceFromRow, USAGE_COLUMNS, usageFromRow, usageParams } from './rows.ts'
+import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, usageFromRow, usageParams, usageWhere } from './rows.ts'
 
 export interface PostgresLedgerOptions {
   url: string
@@ -353,6 +353,31 @@ export class PostgresLedger implements Ledger {
   async listUsage (range: { from?: number, to?: number }): Promise<UsageRecord[]> {
     const r = await this.#pool.query('SELECT * FROM usage_records WHERE time >= $1 AND time < $2 ORDER BY time, id', [range.from ?? 0, range.to ?? Number.MAX_SAFE_INTEGER])
     return r.rows.map(usageFromRow)
+  }
+
+  async queryUsage (q: UsageQuery): Promise<UsageRow[]> {
+    const { where, params } = usageWhere(q, i => `$${i}`)
+    return (await this.#pool.query(`SELECT * FROM usage_records WHERE ${where}`, params)).rows.map(r => ({ ...usageFromRow(r), id: Number(r.id) }))
+  }
+
+  async listOrganizations (): Promise<OrganizationRecord[]> {
+    return (await this.#pool.query('SELECT * FROM organizations ORDER BY id')).rows.map(organizationFromRow)
+  }
+
+  async getOrganization (id: string): Promise<OrganizationRecord | undefined> {
+    const r = await this.#pool.query('SELECT * FROM organizations WHERE id = $1', [id])
+    return r.rows[0] ? organizationFromRow(r.rows[0]) : undefined
+  }
+
+  async listProjects (organization?: string): Promise<ProjectRecord[]> {
+    const r = organization === undefined
+      ? await this.#pool.query('SELECT * FROM projects ORDER BY organization, id')
+      : await this.#pool.query('SELECT * FROM projects WHERE organization = $1 ORDER BY id', [organization])
+    return r.rows.map(projectFromRow)
+  }
+
+  async listPrices (): Promise<Array<{ model: string, price: ModelPrice }>> {
+    return (await this.#pool.query('SELECT * FROM prices ORDER BY model')).rows.map(r => ({ model: r.model, price: priceFromRow(r) }))
   }
 
   async ping (): Promise<boolean> {

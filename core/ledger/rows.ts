@@ -1,6 +1,6 @@
 /** @module ledger/rows – row ↔ record mapping shared by the SQLite and PostgreSQL ledgers. */
 import type { ModelPrice } from '../types/model.ts'
-import type { KeyRecord, UsageRecord } from './ledger.ts'
+import type { KeyRecord, OrganizationRecord, ProjectRecord, UsageQuery, UsageRecord } from './ledger.ts'
 
 const num = (v: unknown): number => typeof v === 'number' ? v : Number(v)
 const opt = (v: unknown): string | undefined => v === null || v === undefined ? undefined : String(v)
@@ -49,4 +49,41 @@ export function usageFromRow (r: any): UsageRecord {
     if (r.price_cached_input !== null && r.price_cached_input !== undefined) u.price.cachedInput = num(r.price_cached_input)
   }
   return u
+}
+
+export function organizationFromRow (r: any): OrganizationRecord {
+  const o: OrganizationRecord = { id: r.id, balance: num(r.balance), createdAt: num(r.created_at) }
+  const name = opt(r.name); if (name !== undefined) o.name = name
+  return o
+}
+
+export function projectFromRow (r: any): ProjectRecord {
+  const p: ProjectRecord = { id: r.id, organization: r.organization, createdAt: num(r.created_at) }
+  const name = opt(r.name); if (name !== undefined) p.name = name
+  return p
+}
+
+/**
+ * The WHERE clause and parameters of a usage query; `ph(i)` renders the i-th placeholder (1-based)
+ * in the database's syntax. Pages follow (time, id): a cursor is the last (time, id) read.
+ */
+export function usageWhere (q: UsageQuery, ph: (i: number) => string): { where: string, params: unknown[] } {
+  const params: unknown[] = [q.from ?? 0, q.to ?? Number.MAX_SAFE_INTEGER]
+  const parts = [`time >= ${ph(1)}`, `time < ${ph(2)}`]
+  const eq = (column: string, v: string | undefined): void => {
+    if (v === undefined) return
+    params.push(v)
+    parts.push(`${column} = ${ph(params.length)}`)
+  }
+  eq('organization', q.organization)
+  eq('project', q.project)
+  eq('key_id', q.keyId)
+  eq('model', q.model)
+  if (q.after) {
+    params.push(q.after.time, q.after.id)
+    const t = ph(params.length - 1)
+    parts.push(`(time > ${t} OR (time = ${t} AND id > ${ph(params.length)}))`)
+  }
+  params.push(q.limit)
+  return { where: parts.join(' AND ') + ` ORDER BY time, id LIMIT ${ph(params.length)}`, params }
 }

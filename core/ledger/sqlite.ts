@@ -4,9 +4,9 @@ import { dirname } from 'node:path'
 import { randomUUID } from 'node:crypto'
 import Database from 'better-sqlite3'
 import type { ModelPrice } from '../types/model.ts'
-import type { Hold, KeyRecord, Ledger, Micros, Reservation, UsageRecord } from './ledger.ts'
+import type { Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, Reservation, UsageQuery, UsageRecord, UsageRow } from './ledger.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
-import { keyFromRow, keyParams, priceFromRow, USAGE_COLUMNS, usageFromRow, usageParams } from './rows.ts'
+import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, usageFromRow, usageParams, usageWhere } from './rows.ts'
 import { ChargeBatcher, type ChargeItem } from './batch.ts'
 
 export interface SqliteLedgerOptions {
@@ -257,6 +257,31 @@ export class SqliteLedger implements Ledger {
     const rows = this.#db.prepare(`SELECT * FROM usage_records WHERE time >= ? AND time < ? ORDER BY time, id`)
       .all(range.from ?? 0, range.to ?? Number.MAX_SAFE_INTEGER) as any[]
     return rows.map(usageFromRow)
+  }
+
+  async queryUsage (q: UsageQuery): Promise<UsageRow[]> {
+    const { where, params } = usageWhere(q, () => '?')
+    return (this.#db.prepare(`SELECT * FROM usage_records WHERE ${where}`).all(...params) as any[]).map(r => ({ ...usageFromRow(r), id: Number(r.id) }))
+  }
+
+  async listOrganizations (): Promise<OrganizationRecord[]> {
+    return (this.#db.prepare('SELECT * FROM organizations ORDER BY id').all() as any[]).map(organizationFromRow)
+  }
+
+  async getOrganization (id: string): Promise<OrganizationRecord | undefined> {
+    const r = this.#db.prepare('SELECT * FROM organizations WHERE id = ?').get(id)
+    return r ? organizationFromRow(r) : undefined
+  }
+
+  async listProjects (organization?: string): Promise<ProjectRecord[]> {
+    const rows = organization === undefined
+      ? this.#db.prepare('SELECT * FROM projects ORDER BY organization, id').all()
+      : this.#db.prepare('SELECT * FROM projects WHERE organization = ? ORDER BY id').all(organization)
+    return (rows as any[]).map(projectFromRow)
+  }
+
+  async listPrices (): Promise<Array<{ model: string, price: ModelPrice }>> {
+    return (this.#db.prepare('SELECT * FROM prices ORDER BY model').all() as any[]).map(r => ({ model: r.model, price: priceFromRow(r) }))
   }
 
   async ping (): Promise<boolean> {
