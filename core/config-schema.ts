@@ -72,6 +72,18 @@ export const ModelConfig = Type.Object({
   }, { additionalProperties: false }), { minItems: 1, description: 'Ordered ways to serve the model.' }),
 }, { additionalProperties: false })
 
+/** The admin HTTP API's listener and keys (admin/ in the repository); absent: no admin listener. */
+const AdminConfig = Type.Object({
+  host: Type.String({ default: '127.0.0.1', description: 'Admin listen address; keep it private (loopback or an internal network).' }),
+  port: Type.Integer({ minimum: 0, maximum: 65535, default: 8081, description: 'Admin listen port (0: any free port).' }),
+  keys: Type.Array(Type.Object({
+    id: Type.String({ minLength: 1, description: 'Names the key in logs.' }),
+    key: Type.Optional(Type.String({ minLength: 16, description: 'The admin key in plain (use ${ENV}); held only as its hash.' })),
+    hash: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$', description: 'sha256 hex of the admin key, instead of `key`.' })),
+    revoked: Type.Boolean({ default: false, description: 'A revoked key is refused with 403.' }),
+  }, { additionalProperties: false }), { minItems: 1, description: 'Admin keys (never client keys).' }),
+}, { additionalProperties: false, description: 'The admin HTTP API; no admin listener unless this block is present.' })
+
 export const GatewayConfigSchema = Type.Object({
   server: Type.Object({
     host: Type.String({ default: '127.0.0.1', description: 'Listen address (env HOST).' }),
@@ -115,9 +127,11 @@ export const GatewayConfigSchema = Type.Object({
   models: Type.Array(ModelConfig, { default: [], description: 'The model catalog.' }),
   aliases: Type.Record(Type.String(), Type.String(), { default: {}, description: 'Extra model names mapped to catalog ids (e.g. names Claude Code sends).' }),
   pipeline: Type.Array(PipelineEntry, { default: [], description: 'Policy plugins; order inside a phase is this order.' }),
+  admin: Type.Optional(AdminConfig),
 }, { additionalProperties: false })
 
 export type GatewayConfig = Static<typeof GatewayConfigSchema> & { readonly source: string, readonly baseDir: string }
+export type AdminConfigT = Static<typeof AdminConfig>
 export type ModelConfigT = Static<typeof ModelConfig>
 export type PipelineEntryT = Static<typeof PipelineEntry>
 export type ProviderEntryT = Static<typeof ProviderEntry>

@@ -173,6 +173,22 @@ export class Circuits {
     return !!s && s.failures >= o.failureThreshold && this.now() - s.openedAt < o.coolDownMs
   }
 
+  /** What this process knows of a deployment's circuit (the admin API shows it). */
+  state (d: Deployment): { state: 'closed' | 'open' | 'half-open', failures: number, openedAt?: number } {
+    const s = this.#state.get(Circuits.key(d))
+    const o = this.options(d)
+    if (!s || s.failures < o.failureThreshold) return { state: 'closed', failures: s?.failures ?? 0 }
+    return { state: this.now() - s.openedAt < o.coolDownMs ? 'open' : 'half-open', failures: s.failures, openedAt: s.openedAt }
+  }
+
+  /** Closes a circuit by hand (an operator's reset): as a success, so a shared opening is deleted too. */
+  reset (d: Deployment): void {
+    const k = Circuits.key(d)
+    const s = this.#state.get(k)
+    this.#state.delete(k)
+    if (this.#store && s) this.#store.del(k).catch(() => {})
+  }
+
   /** Background read of the shared key (at most every syncMs per circuit); never awaited by routing. */
   #refresh (k: string, o: CircuitOptions): void {
     const t = this.now()
