@@ -32,6 +32,17 @@ async function main (): Promise<void> {
     process.stderr.write(`gateway: start-up failed: ${(err as Error).message}\n`)
     process.exit(1)
   }
+  // The admin API listens on its own address when the config has an `admin` block, and closes
+  // with the gateway. Extra admin routes (metrics) are mounted through startAdmin's extraRoutes.
+  const { startAdmin } = await import('./admin/app.ts')
+  let admin
+  try {
+    admin = await startAdmin(app)
+  } catch (err) {
+    process.stderr.write(`gateway: admin API start-up failed: ${(err as Error).message}\n`)
+    process.exit(1)
+  }
+  if (admin) app.log.info({ address: admin.address }, 'admin API listening')
   const address = await app.listen({ host: config.server.host, port: config.server.port })
   app.log.info({ address, config: config.source }, 'gateway listening')
   if (demoKey) {

@@ -1,0 +1,422 @@
+/**
+ * @module admin/app – the admin HTTP API: organizations, projects, keys, balances, prices, usage,
+ * reservations, circuits and the running config, on its own fastify instance and listener
+ * (config `admin`), guarded by admin keys. `startAdmin()` builds it next to a gateway app, listens,
+ * and closes it with the gateway.
+ */
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { Readable } from 'node:stream'
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import swagger from '@fastify/swagger'
+import type { Static } from '@sinclair/typebox'
+import type { AdminConfigT } from '../core/config-schema.ts'
+import type { Gateway } from '../core/gateway.ts'
+import type { GatewayApp } from '../core/app.ts'
+import type { UsageQuery as LedgerUsageQuery } from '../core/ledger/ledger.ts'
+import type { Deployment, ModelPrice } from '../core/types/model.ts'
+import { Circuits } from '../core/routing.ts'
+import { formatMicros, parseAmount } from '../money/billing.ts'
+import { generateKey, hashKey, keyDisplayPrefix } from '../plugins/auth/keys.ts'
+import * as S from './schemas.ts'
+import { holdView, iso, keyView, SQLITE_HOLDS, USAGE_CSV_HEADER, usageCsvRow, usageView } from './views.ts'
+import { maskSecrets } from './mask.ts'
+
+export interface AdminAppOptions {
+  /**
+   * Mounts routes that are not the admin API's own (the lead mounts the Prometheus `/metrics` route
+   * here): called once on the admin instance, after the admin-key guard is installed, so they need
+   * an admin key unless their path is listed in `publicPaths`.
+   */
+  extraRoutes?: (app: FastifyInstance) => void | Promise<void>
+  /** Paths served without an admin key (besides /admin/openapi.json), e.g. ['/metrics']. */
+  publicPaths?: readonly string[]
+}
+
+/** An error of the admin API, rendered in the gateway's error body: `{ error: { code, message, metadata? } }`. */
+export class AdminError extends Error {
+  constructor (readonly status: number, message: string, readonly metadata?: Record<string, unknown>) { super(message) }
+}
+
+const VERSION: string = (() => {
+  try {
+    return JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version ?? 'unknown'
+  } catch {
+    return 'unknown'
+  }
+})()
+
+const sha256 = (s: string): Buffer => createHash('sha256').update(s).digest()
+
+interface AdminKey { id: string, hash: Buffer, revoked: boolean }
+
+/** The client keys of the config's auth plugin, as sha256 digests (never accepted here: 403). */
+function configClientHashes (gw: Gateway): Buffer[] {
+  const out: Buffer[] = []
+  for (const e of gw.config.pipeline) {
+    if (e.plugin !== 'auth') continue
+    const keys = (e.config as { keys?: Array<{ key?: string, hash?: string }> } | undefined)?.keys ?? []
+    for (const k of keys) {
+      if (k.key) out.push(sha256(k.key))
+      else if (k.hash) out.push(Buffer.from(k.hash, 'hex'))
+    }
+  }
+  return out
+}
+
+/** Constant-time: every digest is compared, whatever matched before. */
+function findDigest<T extends { hash: Buffer }> (list: readonly T[], digest: Buffer): T | undefined {
+  let found: T | undefined
+  for (const item of list) if (timingSafeEqual(item.hash, digest) && !found) found = item
+  return found
+}
+
+function bearer (request: FastifyRequest): string | undefined {
+  const h = request.headers.authorization
+  if (typeof h !== 'string') return undefined
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h)
+  return m ? m[1] : undefined
+}
+
+/** The path of the first bad field of a validation failure, e.g. /body/amount. */
+function validationPath (err: { validation?: any[], validationContext?: string }): { path: string, message: string } {
+  const v = err.validation?.[0] ?? {}
+  const extra = v.params?.missingProperty ?? v.params?.additionalProperty
+  const path = `/${err.validationContext ?? 'body'}${v.instancePath ?? ''}${extra !== undefined ? `/${extra}` : ''}`
+  const message = v.keyword === 'additionalProperties' ? 'is not allowed' : (v.message ?? 'is invalid')
+  return { path, message }
+}
+
+/** Database constraint errors of both ledgers: a duplicate id (409) or a reference to nothing (404). */
+function constraintError (err: any): AdminError | undefined {
+  const code = String(err?.code ?? '')
+  if (code === '23505' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE') return new AdminError(409, 'already exists')
+  if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY') return new AdminError(404, 'refers to an unknown record')
+  return undefined
+}
+
+function timeParam (s: string | undefined, field: string): number | undefined {
+  if (s === undefined) return undefined
+  const ms = Date.parse(s)
+  if (!Number.isFinite(ms)) throw new AdminError(400, `Invalid request: /querystring/${field} is not an ISO 8601 date or time`, { path: `/querystring/${field}` })
+  return ms
+}
+
+function rateToMillionths (n: number, field: string): number {
+  if (!Number.isSafeInteger(Math.round(n * 1e6)) || Math.abs(Math.round(n * 1e6) - n * 1e6) > 1e-6) {
+    throw new AdminError(400, `Invalid request: /body/${field} has more than 6 decimals`, { path: `/body/${field}` })
+  }
+  return n
+}
+
+function encodeCursor (time: number, id: number): string { return Buffer.from(`${time}.${id}`).toString('base64url') }
+function decodeCursor (s: string): { time: number, id: number } {
+  const m = /^(\d{1,16})\.(\d{1,16})$/.exec(Buffer.from(s, 'base64url').toString())
+  if (!m) throw new AdminError(400, 'Invalid request: /querystring/cursor is not a cursor this API gave', { path: '/querystring/cursor' })
+  return { time: Number(m[1]), id: Number(m[2]) }
+}
+
+function usageFilter (q: Static<typeof S.UsageExportQuery> | Static<typeof S.UsageQuery>): Omit<LedgerUsageQuery, 'limit'> {
+  const from = timeParam(q.from, 'from')
+  const to = timeParam(q.to, 'to')
+  if (from !== undefined && to !== undefined && from > to) throw new AdminError(400, 'Invalid request: /querystring/from is after to', { path: '/querystring/from' })
+  return {
+    ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}),
+    ...(q.organization !== undefined ? { organization: q.organization } : {}), ...(q.project !== undefined ? { project: q.project } : {}),
+    ...(q.key !== undefined ? { keyId: q.key } : {}), ...(q.model !== undefined ? { model: q.model } : {}),
+  }
+}
+
+/** Every deployment of the catalog once per circuit key, with the models it serves. */
+function deployments (gw: Gateway): Map<string, { d: Deployment, models: string[] }> {
+  const out = new Map<string, { d: Deployment, models: string[] }>()
+  for (const m of gw.catalog.all()) {
+    for (const d of m.deployments) {
+      const k = Circuits.key(d)
+      const e = out.get(k)
+      if (e) e.models.push(m.id)
+      else out.set(k, { d, models: [m.id] })
+    }
+  }
+  return out
+}
+
+const errorResponses = { 400: S.ErrorBody, 401: S.ErrorBody, 403: S.ErrorBody, 404: S.ErrorBody, 409: S.ErrorBody }
+
+/** Export pages: how many usage records one ledger query reads while a streamed export runs. */
+const EXPORT_PAGE = 1000
+
+/** Builds the admin API for a gateway (does not listen). */
+export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: AdminAppOptions = {}): Promise<FastifyInstance> {
+  const { ledger } = gw
+  const adminKeys: AdminKey[] = admin.keys.map(k => ({ id: k.id, hash: k.key ? sha256(k.key) : Buffer.from(k.hash ?? '', 'hex'), revoked: k.revoked }))
+  for (const k of adminKeys) if (k.hash.length !== 32) throw new Error(`admin.keys: key "${k.id}" needs key or hash`)
+  const clientHashes = configClientHashes(gw).map(hash => ({ hash }))
+  const publicPaths = new Set(['/admin/openapi.json', ...(opts.publicPaths ?? [])])
+
+  const app = Fastify({
+    loggerInstance: gw.log.child({ listener: 'admin' }),
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    return503OnClosing: true,
+    bodyLimit: 1024 * 1024,
+    // Fields a schema does not declare are refused (400 with their path), never silently dropped.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
+  }) as unknown as FastifyInstance
+
+  const sendError = (err: AdminError, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    const error: Record<string, unknown> = { code: err.status, message: err.message }
+    if (err.metadata) error.metadata = err.metadata
+    return reply.code(err.status).headers({ 'content-type': 'application/json; charset=utf-8', 'x-gw-trace-id': request.id, 'x-request-id': request.id })
+      .send(JSON.stringify({ error }))
+  }
+
+  app.setErrorHandler((err: any, request, reply) => {
+    if (err instanceof AdminError) return sendError(err, request, reply)
+    if (err.validation) {
+      const { path, message } = validationPath(err)
+      return sendError(new AdminError(400, `Invalid request: ${path} ${message}`, { path }), request, reply)
+    }
+    const c = constraintError(err)
+    if (c) return sendError(c, request, reply)
+    if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err instanceof SyntaxError) {
+      return sendError(new AdminError(400, 'The request body is not valid JSON.'), request, reply)
+    }
+    if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+      return sendError(new AdminError(err.statusCode, `Invalid request: ${err.message}`), request, reply)
+    }
+    request.log.error({ err }, 'admin request failed')
+    return sendError(new AdminError(500, `Internal error. Quote the trace id ${request.id} when contacting support.`), request, reply)
+  })
+  app.setNotFoundHandler((request, reply) => sendError(new AdminError(404, `No route for ${request.method} ${request.url.split('?')[0]}.`), request, reply))
+
+  // The guard: admin keys only (constant-time, every key compared). A client key is recognised
+  // and refused with 403, as is a revoked admin key; anything else is 401.
+  app.addHook('onRequest', async request => {
+    if (publicPaths.has(request.url.split('?')[0]!)) return
+    const secret = bearer(request)
+    if (secret === undefined) throw new AdminError(401, 'Missing admin key. Send "Authorization: Bearer <ADMIN_KEY>".')
+    const digest = sha256(secret)
+    const hit = findDigest(adminKeys, digest)
+    if (hit?.revoked) throw new AdminError(403, 'This admin key is revoked.')
+    if (hit) { request.log = request.log.child({ adminKey: hit.id }); return }
+    if (findDigest(clientHashes, digest) || await ledger.findKeyByHash(hashKey(secret))) {
+      throw new AdminError(403, 'Client API keys cannot use the admin API; use an admin key.')
+    }
+    throw new AdminError(401, 'Invalid admin key.')
+  })
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Gateway admin API', version: VERSION, description: 'Organizations, projects, keys, balances, prices, usage, reservations, circuits.' },
+      components: { securitySchemes: { adminKey: { type: 'http', scheme: 'bearer', description: 'An admin key from the config\'s admin.keys.' } } },
+      security: [{ adminKey: [] }],
+    },
+  })
+  app.addSchema(S.ErrorBody)
+
+  app.get('/admin/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+
+  const orgDetail = async (id: string): Promise<Static<typeof S.OrganizationDetail>> => {
+    const [o, b] = await Promise.all([ledger.getOrganization(id), ledger.getBalance(id)])
+    if (!o || !b) throw new AdminError(404, `Unknown organization "${id}".`)
+    return { id: o.id, name: o.name ?? null, balance: formatMicros(b.balance), reserved: formatMicros(b.reserved), available: formatMicros(b.balance - b.reserved), createdAt: iso(o.createdAt) }
+  }
+
+  // Organizations and balances.
+  app.get('/admin/organizations', { schema: { tags: ['organizations'], summary: 'List organizations', response: { 200: S.ListOf(S.Organization), ...errorResponses } } }, async () => ({
+    data: (await ledger.listOrganizations()).map(o => ({ id: o.id, name: o.name ?? null, balance: formatMicros(o.balance), createdAt: iso(o.createdAt) })),
+  }))
+  app.post<{ Body: Static<typeof S.CreateOrganization> }>('/admin/organizations', { schema: { tags: ['organizations'], summary: 'Create an organization (balance 0)', body: S.CreateOrganization, response: { 201: S.OrganizationDetail, ...errorResponses } } }, async (request, reply) => {
+    const { id, name } = request.body
+    if (await ledger.getOrganization(id)) throw new AdminError(409, `Organization "${id}" already exists.`)
+    await ledger.createOrganization(id, name)
+    return reply.code(201).send(await orgDetail(id))
+  })
+  app.get<{ Params: { id: string } }>('/admin/organizations/:id', { schema: { tags: ['organizations'], summary: 'Show an organization', params: S.IdParam, response: { 200: S.OrganizationDetail, ...errorResponses } } }, async request => orgDetail(request.params.id))
+  app.get<{ Params: { id: string } }>('/admin/organizations/:id/balance', { schema: { tags: ['balances'], summary: 'Balance, reserved and available', params: S.IdParam, response: { 200: S.Balance, ...errorResponses } } }, async request => {
+    const { id } = request.params
+    const b = await ledger.getBalance(id)
+    if (!b) throw new AdminError(404, `Unknown organization "${id}".`)
+    return { organization: id, balance: formatMicros(b.balance), reserved: formatMicros(b.reserved), available: formatMicros(b.balance - b.reserved) }
+  })
+  // One conditional UPDATE in the ledger (balance = balance + amount): top-ups in flight at once all count.
+  app.post<{ Params: { id: string }, Body: Static<typeof S.TopUp> }>('/admin/organizations/:id/topup', { schema: { tags: ['balances'], summary: 'Add to a balance', params: S.IdParam, body: S.TopUp, response: { 200: S.TopUpResult, ...errorResponses } } }, async request => {
+    const { id } = request.params
+    const micros = parseAmount(request.body.amount)
+    if (micros <= 0) throw new AdminError(400, 'Invalid request: /body/amount must be positive', { path: '/body/amount' })
+    try {
+      return { organization: id, balance: formatMicros(await ledger.topUp(id, micros)) }
+    } catch (err) {
+      if (/unknown organization/.test((err as Error).message)) throw new AdminError(404, `Unknown organization "${id}".`)
+      throw err
+    }
+  })
+
+  // Projects.
+  app.get<{ Querystring: Static<typeof S.ProjectQuery> }>('/admin/projects', { schema: { tags: ['projects'], summary: 'List projects (of one organization)', querystring: S.ProjectQuery, response: { 200: S.ListOf(S.Project), ...errorResponses } } }, async request => ({
+    data: (await ledger.listProjects(request.query.organization)).map(p => ({ id: p.id, organization: p.organization, name: p.name ?? null, createdAt: iso(p.createdAt) })),
+  }))
+  app.post<{ Body: Static<typeof S.CreateProject> }>('/admin/projects', { schema: { tags: ['projects'], summary: 'Create a project in an organization', body: S.CreateProject, response: { 201: S.Project, ...errorResponses } } }, async (request, reply) => {
+    const { id, organization, name } = request.body
+    if (!await ledger.getOrganization(organization)) throw new AdminError(404, `Unknown organization "${organization}".`, { path: '/body/organization' })
+    if ((await ledger.listProjects()).some(p => p.id === id)) throw new AdminError(409, `Project "${id}" already exists.`)
+    await ledger.createProject(id, organization, name)
+    const p = (await ledger.listProjects(organization)).find(p => p.id === id)!
+    return reply.code(201).send({ id: p.id, organization: p.organization, name: p.name ?? null, createdAt: iso(p.createdAt) })
+  })
+
+  // Keys.
+  app.get('/admin/keys', { schema: { tags: ['keys'], summary: 'List keys (never their secrets)', response: { 200: S.ListOf(S.Key), ...errorResponses } } }, async () => ({ data: (await ledger.listKeys()).map(keyView) }))
+  app.post<{ Body: S.CreateKeyT }>('/admin/keys', { schema: { tags: ['keys'], summary: 'Create a key; its secret is in this answer only', body: S.CreateKey, response: { 201: S.CreatedKey, ...errorResponses } } }, async (request, reply) => {
+    const b = request.body
+    if (!await ledger.getOrganization(b.organization)) throw new AdminError(404, `Unknown organization "${b.organization}".`, { path: '/body/organization' })
+    if (b.project !== undefined && !(await ledger.listProjects(b.organization)).some(p => p.id === b.project)) {
+      throw new AdminError(404, `Unknown project "${b.project}" in organization "${b.organization}".`, { path: '/body/project' })
+    }
+    const id = b.id ?? `key_${randomBytes(8).toString('hex')}`
+    if ((await ledger.listKeys()).some(k => k.id === id)) throw new AdminError(409, `Key "${id}" already exists.`, { path: '/body/id' })
+    const secret = generateKey()
+    const k = await ledger.createKey({
+      id, hash: hashKey(secret), prefix: keyDisplayPrefix(secret), organization: b.organization,
+      ...(b.project !== undefined ? { project: b.project } : {}), ...(b.name !== undefined ? { name: b.name } : {}), ...(b.models !== undefined ? { models: b.models } : {}),
+    })
+    return reply.code(201).header('cache-control', 'no-store').send({ ...keyView(k), secret })
+  })
+  app.post<{ Params: { id: string } }>('/admin/keys/:id/revoke', { schema: { tags: ['keys'], summary: 'Revoke a key (gateways drop it within auth ledgerCacheMs)', params: S.IdParam, response: { 200: S.Key, ...errorResponses } } }, async request => {
+    const { id } = request.params
+    const revoked = await ledger.revokeKey(id)
+    const k = (await ledger.listKeys()).find(k => k.id === id)
+    if (!k) throw new AdminError(404, `Unknown key "${id}".`)
+    if (!revoked) throw new AdminError(409, `Key "${id}" is already revoked.`)
+    return keyView(k)
+  })
+
+  // Prices: the ledger's price of a model overrides the config's (money/pricing.ts, cached per replica).
+  app.get('/admin/prices', { schema: { tags: ['prices'], summary: 'Prices of the catalog and the ledger', response: { 200: S.ListOf(S.PriceRow), ...errorResponses } } }, async () => {
+    const ledgerPrices = new Map((await ledger.listPrices()).map(p => [p.model, p.price]))
+    const rows: Array<Static<typeof S.PriceRow>> = []
+    const none: ModelPrice = { input: 0, output: 0 }
+    for (const m of gw.catalog.all()) {
+      const lp = ledgerPrices.get(m.id)
+      ledgerPrices.delete(m.id)
+      const cp = m.price ? { ...m.price } : undefined
+      rows.push({ model: m.id, inCatalog: true, source: lp ? 'ledger' : cp ? 'config' : 'none', price: lp ?? cp ?? none, configPrice: cp ?? null, ledgerPrice: lp ?? null })
+    }
+    for (const [model, lp] of ledgerPrices) rows.push({ model, inCatalog: false, source: 'ledger', price: lp, configPrice: null, ledgerPrice: lp })
+    return { data: rows }
+  })
+  app.put<{ Body: Static<typeof S.SetPrice> }>('/admin/prices', { schema: { tags: ['prices'], summary: 'Set a model\'s ledger price (over the config\'s)', body: S.SetPrice, response: { 200: S.PriceRow, ...errorResponses } } }, async request => {
+    const b = request.body
+    const price: ModelPrice = { input: rateToMillionths(b.input, 'input'), output: rateToMillionths(b.output, 'output') }
+    if (b.cachedInput !== undefined) price.cachedInput = rateToMillionths(b.cachedInput, 'cachedInput')
+    await ledger.setPrice(b.model, price)
+    const m = gw.catalog.all().find(m => m.id === b.model)
+    return { model: b.model, inCatalog: !!m, source: 'ledger' as const, price, configPrice: m?.price ? { ...m.price } : null, ledgerPrice: price }
+  })
+
+  // Usage records.
+  app.get<{ Querystring: S.UsageQueryT }>('/admin/usage', { schema: { tags: ['usage'], summary: 'Usage records, one page (from <= time < to)', querystring: S.UsageQuery, response: { 200: S.UsagePage, ...errorResponses } } }, async request => {
+    const q = request.query
+    const filter = usageFilter(q)
+    const rows = await ledger.queryUsage({ ...filter, limit: q.limit + 1, ...(q.cursor !== undefined ? { after: decodeCursor(q.cursor) } : {}) })
+    const page = rows.slice(0, q.limit)
+    const last = page.at(-1)
+    return { data: page.map(usageView), nextCursor: rows.length > q.limit && last ? encodeCursor(last.time, last.id) : null }
+  })
+  app.get<{ Querystring: S.UsageExportQueryT }>('/admin/usage/export', {
+    schema: {
+      tags: ['usage'], summary: 'All matching usage records, streamed as CSV or a JSON array',
+      querystring: S.UsageExportQuery,
+      response: { 200: { description: 'text/csv (header row, CRLF) or application/json (an array of usage records)', content: { 'text/csv': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'array', items: S.UsageRecord } } } }, ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const filter = usageFilter(request.query)
+    const csv = request.query.format === 'csv'
+    // Read page by page (EXPORT_PAGE records per query) while the client reads: a large range is
+    // never held whole in memory, and a client that stops reading stops the queries.
+    async function * body (): AsyncGenerator<string> {
+      yield csv ? USAGE_CSV_HEADER : '['
+      let after: { time: number, id: number } | undefined
+      let first = true
+      for (;;) {
+        const rows = await ledger.queryUsage({ ...filter, limit: EXPORT_PAGE, ...(after ? { after } : {}) })
+        if (rows.length === 0) break
+        let chunk = ''
+        for (const r of rows) {
+          chunk += csv ? usageCsvRow(r) : (first ? '\n' : ',\n') + JSON.stringify(usageView(r))
+          first = false
+        }
+        yield chunk
+        const last = rows.at(-1)!
+        after = { time: last.time, id: last.id }
+        if (rows.length < EXPORT_PAGE) break
+      }
+      if (!csv) yield first ? ']\n' : '\n]\n'
+    }
+    const name = `usage.${csv ? 'csv' : 'json'}`
+    return reply.header('content-type', csv ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8')
+      .header('content-disposition', `attachment; filename="${name}"`).send(Readable.from(body()))
+  })
+
+  // Reservations: the holds the admin CLI's `holds list|release` shows (PostgreSQL only).
+  app.get<{ Querystring: Static<typeof S.HoldQuery> }>('/admin/reservations', { schema: { tags: ['reservations'], summary: 'Balance holds of calls in flight', querystring: S.HoldQuery, response: { 200: S.HoldList, ...errorResponses } } }, async request => {
+    if (!ledger.holdsStored) return { stored: false, data: [] }
+    const org = request.query.organization
+    return { stored: true, data: (await ledger.listHolds()).filter(h => org === undefined || h.organization === org).map(holdView) }
+  })
+  app.delete<{ Params: { id: string } }>('/admin/reservations/:id', { schema: { tags: ['reservations'], summary: 'Release one hold (a call that will never settle)', params: S.IdParam, response: { 200: S.Released, ...errorResponses } } }, async request => {
+    if (!ledger.holdsStored) throw new AdminError(409, SQLITE_HOLDS)
+    if (!await ledger.releaseHold(request.params.id)) throw new AdminError(404, `No hold "${request.params.id}" (released, charged or swept already).`)
+    return { released: request.params.id }
+  })
+
+  // Circuits: this process's view (with Redis, openings are shared; a reset deletes the shared one too).
+  const circuitView = (k: string, e: { d: Deployment, models: string[] }): Static<typeof S.Circuit> => {
+    const s = gw.circuits.state(e.d)
+    return { key: k, provider: e.d.provider, upstreamModel: e.d.upstreamModel, models: e.models, state: s.state, failures: s.failures, openedAt: s.openedAt === undefined ? null : iso(s.openedAt) }
+  }
+  app.get('/admin/circuits', { schema: { tags: ['circuits'], summary: 'Circuit state per deployment', response: { 200: S.ListOf(S.Circuit), ...errorResponses } } }, async () => ({
+    data: [...deployments(gw)].map(([k, e]) => circuitView(k, e)),
+  }))
+  app.post<{ Body: Static<typeof S.CircuitReset> }>('/admin/circuits/reset', { schema: { tags: ['circuits'], summary: 'Close a deployment\'s circuit', body: S.CircuitReset, response: { 200: S.Circuit, ...errorResponses } } }, async request => {
+    const e = deployments(gw).get(request.body.key)
+    if (!e) throw new AdminError(404, `No deployment "${request.body.key}" (provider/upstreamModel).`, { path: '/body/key' })
+    gw.circuits.reset(e.d)
+    return circuitView(request.body.key, e)
+  })
+
+  // The running config and version, secrets masked.
+  app.get('/admin/config', { schema: { tags: ['config'], summary: 'Version and running config (secrets masked)', response: { 200: S.ConfigView, ...errorResponses } } }, async () => ({
+    version: VERSION, node: process.version, source: gw.config.source, config: maskSecrets(gw.config) as Record<string, unknown>,
+  }))
+
+  // ── Extra routes (one place): the lead mounts the Prometheus /metrics route here through
+  // opts.extraRoutes (e.g. `extraRoutes: app => registerMetricsRoute(app, ...)`). ──
+  if (opts.extraRoutes) await opts.extraRoutes(app)
+
+  return app
+}
+
+export interface StartedAdmin {
+  app: FastifyInstance
+  /** http://host:port of the admin listener. */
+  address: string
+}
+
+/**
+ * Builds the admin API for a gateway app when its config has an `admin` block, listens on
+ * admin.host:admin.port, and closes it when the gateway app closes (the gateway's close() waits
+ * for it). Call it before the gateway app is ready (it adds an onClose hook). Without `admin`
+ * config: undefined, no listener.
+ */
+export async function startAdmin (gateway: GatewayApp, opts: AdminAppOptions = {}): Promise<StartedAdmin | undefined> {
+  const cfg = gateway.gateway.config.admin
+  if (!cfg) return undefined
+  const app = await buildAdminApp(gateway.gateway, cfg, opts)
+  gateway.addHook('onClose', async () => { await app.close() })
+  const address = await app.listen({ host: cfg.host, port: cfg.port })
+  return { app, address }
+}

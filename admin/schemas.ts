@@ -1,0 +1,153 @@
+/** @module admin/schemas – request and response schemas of the admin HTTP API (TypeBox; the OpenAPI document is generated from them). */
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
+
+const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()])
+
+/** Ids an operator chooses: what the CLI accepts for key ids, for every id. */
+export const Id = Type.String({ pattern: '^[\\w.:@-]{1,128}$', description: 'Letters, digits and _ . : @ - (1 to 128).' })
+/** A positive amount in currency units, at most 6 decimals (exact in micro-units). */
+export const Amount = Type.String({ pattern: '^\\d{1,12}(\\.\\d{1,6})?$', description: 'Currency units, at most 6 decimals, e.g. "12.50".' })
+/** A price per million tokens (non-negative). */
+const Rate = Type.Number({ minimum: 0, maximum: 1e9, description: 'Currency units per million tokens, at most 6 decimals.' })
+/** ISO 8601 date or date-time. */
+const Time = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}', description: 'ISO 8601 date or time, e.g. 2025-01-31 or 2025-01-31T12:00:00Z.' })
+
+export const ErrorBody = Type.Object({
+  error: Type.Object({
+    code: Type.Integer({ description: 'The HTTP status.' }),
+    message: Type.String(),
+    metadata: Type.Optional(Type.Object({ path: Type.Optional(Type.String({ description: 'The bad field, e.g. /body/amount.' })) }, { additionalProperties: true })),
+  }),
+}, { $id: 'AdminError', description: 'The gateway\'s error body.' })
+
+export const Organization = Type.Object({
+  id: Type.String(),
+  name: Nullable(Type.String()),
+  balance: Type.String({ description: 'Currency units.' }),
+  createdAt: Type.String(),
+})
+
+export const OrganizationDetail = Type.Object({
+  id: Type.String(),
+  name: Nullable(Type.String()),
+  balance: Type.String(),
+  reserved: Type.String({ description: 'Held by calls in flight.' }),
+  available: Type.String({ description: 'balance − reserved.' }),
+  createdAt: Type.String(),
+})
+
+export const Balance = Type.Object({
+  organization: Type.String(),
+  balance: Type.String(),
+  reserved: Type.String(),
+  available: Type.String(),
+})
+
+export const CreateOrganization = Type.Object({ id: Id, name: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false })
+export const TopUp = Type.Object({ amount: Amount }, { additionalProperties: false })
+export const TopUpResult = Type.Object({ organization: Type.String(), balance: Type.String() })
+
+export const Project = Type.Object({ id: Type.String(), organization: Type.String(), name: Nullable(Type.String()), createdAt: Type.String() })
+export const CreateProject = Type.Object({ id: Id, organization: Id, name: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false })
+export const ProjectQuery = Type.Object({ organization: Type.Optional(Id) }, { additionalProperties: false })
+
+export const Key = Type.Object({
+  id: Type.String(),
+  prefix: Type.String({ description: 'The first characters of the secret.' }),
+  name: Nullable(Type.String()),
+  organization: Nullable(Type.String()),
+  project: Nullable(Type.String()),
+  models: Nullable(Type.Array(Type.String())),
+  createdAt: Type.String(),
+  revokedAt: Nullable(Type.String()),
+})
+export const CreatedKey = Type.Intersect([Key, Type.Object({ secret: Type.String({ description: 'Shown only in this answer; the ledger keeps its sha256.' }) })])
+export const CreateKey = Type.Object({
+  organization: Id,
+  project: Type.Optional(Id),
+  name: Type.Optional(Type.String({ maxLength: 200 })),
+  models: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, uniqueItems: true })),
+  id: Type.Optional(Id),
+}, { additionalProperties: false })
+export const IdParam = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) })
+
+export const Price = Type.Object({ input: Rate, cachedInput: Type.Optional(Rate), output: Rate }, { additionalProperties: false })
+export const PriceRow = Type.Object({
+  model: Type.String(),
+  inCatalog: Type.Boolean({ description: 'false: a ledger price for a model the config does not list.' }),
+  source: Type.Union([Type.Literal('ledger'), Type.Literal('config'), Type.Literal('none')], { description: 'Which price applies: the ledger\'s over the config\'s; none: the model is free.' }),
+  price: Price,
+  configPrice: Nullable(Price),
+  ledgerPrice: Nullable(Price),
+})
+export const SetPrice = Type.Object({ model: Type.String({ minLength: 1, maxLength: 200 }), input: Rate, cachedInput: Type.Optional(Rate), output: Rate }, { additionalProperties: false })
+
+export const UsageFilter = {
+  from: Type.Optional(Time),
+  to: Type.Optional(Time),
+  organization: Type.Optional(Type.String({ minLength: 1 })),
+  project: Type.Optional(Type.String({ minLength: 1 })),
+  key: Type.Optional(Type.String({ minLength: 1, description: 'Key id.' })),
+  model: Type.Optional(Type.String({ minLength: 1 })),
+}
+export const UsageQuery = Type.Object({
+  ...UsageFilter,
+  limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
+  cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$', description: 'nextCursor of the previous page.' })),
+}, { additionalProperties: false })
+export const UsageExportQuery = Type.Object({
+  ...UsageFilter,
+  format: Type.Union([Type.Literal('csv'), Type.Literal('json')], { default: 'csv' }),
+}, { additionalProperties: false })
+export const UsageRecord = Type.Object({
+  time: Type.String(),
+  keyId: Type.String(),
+  organization: Nullable(Type.String()),
+  project: Nullable(Type.String()),
+  model: Type.String(),
+  provider: Type.String(),
+  traceId: Type.String(),
+  idempotencyKey: Nullable(Type.String()),
+  inputTokens: Type.Integer(),
+  cachedInputTokens: Type.Integer(),
+  outputTokens: Type.Integer(),
+  cost: Type.String(),
+  price: Nullable(Price),
+  estimated: Type.Boolean(),
+})
+export const UsagePage = Type.Object({ data: Type.Array(UsageRecord), nextCursor: Nullable(Type.String({ description: 'null on the last page.' })) })
+
+export const Hold = Type.Object({
+  id: Type.String(), organization: Type.String(), amount: Type.String(), state: Type.Union([Type.Literal('live'), Type.Literal('expired')]),
+  createdAt: Type.String(), expiresAt: Type.String(), owner: Nullable(Type.String()), traceId: Nullable(Type.String()),
+})
+export const HoldList = Type.Object({
+  stored: Type.Boolean({ description: 'false on a SQLite ledger: holds live in the gateway process, none are listed.' }),
+  data: Type.Array(Hold),
+})
+export const HoldQuery = Type.Object({ organization: Type.Optional(Type.String({ minLength: 1 })) }, { additionalProperties: false })
+
+export const Circuit = Type.Object({
+  key: Type.String({ description: 'provider/upstreamModel' }),
+  provider: Type.String(),
+  upstreamModel: Type.String(),
+  models: Type.Array(Type.String()),
+  state: Type.Union([Type.Literal('closed'), Type.Literal('open'), Type.Literal('half-open')]),
+  failures: Type.Integer(),
+  openedAt: Nullable(Type.String()),
+})
+export const CircuitReset = Type.Object({ key: Type.String({ minLength: 1, description: 'provider/upstreamModel' }) }, { additionalProperties: false })
+
+export const ConfigView = Type.Object({
+  version: Type.String(),
+  node: Type.String(),
+  source: Type.String(),
+  config: Type.Object({}, { additionalProperties: true, description: 'The running config, secrets masked.' }),
+})
+
+export const ListOf = <T extends TSchema>(s: T) => Type.Object({ data: Type.Array(s) })
+
+export type CreateKeyT = Static<typeof CreateKey>
+export type UsageQueryT = Static<typeof UsageQuery>
+export type UsageExportQueryT = Static<typeof UsageExportQuery>
+export const Released = Type.Object({ released: Type.String() })

@@ -1,0 +1,106 @@
+/**
+ * @module admin/views – how ledger records are shown by the admin API and the admin CLI (one
+ * mapping for both): times as ISO 8601, money in currency units, prices per million tokens.
+ */
+import type { Hold, KeyRecord, UsageRecord } from '../core/ledger/ledger.ts'
+import { formatMicros } from '../money/billing.ts'
+
+export const iso = (ms: number | undefined): string => ms === undefined ? '' : new Date(ms).toISOString()
+
+export interface KeyView {
+  id: string
+  prefix: string
+  name: string | null
+  organization: string | null
+  project: string | null
+  models: string[] | null
+  createdAt: string
+  revokedAt: string | null
+}
+
+/** A key without its hash: listings never carry anything a secret could be recovered from. */
+export function keyView (k: KeyRecord): KeyView {
+  return {
+    id: k.id,
+    prefix: k.prefix,
+    name: k.name ?? null,
+    organization: k.organization ?? null,
+    project: k.project ?? null,
+    models: k.models ?? null,
+    createdAt: iso(k.createdAt),
+    revokedAt: k.revokedAt === undefined ? null : iso(k.revokedAt),
+  }
+}
+
+export interface HoldView {
+  id: string
+  organization: string
+  amount: string
+  state: 'live' | 'expired'
+  createdAt: string
+  expiresAt: string
+  owner: string | null
+  traceId: string | null
+}
+
+export function holdView (h: Hold): HoldView {
+  return {
+    id: h.id, organization: h.organization, amount: formatMicros(h.amount), state: h.live ? 'live' : 'expired',
+    createdAt: iso(h.createdAt), expiresAt: iso(h.expiresAt), owner: h.owner ?? null, traceId: h.traceId ?? null,
+  }
+}
+
+/** Why a SQLite ledger has no holds to list or release. */
+export const SQLITE_HOLDS = 'holds are stored one by one in a PostgreSQL ledger only; a SQLite gateway holds them in its process (reservations: memory, gone with it) or in a per-organization counter (reservations: file)'
+
+/** Every UsageRecord field, in order; `price` is flattened into three columns. */
+export const USAGE_CSV_COLUMNS = [
+  'time', 'keyId', 'organization', 'project', 'model', 'provider', 'traceId', 'idempotencyKey',
+  'inputTokens', 'cachedInputTokens', 'outputTokens', 'cost', 'priceInput', 'priceCachedInput', 'priceOutput', 'estimated',
+] as const
+
+export function usageView (u: UsageRecord): Record<string, unknown> {
+  return {
+    time: iso(u.time),
+    keyId: u.keyId,
+    organization: u.organization ?? null,
+    project: u.project ?? null,
+    model: u.model,
+    provider: u.provider,
+    traceId: u.traceId,
+    idempotencyKey: u.idempotencyKey ?? null,
+    inputTokens: u.inputTokens,
+    cachedInputTokens: u.cachedInputTokens,
+    outputTokens: u.outputTokens,
+    cost: formatMicros(u.cost),
+    price: u.price ?? null,
+    estimated: u.estimated,
+  }
+}
+
+/** Columns holding text a client or an operator chose (the Idempotency-Key above all). */
+const USAGE_CSV_TEXT_COLUMNS: ReadonlySet<string> = new Set(['keyId', 'organization', 'project', 'model', 'provider', 'traceId', 'idempotencyKey'])
+
+function csvField (v: unknown): string {
+  const s = v === null || v === undefined ? '' : String(v)
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s
+}
+
+/**
+ * Text a spreadsheet would run as a formula (a leading =, +, -, @, tab or CR) gets a leading single
+ * quote, so it opens as text (OWASP, CSV injection).
+ */
+function csvText (v: unknown): unknown {
+  return typeof v === 'string' && /^[=+\-@\t\r]/.test(v) ? `'${v}` : v
+}
+
+export const USAGE_CSV_HEADER = USAGE_CSV_COLUMNS.join(',') + '\r\n'
+
+export function usageCsvRow (u: UsageRecord): string {
+  const v = usageView(u)
+  const cells = USAGE_CSV_COLUMNS.map(c => c === 'priceInput' ? u.price?.input
+    : c === 'priceCachedInput' ? u.price?.cachedInput
+      : c === 'priceOutput' ? u.price?.output
+        : USAGE_CSV_TEXT_COLUMNS.has(c) ? csvText(v[c]) : v[c])
+  return cells.map(csvField).join(',') + '\r\n'
+}
