@@ -162,7 +162,7 @@ export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: Adm
     return503OnClosing: true,
     bodyLimit: 1024 * 1024,
     // Fields a schema does not declare are refused (400 with their path), never silently dropped.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: true, useDefaults: true, allErrors: false } },
   }) as unknown as FastifyInstance
 
   const sendError = (err: AdminError, request: FastifyRequest, reply: FastifyReply): FastifyReply => {

@@ -80,9 +80,10 @@ export function usageWhere (q: UsageQuery, ph: (i: number) => string): { where: 
   eq('key_id', q.keyId)
   eq('model', q.model)
   if (q.after) {
-    params.push(q.after.time, q.after.id)
-    const t = ph(params.length - 1)
-    parts.push(`(time > ${t} OR (time = ${t} AND id > ${ph(params.length)}))`)
+    // Each placeholder once: SQLite's ? are positional.
+    params.push(q.after.time, q.after.time, q.after.id)
+    const n = params.length
+    parts.push(`(time > ${ph(n - 2)} OR (time = ${ph(n - 1)} AND id > ${ph(n)}))`)
   }
   params.push(q.limit)
   return { where: parts.join(' AND ') + ` ORDER BY time, id LIMIT ${ph(params.length)}`, params }
