@@ -10,6 +10,7 @@ import type { KeyRecord, Ledger, UsageRecord } from '../core/ledger/ledger.ts'
 import type { ModelPrice } from '../core/types/model.ts'
 import { formatMicros, parseAmount } from '../money/billing.ts'
 import { generateKey, hashKey, keyDisplayPrefix } from '../plugins/auth/keys.ts'
+import { holdView, keyView, SQLITE_HOLDS, USAGE_CSV_COLUMNS, USAGE_CSV_HEADER, usageCsvRow, usageView, type HoldView, type KeyView } from '../admin/views.ts'
 
 export interface Writer { write (s: string): void }
 
@@ -21,6 +22,10 @@ Ledger options (any position):
                          the SQLite default, not over an explicit --sqlite)
   --schema <name>        PostgreSQL schema (default $GATEWAY_LEDGER_SCHEMA or public)
 The ledger is migrated before every command.
+
+Or drive a running gateway's admin API instead of the ledger (every command but migrate):
+  --url <admin url>      e.g. http://127.0.0.1:8081 (the gateway's admin.host:admin.port)
+  --admin-key <key>      an admin key from the config's admin.keys (default $GW_ADMIN_KEY)
 
 Commands:
   migrate                                       apply pending schema migrations
@@ -59,6 +64,7 @@ Examples:
   admin key create --org acme --project web --name ci --models echo/echo-1
   admin price set echo/echo-1 --input 3 --output 15 --cached 0.3
   admin --ledger-url postgres://gw@db/gw usage export --from 2025-01-01 --to 2025-02-01 --format csv
+  GW_ADMIN_KEY=... admin --url http://127.0.0.1:8081 balance topup acme 12.50
 `
 
 /** A command-line mistake: reported with exit code 2. */
@@ -73,7 +79,7 @@ interface Parsed {
 }
 
 const BOOLEAN_FLAGS = new Set(['json', 'help'])
-const GLOBAL_FLAGS = new Set(['sqlite', 'ledger-url', 'schema'])
+const GLOBAL_FLAGS = new Set(['sqlite', 'ledger-url', 'schema', 'url', 'admin-key'])
 
 function parseArgv (argv: readonly string[]): Parsed {
   const positionals: string[] = []
@@ -171,75 +177,12 @@ function ledgerConfig (get: (name: string) => string | undefined, env: NodeJS.Pr
   return { backend: 'sqlite', path: sqlite ?? (env.GATEWAY_LEDGER_PATH || './data/gateway.db') }
 }
 
-const iso = (ms: number | undefined): string => ms === undefined ? '' : new Date(ms).toISOString()
-
 function table (rows: string[][]): string {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map(r => r[c]!.length)))
   return rows.map(r => r.map((v, c) => c === r.length - 1 ? v : v.padEnd(widths[c]!)).join('  ').trimEnd() + '\n').join('')
 }
 
-function keyView (k: KeyRecord): Record<string, unknown> {
-  return {
-    id: k.id,
-    prefix: k.prefix,
-    name: k.name ?? null,
-    organization: k.organization ?? null,
-    project: k.project ?? null,
-    models: k.models ?? null,
-    createdAt: iso(k.createdAt),
-    revokedAt: k.revokedAt === undefined ? null : iso(k.revokedAt),
-  }
-}
-
-/** Every UsageRecord field, in order; `price` is flattened into three columns. */
-export const USAGE_CSV_COLUMNS = [
-  'time', 'keyId', 'organization', 'project', 'model', 'provider', 'traceId', 'idempotencyKey',
-  'inputTokens', 'cachedInputTokens', 'outputTokens', 'cost', 'priceInput', 'priceCachedInput', 'priceOutput', 'estimated',
-] as const
-
-function usageView (u: UsageRecord): Record<string, unknown> {
-  return {
-    time: iso(u.time),
-    keyId: u.keyId,
-    organization: u.organization ?? null,
-    project: u.project ?? null,
-    model: u.model,
-    provider: u.provider,
-    traceId: u.traceId,
-    idempotencyKey: u.idempotencyKey ?? null,
-    inputTokens: u.inputTokens,
-    cachedInputTokens: u.cachedInputTokens,
-    outputTokens: u.outputTokens,
-    cost: formatMicros(u.cost),
-    price: u.price ?? null,
-    estimated: u.estimated,
-  }
-}
-
-/** Columns holding text a client or an operator chose (the Idempotency-Key above all). */
-const USAGE_CSV_TEXT_COLUMNS: ReadonlySet<string> = new Set(['keyId', 'organization', 'project', 'model', 'provider', 'traceId', 'idempotencyKey'])
-
-function csvField (v: unknown): string {
-  const s = v === null || v === undefined ? '' : String(v)
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s
-}
-
-/**
- * Text a spreadsheet would run as a formula (a leading =, +, -, @, tab or CR) gets a leading single
- * quote, so it opens as text (OWASP, CSV injection).
- */
-function csvText (v: unknown): unknown {
-  return typeof v === 'string' && /^[=+\-@\t\r]/.test(v) ? `'${v}` : v
-}
-
-function usageCsvRow (u: UsageRecord): string {
-  const v = usageView(u)
-  const cells = USAGE_CSV_COLUMNS.map(c => c === 'priceInput' ? u.price?.input
-    : c === 'priceCachedInput' ? u.price?.cachedInput
-      : c === 'priceOutput' ? u.price?.output
-        : USAGE_CSV_TEXT_COLUMNS.has(c) ? csvText(v[c]) : v[c])
-  return cells.map(csvField).join(',') + '\r\n'
-}
+export { USAGE_CSV_COLUMNS }
 
 function priceText (p: ModelPrice): string {
   return `input   ${p.input}\ncached  ${p.cachedInput ?? `${p.input} (input rate)`}\noutput  ${p.output}\n(currency units per million tokens)\n`
@@ -247,7 +190,22 @@ function priceText (p: ModelPrice): string {
 
 type Action = (ledger: Ledger, out: Writer, err: Writer) => Promise<void>
 
-const SQLITE_HOLDS = 'holds are stored one by one in a PostgreSQL ledger only; a SQLite gateway holds them in its process (reservations: memory, gone with it) or in a per-organization counter (reservations: file)'
+function writeKeys (keys: KeyView[], json: boolean, out: Writer): void {
+  if (json) { out.write(JSON.stringify(keys, null, 2) + '\n'); return }
+  const head = ['id', 'prefix', 'name', 'org', 'project', 'created', 'revoked']
+  out.write(table([head, ...keys.map(k => [k.id, k.prefix, k.name, k.organization, k.project, k.createdAt, k.revokedAt].map(v => v === null ? '-' : String(v)))]))
+}
+
+function writeHolds (holds: HoldView[], json: boolean, out: Writer): void {
+  if (json) { out.write(JSON.stringify(holds, null, 2) + '\n'); return }
+  const head = ['id', 'org', 'amount', 'state', 'expires', 'owner', 'trace']
+  out.write(table([head, ...holds.map(h => [h.id, h.organization, h.amount, h.state, h.expiresAt, h.owner ?? '-', h.traceId ?? '-'])]))
+}
+
+function writeBalance (v: { organization: string, balance: string, reserved: string, available: string }, json: boolean, out: Writer): void {
+  out.write(json ? JSON.stringify(v) + '\n' : table([['organization', v.organization], ['balance', v.balance], ['reserved', v.reserved], ['available', v.available]]))
+}
+
 
 async function knownOrganization (ledger: Ledger, org: string): Promise<void> {
   if (!await ledger.getBalance(org)) throw new LedgerError(`unknown organization "${org}"`)
@@ -300,8 +258,7 @@ function plan (p: Parsed): Action | undefined {
       return async (l, out) => {
         const b = await l.getBalance(org!)
         if (!b) throw new LedgerError(`unknown organization "${org}"`)
-        const v = { organization: org, balance: formatMicros(b.balance), reserved: formatMicros(b.reserved), available: formatMicros(b.balance - b.reserved) }
-        out.write(json ? JSON.stringify(v) + '\n' : table([['organization', org!], ['balance', v.balance], ['reserved', v.reserved], ['available', v.available]]))
+        writeBalance({ organization: org!, balance: formatMicros(b.balance), reserved: formatMicros(b.reserved), available: formatMicros(b.balance - b.reserved) }, json, out)
       }
     }
     case 'key create': {
@@ -345,10 +302,7 @@ function plan (p: Parsed): Action | undefined {
       positionals(rest, cmd, [])
       const json = p.flags.has('json')
       return async (l, out) => {
-        const keys = (await l.listKeys()).map(keyView)
-        if (json) { out.write(JSON.stringify(keys, null, 2) + '\n'); return }
-        const head = ['id', 'prefix', 'name', 'org', 'project', 'created', 'revoked']
-        out.write(table([head, ...keys.map(k => [k.id, k.prefix, k.name, k.organization, k.project, k.createdAt, k.revokedAt].map(v => v === null ? '-' : String(v)))]))
+        writeKeys((await l.listKeys()).map(keyView), json, out)
       }
     }
     case 'price set': {
@@ -382,13 +336,7 @@ function plan (p: Parsed): Action | undefined {
       const org = get('org')
       return async (l, out) => {
         if (!l.holdsStored) throw new LedgerError(SQLITE_HOLDS)
-        const holds = (await l.listHolds()).filter(h => org === undefined || h.organization === org).map(h => ({
-          id: h.id, organization: h.organization, amount: formatMicros(h.amount), state: h.live ? 'live' : 'expired',
-          createdAt: iso(h.createdAt), expiresAt: iso(h.expiresAt), owner: h.owner ?? null, traceId: h.traceId ?? null,
-        }))
-        if (json) { out.write(JSON.stringify(holds, null, 2) + '\n'); return }
-        const head = ['id', 'org', 'amount', 'state', 'expires', 'owner', 'trace']
-        out.write(table([head, ...holds.map(h => [h.id, h.organization, h.amount, h.state, h.expiresAt, h.owner ?? '-', h.traceId ?? '-'])]))
+        writeHolds((await l.listHolds()).filter(h => org === undefined || h.organization === org).map(holdView), json, out)
       }
     }
     case 'holds release': {
@@ -414,7 +362,7 @@ function plan (p: Parsed): Action | undefined {
           out.write(records.length ? '[\n' + records.map(r => JSON.stringify(usageView(r))).join(',\n') + '\n]\n' : '[]\n')
           return
         }
-        out.write(USAGE_CSV_COLUMNS.join(',') + '\r\n')
+        out.write(USAGE_CSV_HEADER)
         for (const r of records) out.write(usageCsvRow(r))
       }
     }
@@ -423,10 +371,128 @@ function plan (p: Parsed): Action | undefined {
   }
 }
 
+/**
+ * A running gateway's admin API (--url): every request carries the admin key; an error answer
+ * becomes a LedgerError with the API's message (exit code 1).
+ */
+class AdminClient {
+  constructor (readonly base: string, readonly key: string) {}
+
+  async #fetch (method: string, path: string, body?: unknown): Promise<Response> {
+    let r: Response
+    try {
+      r = await fetch(this.base + path, {
+        method,
+        headers: { authorization: `Bearer ${this.key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      })
+    } catch (e) {
+      throw new LedgerError(`cannot reach the admin API at ${this.base}: ${(e as Error & { cause?: Error }).cause?.message ?? (e as Error).message}`)
+    }
+    if (!r.ok) {
+      const text = await r.text()
+      let message = text
+      try { message = JSON.parse(text).error.message } catch { /* not the error body: the raw text */ }
+      throw new LedgerError(`${r.status}: ${message}`)
+    }
+    return r
+  }
+
+  async json (method: string, path: string, body?: unknown): Promise<any> {
+    return (await this.#fetch(method, path, body)).json()
+  }
+
+  /** Copies a (streamed) answer to `out` chunk by chunk. */
+  async pipe (path: string, out: Writer): Promise<void> {
+    const r = await this.#fetch('GET', path)
+    const decoder = new TextDecoder()
+    for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) out.write(decoder.decode(chunk, { stream: true }))
+    const rest = decoder.decode()
+    if (rest) out.write(rest)
+  }
+}
+
+type Remote = (c: AdminClient, out: Writer, err: Writer) => Promise<void>
+
+const enc = encodeURIComponent
+
+/**
+ * The same commands over the admin API (--url). Arguments were checked by plan() already; this
+ * only maps them to requests and prints what the ledger mode prints.
+ */
+function planRemote (p: Parsed): Remote {
+  const [group, sub, ...rest] = p.positionals
+  const cmd = `${group} ${sub ?? ''}`.trim()
+  const get = (name: string): string | undefined => { const v = p.flags.get(name); return v === true ? undefined : v }
+  const json = p.flags.has('json')
+  switch (cmd) {
+    case 'org create': return async (c, out) => {
+      await c.json('POST', '/admin/organizations', { id: rest[0], ...(get('name') !== undefined ? { name: get('name') } : {}) })
+      out.write(`created organization ${rest[0]}\n`)
+    }
+    case 'project create': return async (c, out) => {
+      await c.json('POST', '/admin/projects', { id: rest[0], organization: get('org'), ...(get('name') !== undefined ? { name: get('name') } : {}) })
+      out.write(`created project ${rest[0]} in organization ${get('org')}\n`)
+    }
+    case 'balance topup': return async (c, out) => {
+      const r = await c.json('POST', `/admin/organizations/${enc(rest[0]!)}/topup`, { amount: rest[1]!.trim() })
+      out.write(`${rest[0]} balance ${r.balance}\n`)
+    }
+    case 'balance show': return async (c, out) => {
+      writeBalance(await c.json('GET', `/admin/organizations/${enc(rest[0]!)}/balance`), json, out)
+    }
+    case 'key create': return async (c, out, err) => {
+      const modelsArg = get('models')
+      const models = modelsArg === undefined ? undefined : modelsArg.split(',').map(s => s.trim()).filter(Boolean)
+      const body: Record<string, unknown> = { organization: get('org') }
+      for (const f of ['project', 'name', 'id']) if (get(f) !== undefined) body[f] = get(f)
+      if (models !== undefined) body.models = models
+      const k = await c.json('POST', '/admin/keys', body)
+      out.write(`id      ${k.id}\nsecret  ${k.secret}\n`)
+      err.write('The secret is shown only now (the ledger keeps its sha256): store it safely.\n')
+    }
+    case 'key revoke': return async (c, out) => {
+      await c.json('POST', `/admin/keys/${enc(rest[0]!)}/revoke`)
+      out.write(`revoked key ${rest[0]}\n`)
+    }
+    case 'key list': return async (c, out) => { writeKeys((await c.json('GET', '/admin/keys')).data, json, out) }
+    case 'price set': return async (c, out) => {
+      const price: ModelPrice = { input: priceArg(get('input')!, 'input'), output: priceArg(get('output')!, 'output') }
+      if (get('cached') !== undefined) price.cachedInput = priceArg(get('cached')!, 'cached')
+      await c.json('PUT', '/admin/prices', { model: rest[0], ...price })
+      out.write(`price of ${rest[0]} set\n${priceText(price)}`)
+    }
+    case 'price show': return async (c, out) => {
+      const row = (await c.json('GET', '/admin/prices')).data.find((r: any) => r.model === rest[0])
+      const price = row?.ledgerPrice as ModelPrice | null | undefined
+      if (!price) throw new LedgerError(`no ledger price for "${rest[0]}" (the config's price, if any, applies)`)
+      out.write(json ? JSON.stringify({ model: rest[0], ...price }) + '\n' : `model   ${rest[0]}\n${priceText(price)}`)
+    }
+    case 'holds list': return async (c, out) => {
+      const org = get('org')
+      const r = await c.json('GET', `/admin/reservations${org !== undefined ? `?organization=${enc(org)}` : ''}`)
+      if (!r.stored) throw new LedgerError(SQLITE_HOLDS)
+      writeHolds(r.data, json, out)
+    }
+    case 'holds release': return async (c, out) => {
+      await c.json('DELETE', `/admin/reservations/${enc(rest[0]!)}`)
+      out.write(`released hold ${rest[0]}\n`)
+    }
+    case 'usage export': return async (c, out) => {
+      const q = new URLSearchParams({ format: get('format') ?? 'csv' })
+      for (const f of ['from', 'to']) if (get(f) !== undefined) q.set(f, get(f)!)
+      await c.pipe(`/admin/usage/export?${q}`, out)
+    }
+    default:
+      throw new UsageError(`"${cmd}" works on the ledger only, not over --url`)
+  }
+}
+
 /** Runs the CLI; returns the exit code (0 ok, 1 ledger error, 2 usage error). */
 export async function main (argv: string[], env: NodeJS.ProcessEnv, out: Writer, err: Writer): Promise<number> {
   let action: Action | undefined
-  let cfg: LedgerConfig
+  let cfg: LedgerConfig | undefined
+  let remote: { client: AdminClient, run: Remote } | undefined
   try {
     const p = parseArgv(argv)
     const first = p.positionals[0]
@@ -436,7 +502,18 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, out: Writer,
     }
     action = plan(p)
     if (!action) throw new UsageError(`unknown command "${p.positionals.slice(0, 2).join(' ')}"`)
-    cfg = ledgerConfig(name => { const v = p.flags.get(name); return v === true ? undefined : v }, env)
+    const url = p.flags.get('url')
+    const adminKey = p.flags.get('admin-key')
+    if (url !== undefined) {
+      if (typeof url !== 'string' || !/^https?:\/\/[^/]+/.test(url)) throw new UsageError('--url must be the admin API\'s http(s):// address')
+      for (const f of ['sqlite', 'ledger-url', 'schema']) if (p.flags.has(f)) throw new UsageError(`give either --url or --${f}, not both`)
+      const key = typeof adminKey === 'string' ? adminKey : env.GW_ADMIN_KEY
+      if (!key) throw new UsageError('--url needs an admin key: --admin-key or $GW_ADMIN_KEY')
+      remote = { client: new AdminClient(url.replace(/\/+$/, ''), key), run: planRemote(p) }
+    } else {
+      if (adminKey !== undefined) throw new UsageError('--admin-key goes with --url')
+      cfg = ledgerConfig(name => { const v = p.flags.get(name); return v === true ? undefined : v }, env)
+    }
   } catch (e) {
     if (e instanceof UsageError) {
       err.write(`admin: ${e.message}\nRun "admin help" for usage.\n`)
@@ -445,9 +522,18 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, out: Writer,
     throw e
   }
 
+  if (remote) {
+    try {
+      await remote.run(remote.client, out, err)
+      return 0
+    } catch (e) {
+      err.write(`admin: ${(e as Error)?.message ?? String(e)}\n`)
+      return 1
+    }
+  }
   let ledger: Ledger | undefined
   try {
-    ledger = await openLedger(cfg)
+    ledger = await openLedger(cfg!)
     await ledger.migrate()
     await action(ledger, out, err)
     return 0
