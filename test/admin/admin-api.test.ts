@@ -6,30 +6,10 @@ import { openLedger } from '../../core/ledger/index.ts'
 import type { Ledger, UsageRecord } from '../../core/ledger/ledger.ts'
 import { Circuits } from '../../core/routing.ts'
 import { generateKey, hashKey, keyDisplayPrefix } from '../../plugins/auth/keys.ts'
-import { auth, buildTestApp, listen, TEST_KEY } from '../helpers/build-test-app.ts'
+import { auth, buildTestApp, TEST_KEY } from '../helpers/build-test-app.ts'
+import { ADMIN_KEY, adminAuth, REVOKED_ADMIN_KEY, running } from '../helpers/admin.ts'
 import { databaseUrl } from '../helpers/backends.ts'
 import { pgLedgers } from '../helpers/pg-ledgers.ts'
-
-export const ADMIN_KEY = 'adm-test-0123456789abcdef'
-const REVOKED_ADMIN_KEY = 'adm-revoked-0123456789abcdef'
-
-export interface Running { gateway: string, admin: string, ledger: Ledger, app: Awaited<ReturnType<typeof buildTestApp>> }
-
-/** A listening gateway with its admin listener on a free port, over `ledger`; closed with the test. */
-export async function running (t: Test, ledger: Ledger): Promise<Running> {
-  const app = await buildTestApp({
-    ledger,
-    doc: { admin: { host: '127.0.0.1', port: 0, keys: [{ id: 'ops', key: '${ADMIN_KEY}' }, { id: 'old', hash: hashKey(REVOKED_ADMIN_KEY), revoked: true }] } },
-    env: { ADMIN_KEY },
-  })
-  const admin = await startAdmin(app)
-  t.ok(admin, 'the admin listener starts when admin is configured')
-  const gateway = await listen(app)
-  t.teardown(() => app.close())
-  return { gateway, admin: admin!.address, ledger, app }
-}
-
-export const adminAuth = (key = ADMIN_KEY): Record<string, string> => ({ authorization: `Bearer ${key}` })
 
 interface Res { status: number, body: any, text: string, headers: Headers }
 async function call (base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = adminAuth()): Promise<Res> {
