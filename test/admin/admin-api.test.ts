@@ -339,6 +339,41 @@ t.test('circuits, config view, OpenAPI document; no admin listener without admin
   t.equal(await startAdmin(plain), undefined, 'no admin block: no admin listener')
 })
 
+t.test('a streamed export spans many ledger pages; extra routes; the admin listener closes with the gateway', async t => {
+  const ledger = await openLedger({ backend: 'sqlite', path: ':memory:' })
+  await ledger.migrate()
+  t.teardown(() => ledger.close())
+  const app = await buildTestApp({
+    ledger,
+    doc: { admin: { port: 0, keys: [{ id: 'ops', key: ADMIN_KEY }] } },
+  })
+  const admin = await startAdmin(app, {
+    extraRoutes: a => {
+      a.get('/metrics', async () => 'up 1\n')
+      a.get('/private-extra', async () => 'secret stuff')
+    },
+    publicPaths: ['/metrics'],
+  })
+  const base = admin!.address
+  t.match(base, /^http:\/\/127\.0\.0\.1:\d+$/, 'default host 127.0.0.1')
+  t.equal(await (await fetch(`${base}/metrics`)).text(), 'up 1\n', 'a public extra route')
+  t.equal((await fetch(`${base}/private-extra`)).status, 401, 'other extra routes need the admin key')
+  t.equal((await fetch(`${base}/private-extra`, { headers: adminAuth() })).status, 200)
+
+  const N = 2345 // more than two export pages of 1000
+  const t0 = Date.parse('2025-05-01T00:00:00Z')
+  await Promise.all(Array.from({ length: N }, (_, i) => ledger.charge(undefined, record({ traceId: `big-${i}`, time: t0 + (i % 400) }))))
+  const csv = await (await fetch(`${base}/admin/usage/export?format=csv`, { headers: adminAuth() })).text()
+  const rows = csv.split('\r\n').filter(Boolean).slice(1)
+  t.equal(rows.length, N, 'every record once')
+  t.equal(new Set(rows.map(r => r.split(',')[6])).size, N, 'distinct trace ids')
+  const json = JSON.parse(await (await fetch(`${base}/admin/usage/export?format=json&from=2025-05-01T00:00:00.100Z`, { headers: adminAuth() })).text())
+  t.equal(json.length, 5 * 300 + 245, 'the range applies across pages (time % 400 >= 100)')
+
+  await app.close()
+  await t.rejects(fetch(`${base}/admin/organizations`, { headers: adminAuth() }), 'closed with the gateway')
+})
+
 t.test('SQLite ledger', async t => {
   await suite(t, async sub => {
     const l = await openLedger({ backend: 'sqlite', path: ':memory:' })
