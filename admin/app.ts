@@ -38,12 +38,15 @@ export class AdminError extends Error {
   constructor (readonly status: number, message: string, readonly metadata?: Record<string, unknown>) { super(message) }
 }
 
+/** The package's version: package.json one level up from the sources, two from dist/. */
 const VERSION: string = (() => {
-  try {
-    return JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version ?? 'unknown'
-  } catch {
-    return 'unknown'
+  for (const rel of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8'))
+      if (typeof pkg.version === 'string') return pkg.version
+    } catch { /* try the next */ }
   }
+  return 'unknown'
 })()
 
 const sha256 = (s: string): Buffer => createHash('sha256').update(s).digest()
@@ -152,6 +155,8 @@ export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: Adm
   const adminKeys: AdminKey[] = admin.keys.map(k => ({ id: k.id, hash: k.key ? sha256(k.key) : Buffer.from(k.hash ?? '', 'hex'), revoked: k.revoked }))
   for (const k of adminKeys) if (k.hash.length !== 32) throw new Error(`admin.keys: key "${k.id}" needs key or hash`)
   const clientHashes = configClientHashes(gw).map(hash => ({ hash }))
+  // A key is either an admin key or a client key, never both: refused at start-up.
+  for (const k of adminKeys) if (findDigest(clientHashes, k.hash)) throw new Error(`admin.keys: key "${k.id}" is also a client key of the auth plugin`)
   const publicPaths = new Set(['/admin/openapi.json', ...(opts.publicPaths ?? [])])
 
   const app = Fastify({

@@ -334,6 +334,10 @@ t.test('circuits, config view, OpenAPI document; no admin listener without admin
   }
   t.ok(compiled > 10, 'schemas were checked')
 
+  const clash = await buildTestApp({ doc: { admin: { port: 0, keys: [{ id: 'x', key: TEST_KEY }] } } })
+  t.teardown(() => clash.close())
+  await t.rejects(startAdmin(clash), /also a client key/, 'an admin key that is a client key stops start-up')
+
   const plain = await buildTestApp({})
   t.teardown(() => plain.close())
   t.equal(await startAdmin(plain), undefined, 'no admin block: no admin listener')
