@@ -198,6 +198,50 @@ export function ledgerContract (t: Test, makeLedger: MakeLedger): void {
     t.strictSame(await times({ from: base + 5000 }), [])
   })
 
+  t.test('queryUsage – filters, and pages in (time, id) order after a cursor', async t => {
+    const l = await open(t)
+    await l.createOrganization('org')
+    await l.createOrganization('other')
+    const base = 1_700_000_000_000
+    for (let i = 0; i < 12; i++) {
+      // Three records per time: pages must break ties by id.
+      await l.charge(undefined, usage({ time: base + Math.floor(i / 3), traceId: `q${i}`, organization: i % 4 ? 'org' : 'other', project: i % 2 ? 'p1' : 'p2', keyId: `k${i % 3}`, model: i < 6 ? 'm1' : 'm2', cost: 1 }))
+    }
+    const ids = async (q: Parameters<Ledger['queryUsage']>[0]): Promise<string[]> => (await l.queryUsage(q)).map(u => u.traceId)
+    t.strictSame(await ids({ limit: 100 }), Array.from({ length: 12 }, (_, i) => `q${i}`), 'insertion order within a time')
+    const seen: string[] = []
+    let after: { time: number, id: number } | undefined
+    for (let page = 0; page < 10; page++) {
+      const rows = await l.queryUsage({ limit: 5, ...(after ? { after } : {}) })
+      seen.push(...rows.map(r => r.traceId))
+      if (rows.length < 5) break
+      after = { time: rows.at(-1)!.time, id: rows.at(-1)!.id }
+    }
+    t.strictSame(seen, Array.from({ length: 12 }, (_, i) => `q${i}`), 'pages of 5 give each record once, in order')
+    t.strictSame(await ids({ limit: 100, organization: 'other' }), ['q0', 'q4', 'q8'])
+    t.strictSame(await ids({ limit: 100, project: 'p1', keyId: 'k1' }), ['q1', 'q7'])
+    t.strictSame(await ids({ limit: 100, model: 'm2', from: base + 3, to: base + 4 }), ['q9', 'q10', 'q11'])
+    t.strictSame(await ids({ limit: 2, model: 'm1' }), ['q0', 'q1'], 'limit')
+  })
+
+  t.test('listOrganizations, getOrganization, listProjects, listPrices', async t => {
+    const l = await open(t)
+    await l.createOrganization('b-org', 'Bee')
+    await l.createOrganization('a-org')
+    await l.topUp('b-org', 5)
+    await l.createProject('p2', 'b-org', 'Two')
+    await l.createProject('p1', 'a-org')
+    t.match(await l.listOrganizations(), [{ id: 'a-org', balance: 0 }, { id: 'b-org', name: 'Bee', balance: 5 }])
+    t.match(await l.getOrganization('b-org'), { id: 'b-org', name: 'Bee', balance: 5 })
+    t.equal(await l.getOrganization('nope'), undefined)
+    t.match(await l.listProjects(), [{ id: 'p1', organization: 'a-org' }, { id: 'p2', organization: 'b-org', name: 'Two' }])
+    t.match(await l.listProjects('b-org'), [{ id: 'p2' }])
+    t.strictSame(await l.listProjects('nope'), [])
+    await l.setPrice('z/m', { input: 1, output: 2 })
+    await l.setPrice('a/m', { input: 3, cachedInput: 0.5, output: 4 })
+    t.strictSame(await l.listPrices(), [{ model: 'a/m', price: { input: 3, cachedInput: 0.5, output: 4 } }, { model: 'z/m', price: { input: 1, output: 2 } }])
+  })
+
   t.test('prices – setPrice upserts, with and without cachedInput', async t => {
     const l = await open(t)
     t.equal(await l.getPrice('acme/m'), undefined)
