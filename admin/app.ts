@@ -4,23 +4,26 @@
  * (config `admin`), guarded by admin keys. `startAdmin()` builds it next to a gateway app, listens,
  * and closes it with the gateway.
  */
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { Readable } from 'node:stream'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import swagger from '@fastify/swagger'
 import type { Static } from '@sinclair/typebox'
 import type { AdminConfigT } from '../core/config-schema.ts'
 import type { Gateway } from '../core/gateway.ts'
 import type { GatewayApp } from '../core/app.ts'
-import type { UsageQuery as LedgerUsageQuery } from '../core/ledger/ledger.ts'
 import type { Deployment, ModelPrice } from '../core/types/model.ts'
 import { Circuits } from '../core/routing.ts'
 import { formatMicros, parseAmount } from '../money/billing.ts'
 import { generateKey, hashKey, keyDisplayPrefix } from '../plugins/auth/keys.ts'
 import * as S from './schemas.ts'
-import { holdView, iso, keyView, SQLITE_HOLDS, USAGE_CSV_HEADER, usageCsvRow, usageView } from './views.ts'
+import { holdView, iso, keyView, SQLITE_HOLDS } from './views.ts'
 import { maskSecrets } from './mask.ts'
+import { AdminError, constraintError, validationPath } from './errors.ts'
+import { bearer, configClientHashes, findDigest, sha256, type AdminKey } from './guard.ts'
+import { usageRoutes } from './usage.ts'
+
+export { AdminError }
 
 export interface AdminAppOptions {
   /**
@@ -31,11 +34,6 @@ export interface AdminAppOptions {
   extraRoutes?: (app: FastifyInstance) => void | Promise<void>
   /** Paths served without an admin key (besides /admin/openapi.json), e.g. ['/metrics']. */
   publicPaths?: readonly string[]
-}
-
-/** An error of the admin API, rendered in the gateway's error body: `{ error: { code, message, metadata? } }`. */
-export class AdminError extends Error {
-  constructor (readonly status: number, message: string, readonly metadata?: Record<string, unknown>) { super(message) }
 }
 
 /** The package's version: package.json one level up from the sources, two from dist/. */
@@ -49,85 +47,11 @@ const VERSION: string = (() => {
   return 'unknown'
 })()
 
-const sha256 = (s: string): Buffer => createHash('sha256').update(s).digest()
-
-interface AdminKey { id: string, hash: Buffer, revoked: boolean }
-
-/** The client keys of the config's auth plugin, as sha256 digests (never accepted here: 403). */
-function configClientHashes (gw: Gateway): Buffer[] {
-  const out: Buffer[] = []
-  for (const e of gw.config.pipeline) {
-    if (e.plugin !== 'auth') continue
-    const keys = (e.config as { keys?: Array<{ key?: string, hash?: string }> } | undefined)?.keys ?? []
-    for (const k of keys) {
-      if (k.key) out.push(sha256(k.key))
-      else if (k.hash) out.push(Buffer.from(k.hash, 'hex'))
-    }
-  }
-  return out
-}
-
-/** Constant-time: every digest is compared, whatever matched before. */
-function findDigest<T extends { hash: Buffer }> (list: readonly T[], digest: Buffer): T | undefined {
-  let found: T | undefined
-  for (const item of list) if (timingSafeEqual(item.hash, digest) && !found) found = item
-  return found
-}
-
-function bearer (request: FastifyRequest): string | undefined {
-  const h = request.headers.authorization
-  if (typeof h !== 'string') return undefined
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(h)
-  return m ? m[1] : undefined
-}
-
-/** The path of the first bad field of a validation failure, e.g. /body/amount. */
-function validationPath (err: { validation?: any[], validationContext?: string }): { path: string, message: string } {
-  const v = err.validation?.[0] ?? {}
-  const extra = v.params?.missingProperty ?? v.params?.additionalProperty
-  const path = `/${err.validationContext ?? 'body'}${v.instancePath ?? ''}${extra !== undefined ? `/${extra}` : ''}`
-  const message = v.keyword === 'additionalProperties' ? 'is not allowed' : (v.message ?? 'is invalid')
-  return { path, message }
-}
-
-/** Database constraint errors of both ledgers: a duplicate id (409) or a reference to nothing (404). */
-function constraintError (err: any): AdminError | undefined {
-  const code = String(err?.code ?? '')
-  if (code === '23505' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE') return new AdminError(409, 'already exists')
-  if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY') return new AdminError(404, 'refers to an unknown record')
-  return undefined
-}
-
-function timeParam (s: string | undefined, field: string): number | undefined {
-  if (s === undefined) return undefined
-  const ms = Date.parse(s)
-  if (!Number.isFinite(ms)) throw new AdminError(400, `Invalid request: /querystring/${field} is not an ISO 8601 date or time`, { path: `/querystring/${field}` })
-  return ms
-}
-
 function rateToMillionths (n: number, field: string): number {
   if (!Number.isSafeInteger(Math.round(n * 1e6)) || Math.abs(Math.round(n * 1e6) - n * 1e6) > 1e-6) {
     throw new AdminError(400, `Invalid request: /body/${field} has more than 6 decimals`, { path: `/body/${field}` })
   }
   return n
-}
-
-function encodeCursor (time: number, id: number): string { return Buffer.from(`${time}.${id}`).toString('base64url') }
-function decodeCursor (s: string): { time: number, id: number } {
-  const m = /^(\d{1,16})\.(\d{1,16})$/.exec(Buffer.from(s, 'base64url').toString())
-  if (!m) throw new AdminError(400, 'Invalid request: /querystring/cursor is not a cursor this API gave', { path: '/querystring/cursor' })
-  return { time: Number(m[1]), id: Number(m[2]) }
-}
-
-function usageFilter (q: Static<typeof S.UsageExportQuery> | Static<typeof S.UsageQuery>): Omit<LedgerUsageQuery, 'limit'> {
-  const from = timeParam(q.from, 'from')
-  const to = timeParam(q.to, 'to')
-  if (from !== undefined && to !== undefined && from > to) throw new AdminError(400, 'Invalid request: /querystring/from is after to', { path: '/querystring/from' })
-  return {
-    ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}),
-    ...(q.organization !== undefined ? { organization: q.organization } : {}), ...(q.project !== undefined ? { project: q.project } : {}),
-    ...(q.key !== undefined ? { keyId: q.key } : {}), ...(q.model !== undefined ? { model: q.model } : {}),
-  }
 }
 
 /** Every deployment of the catalog once per circuit key, with the models it serves. */
@@ -145,9 +69,6 @@ function deployments (gw: Gateway): Map<string, { d: Deployment, models: string[
 }
 
 const errorResponses = { 400: S.ErrorBody, 401: S.ErrorBody, 403: S.ErrorBody, 404: S.ErrorBody, 409: S.ErrorBody }
-
-/** Export pages: how many usage records one ledger query reads while a streamed export runs. */
-const EXPORT_PAGE = 1000
 
 /** Builds the admin API for a gateway (does not listen). */
 export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: AdminAppOptions = {}): Promise<FastifyInstance> {
@@ -322,49 +243,8 @@ export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: Adm
     return { model: b.model, inCatalog: !!m, source: 'ledger' as const, price, configPrice: m?.price ? { ...m.price } : null, ledgerPrice: price }
   })
 
-  // Usage records.
-  app.get<{ Querystring: S.UsageQueryT }>('/admin/usage', { schema: { tags: ['usage'], summary: 'Usage records, one page (from <= time < to)', querystring: S.UsageQuery, response: { 200: S.UsagePage, ...errorResponses } } }, async request => {
-    const q = request.query
-    const filter = usageFilter(q)
-    const rows = await ledger.queryUsage({ ...filter, limit: q.limit + 1, ...(q.cursor !== undefined ? { after: decodeCursor(q.cursor) } : {}) })
-    const page = rows.slice(0, q.limit)
-    const last = page.at(-1)
-    return { data: page.map(usageView), nextCursor: rows.length > q.limit && last ? encodeCursor(last.time, last.id) : null }
-  })
-  app.get<{ Querystring: S.UsageExportQueryT }>('/admin/usage/export', {
-    schema: {
-      tags: ['usage'], summary: 'All matching usage records, streamed as CSV or a JSON array',
-      querystring: S.UsageExportQuery,
-      response: { 200: { description: 'text/csv (header row, CRLF) or application/json (an array of usage records)', content: { 'text/csv': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'array', items: S.UsageRecord } } } }, ...errorResponses },
-    },
-  }, async (request, reply) => {
-    const filter = usageFilter(request.query)
-    const csv = request.query.format === 'csv'
-    // Read page by page (EXPORT_PAGE records per query) while the client reads: a large range is
-    // never held whole in memory, and a client that stops reading stops the queries.
-    async function * body (): AsyncGenerator<string> {
-      yield csv ? USAGE_CSV_HEADER : '['
-      let after: { time: number, id: number } | undefined
-      let first = true
-      for (;;) {
-        const rows = await ledger.queryUsage({ ...filter, limit: EXPORT_PAGE, ...(after ? { after } : {}) })
-        if (rows.length === 0) break
-        let chunk = ''
-        for (const r of rows) {
-          chunk += csv ? usageCsvRow(r) : (first ? '\n' : ',\n') + JSON.stringify(usageView(r))
-          first = false
-        }
-        yield chunk
-        const last = rows.at(-1)!
-        after = { time: last.time, id: last.id }
-        if (rows.length < EXPORT_PAGE) break
-      }
-      if (!csv) yield first ? ']\n' : '\n]\n'
-    }
-    const name = `usage.${csv ? 'csv' : 'json'}`
-    return reply.header('content-type', csv ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8')
-      .header('content-disposition', `attachment; filename="${name}"`).send(Readable.from(body()))
-  })
+  // Usage records (admin/usage.ts).
+  usageRoutes(app, ledger, errorResponses)
 
   // Reservations: the holds the admin CLI's `holds list|release` shows (PostgreSQL only).
   app.get<{ Querystring: Static<typeof S.HoldQuery> }>('/admin/reservations', { schema: { tags: ['reservations'], summary: 'Balance holds of calls in flight', querystring: S.HoldQuery, response: { 200: S.HoldList, ...errorResponses } } }, async request => {
