@@ -188,8 +188,12 @@ function convertToolChoice (tc: unknown, known: Set<string>): unknown {
   return undefined // a built-in tool's choice: its tool was dropped
 }
 
-/** A Responses request → a chat-completions request for `opts`' upstream; records the call's CallInfo under `opts`. */
-export function responsesToChatRequest (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
+/**
+ * A Responses request → a chat-completions request for `opts`' upstream; records the call's
+ * CallInfo under `opts`. `forChatUpstream` false: the chat body is an intermediate one (the chat
+ * → messages translator runs next and applies the model's parameters itself).
+ */
+export function responsesToChatRequest (body: Record<string, any>, opts: TranslateOptions, forChatUpstream = true): Record<string, unknown> {
   const info: CallInfo = { names: new Map(), echo: {} }
   const out: Record<string, unknown> = { model: opts.upstreamModel }
   out.messages = convertInput(body, opts.upstream?.systemRole ?? 'system')
@@ -223,7 +227,7 @@ export function responsesToChatRequest (body: Record<string, any>, opts: Transla
     out.stream = true
     out.stream_options = { include_usage: true }
   }
-  applyModelParameters(out, opts.model, CHAT_STANDARD)
+  if (forChatUpstream) applyModelParameters(out, opts.model, CHAT_STANDARD)
   // The output cap is needed for the answer's size whatever supported_parameters says.
   if (out.max_tokens === undefined && out.max_completion_tokens === undefined) out[capField] = cap
   info.echo = {

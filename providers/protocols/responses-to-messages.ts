@@ -65,7 +65,7 @@ class ResponsesOverMessagesStream implements StreamTranslator {
 
 export const responsesToMessages: Translator = {
   request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
-    return chatToMessages.request(responsesToChatRequest(body, opts), opts)
+    return chatToMessages.request(responsesToChatRequest(body, opts, false), opts)
   },
   response (body: any, opts: TranslateOptions) {
     const chat = chatToMessages.response(body, opts)
