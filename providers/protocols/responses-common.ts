@@ -95,9 +95,16 @@ function chatContent (content: unknown, where: string): unknown {
   return parts
 }
 
+/** The text of a string or a list of text parts (input_text, output_text, refusal); other parts skipped. */
 function outputText (v: unknown): string {
   if (typeof v === 'string') return v
-  return textOf(v, '\n')
+  if (!Array.isArray(v)) return ''
+  const texts: string[] = []
+  for (const p of v) {
+    if (typeof p?.text === 'string' && (p.type === 'input_text' || p.type === 'output_text' || p.type === 'text')) texts.push(p.text)
+    else if (p?.type === 'refusal' && typeof p.refusal === 'string') texts.push(p.refusal)
+  }
+  return texts.join('\n')
 }
 
 /** `input` (a string or items) and `instructions` → chat messages. */
@@ -503,6 +510,10 @@ export class ResponsesEmitter {
     let out = this.start()
     this.#done = true
     const code = detail?.code !== undefined ? String(detail.code) : status === 408 ? 'timeout' : 'server_error'
+    // Items cut short keep what was generated, marked incomplete.
+    if (this.#message) Object.assign(this.#message.item, { status: 'incomplete', content: [{ type: 'output_text', text: this.#message.text, annotations: [], logprobs: [] }] })
+    if (this.#reasoning) this.#reasoning.item.content = [{ type: 'reasoning_text', text: this.#reasoning.text }]
+    for (const c of this.#calls.values()) Object.assign(c.item, { status: 'incomplete', arguments: c.text })
     const r = responseObject(this.#shell, 'failed', this.#items, this.shownUsage ?? null, null, { code, message })
     out += this.#ev('response.failed', { response: r })
     return out + this.#ev('error', { code, message, param: null })
