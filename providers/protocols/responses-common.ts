@@ -525,3 +525,17 @@ export class ResponsesEmitter {
     return this.fail(message, 502)
   }
 }
+
+/** Normalizes a Responses `usage` object: input_tokens includes the cached part. */
+export function usageFromResponses (u: any): Usage {
+  const n = (v: unknown): number => typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0
+  const out: Usage = {
+    inputTokens: n(u?.input_tokens),
+    cachedInputTokens: n(u?.input_tokens_details?.cached_tokens),
+    cacheWriteTokens: 0,
+    outputTokens: n(u?.output_tokens),
+  }
+  const r = n(u?.output_tokens_details?.reasoning_tokens)
+  if (r) out.reasoningTokens = r
+  return out
+}
