@@ -323,3 +323,26 @@ t.test('billing: a usage record and the balance after calls in flight at once; a
     })
   }
 })
+
+t.test('media validation reads Responses input items', async t => {
+  const chatUp = await startFakeUpstream((_req, res) => json(res, 200, chatCompletion('seen')))
+  const msgUp = await startFakeUpstream()
+  const app = await buildTestApp({ doc: upstreamDoc(chatUp.origin, msgUp.origin), pipeline: [AUTH_ENTRY, { plugin: 'media-validation' }] })
+  const url = await listen(app)
+  t.teardown(async () => { await app.close(); await chatUp.close(); await msgUp.close() })
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: TEST_KEY, maxRetries: 0 })
+  const png = 'data:image/png;base64,iVBORw0KGgo='
+  const image = (image_url: string) => [{ role: 'user' as const, content: [{ type: 'input_text' as const, text: 'what?' }, { type: 'input_image' as const, image_url, detail: 'auto' as const }] }]
+  const ok = await client.responses.create({ model: 'vendor/chat-model', input: image(png) })
+  t.equal(ok.output_text, 'seen')
+  t.match(chatUp.requests.at(-1)!.body.messages, [{ role: 'user', content: [{ type: 'text', text: 'what?' }, { type: 'image_url', image_url: { url: png } }] }])
+  const textOnly = await client.responses.create({ model: 'vendor/text-only', input: image(png) }).catch(e => e)
+  t.equal(textOnly.status, 400)
+  t.match(textOnly.message, /input\[0\]\.content\[1\].*does not accept images/)
+  const badType = await client.responses.create({ model: 'vendor/chat-model', input: image('data:text/html;base64,PGI+') }).catch(e => e)
+  t.equal(badType.status, 400)
+  t.match(badType.message, /not an accepted image media type/)
+  const local = await client.responses.create({ model: 'vendor/chat-model', input: image('http://127.0.0.1/x.png') }).catch(e => e)
+  t.equal(local.status, 400, 'a URL the upstream would fetch must reach only public addresses')
+  t.equal(chatUp.requests.length, 1, 'refused requests never reached the upstream')
+})
