@@ -42,8 +42,31 @@ export interface CallInfo {
  */
 const calls = new WeakMap<TranslateOptions, CallInfo>()
 
-export function callInfo (opts: TranslateOptions): CallInfo {
-  return calls.get(opts) ?? { names: new Map(), echo: {} }
+/** The CallInfo `request` recorded for `opts`, else the one `clientBody` gives, else an empty one. */
+export function callInfo (opts: TranslateOptions, clientBody?: Record<string, any>): CallInfo {
+  return calls.get(opts) ?? (clientBody ? describeCall(clientBody) : { names: new Map(), echo: {} })
+}
+
+/** What the answer to `body` needs from it (pure: the same body gives the same CallInfo). */
+export function describeCall (body: Record<string, any>): CallInfo {
+  const names: CallInfo['names'] = new Map()
+  if (Array.isArray(body.tools)) convertTools(body.tools, names)
+  return {
+    names,
+    echo: {
+      instructions: typeof body.instructions === 'string' ? body.instructions : null,
+      max_output_tokens: typeof body.max_output_tokens === 'number' ? body.max_output_tokens : null,
+      metadata: body.metadata && typeof body.metadata === 'object' ? body.metadata : {},
+      parallel_tool_calls: body.parallel_tool_calls !== false,
+      reasoning: { effort: typeof body.reasoning?.effort === 'string' ? body.reasoning.effort : null, summary: null },
+      temperature: typeof body.temperature === 'number' ? body.temperature : null,
+      text: body.text && typeof body.text === 'object' ? body.text : { format: { type: 'text' } },
+      tool_choice: body.tool_choice ?? 'auto',
+      tools: Array.isArray(body.tools) ? body.tools : [],
+      top_p: typeof body.top_p === 'number' ? body.top_p : null,
+      user: typeof body.user === 'string' ? body.user : null,
+    },
+  }
 }
 
 /** The upstream's name for a function, reversible through CallInfo.names. */
@@ -201,7 +224,7 @@ function convertToolChoice (tc: unknown, known: Set<string>): unknown {
  * → messages translator runs next and applies the model's parameters itself).
  */
 export function responsesToChatRequest (body: Record<string, any>, opts: TranslateOptions, forChatUpstream = true): Record<string, unknown> {
-  const info: CallInfo = { names: new Map(), echo: {} }
+  const info = describeCall(body)
   const out: Record<string, unknown> = { model: opts.upstreamModel }
   out.messages = convertInput(body, opts.upstream?.systemRole ?? 'system')
   const cap = Math.min(typeof body.max_output_tokens === 'number' ? body.max_output_tokens : opts.model.maxOutputTokens, opts.model.maxOutputTokens)
@@ -209,7 +232,7 @@ export function responsesToChatRequest (body: Record<string, any>, opts: Transla
   out[capField] = cap
   if (typeof body.temperature === 'number') out.temperature = body.temperature
   if (typeof body.top_p === 'number') out.top_p = body.top_p
-  const tools = Array.isArray(body.tools) ? convertTools(body.tools, info.names) : []
+  const tools = Array.isArray(body.tools) ? convertTools(body.tools, new Map()) : []
   if (tools.length > 0) {
     out.tools = tools
     const choice = convertToolChoice(body.tool_choice, new Set(info.names.keys()))
@@ -237,19 +260,6 @@ export function responsesToChatRequest (body: Record<string, any>, opts: Transla
   if (forChatUpstream) applyModelParameters(out, opts.model, CHAT_STANDARD)
   // The output cap is needed for the answer's size whatever supported_parameters says.
   if (out.max_tokens === undefined && out.max_completion_tokens === undefined) out[capField] = cap
-  info.echo = {
-    instructions: typeof body.instructions === 'string' ? body.instructions : null,
-    max_output_tokens: typeof body.max_output_tokens === 'number' ? body.max_output_tokens : null,
-    metadata: body.metadata && typeof body.metadata === 'object' ? body.metadata : {},
-    parallel_tool_calls: body.parallel_tool_calls !== false,
-    reasoning: { effort: typeof body.reasoning?.effort === 'string' ? body.reasoning.effort : null, summary: null },
-    temperature: typeof body.temperature === 'number' ? body.temperature : null,
-    text: body.text && typeof body.text === 'object' ? body.text : { format: { type: 'text' } },
-    tool_choice: body.tool_choice ?? 'auto',
-    tools: Array.isArray(body.tools) ? body.tools : [],
-    top_p: typeof body.top_p === 'number' ? body.top_p : null,
-    user: typeof body.user === 'string' ? body.user : null,
-  }
   calls.set(opts, info)
   return out
 }
@@ -284,11 +294,12 @@ export interface ResponseShell {
   id: string
   createdAt: number
   opts: TranslateOptions
+  info: CallInfo
 }
 
 /** The `response` object around `output`. */
 export function responseObject (shell: ResponseShell, status: string, output: unknown[], usage: Usage | null, incomplete: unknown = null, error: unknown = null): Record<string, unknown> {
-  const echo = callInfo(shell.opts).echo
+  const echo = shell.info.echo
   return {
     id: shell.id,
     object: 'response',
@@ -349,7 +360,7 @@ export function chatAnswerToResponse (body: any, usage: Usage | undefined, opts:
     }
   }
   const { status, incomplete } = statusFromFinish(choice.finish_reason)
-  const shell: ResponseShell = { id: responseId(body?.id), createdAt: typeof body?.created === 'number' ? body.created : Math.floor(Date.now() / 1000), opts }
+  const shell: ResponseShell = { id: responseId(body?.id), createdAt: typeof body?.created === 'number' ? body.created : Math.floor(Date.now() / 1000), opts, info }
   return responseObject(shell, status, output, usage ?? estimateUsage(opts.estimatedInputTokens), incomplete)
 }
 
@@ -382,9 +393,9 @@ export class ResponsesEmitter {
   /** Usage shown in the final event (chat usage chunk, read by the caller's rules). */
   shownUsage: Usage | undefined
 
-  constructor (opts: TranslateOptions) {
-    this.#shell = { id: 'resp_' + newId(), createdAt: Math.floor(Date.now() / 1000), opts }
-    this.#info = callInfo(opts)
+  constructor (opts: TranslateOptions, clientBody?: Record<string, any>) {
+    this.#info = callInfo(opts, clientBody)
+    this.#shell = { id: 'resp_' + newId(), createdAt: Math.floor(Date.now() / 1000), opts, info: this.#info }
   }
 
   get ended (): boolean { return this.#done }

@@ -19,8 +19,8 @@ class ResponsesClientStream implements StreamTranslator {
   readonly #emit: ResponsesEmitter
   readonly #readUsage: (u: any) => Usage
 
-  constructor (opts: TranslateOptions) {
-    this.#emit = new ResponsesEmitter(opts)
+  constructor (clientBody: Record<string, any>, opts: TranslateOptions) {
+    this.#emit = new ResponsesEmitter(opts, clientBody)
     this.#readUsage = opts.upstream?.readUsage ?? usageFromChat
   }
 
@@ -68,7 +68,7 @@ export const responsesToChat: Translator = {
     const usage = body?.usage ? (opts.upstream?.readUsage ?? usageFromChat)(body.usage) : undefined
     return { body: chatAnswerToResponse(body, usage, opts), usage }
   },
-  stream (_clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
-    return new ResponsesClientStream(opts)
+  stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
+    return new ResponsesClientStream(clientBody, opts)
   },
 }

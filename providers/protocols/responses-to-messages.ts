@@ -18,10 +18,10 @@ class ResponsesOverMessagesStream implements StreamTranslator {
   readonly #emit: ResponsesEmitter
   readonly #parser = new SseParser()
 
-  constructor (opts: TranslateOptions) {
+  constructor (clientBody: Record<string, any>, opts: TranslateOptions) {
     // The inner chat stream always carries its usage chunk: the final event shows it.
     this.#inner = chatToMessages.stream({ stream: true, stream_options: { include_usage: true } }, opts)
-    this.#emit = new ResponsesEmitter(opts)
+    this.#emit = new ResponsesEmitter(opts, clientBody)
   }
 
   get usage (): Usage | undefined { return this.#inner.usage }
@@ -71,7 +71,7 @@ export const responsesToMessages: Translator = {
     const chat = chatToMessages.response(body, opts)
     return { body: chatAnswerToResponse(chat.body, chat.usage, opts), usage: chat.usage }
   },
-  stream (_clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
-    return new ResponsesOverMessagesStream(opts)
+  stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
+    return new ResponsesOverMessagesStream(clientBody, opts)
   },
 }

@@ -115,3 +115,16 @@ t.test('stateful input items and unsupported parts are a 400', async t => {
   t.throws(() => tr.request(responsesGoldenBody('m/x', { input: [{ role: 'tool', content: 'x' }] }), fresh()), { code: 'GW_ERR_BAD_REQUEST', message: /role "tool"/ })
   t.throws(() => tr.request(responsesGoldenBody('m/x', { input: [{ type: 'function_call', name: 'x' }] }), fresh()), { code: 'GW_ERR_BAD_REQUEST', message: /call_id/ })
 })
+
+t.test('a stream made without its request (other options object) maps names from the client body', async t => {
+  const body = responsesGoldenBody('m/x', { stream: true, tools: [{ type: 'namespace', name: 'crm', tools: [{ type: 'function', name: 'lookup' }] }] })
+  const st = translators['responses-to-chat'].stream(body, fresh())
+  let out = ''
+  for (const ev of parseSse([
+    chatChunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'crm__lookup', arguments: '{}' } }] }),
+    chatChunk({}, 'tool_calls'),
+  ].join(''))) out += st.push(ev)
+  out += st.end()
+  const { final } = responsesStreamShape(out)
+  t.match(final, { status: 'completed', output: [{ type: 'function_call', name: 'lookup', namespace: 'crm' }], tools: body.tools })
+})
