@@ -99,6 +99,7 @@ export function chatToResponsesBody (body: Record<string, any>, opts: TranslateO
 
 function request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
   // The model's supported_parameters name chat parameters: filter in chat form, then convert.
+  if (typeof body.n === 'number' && body.n > 1) throw gwError('GW_ERR_BAD_REQUEST', ['n > 1 is not supported for this model'])
   const chat: Record<string, unknown> = { ...body }
   applyModelParameters(chat, opts.model, CHAT_STANDARD)
   return chatToResponsesBody(chat, opts)
