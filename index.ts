@@ -28,7 +28,7 @@ export type { ErrorCode, ErrorSpec, GatewayErrorOptions } from './core/errors.ts
 // ── shared data shapes ────────────────────────────────────────────────────────────────────────
 export { usageFromChat, usageFromMessages } from './core/types/usage.ts'
 export type { Usage } from './core/types/usage.ts'
-export type { ModelEntry, ModelPrice, Deployment, Protocol, PublicModel } from './core/types/model.ts'
+export type { ModelEntry, ModelPrice, Deployment, Protocol, ClientProtocol, PublicModel } from './core/types/model.ts'
 export type { Principal } from './core/types/principal.ts'
 export type { Catalog } from './core/catalog.ts'
 

@@ -13,7 +13,7 @@ import type { KvStore, StoreSet } from './stores/kv.ts'
 import type { Ledger } from './ledger/ledger.ts'
 import type { Gateway } from './gateway.ts'
 import type { RouteName } from './context.ts'
-import type { Protocol } from './types/model.ts'
+import type { ClientProtocol } from './types/model.ts'
 import { Catalog } from './catalog.ts'
 import { Registry, loadDefinition } from './registry.ts'
 import { buildPipeline } from './pipeline.ts'
@@ -55,7 +55,7 @@ export interface BuildAppOptions {
 
 export type GatewayApp = FastifyInstance & { gateway: Gateway }
 
-interface RouteConfig { gwRoute?: RouteName, protocol?: Protocol | 'none' }
+interface RouteConfig { gwRoute?: RouteName, protocol?: ClientProtocol | 'none' }
 
 /** How long shutdown waits for the settles of calls it cut at the end of the grace period. */
 const SETTLE_AFTER_CUT_MS = 5000
@@ -199,7 +199,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   app.addHook('preHandler', async (request: FastifyRequest) => {
     const ctx = (request as any).gw as RequestContext
     if (ctx.route === 'probes' && config.server.exemptProbesFromPlugins) return
-    if (ctx.route === 'chat' || ctx.route === 'messages') prepareInference(gw, ctx, request.body)
+    if (ctx.route === 'chat' || ctx.route === 'messages' || ctx.route === 'responses') prepareInference(gw, ctx, request.body)
     else if (request.body !== undefined) ctx.body = deepFreeze(request.body)
     await ctx.runPhase(pipeline, 'inspect')
     await ctx.runPhase(pipeline, 'admit')

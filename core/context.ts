@@ -1,7 +1,7 @@
 /** @module context – GatewayContext: the only object a plugin sees of a request. */
 import type { Logger } from 'pino'
 import type { Phase } from './phases.ts'
-import type { ModelEntry, Protocol } from './types/model.ts'
+import type { ClientProtocol, ModelEntry } from './types/model.ts'
 import type { Principal } from './types/principal.ts'
 import type { Usage } from './types/usage.ts'
 import type { GatewayError } from './errors.ts'
@@ -9,7 +9,7 @@ import type { OutputOf } from './plugin.ts'
 
 /** Route names used for `routes` scoping in config. */
 /** `other` is any path no route matches (it still passes the `connect` phase, e.g. the IP limit). */
-export const ROUTE_NAMES = ['chat', 'messages', 'models', 'reserved', 'probes', 'other'] as const
+export const ROUTE_NAMES = ['chat', 'messages', 'responses', 'models', 'reserved', 'probes', 'other'] as const
 export type RouteName = (typeof ROUTE_NAMES)[number]
 
 export type Headers = Readonly<Record<string, string | string[] | undefined>>
@@ -37,7 +37,7 @@ export interface GatewayContext {
   readonly requestId: string
   readonly route: RouteName
   /** The wire protocol of the route: its error body shape and request shape. */
-  readonly protocol: Protocol | 'none'
+  readonly protocol: ClientProtocol | 'none'
   readonly method: string
   readonly url: string
   /** Client address (socket address; see the ip-limit plugin for trusted proxies). */

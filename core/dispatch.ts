@@ -3,7 +3,7 @@ import type { FastifyReply } from 'fastify'
 import type { Gateway } from './gateway.ts'
 import type { RequestContext } from './runner.ts'
 import type { TranslateOptions, UpstreamResponse } from './provider.ts'
-import type { Protocol } from './types/model.ts'
+import type { ClientProtocol } from './types/model.ts'
 import { gwError, isGatewayError, type GatewayError } from './errors.ts'
 import { Deadline, DeadlineExceeded } from './deadline.ts'
 import { CallAbort } from './abort.ts'
@@ -36,7 +36,7 @@ function isSse (headers: UpstreamResponse['headers']): boolean {
 export async function dispatch (gw: Gateway, ctx: RequestContext, reply: FastifyReply): Promise<void> {
   const body = ctx.body as Record<string, any>
   const model = ctx.model!
-  const clientProtocol = ctx.protocol as Protocol
+  const clientProtocol = ctx.protocol as ClientProtocol
   const wantsStream = body.stream === true
   const estimatedInputTokens = estimateInputTokens(body)
   const controller = new CallAbort()
@@ -146,7 +146,7 @@ async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply,
   if (hooks.length === 0) {
     payload = a.translator.passthrough ? text : JSON.stringify(out.body)
   } else {
-    const answer: ClientAnswer = { protocol: ctx.protocol as Protocol, body: out.body as JsonObject }
+    const answer: ClientAnswer = { protocol: ctx.protocol as ClientProtocol, body: out.body as JsonObject }
     await ctx.runAnswerHooks(hooks, answer)
     payload = JSON.stringify(answer.body)
   }

@@ -46,7 +46,7 @@ export interface ErrorReply {
 
 export interface ReplyOptions {
   /** 'messages' renders the messages-protocol body; anything else the numeric-code body. */
-  protocol: 'chat' | 'messages' | 'none'
+  protocol: 'chat' | 'messages' | 'responses' | 'none'
   requestId: string
   xLocale?: string
   acceptLanguage?: string

@@ -59,6 +59,7 @@ export const ERRORS = {
   GW_ERR_MODEL_UNKNOWN: { status: 404, message: 'The model "%s" does not exist or is not available to this key.', messagesType: 'not_found_error' },
   GW_ERR_MODEL_NOT_FOUND: { status: 404, message: 'The model "%s" does not exist or is not available to this key.', publicCode: 'model_not_found', messagesType: 'not_found_error' },
   GW_ERR_ROUTE_NOT_FOUND: { status: 404, message: 'No route for %s %s.', messagesType: 'not_found_error' },
+  GW_ERR_RESPONSE_NOT_STORED: { status: 404, message: 'Response "%s" not found: this gateway is stateless and stores no responses.', messagesType: 'not_found_error' },
   GW_ERR_TIMEOUT: { status: 408, message: 'The request timed out.', messagesType: 'timeout_error' },
   GW_ERR_IDEMPOTENCY_DUPLICATE: { status: 409, message: 'A request with this Idempotency-Key was already processed or is in progress.', publicCode: 'duplicate_request', messagesType: 'invalid_request_error' },
   GW_ERR_BODY_TOO_LARGE: { status: 413, message: 'The request body exceeds the limit of %s bytes.', publicCode: 'request_too_large', messagesType: 'request_too_large' },

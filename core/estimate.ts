@@ -107,13 +107,13 @@ export function estimateUsage (estimatedInputTokens: number, outputChars = 0, kn
 }
 
 /**
- * Rough prompt tokens of a chat or messages request, for a client's context meter (message_start):
- * the text of messages, system and tools at 4 characters per token, plus 3 per message and
+ * Rough prompt tokens of a chat, messages or Responses request, for a client's context meter (message_start):
+ * the text of messages (Responses: input items), system (instructions) and tools at 4 characters per token, plus 3 per message and
  * IMAGE_TOKENS per image, video or file by reference. Not a reservation: see reservedInputTokens.
  */
 export function estimateInputTokens (body: Record<string, unknown>): number {
-  const acc = scan([body.messages, body.system, body.tools])
-  const messages = Array.isArray(body.messages) ? body.messages.length : 0
+  const acc = scan([body.messages, body.system, body.tools, body.input, body.instructions])
+  const messages = Array.isArray(body.messages) ? body.messages.length : Array.isArray(body.input) ? body.input.length : 0
   const text = Math.max(0, acc.chars - acc.imagePayload)
   return Math.max(1, Math.ceil(text / CHARS_PER_TOKEN) + MESSAGE_TOKENS * messages + IMAGE_TOKENS * (acc.images + acc.unsized))
 }
@@ -135,13 +135,13 @@ export function reservedInputTokens (body: Record<string, unknown>, bodyBytes: n
 }
 
 /**
- * The output cap of a request, clamped to the model's: the larger of `max_tokens` and
- * `max_completion_tokens` when given (a client sending both cannot reserve for the smaller one),
+ * The output cap of a request, clamped to the model's: the largest of `max_tokens`,
+ * `max_completion_tokens` and `max_output_tokens` (Responses) when given (a client sending both cannot reserve for the smaller one),
  * else the model's cap.
  */
 export function requestedOutputCap (body: Record<string, unknown>, modelMax: number): number {
   let asked = -1
-  for (const v of [body.max_completion_tokens, body.max_tokens]) if (typeof v === 'number' && v >= 0 && v > asked) asked = v
+  for (const v of [body.max_completion_tokens, body.max_tokens, body.max_output_tokens]) if (typeof v === 'number' && v >= 0 && v > asked) asked = v
   return asked >= 0 ? Math.min(Math.ceil(asked), modelMax) : modelMax
 }
 

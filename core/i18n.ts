@@ -24,6 +24,7 @@ const ZH_CN: Partial<Record<ErrorCode, string>> = {
   GW_ERR_MODEL_UNKNOWN: '模型 "%s" 不存在或此密钥无权使用。',
   GW_ERR_MODEL_NOT_FOUND: '模型 "%s" 不存在或此密钥无权使用。',
   GW_ERR_ROUTE_NOT_FOUND: '没有 %s %s 的路由。',
+  GW_ERR_RESPONSE_NOT_STORED: '未找到响应 "%s"：此网关是无状态的，不存储任何响应。',
   GW_ERR_TIMEOUT: '请求超时。',
   GW_ERR_IDEMPOTENCY_DUPLICATE: '使用此 Idempotency-Key 的请求已处理或正在处理中。',
   GW_ERR_BODY_TOO_LARGE: '请求体超过 %s 字节的限制。',

@@ -2,7 +2,7 @@
 import type { TSchema, Static } from '@sinclair/typebox'
 import type { Logger } from 'pino'
 import type { Readable } from 'node:stream'
-import type { Deployment, ModelEntry, Protocol } from './types/model.ts'
+import type { ClientProtocol, Deployment, ModelEntry, Protocol } from './types/model.ts'
 import type { Usage } from './types/usage.ts'
 import type { GatewayError } from './errors.ts'
 
@@ -38,7 +38,7 @@ export interface UpstreamResponse {
 /** A configured provider instance. */
 export interface ProviderInstance {
   /** What the upstream speaks; picks the translator. */
-  readonly protocol: Protocol
+  readonly protocol: ClientProtocol
   /** Pure: URL, auth header, body bytes. */
   prepare (call: UpstreamCall): UpstreamRequest
   /** Maps an upstream non-2xx answer to a gateway error (core has a default). */
@@ -147,4 +147,4 @@ export interface Translator {
 }
 
 /** Translator table key: `<client>-to-<upstream>`. */
-export type TranslatorKey = `${Protocol}-to-${Protocol}`
+export type TranslatorKey = `${ClientProtocol}-to-${ClientProtocol}`

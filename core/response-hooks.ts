@@ -2,7 +2,7 @@
  * @module response-hooks – what plugins see of an answer: the non-streamed answer and each
  * streamed event, parsed, in the client's protocol; and the rewriting of a stream they watch.
  */
-import type { Protocol } from './types/model.ts'
+import type { ClientProtocol } from './types/model.ts'
 import type { SseEvent } from './provider.ts'
 import type { GatewayError } from './errors.ts'
 import { SseParser, sseData, sseEvent, SSE_DONE } from './sse.ts'
@@ -12,17 +12,17 @@ export type JsonObject = { [key: string]: unknown }
 
 /** A non-streamed answer in the client's protocol, before it is serialized. */
 export interface ClientAnswer {
-  /** The client's protocol: a `chat.completion` object, or a messages `message` object. */
-  readonly protocol: Protocol
+  /** The client's protocol: a `chat.completion` object, a messages `message` object, or a `response` object. */
+  readonly protocol: ClientProtocol
   /** The answer; change it in place or replace it (the hook may also return a replacement). */
   body: JsonObject
 }
 
 /** One streamed event in the client's protocol, before it is serialized. */
 export interface ClientStreamEvent {
-  readonly protocol: Protocol
+  readonly protocol: ClientProtocol
   /**
-   * messages: the event name (`message_start`, `content_block_delta`, `message_stop`, `error`...);
+   * messages and responses: the event name (`message_start`, `response.output_text.delta`, `error`...);
    * chat: `chunk`, `error` for an error chunk, or `done` for the `[DONE]` terminator.
    */
   type: string
@@ -41,17 +41,17 @@ export class StreamBlocked extends Error {
 /** Runs every stream hook of the call on one event; null when one of them dropped it. */
 export type StreamEventRunner = (event: ClientStreamEvent) => Promise<ClientStreamEvent | null>
 
-function parse (protocol: Protocol, ev: SseEvent): ClientStreamEvent | undefined {
+function parse (protocol: ClientProtocol, ev: SseEvent): ClientStreamEvent | undefined {
   if (protocol === 'chat' && ev.data === '[DONE]') return { protocol, type: 'done', data: undefined }
   if (!ev.data.startsWith('{')) return undefined
   let data: JsonObject
   try { data = JSON.parse(ev.data) } catch { return undefined }
-  if (protocol === 'messages') return ev.event === undefined ? undefined : { protocol, type: ev.event, data }
+  if (protocol !== 'chat') return ev.event === undefined ? undefined : { protocol, type: ev.event, data }
   return { protocol, type: data.error !== undefined ? 'error' : 'chunk', data }
 }
 
 function serialize (event: ClientStreamEvent): string {
-  if (event.protocol === 'messages') return sseEvent(event.type, event.data ?? {})
+  if (event.protocol !== 'chat') return sseEvent(event.type, event.data ?? {})
   return event.type === 'done' || event.data === undefined ? SSE_DONE : sseData(event.data)
 }
 
@@ -63,7 +63,7 @@ function serialize (event: ClientStreamEvent): string {
  */
 export class StreamRewriter {
   readonly #parser = new SseParser()
-  constructor (readonly protocol: Protocol, readonly run: StreamEventRunner) {}
+  constructor (readonly protocol: ClientProtocol, readonly run: StreamEventRunner) {}
 
   async apply (out: string): Promise<string> {
     if (out === '') return out

@@ -3,7 +3,7 @@ import type { Logger } from 'pino'
 import type { GatewayContext, Headers, RouteName } from './context.ts'
 import type { Phase } from './phases.ts'
 import type { PluginInstance, Pipeline } from './pipeline.ts'
-import type { ModelEntry, Protocol } from './types/model.ts'
+import type { ClientProtocol, ModelEntry, Protocol } from './types/model.ts'
 import type { Principal } from './types/principal.ts'
 import { gwError, isGatewayError } from './errors.ts'
 import type { OutputOf } from './plugin.ts'
@@ -42,7 +42,7 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
   constructor (
     readonly requestId: string,
     readonly route: RouteName,
-    readonly protocol: Protocol | 'none',
+    readonly protocol: ClientProtocol | 'none',
     readonly method: string,
     readonly url: string,
     readonly ip: string,

@@ -4,7 +4,7 @@ import type { FastifyReply } from 'fastify'
 import type { Gateway } from './gateway.ts'
 import type { RequestContext } from './runner.ts'
 import type { ProviderInstance, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from './provider.ts'
-import type { Deployment, Protocol } from './types/model.ts'
+import type { ClientProtocol, Deployment } from './types/model.ts'
 import type { Deadline } from './deadline.ts'
 import { SseParser, SseEventTooLarge, sseData, sseEvent } from './sse.ts'
 import type { CallAbort } from './abort.ts'
@@ -84,7 +84,7 @@ export async function streamResponse (
   let started = false
   // Decided per route at start-up: with no stream hook the translator's bytes go out untouched.
   const hooks = gw.pipeline.responders[ctx.route].stream
-  const rewriter = hooks.length === 0 ? undefined : new StreamRewriter(ctx.protocol as Protocol, ev => ctx.runStreamHooks(hooks, ev))
+  const rewriter = hooks.length === 0 ? undefined : new StreamRewriter(ctx.protocol as ClientProtocol, ev => ctx.runStreamHooks(hooks, ev))
 
   // A client that stops reading must not hold the call: while it has not drained, no upstream
   // chunk is read, so the stream-gap deadline runs out and aborts the call; the client is then
@@ -201,5 +201,7 @@ function blockedEvent (st: StreamTranslator, err: GatewayError, ctx: RequestCont
   const code = err.spec.publicCode ?? err.statusCode
   // A translator that already passed its end (the refused event was the last) writes nothing more.
   return st.fail(message, err.statusCode, { type, code }) ||
-    (ctx.protocol === 'messages' ? sseEvent('error', { type: 'error', error: { type, message } }) : sseData({ error: { message, type, param: null, code } }))
+    (ctx.protocol === 'messages'
+      ? sseEvent('error', { type: 'error', error: { type, message } })
+      : ctx.protocol === 'responses' ? sseEvent('error', { type: 'error', code: String(code), message, param: null }) : sseData({ error: { message, type, param: null, code } }))
 }

@@ -3,10 +3,12 @@ import type { ProviderAdapter } from '../index.ts'
 import echo from './echo/index.ts'
 import openaiCompatible from './openai-compatible/index.ts'
 import anthropicCompatible from './anthropic-compatible/index.ts'
+import openaiResponses from './openai-responses/index.ts'
 
 export const builtinProviders: readonly ProviderAdapter<any>[] = [
   echo,
   openaiCompatible,
   anthropicCompatible,
+  openaiResponses,
 ]
 export { translators } from './protocols/index.ts'

@@ -115,7 +115,12 @@ async function rig (opts: ConformanceOptions): Promise<Rig> {
     await up.close()
     throw err
   }
-  const protocol = app.gateway.providers.get('conformance')!.protocol
+  const speaks = app.gateway.providers.get('conformance')!.protocol
+  if (speaks === 'responses') {
+    await app.close(); await ledger.close(); await up.close()
+    throw new Error('the conformance suite covers chat and messages upstreams; a Responses API upstream has its own tests')
+  }
+  const protocol: Protocol = speaks
   up.handle(answerLike(protocol, opts.upstreamUsage ?? (u => standardUsage(protocol, u))))
   return { app, up, spy, protocol, async close () { await app.close(); await ledger.close(); await up.close() } }
 }

@@ -1,4 +1,4 @@
-/** @module routes/inference – POST /v1/chat/completions and /v1/messages: body checks, model, dispatch. */
+/** @module routes/inference – POST /v1/chat/completions, /v1/messages and /v1/responses: body checks, model, dispatch. */
 import type { FastifyInstance } from 'fastify'
 import type { Gateway } from '../gateway.ts'
 import type { RequestContext } from '../runner.ts'
@@ -7,10 +7,20 @@ import { gwError } from '../errors.ts'
 import { deepFreeze } from '../config.ts'
 import { dispatch } from '../dispatch.ts'
 import { toGatewayError } from '../error-reply.ts'
-import { ChatBody, MessagesBody } from './request-schemas.ts'
+import { ChatBody, MessagesBody, ResponsesBody } from './request-schemas.ts'
 
 const validateChat = compileOrThrow(ChatBody, 'chat request')
 const validateMessages = compileOrThrow(MessagesBody, 'messages request')
+const validateResponses = compileOrThrow(ResponsesBody, 'responses request')
+
+/** Responses API fields that need stored state: the gateway keeps none, so they are refused (400). */
+function refuseStateful (b: Record<string, unknown>): void {
+  const stateless = 'this gateway is stateless and stores no responses; send the whole conversation in "input"'
+  if (b.previous_response_id !== undefined && b.previous_response_id !== null) throw gwError('GW_ERR_BAD_REQUEST', [`previous_response_id is not supported: ${stateless}`])
+  if (b.conversation !== undefined && b.conversation !== null) throw gwError('GW_ERR_BAD_REQUEST', [`conversation is not supported: ${stateless}`])
+  if (b.background === true) throw gwError('GW_ERR_BAD_REQUEST', [`background is not supported: ${stateless}`])
+  if (b.prompt !== undefined && b.prompt !== null) throw gwError('GW_ERR_BAD_REQUEST', ['prompt (a stored prompt template) is not supported: this gateway stores no prompts'])
+}
 
 /**
  * Checks the body's envelope, resolves the model for the caller and freezes the body (what the
@@ -22,11 +32,12 @@ export function prepareInference (gw: Gateway, ctx: RequestContext, body: unknow
   }
   const b = body as Record<string, unknown>
   if (typeof b.model !== 'string' || b.model === '') throw gwError('GW_ERR_MODEL_MISSING')
-  const validate = ctx.protocol === 'messages' ? validateMessages : validateChat
+  const validate = ctx.protocol === 'messages' ? validateMessages : ctx.protocol === 'responses' ? validateResponses : validateChat
   if (!validate(b)) {
     const { path, message } = describeErrors(validate.errors)
     throw gwError('GW_ERR_BAD_REQUEST', [`${path === '/' ? 'body' : path.slice(1).replace(/\//g, '.')}: ${message}`])
   }
+  if (ctx.protocol === 'responses') refuseStateful(b)
   const model = gw.catalog.usable(b.model, ctx.principal)
   if (!model) throw gwError('GW_ERR_MODEL_UNKNOWN', [b.model])
   ctx.model = model
@@ -51,4 +62,12 @@ export function inferenceRoutes (app: FastifyInstance, gw: Gateway): void {
   }
   app.post('/v1/chat/completions', { config: { gwRoute: 'chat', protocol: 'chat' } }, handler)
   app.post('/v1/messages', { config: { gwRoute: 'messages', protocol: 'messages' } }, handler)
+  app.post('/v1/responses', { config: { gwRoute: 'responses', protocol: 'responses' } }, handler)
+  // Stored responses do not exist here: reading, deleting or cancelling one is a 404 that says why.
+  const notStored = async (request: any) => { throw gwError('GW_ERR_RESPONSE_NOT_STORED', [String(request.params.id)]) }
+  const stored = { config: { gwRoute: 'reserved', protocol: 'none' } }
+  app.get('/v1/responses/:id', stored, notStored)
+  app.delete('/v1/responses/:id', stored, notStored)
+  app.get('/v1/responses/:id/input_items', stored, notStored)
+  app.post('/v1/responses/:id/cancel', stored, notStored)
 }

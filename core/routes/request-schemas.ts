@@ -39,3 +39,22 @@ export const MessagesBody = Type.Object({
   tool_choice: Type.Optional(Type.Object({}, { additionalProperties: true })),
   metadata: Type.Optional(Type.Object({}, { additionalProperties: true })),
 }, { additionalProperties: true })
+
+/** Responses API body: `input` is a string or a list of items; other fields are read by the translators. */
+export const ResponsesBody = Type.Object({
+  model: Type.String({ minLength: 1 }),
+  input: Type.Optional(Type.Union([Type.String(), Type.Array(Type.Object({}, { additionalProperties: true }))])),
+  instructions: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  stream: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+  max_output_tokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
+  temperature: Type.Optional(Type.Union([Type.Number(), Type.Null()])),
+  top_p: Type.Optional(Type.Union([Type.Number(), Type.Null()])),
+  tools: Type.Optional(Type.Union([Type.Array(Type.Object({}, { additionalProperties: true })), Type.Null()])),
+  tool_choice: Type.Optional(Type.Union([Type.String(), Type.Object({}, { additionalProperties: true }), Type.Null()])),
+  parallel_tool_calls: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+  text: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()])),
+  reasoning: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()])),
+  metadata: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()])),
+  include: Type.Optional(Type.Union([Type.Array(Type.String()), Type.Null()])),
+  user: Type.Optional(Type.String()),
+}, { additionalProperties: true })

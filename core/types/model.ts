@@ -2,6 +2,8 @@
 
 /** Which wire protocol an upstream (or a client route) speaks. */
 export type Protocol = 'chat' | 'messages'
+/** What a client route speaks: an upstream protocol, or the OpenAI Responses API (`/v1/responses`, client side only). */
+export type ClientProtocol = Protocol | 'responses'
 
 /** Per-million-token prices in the ledger's currency unit. `cachedInput` optional. */
 export interface ModelPrice {

@@ -39,7 +39,7 @@ export default definePlugin({
   phase: 'admit',
   dependencies: ['auth'],
   requires: ['principal'],
-  defaultRoutes: ['chat', 'messages'],
+  defaultRoutes: ['chat', 'messages', 'responses'],
   configSchema: BalanceConfig,
   state: (): State => ({}),
   async create (config, deps) {

@@ -30,7 +30,7 @@ export default definePlugin({
   requires: ['principal'],
   storePurpose: 'claims',
   state: (): State => ({}),
-  defaultRoutes: ['chat', 'messages'],
+  defaultRoutes: ['chat', 'messages', 'responses'],
   configSchema: IdempotencyConfig,
   create (config, deps) {
     return {

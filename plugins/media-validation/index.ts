@@ -5,7 +5,9 @@
  * type. Messages: image blocks need `image` (base64 of an image type, or a url source); video is
  * not supported on that route. Every URL an upstream would fetch (image_url, video_url, audio_url,
  * image and document url sources) must be http(s) and reach only public addresses, after DNS
- * resolution (see url-policy.ts). Every error names the part.
+ * resolution (see url-policy.ts). Responses API: input_image needs `image` (its image_url as a chat
+ * image_url), input_file needs `file`, in message items and function_call_output parts. Every
+ * error names the part.
  */
 import { definePlugin, gwError, type ModelEntry } from '../../index.ts'
 import { MediaValidationConfig } from './schema.ts'
@@ -33,7 +35,7 @@ function checkBase64 (data: unknown, where: string): void {
 export default definePlugin({
   name: 'media-validation',
   phase: 'inspect',
-  defaultRoutes: ['chat', 'messages'],
+  defaultRoutes: ['chat', 'messages', 'responses'],
   configSchema: MediaValidationConfig,
   create (config, deps) {
     const imageTypes = new Set(config.imageMediaTypes.map(s => s.toLowerCase()))
@@ -81,6 +83,33 @@ export default definePlugin({
       }
     }
 
+    function responsesPart (model: ModelEntry, p: any, where: string, pending: PendingHosts): void {
+      switch (p?.type) {
+        case 'input_image':
+          need(model, 'image', where, 'images')
+          if (p.image_url !== undefined && p.image_url !== null) imageUrl(p.image_url, where, pending)
+          break
+        case 'input_file':
+          need(model, 'file', where, 'files')
+          if (typeof p.file_url === 'string') fetchable(p.file_url, where, 'file_url', pending)
+          break
+        case 'input_audio':
+          need(model, 'audio', where, 'audio')
+      }
+    }
+
+    /** Responses `input` items: message content and function_call_output output lists. */
+    function responsesInput (model: ModelEntry, input: unknown, pending: PendingHosts): void {
+      if (!Array.isArray(input)) return
+      for (let i = 0; i < input.length; i++) {
+        const item = input[i]
+        const content = item?.type === 'function_call_output' ? item.output : item?.content
+        if (!Array.isArray(content)) continue
+        const field = item?.type === 'function_call_output' ? 'output' : 'content'
+        for (let j = 0; j < content.length; j++) responsesPart(model, content[j], `input[${i}].${field}[${j}]`, pending)
+      }
+    }
+
     function messagesBlock (model: ModelEntry, b: any, where: string, pending: PendingHosts): void {
       switch (b?.type) {
         case 'image': {
@@ -113,10 +142,16 @@ export default definePlugin({
     return {
       onRequest (ctx) {
         const model = ctx.model
-        const messages = (ctx.body as any)?.messages
-        if (!model || !Array.isArray(messages)) return
-        const check = ctx.protocol === 'messages' ? messagesBlock : chatPart
+        if (!model) return
         const pending: PendingHosts = new Map()
+        if (ctx.protocol === 'responses') {
+          responsesInput(model, (ctx.body as any)?.input, pending)
+          if (pending.size > 0) return policy.resolve(pending, ctx.signal).catch(refused)
+          return
+        }
+        const messages = (ctx.body as any)?.messages
+        if (!Array.isArray(messages)) return
+        const check = ctx.protocol === 'messages' ? messagesBlock : chatPart
         for (let i = 0; i < messages.length; i++) {
           const content = messages[i]?.content
           if (!Array.isArray(content)) continue

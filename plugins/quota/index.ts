@@ -47,7 +47,7 @@ export default definePlugin({
   requires: ['principal'],
   storePurpose: 'windows',
   state: (): State => ({}),
-  defaultRoutes: ['chat', 'messages'],
+  defaultRoutes: ['chat', 'messages', 'responses'],
   configSchema: QuotaConfig,
   create (config, deps) {
     const prices = new PriceBook(deps.ledger, config.priceCacheMs)

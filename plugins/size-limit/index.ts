@@ -14,7 +14,7 @@ import { SizeLimitConfig } from './schema.ts'
 export default definePlugin({
   name: 'size-limit',
   phase: 'connect',
-  defaultRoutes: ['chat', 'messages', 'reserved', 'other'],
+  defaultRoutes: ['chat', 'messages', 'responses', 'reserved', 'other'],
   configSchema: SizeLimitConfig,
   create (config) {
     const max = config.maxBytes

@@ -16,7 +16,7 @@ import { TimeoutConfig } from './schema.ts'
 export default definePlugin({
   name: 'timeout',
   phase: 'connect',
-  defaultRoutes: ['chat', 'messages'],
+  defaultRoutes: ['chat', 'messages', 'responses'],
   configSchema: TimeoutConfig,
   create (config) {
     const ms = config.timeoutMs

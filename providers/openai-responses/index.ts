@@ -1,0 +1,34 @@
+/**
+ * @module providers/openai-responses – an upstream that speaks the OpenAI Responses API
+ * (`POST {baseUrl}/responses`): OpenAI itself, or a compatible server. Any client route reaches
+ * its models: /v1/responses passes through, chat and messages clients are translated.
+ */
+import { defineProvider } from '../../index.ts'
+import { splitBaseUrl } from '../base-url.ts'
+import { OpenAIResponsesConfig } from './schema.ts'
+
+/**
+ * @example
+ * providers:
+ *   - name: openai-responses
+ *     adapter: openai-responses
+ *     config: { baseUrl: https://api.openai.com/v1, apiKey: "${OPENAI_API_KEY}" }
+ */
+export default defineProvider({
+  name: 'openai-responses',
+  configSchema: OpenAIResponsesConfig,
+  create (config, deps) {
+    const { origin, prefix } = splitBaseUrl(config.baseUrl, `provider ${deps.name}`)
+    const path = `${prefix}/responses`
+    const base: Record<string, string> = { ...config.headers, 'content-type': 'application/json' }
+    if (config.apiKey) base.authorization = `Bearer ${config.apiKey}`
+    const jsonHeaders = { ...base, accept: 'application/json' }
+    const sseHeaders = { ...base, accept: 'text/event-stream' }
+    return {
+      protocol: 'responses',
+      prepare (call) {
+        return { origin, path, headers: call.stream ? sseHeaders : jsonHeaders, body: JSON.stringify(call.body) }
+      },
+    }
+  },
+})

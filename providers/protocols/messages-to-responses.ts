@@ -1,0 +1,62 @@
+/**
+ * @module protocols/messages-to-responses – messages client, Responses API upstream.
+ *
+ * Composed: the messages request becomes a chat request (messages-to-chat.ts rules) and that a
+ * Responses request (chat-to-responses.ts); answers and streams go back Responses → chat →
+ * messages the same way. Usage and billing are the Responses stream's own counts.
+ */
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
+import type { Usage } from '../../core/types/usage.ts'
+import { SseParser } from '../../core/sse.ts'
+import { messagesToChat } from './messages-to-chat.ts'
+import { chatToResponses, chatToResponsesBody, ChatFromResponsesStream } from './chat-to-responses.ts'
+
+class MessagesOverResponsesStream implements StreamTranslator {
+  readonly #inner: ChatFromResponsesStream
+  readonly #outer: StreamTranslator
+  readonly #parser = new SseParser()
+
+  constructor (clientBody: Record<string, any>, opts: TranslateOptions) {
+    // The chat stream in between carries its usage chunk: the messages stream's message_delta shows it.
+    this.#inner = new ChatFromResponsesStream(true, opts)
+    this.#outer = messagesToChat.stream(clientBody, opts)
+  }
+
+  get usage (): Usage | undefined { return this.#inner.usage }
+  get startUsage (): Usage | undefined { return this.#inner.startUsage }
+  get outputChars (): number { return this.#inner.outputChars }
+  get finished (): boolean { return this.#inner.finished }
+
+  #relay (chat: string): string {
+    let out = ''
+    for (const ev of this.#parser.push(chat)) out += this.#outer.push(ev)
+    return out
+  }
+
+  push (ev: SseEvent): string {
+    return this.#relay(this.#inner.push(ev))
+  }
+
+  end (): string {
+    return this.#relay(this.#inner.end()) + this.#outer.end()
+  }
+
+  fail (message: string, status = 502, detail?: StreamFailDetail): string {
+    return this.#outer.fail(message, status, detail)
+  }
+}
+
+export const messagesToResponses: Translator = {
+  request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
+    // messages-to-chat already applied the model's parameters (in chat form).
+    return chatToResponsesBody(messagesToChat.request(body, opts), opts)
+  },
+  response (body: any, opts: TranslateOptions) {
+    const chat = chatToResponses.response(body, opts)
+    const { body: out } = messagesToChat.response(chat.body, opts)
+    return { body: out, usage: chat.usage }
+  },
+  stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
+    return new MessagesOverResponsesStream(clientBody, opts)
+  },
+}

@@ -1,0 +1,552 @@
+/**
+ * @module protocols/responses-common – the OpenAI Responses API (client side) over a chat upstream:
+ * the request as a chat body, a chat answer as a `response` object, and chat chunks as the
+ * Responses event stream. responses-to-chat uses these directly; responses-to-messages puts the
+ * chat↔messages translators in between.
+ *
+ * Rules (README "The Responses API"):
+ * - stateless: `previous_response_id`, `conversation`, `background` and `item_reference` items are
+ *   refused by the route or here (400); nothing is stored, `store` is accepted and ignored;
+ * - `instructions`, system and developer messages → system messages (the upstream's system role);
+ * - `function` tools → chat functions; `namespace` tools → one function per member named
+ *   `<namespace>__<name>` (over 64 characters: the first 55, `_`, 8 hex of its sha256), mapped
+ *   back to `name` + `namespace` in the answer; built-in tools (`web_search`, `file_search`,
+ *   `custom`, `local_shell`, `mcp`...) and tool choices naming them are dropped, never a 400;
+ * - `reasoning` items given back, `include`, `client_metadata`, `truncation`, `max_tool_calls`
+ *   are ignored (no chat upstream can take or produce encrypted reasoning);
+ * - `max_output_tokens` → the output cap, `text.format` → `response_format`, `reasoning.effort`
+ *   → `reasoning_effort`, `text.verbosity` → `verbosity`.
+ */
+import { createHash } from 'node:crypto'
+import type { TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
+import type { Usage } from '../../core/types/usage.ts'
+import { sseEvent } from '../../core/sse.ts'
+import { gwError } from '../../core/errors.ts'
+import { estimateUsage } from '../../core/estimate.ts'
+import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
+import { applyModelParameters, CHAT_STANDARD, newId, textOf } from './common.ts'
+
+/** Upstream function names: OpenAI and Anthropic both accept `^[a-zA-Z0-9_-]{1,64}$`. */
+const MAX_NAME = 64
+
+/** What `request` learned of a call that its answer needs: the tool-name map and the fields a `response` object echoes. */
+export interface CallInfo {
+  /** Upstream function name → the client's name and namespace. */
+  names: Map<string, { name: string, namespace?: string }>
+  echo: Record<string, unknown>
+}
+
+/**
+ * Per-attempt state between `request` and `response`/`stream`: core builds one TranslateOptions
+ * per attempt and hands that same object to all three, so it keys what the request found.
+ */
+const calls = new WeakMap<TranslateOptions, CallInfo>()
+
+/** The CallInfo `request` recorded for `opts`, else the one `clientBody` gives, else an empty one. */
+export function callInfo (opts: TranslateOptions, clientBody?: Record<string, any>): CallInfo {
+  return calls.get(opts) ?? (clientBody ? describeCall(clientBody) : { names: new Map(), echo: {} })
+}
+
+/** What the answer to `body` needs from it (pure: the same body gives the same CallInfo). */
+export function describeCall (body: Record<string, any>): CallInfo {
+  const names: CallInfo['names'] = new Map()
+  if (Array.isArray(body.tools)) convertTools(body.tools, names)
+  return {
+    names,
+    echo: {
+      instructions: typeof body.instructions === 'string' ? body.instructions : null,
+      max_output_tokens: typeof body.max_output_tokens === 'number' ? body.max_output_tokens : null,
+      metadata: body.metadata && typeof body.metadata === 'object' ? body.metadata : {},
+      parallel_tool_calls: body.parallel_tool_calls !== false,
+      reasoning: { effort: typeof body.reasoning?.effort === 'string' ? body.reasoning.effort : null, summary: null },
+      temperature: typeof body.temperature === 'number' ? body.temperature : null,
+      text: body.text && typeof body.text === 'object' ? body.text : { format: { type: 'text' } },
+      tool_choice: body.tool_choice ?? 'auto',
+      tools: Array.isArray(body.tools) ? body.tools : [],
+      top_p: typeof body.top_p === 'number' ? body.top_p : null,
+      user: typeof body.user === 'string' ? body.user : null,
+    },
+  }
+}
+
+/** The upstream's name for a function, reversible through CallInfo.names. */
+export function upstreamName (name: string, namespace?: string): string {
+  const full = namespace ? `${namespace}__${name}` : name
+  if (full.length <= MAX_NAME) return full
+  return full.slice(0, 55) + '_' + createHash('sha256').update(full).digest('hex').slice(0, 8)
+}
+
+function bad (why: string): never {
+  throw gwError('GW_ERR_BAD_REQUEST', [why])
+}
+
+/** A user (or system) content part → a chat part; undefined to drop it. */
+function userPart (p: any, where: string): Record<string, unknown> | undefined {
+  switch (p?.type) {
+    case 'input_text': case 'output_text': case 'text':
+      return typeof p.text === 'string' ? { type: 'text', text: p.text } : undefined
+    case 'refusal':
+      return typeof p.refusal === 'string' ? { type: 'text', text: p.refusal } : undefined
+    case 'input_image': {
+      if (typeof p.image_url !== 'string' || p.image_url === '') bad(`${where}: an input_image needs image_url (file_id needs stored files, which this gateway does not keep)`)
+      const img: Record<string, unknown> = { url: p.image_url }
+      if (p.detail === 'low' || p.detail === 'high' || p.detail === 'auto') img.detail = p.detail
+      return { type: 'image_url', image_url: img }
+    }
+    case 'input_file': {
+      const f: Record<string, unknown> = {}
+      if (typeof p.file_data === 'string') f.file_data = p.file_data
+      else if (typeof p.file_id === 'string') f.file_id = p.file_id
+      else bad(`${where}: an input_file needs file_data or file_id (file_url is not supported)`)
+      if (typeof p.filename === 'string') f.filename = p.filename
+      return { type: 'file', file: f }
+    }
+    default:
+      return undefined
+  }
+}
+
+function chatContent (content: unknown, where: string): unknown {
+  if (typeof content === 'string') return content
+  if (!Array.isArray(content)) return ''
+  const parts: Record<string, unknown>[] = []
+  for (const [j, p] of content.entries()) {
+    const c = userPart(p, `${where}.content[${j}]`)
+    if (c) parts.push(c)
+  }
+  if (parts.every(p => p.type === 'text')) return parts.map(p => p.text).join('\n')
+  return parts
+}
+
+/** The text of a string or a list of text parts (input_text, output_text, refusal); other parts skipped. */
+function outputText (v: unknown): string {
+  if (typeof v === 'string') return v
+  if (!Array.isArray(v)) return ''
+  const texts: string[] = []
+  for (const p of v) {
+    if (typeof p?.text === 'string' && (p.type === 'input_text' || p.type === 'output_text' || p.type === 'text')) texts.push(p.text)
+    else if (p?.type === 'refusal' && typeof p.refusal === 'string') texts.push(p.refusal)
+  }
+  return texts.join('\n')
+}
+
+/** `input` (a string or items) and `instructions` → chat messages. */
+function convertInput (body: Record<string, any>, systemRole: string): Record<string, unknown>[] {
+  const out: Record<string, any>[] = []
+  if (typeof body.instructions === 'string' && body.instructions !== '') out.push({ role: systemRole, content: body.instructions })
+  const input = body.input
+  if (typeof input === 'string') {
+    out.push({ role: 'user', content: input })
+    return out
+  }
+  if (!Array.isArray(input)) return out
+  for (const [i, item] of input.entries()) {
+    const where = `input[${i}]`
+    const type = item?.type ?? (item?.role !== undefined ? 'message' : undefined)
+    switch (type) {
+      case 'message': {
+        const role = item.role
+        if (role === 'system' || role === 'developer') {
+          const t = outputText(item.content)
+          if (t !== '') out.push({ role: systemRole, content: t })
+        } else if (role === 'user') {
+          out.push({ role: 'user', content: chatContent(item.content, where) })
+        } else if (role === 'assistant') {
+          const t = outputText(item.content)
+          if (t !== '') out.push({ role: 'assistant', content: t })
+        } else bad(`${where}.role "${String(role)}" is not supported`)
+        break
+      }
+      case 'function_call': {
+        if (typeof item.call_id !== 'string' || typeof item.name !== 'string') bad(`${where}: a function_call needs call_id and name`)
+        const call = {
+          id: item.call_id,
+          type: 'function',
+          function: { name: upstreamName(item.name, typeof item.namespace === 'string' ? item.namespace : undefined), arguments: typeof item.arguments === 'string' ? item.arguments : '{}' },
+        }
+        const last = out[out.length - 1]
+        // Consecutive calls (and the text before them) are one assistant turn upstream.
+        if (last?.role === 'assistant') (last.tool_calls ??= []).push(call)
+        else out.push({ role: 'assistant', content: null, tool_calls: [call] })
+        break
+      }
+      case 'function_call_output':
+        if (typeof item.call_id !== 'string') bad(`${where}: a function_call_output needs call_id`)
+        out.push({ role: 'tool', tool_call_id: item.call_id, content: outputText(item.output) })
+        break
+      case 'item_reference':
+        bad(`${where}: item_reference needs stored responses; this gateway is stateless, send the items themselves`)
+        break
+      default:
+        break // reasoning items, built-in tool calls and their outputs: no chat form (ignored)
+    }
+  }
+  return out
+}
+
+function convertTools (tools: any[], names: CallInfo['names']): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = []
+  const add = (t: any, namespace?: string): void => {
+    if (t?.type !== 'function' || typeof t.name !== 'string') return
+    const name = upstreamName(t.name, namespace)
+    names.set(name, namespace ? { name: t.name, namespace } : { name: t.name })
+    const fn: Record<string, unknown> = { name, parameters: t.parameters ?? { type: 'object', properties: {} } }
+    const desc = [namespace ? tools.find(x => x?.type === 'namespace' && x.name === namespace)?.description : undefined, t.description].filter(d => typeof d === 'string' && d !== '')
+    if (desc.length > 0) fn.description = desc.join('\n')
+    if (typeof t.strict === 'boolean') fn.strict = t.strict
+    out.push({ type: 'function', function: fn })
+  }
+  for (const t of tools) {
+    if (t?.type === 'namespace' && typeof t.name === 'string' && Array.isArray(t.tools)) for (const m of t.tools) add(m, t.name)
+    else add(t)
+  }
+  return out
+}
+
+function convertToolChoice (tc: unknown, known: Set<string>): unknown {
+  if (tc === 'auto' || tc === 'none' || tc === 'required') return tc
+  const c = tc as any
+  if (c?.type === 'function' && typeof c.name === 'string') {
+    const name = upstreamName(c.name, typeof c.namespace === 'string' ? c.namespace : undefined)
+    return known.has(name) ? { type: 'function', function: { name } } : undefined
+  }
+  if (c?.type === 'allowed_tools' && Array.isArray(c.tools)) {
+    const tools = c.tools.filter((t: any) => t?.type === 'function' && typeof t.name === 'string').map((t: any) => ({ type: 'function', function: { name: upstreamName(t.name) } }))
+    if (tools.length === 0) return undefined
+    return { type: 'allowed_tools', allowed_tools: { mode: c.mode === 'required' ? 'required' : 'auto', tools } }
+  }
+  return undefined // a built-in tool's choice: its tool was dropped
+}
+
+/**
+ * A Responses request → a chat-completions request for `opts`' upstream; records the call's
+ * CallInfo under `opts`. `forChatUpstream` false: the chat body is an intermediate one (the chat
+ * → messages translator runs next and applies the model's parameters itself).
+ */
+export function responsesToChatRequest (body: Record<string, any>, opts: TranslateOptions, forChatUpstream = true): Record<string, unknown> {
+  const info = describeCall(body)
+  const out: Record<string, unknown> = { model: opts.upstreamModel }
+  out.messages = convertInput(body, opts.upstream?.systemRole ?? 'system')
+  const cap = Math.min(typeof body.max_output_tokens === 'number' ? body.max_output_tokens : opts.model.maxOutputTokens, opts.model.maxOutputTokens)
+  const capField = opts.upstream?.maxTokensField ?? 'max_tokens'
+  out[capField] = cap
+  if (typeof body.temperature === 'number') out.temperature = body.temperature
+  if (typeof body.top_p === 'number') out.top_p = body.top_p
+  const tools = Array.isArray(body.tools) ? convertTools(body.tools, new Map()) : []
+  if (tools.length > 0) {
+    out.tools = tools
+    const choice = convertToolChoice(body.tool_choice, new Set(info.names.keys()))
+    if (choice !== undefined) out.tool_choice = choice
+    if (typeof body.parallel_tool_calls === 'boolean') out.parallel_tool_calls = body.parallel_tool_calls
+  }
+  const fmt = body.text?.format
+  if (fmt?.type === 'json_schema' && fmt.schema && typeof fmt.schema === 'object') {
+    const js: Record<string, unknown> = { name: typeof fmt.name === 'string' ? fmt.name : 'output', schema: fmt.schema }
+    if (typeof fmt.strict === 'boolean') js.strict = fmt.strict
+    if (typeof fmt.description === 'string') js.description = fmt.description
+    out.response_format = { type: 'json_schema', json_schema: js }
+  } else if (fmt?.type === 'json_object') out.response_format = { type: 'json_object' }
+  if (typeof body.text?.verbosity === 'string') out.verbosity = body.text.verbosity
+  if (typeof body.reasoning?.effort === 'string') out.reasoning_effort = body.reasoning.effort
+  if (body.metadata && typeof body.metadata === 'object') out.metadata = body.metadata
+  if (typeof body.user === 'string' && body.user !== '') out.user = body.user
+  if (typeof body.safety_identifier === 'string') out.safety_identifier = body.safety_identifier
+  if (typeof body.prompt_cache_key === 'string') out.prompt_cache_key = body.prompt_cache_key
+  if (typeof body.service_tier === 'string') out.service_tier = body.service_tier
+  if (body.stream === true) {
+    out.stream = true
+    out.stream_options = { include_usage: true }
+  }
+  if (forChatUpstream) applyModelParameters(out, opts.model, CHAT_STANDARD)
+  // The output cap is needed for the answer's size whatever supported_parameters says.
+  if (out.max_tokens === undefined && out.max_completion_tokens === undefined) out[capField] = cap
+  calls.set(opts, info)
+  return out
+}
+
+// ── answers ──────────────────────────────────────────────────────────────────────────────────
+
+/** Normalized usage → the Responses `usage` object (input includes cached; total = input + output). */
+export function usageToResponses (u: Usage): Record<string, unknown> {
+  return {
+    input_tokens: u.inputTokens,
+    input_tokens_details: { cached_tokens: u.cachedInputTokens },
+    output_tokens: u.outputTokens,
+    output_tokens_details: { reasoning_tokens: u.reasoningTokens ?? 0 },
+    total_tokens: u.inputTokens + u.outputTokens,
+  }
+}
+
+/** chat finish_reason → the response's status and `incomplete_details`. */
+export function statusFromFinish (finish: unknown): { status: 'completed' | 'incomplete', incomplete: { reason: string } | null } {
+  if (finish === 'length') return { status: 'incomplete', incomplete: { reason: 'max_output_tokens' } }
+  if (finish === 'content_filter') return { status: 'incomplete', incomplete: { reason: 'content_filter' } }
+  return { status: 'completed', incomplete: null }
+}
+
+export function responseId (upstreamId: unknown): string {
+  return typeof upstreamId === 'string' && /^[A-Za-z0-9_-]{1,128}$/.test(upstreamId.replace(/^(chatcmpl-|msg_)/, ''))
+    ? 'resp_' + upstreamId.replace(/^(chatcmpl-|msg_)/, '')
+    : 'resp_' + newId()
+}
+
+export interface ResponseShell {
+  id: string
+  createdAt: number
+  opts: TranslateOptions
+  info: CallInfo
+}
+
+/** The `response` object around `output`. */
+export function responseObject (shell: ResponseShell, status: string, output: unknown[], usage: Usage | null, incomplete: unknown = null, error: unknown = null): Record<string, unknown> {
+  const echo = shell.info.echo
+  return {
+    id: shell.id,
+    object: 'response',
+    created_at: shell.createdAt,
+    status,
+    background: false,
+    error,
+    incomplete_details: incomplete,
+    instructions: echo.instructions ?? null,
+    max_output_tokens: echo.max_output_tokens ?? null,
+    metadata: echo.metadata ?? {},
+    model: shell.opts.clientModel,
+    output,
+    parallel_tool_calls: echo.parallel_tool_calls ?? true,
+    previous_response_id: null,
+    reasoning: echo.reasoning ?? { effort: null, summary: null },
+    store: false,
+    temperature: echo.temperature ?? null,
+    text: echo.text ?? { format: { type: 'text' } },
+    tool_choice: echo.tool_choice ?? 'auto',
+    tools: echo.tools ?? [],
+    top_p: echo.top_p ?? null,
+    truncation: 'disabled',
+    usage: usage ? usageToResponses(usage) : null,
+    user: echo.user ?? null,
+  }
+}
+
+function functionCallItem (info: CallInfo, id: string, callId: string, upstreamFn: string, args: string, status: string): Record<string, unknown> {
+  const named = info.names.get(upstreamFn) ?? { name: upstreamFn }
+  const item: Record<string, unknown> = { type: 'function_call', id, call_id: callId, name: named.name, arguments: args, status }
+  if (named.namespace !== undefined) item.namespace = named.namespace
+  return item
+}
+
+function reasoningOf (m: any): string {
+  if (typeof m?.reasoning_content === 'string') return m.reasoning_content
+  if (typeof m?.reasoning === 'string') return m.reasoning
+  return ''
+}
+
+/** A chat `chat.completion` → the `response` object; `usage` is what billing read (undefined: the estimate is shown). */
+export function chatAnswerToResponse (body: any, usage: Usage | undefined, opts: TranslateOptions): Record<string, unknown> {
+  const info = callInfo(opts)
+  const choice = body?.choices?.[0] ?? {}
+  const m = choice.message ?? {}
+  const output: unknown[] = []
+  const reasoning = reasoningOf(m)
+  if (reasoning !== '') output.push({ type: 'reasoning', id: 'rs_' + newId(), summary: [], content: [{ type: 'reasoning_text', text: reasoning }] })
+  const text = typeof m.content === 'string' ? m.content : textOf(m.content)
+  const content: unknown[] = []
+  if (text !== '') content.push({ type: 'output_text', text, annotations: [], logprobs: [] })
+  if (typeof m.refusal === 'string' && m.refusal !== '') content.push({ type: 'refusal', refusal: m.refusal })
+  if (content.length > 0) output.push({ type: 'message', id: 'msg_' + newId(), status: 'completed', role: 'assistant', content })
+  if (Array.isArray(m.tool_calls)) {
+    for (const c of m.tool_calls) {
+      output.push(functionCallItem(info, 'fc_' + newId(), typeof c?.id === 'string' ? c.id : 'call_' + newId(), String(c?.function?.name ?? ''), typeof c?.function?.arguments === 'string' ? c.function.arguments : '{}', 'completed'))
+    }
+  }
+  const { status, incomplete } = statusFromFinish(choice.finish_reason)
+  const shell: ResponseShell = { id: responseId(body?.id), createdAt: typeof body?.created === 'number' ? body.created : Math.floor(Date.now() / 1000), opts, info }
+  return responseObject(shell, status, output, usage ?? estimateUsage(opts.estimatedInputTokens), incomplete)
+}
+
+// ── streams ──────────────────────────────────────────────────────────────────────────────────
+
+interface OpenItem {
+  index: number
+  item: Record<string, any>
+  kind: 'message' | 'reasoning' | 'function_call'
+  text: string
+}
+
+/**
+ * Chat chunks (parsed) → the Responses event stream: `response.created`, `response.in_progress`,
+ * then per output item `output_item.added`, its content events and `output_item.done`, and at
+ * the end `response.completed` (or `response.incomplete`) carrying every item; a failure after
+ * the first byte ends with `response.failed` and an `error` event. `sequence_number` counts from 0.
+ */
+export class ResponsesEmitter {
+  #seq = 0
+  #started = false
+  #done = false
+  readonly #shell: ResponseShell
+  readonly #info: CallInfo
+  readonly #items: Record<string, any>[] = []
+  #message: OpenItem | undefined
+  #reasoning: OpenItem | undefined
+  readonly #calls = new Map<number, OpenItem>()
+  #finish: unknown = null
+  /** Usage shown in the final event (chat usage chunk, read by the caller's rules). */
+  shownUsage: Usage | undefined
+
+  constructor (opts: TranslateOptions, clientBody?: Record<string, any>) {
+    this.#info = callInfo(opts, clientBody)
+    this.#shell = { id: 'resp_' + newId(), createdAt: Math.floor(Date.now() / 1000), opts, info: this.#info }
+  }
+
+  get ended (): boolean { return this.#done }
+  get finishSeen (): boolean { return this.#finish !== null }
+
+  #ev (type: string, data: Record<string, unknown>): string {
+    return sseEvent(type, { type, sequence_number: this.#seq++, ...data })
+  }
+
+  start (upstreamId?: unknown): string {
+    if (this.#started) return ''
+    this.#started = true
+    if (upstreamId !== undefined) this.#shell.id = responseId(upstreamId)
+    const r = responseObject(this.#shell, 'in_progress', [], null)
+    return this.#ev('response.created', { response: r }) + this.#ev('response.in_progress', { response: r })
+  }
+
+  #open (kind: OpenItem['kind'], item: Record<string, any>): OpenItem {
+    const o: OpenItem = { index: this.#items.length, item, kind, text: '' }
+    this.#items.push(item)
+    return o
+  }
+
+  #closeMessage (): string {
+    const m = this.#message
+    if (!m) return ''
+    this.#message = undefined
+    const part = { type: 'output_text', text: m.text, annotations: [], logprobs: [] }
+    m.item.status = 'completed'
+    m.item.content = [part]
+    return this.#ev('response.output_text.done', { item_id: m.item.id, output_index: m.index, content_index: 0, text: m.text, logprobs: [] }) +
+      this.#ev('response.content_part.done', { item_id: m.item.id, output_index: m.index, content_index: 0, part }) +
+      this.#ev('response.output_item.done', { output_index: m.index, item: m.item })
+  }
+
+  #closeReasoning (): string {
+    const r = this.#reasoning
+    if (!r) return ''
+    this.#reasoning = undefined
+    r.item.content = [{ type: 'reasoning_text', text: r.text }]
+    return this.#ev('response.reasoning_text.done', { item_id: r.item.id, output_index: r.index, content_index: 0, text: r.text }) +
+      this.#ev('response.content_part.done', { item_id: r.item.id, output_index: r.index, content_index: 0, part: { type: 'reasoning_text', text: r.text } }) +
+      this.#ev('response.output_item.done', { output_index: r.index, item: r.item })
+  }
+
+  #closeCalls (): string {
+    let out = ''
+    for (const c of this.#calls.values()) {
+      c.item.arguments = c.text
+      c.item.status = 'completed'
+      out += this.#ev('response.function_call_arguments.done', { item_id: c.item.id, output_index: c.index, arguments: c.text, name: c.item.name }) +
+        this.#ev('response.output_item.done', { output_index: c.index, item: c.item })
+    }
+    this.#calls.clear()
+    return out
+  }
+
+  /** One chat chunk (not an error chunk). */
+  chunk (chunk: any): string {
+    if (this.#done) return ''
+    let out = this.start(chunk?.id)
+    const choice = Array.isArray(chunk?.choices) ? chunk.choices[0] : undefined
+    if (!choice) return out
+    const d = choice.delta ?? {}
+    const reasoning = typeof d.reasoning_content === 'string' ? d.reasoning_content : typeof d.reasoning === 'string' ? d.reasoning : ''
+    if (reasoning !== '') {
+      if (!this.#reasoning) {
+        out += this.#closeMessage()
+        const r = this.#reasoning = this.#open('reasoning', { type: 'reasoning', id: 'rs_' + newId(), summary: [], content: [] })
+        out += this.#ev('response.output_item.added', { output_index: r.index, item: { ...r.item, content: [] } })
+        out += this.#ev('response.content_part.added', { item_id: r.item.id, output_index: r.index, content_index: 0, part: { type: 'reasoning_text', text: '' } })
+      }
+      this.#reasoning.text += reasoning
+      out += this.#ev('response.reasoning_text.delta', { item_id: this.#reasoning.item.id, output_index: this.#reasoning.index, content_index: 0, delta: reasoning })
+    }
+    const text = (typeof d.content === 'string' ? d.content : '') + (typeof d.refusal === 'string' ? d.refusal : '')
+    if (text !== '') {
+      out += this.#closeReasoning()
+      if (!this.#message) {
+        const m = this.#message = this.#open('message', { type: 'message', id: 'msg_' + newId(), status: 'in_progress', role: 'assistant', content: [] })
+        out += this.#ev('response.output_item.added', { output_index: m.index, item: { ...m.item, content: [] } })
+        out += this.#ev('response.content_part.added', { item_id: m.item.id, output_index: m.index, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } })
+      }
+      this.#message.text += text
+      out += this.#ev('response.output_text.delta', { item_id: this.#message.item.id, output_index: this.#message.index, content_index: 0, delta: text, logprobs: [] })
+    }
+    if (Array.isArray(d.tool_calls)) {
+      for (const tc of d.tool_calls) {
+        const k = typeof tc?.index === 'number' ? tc.index : this.#calls.size
+        let c = this.#calls.get(k)
+        if (!c) {
+          out += this.#closeReasoning() + this.#closeMessage()
+          const item = functionCallItem(this.#info, 'fc_' + newId(), typeof tc?.id === 'string' && tc.id !== '' ? tc.id : 'call_' + newId(), String(tc?.function?.name ?? ''), '', 'in_progress')
+          c = this.#open('function_call', item)
+          this.#calls.set(k, c)
+          out += this.#ev('response.output_item.added', { output_index: c.index, item: { ...item } })
+        }
+        const args = tc?.function?.arguments
+        if (typeof args === 'string' && args !== '') {
+          c.text += args
+          out += this.#ev('response.function_call_arguments.delta', { item_id: c.item.id, output_index: c.index, delta: args })
+        }
+      }
+    }
+    if (choice.finish_reason !== null && choice.finish_reason !== undefined) this.#finish = choice.finish_reason
+    return out
+  }
+
+  /** The upstream finished: close every item, then `response.completed` or `response.incomplete`. */
+  complete (usage: Usage | undefined): string {
+    if (this.#done) return ''
+    let out = this.start()
+    this.#done = true
+    out += this.#closeReasoning() + this.#closeMessage() + this.#closeCalls()
+    const { status, incomplete } = statusFromFinish(this.#finish)
+    const r = responseObject(this.#shell, status, this.#items, usage ?? estimateUsage(this.#shell.opts.estimatedInputTokens), incomplete)
+    return out + this.#ev(status === 'completed' ? 'response.completed' : 'response.incomplete', { response: r })
+  }
+
+  /** A failure after the first byte: `response.failed` (with what was generated so far), then `error`. */
+  fail (message: string, status = 502, detail?: StreamFailDetail): string {
+    if (this.#done) return ''
+    let out = this.start()
+    this.#done = true
+    const code = detail?.code !== undefined ? String(detail.code) : status === 408 ? 'timeout' : 'server_error'
+    // Items cut short keep what was generated, marked incomplete.
+    if (this.#message) Object.assign(this.#message.item, { status: 'incomplete', content: [{ type: 'output_text', text: this.#message.text, annotations: [], logprobs: [] }] })
+    if (this.#reasoning) this.#reasoning.item.content = [{ type: 'reasoning_text', text: this.#reasoning.text }]
+    for (const c of this.#calls.values()) Object.assign(c.item, { status: 'incomplete', arguments: c.text })
+    const r = responseObject(this.#shell, 'failed', this.#items, this.shownUsage ?? null, null, { code, message })
+    out += this.#ev('response.failed', { response: r })
+    return out + this.#ev('error', { code, message, param: null })
+  }
+
+  /** An upstream error chunk or event mid-stream (its text sanitized). */
+  upstreamError (e: any): string {
+    const message = typeof e?.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.'
+    return this.fail(message, 502)
+  }
+}
+
+/** Normalizes a Responses `usage` object: input_tokens includes the cached part. */
+export function usageFromResponses (u: any): Usage {
+  const n = (v: unknown): number => typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0
+  const out: Usage = {
+    inputTokens: n(u?.input_tokens),
+    cachedInputTokens: n(u?.input_tokens_details?.cached_tokens),
+    cacheWriteTokens: 0,
+    outputTokens: n(u?.output_tokens),
+  }
+  const r = n(u?.output_tokens_details?.reasoning_tokens)
+  if (r) out.reasoningTokens = r
+  return out
+}

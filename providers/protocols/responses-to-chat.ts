@@ -1,0 +1,74 @@
+/**
+ * @module protocols/responses-to-chat – Responses API client, chat-completions upstream (R→C).
+ *
+ * Request and answers by the rules in responses-common.ts. Stream: each chat chunk becomes the
+ * Responses events it implies; the final usage is the usage chunk (or usage on a finishing
+ * chunk), running counts on other chunks are provisional, as on the chat route.
+ */
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
+import { usageFromChat, type Usage } from '../../core/types/usage.ts'
+import { chatDeltaChars } from './common.ts'
+import { chatAnswerToResponse, ResponsesEmitter, responsesToChatRequest } from './responses-common.ts'
+
+/** The Responses client's stream over chat chunks. */
+class ResponsesClientStream implements StreamTranslator {
+  usage: Usage | undefined
+  startUsage: Usage | undefined
+  outputChars = 0
+  finished = false
+  readonly #emit: ResponsesEmitter
+  readonly #readUsage: (u: any) => Usage
+
+  constructor (clientBody: Record<string, any>, opts: TranslateOptions) {
+    this.#emit = new ResponsesEmitter(opts, clientBody)
+    this.#readUsage = opts.upstream?.readUsage ?? usageFromChat
+  }
+
+  push (ev: SseEvent): string {
+    if (this.#emit.ended) return ''
+    if (ev.data === '[DONE]') {
+      if (!this.#emit.finishSeen) return ''
+      this.finished = true
+      return this.#emit.complete(this.usage ?? this.startUsage)
+    }
+    let chunk: any
+    try { chunk = JSON.parse(ev.data) } catch { return '' }
+    if (chunk === null || typeof chunk !== 'object') return ''
+    if (ev.event === 'error' || chunk.error !== undefined) return this.#emit.upstreamError(chunk.error ?? chunk)
+    if (ev.event !== undefined && ev.event !== '' && ev.event !== 'message') return '' // a vendor's named event: no chunk
+    const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
+    const finishing = choice?.finish_reason !== null && choice?.finish_reason !== undefined
+    if (chunk.usage && typeof chunk.usage === 'object') {
+      const u = this.#readUsage(chunk.usage)
+      if (!choice || finishing) this.usage = u
+      else this.startUsage = u
+      this.#emit.shownUsage = u
+    }
+    if (choice) this.outputChars += chatDeltaChars(choice.delta)
+    return this.#emit.chunk(chunk)
+  }
+
+  end (): string {
+    if (this.#emit.ended) return ''
+    if (this.#emit.finishSeen) {
+      this.finished = true
+      return this.#emit.complete(this.usage ?? this.startUsage)
+    }
+    return this.#emit.fail('The model service ended the stream before it finished.', 502)
+  }
+
+  fail (message: string, status = 502, detail?: StreamFailDetail): string {
+    return this.#emit.fail(message, status, detail)
+  }
+}
+
+export const responsesToChat: Translator = {
+  request: responsesToChatRequest,
+  response (body: any, opts: TranslateOptions) {
+    const usage = body?.usage ? (opts.upstream?.readUsage ?? usageFromChat)(body.usage) : undefined
+    return { body: chatAnswerToResponse(body, usage, opts), usage }
+  },
+  stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
+    return new ResponsesClientStream(clientBody, opts)
+  },
+}

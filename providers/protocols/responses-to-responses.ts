@@ -1,0 +1,82 @@
+/**
+ * @module protocols/responses-to-responses – Responses client, Responses upstream: the fast path.
+ *
+ * The request changes as little as possible (upstream model name, `default_parameters`, `store:
+ * false` so the upstream keeps no state either); JSON answers go out byte for byte; stream events
+ * are forwarded as received, parsed only for usage (`response.completed` / `response.incomplete`),
+ * the output relayed (deltas) and the end. A stream that ends without a final event, or fails,
+ * ends with `response.failed` and `error`, numbered after the last event seen.
+ */
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
+import type { Usage } from '../../core/types/usage.ts'
+import { sseEvent } from '../../core/sse.ts'
+import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
+import { usageFromResponses } from './responses-common.ts'
+import { responsesDeltaChars } from './chat-to-responses.ts'
+
+class ResponsesPassStream implements StreamTranslator {
+  usage: Usage | undefined
+  startUsage: Usage | undefined
+  outputChars = 0
+  finished = false
+  #done = false
+  #seq = 0
+  #response: Record<string, unknown> | undefined
+  readonly #readUsage: (u: any) => Usage
+
+  constructor (opts: TranslateOptions) {
+    this.#readUsage = opts.upstream?.readUsage ?? usageFromResponses
+  }
+
+  push (ev: SseEvent): string {
+    if (this.#done) return ''
+    let d: any
+    try { d = JSON.parse(ev.data) } catch { return '' }
+    if (d === null || typeof d !== 'object') return ''
+    const name = ev.event ?? d.type
+    if (typeof d.sequence_number === 'number') this.#seq = d.sequence_number + 1
+    this.outputChars += responsesDeltaChars(name, d)
+    if (name === 'error') {
+      const e = d.error ?? d
+      return this.fail(typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', 502)
+    }
+    if (name === 'response.created' && d.response && typeof d.response === 'object') this.#response = d.response
+    if (name === 'response.completed' || name === 'response.incomplete' || name === 'response.failed') {
+      this.#done = true
+      if (d.response?.usage) this.usage = this.#readUsage(d.response.usage)
+      this.finished = name !== 'response.failed'
+    }
+    const raw = ev.event === undefined ? sseEvent(String(name), d) : ev.raw
+    return raw.endsWith('\n\n') || raw.endsWith('\r\n\r\n') ? raw : raw + '\n\n'
+  }
+
+  end (): string {
+    if (this.#done) return ''
+    return this.fail('The model service ended the stream before it finished.', 502)
+  }
+
+  fail (message: string, status = 502, detail?: StreamFailDetail): string {
+    if (this.#done) return ''
+    this.#done = true
+    const code = detail?.code !== undefined ? String(detail.code) : status === 408 ? 'timeout' : 'server_error'
+    const response = { ...this.#response, status: 'failed', error: { code, message } }
+    return sseEvent('response.failed', { type: 'response.failed', sequence_number: this.#seq++, response }) +
+      sseEvent('error', { type: 'error', sequence_number: this.#seq++, code, message, param: null })
+  }
+}
+
+export const responsesToResponses: Translator = {
+  passthrough: true,
+  request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
+    const out: Record<string, unknown> = { ...body, model: opts.upstreamModel, store: false }
+    const defaults = opts.model.public.default_parameters
+    for (const k in defaults) if (out[k] === undefined) out[k] = defaults[k]
+    return out
+  },
+  response (body: any, opts: TranslateOptions) {
+    return { body, usage: body?.usage ? (opts.upstream?.readUsage ?? usageFromResponses)(body.usage) : undefined }
+  },
+  stream (_clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
+    return new ResponsesPassStream(opts)
+  },
+}
