@@ -203,6 +203,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   try {
     current = await buildRuntime(config)
   } catch (err) {
+    await upstream.close()
     if (!given.stores) await stores.close()
     if (!opts.ledger) await ledger.close()
     throw err
