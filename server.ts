@@ -1,6 +1,8 @@
 /**
  * @module server – load config, buildApp(config) with the built-in plugins, adapters and translators,
- * listen; SIGTERM drains in-flight calls. Nothing else. Composition happens here, not in core.
+ * listen; SIGTERM drains in-flight calls, SIGHUP reloads the config file. Nothing else. Composition
+ * happens here, not in core. Every failure that stops the process is one `gateway: ...` line on
+ * stderr and exit code 1, never a stack.
  */
 /** The oldest Node major the gateway runs on (its HTTP client and SQLite binding need 22.19+). */
 const MIN_NODE = [22, 19]
@@ -43,7 +45,20 @@ async function main (): Promise<void> {
     process.exit(1)
   }
   if (admin) app.log.info({ address: admin.address }, 'admin API listening')
-  const address = await app.listen({ host: config.server.host, port: config.server.port })
+  let address: string
+  try {
+    address = await app.listen({ host: config.server.host, port: config.server.port })
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException
+    const why = e.code === 'EADDRINUSE' ? 'the port is already in use'
+      : e.code === 'EACCES' ? 'permission denied'
+        : e.code === 'EADDRNOTAVAIL' ? 'the address is not one of this machine\'s'
+          : e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' ? 'the host name does not resolve'
+            : e.message
+    process.stderr.write(`gateway: cannot listen on ${config.server.host}:${config.server.port} (server.host, server.port in ${config.source}): ${why}${e.code ? ` (${e.code})` : ''}\n`)
+    await app.close().catch(() => {})
+    process.exit(1)
+  }
   app.log.info({ address, config: config.source }, 'gateway listening')
   if (demoKey) {
     process.stdout.write(`\nGateway on ${address} (embedded default config).\nDemo key: ${demoKey}\n` +
@@ -64,6 +79,30 @@ async function main (): Promise<void> {
   }
   process.on('SIGTERM', () => shutdown('SIGTERM'))
   process.on('SIGINT', () => shutdown('SIGINT'))
+
+  // SIGHUP: read and validate the file again; only a config that builds whole replaces the one
+  // serving (core/app.ts reloadConfig), otherwise the error is logged as one line and nothing changes.
+  process.on('SIGHUP', () => {
+    if (closing) return
+    if (!process.env.GATEWAY_CONFIG) {
+      app.log.warn('SIGHUP: no config file to reload (GATEWAY_CONFIG is not set; the embedded default serves)')
+      return
+    }
+    const serving = app.gateway.configVersion
+    let next
+    try {
+      next = loadConfig(process.env).config
+    } catch (err) {
+      app.log.error({ code: (err as { code?: string }).code, configVersion: serving }, `config reload failed, version ${serving} keeps serving: ${(err as Error).message}`)
+      return
+    }
+    app.reloadConfig(next).catch(err => {
+      app.log.error({ code: (err as { code?: string }).code, configVersion: serving }, `config reload failed, version ${serving} keeps serving: ${(err as Error).message}`)
+    })
+  })
 }
 
-void main()
+main().catch(err => {
+  process.stderr.write(`gateway: ${(err as Error)?.message ?? String(err)}\n`)
+  process.exit(1)
+})

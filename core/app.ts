@@ -3,7 +3,7 @@
  * listens. The plugins, adapters and translators it may use come from the caller (server.ts passes
  * the built-in lists), so core never imports `plugins/` or `providers/`.
  */
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import pino, { type Logger } from 'pino'
 import type { GatewayConfig } from './config-schema.ts'
@@ -11,17 +11,18 @@ import type { GatewayPlugin, HostResolver, PluginDeps } from './plugin.ts'
 import type { ProviderAdapter, ProviderInstance, Translator, TranslatorKey } from './provider.ts'
 import type { KvStore, StoreSet } from './stores/kv.ts'
 import type { Ledger } from './ledger/ledger.ts'
-import type { Gateway } from './gateway.ts'
+import { gatewayOf, type Gateway } from './gateway.ts'
+import type { CallTracker } from './lifecycle.ts'
 import type { RouteName } from './context.ts'
 import type { ClientProtocol } from './types/model.ts'
 import { Catalog } from './catalog.ts'
 import { Registry, loadDefinition } from './registry.ts'
-import { buildPipeline } from './pipeline.ts'
+import { buildPipeline, type Pipeline } from './pipeline.ts'
 import { RequestContext } from './runner.ts'
 import { UpstreamClient } from './upstream.ts'
 import { Circuits, type CircuitOptions } from './routing.ts'
 import { compileOrThrow, describeErrors } from './schema.ts'
-import { deepFreeze } from './config.ts'
+import { coerceSubstituted, deepFreeze, substitutedIn } from './config.ts'
 import { lookupAll } from './resolve-host.ts'
 import { gwError } from './errors.ts'
 import { renderError, toGatewayError } from './error-reply.ts'
@@ -53,7 +54,52 @@ export interface BuildAppOptions {
   circuit?: Partial<CircuitOptions>
 }
 
-export type GatewayApp = FastifyInstance & { gateway: Gateway }
+export type GatewayApp = FastifyInstance & {
+  /** The services of the config version serving new requests now. */
+  gateway: Gateway
+  /**
+   * Swaps in a new config (already loaded and validated by loadConfig): builds its providers,
+   * catalog and plugins, then new requests use them while requests under way finish on the version
+   * they started with. Throws (the running version keeps serving) when the new one cannot be built.
+   */
+  reloadConfig (config: GatewayConfig): Promise<ReloadResult>
+}
+
+export interface ReloadResult {
+  /** The version now serving. */
+  configVersion: string
+  /** Settings that changed in the file but only take effect after a restart (JSON pointers). */
+  ignored: string[]
+}
+
+/**
+ * Settings a running process cannot change: the listener and its HTTP limits, the body parser,
+ * shutdown, the stores and the circuit defaults. A reload keeps the running values for these.
+ */
+const RESTART_ONLY = ['server', 'stores', 'circuit', 'admin'] as const
+/** Server settings read per request from the serving version, so a reload applies them. */
+const SERVER_RELOADABLE = new Set(['exemptProbesFromPlugins', 'maxUpstreamBodyBytes', 'maxUpstreamEventBytes'])
+
+/** Leaf pointers where two JSON values differ. */
+function differences (a: unknown, b: unknown, path: string, out: string[]): void {
+  if (a !== null && b !== null && typeof a === 'object' && typeof b === 'object' && !Array.isArray(a) && !Array.isArray(b)) {
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) differences((a as any)[k], (b as any)[k], `${path}/${k}`, out)
+  } else if (JSON.stringify(a) !== JSON.stringify(b)) out.push(path)
+}
+
+/** A config version's name: the first 12 hex digits of the SHA-256 of its settings. */
+export function configHash (config: GatewayConfig): string {
+  return createHash('sha256').update(JSON.stringify(config)).digest('hex').slice(0, 12)
+}
+
+/** One config version: its services, and who still uses it. */
+interface Runtime {
+  readonly gw: Gateway
+  /** Calls of this version past admission and settles running (the app's totals count them too). */
+  readonly own: CallTracker
+  /** Requests that captured this version and whose response has not closed yet. */
+  refs: number
+}
 
 interface RouteConfig { gwRoute?: RouteName, protocol?: ClientProtocol | 'none' }
 
@@ -74,13 +120,14 @@ async function createProviders (config: GatewayConfig, registry: Registry<Provid
     const adapter = p.module
       ? await loadDefinition({ module: p.module, baseDir: config.baseDir, name: p.adapter, code: 'GW_ERR_PROVIDER_LOAD', is: isProviderAdapter, helper: 'defineProvider' })
       : registry.get(p.adapter)
-    if (!adapter) throw gwError('GW_ERR_PROVIDER_UNKNOWN', [p.adapter, `/providers/${i}/adapter`, registry.names().join(', ')])
+    if (!adapter) throw gwError('GW_ERR_PROVIDER_UNKNOWN', [p.adapter, config.source, `/providers/${i}/adapter`, registry.names().join(', ')])
     if (out.has(p.name)) throw gwError('GW_ERR_REGISTRY_DUPLICATE', ['provider', p.name])
     const cfg = structuredClone(p.config ?? {})
+    coerceSubstituted(cfg, adapter.configSchema, substitutedIn(config), `/providers/${i}/config`)
     const validate = compileOrThrow(adapter.configSchema, `provider ${adapter.name}`)
     if (!validate(cfg)) {
       const { path, message } = describeErrors(validate.errors)
-      throw gwError('GW_ERR_PROVIDER_CONFIG_INVALID', [p.name, `/providers/${i}/config${path === '/' ? '' : path}`, message])
+      throw gwError('GW_ERR_PROVIDER_CONFIG_INVALID', [p.name, config.source, `/providers/${i}/config${path === '/' ? '' : path}`, message])
     }
     out.set(p.name, adapter.create(deepFreeze(cfg) as never, { log: log.child({ provider: p.name }), name: p.name }))
   }
@@ -95,28 +142,126 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   const { translators } = opts
   const providerRegistry = new Registry<ProviderAdapter<any>>('provider adapter', opts.providers)
   const pluginRegistry = new Registry<GatewayPlugin<any>>('plugin', opts.plugins)
-  const providers = await createProviders(config, providerRegistry, log)
-  const providerCircuits = new Map(config.providers.flatMap(p => p.circuit ? [[p.name, p.circuit] as const] : []))
-  const catalog = new Catalog(config.models, config.aliases, new Set(providers.keys()), providerCircuits)
   const { singleStore } = await import('./stores/index.ts')
   const given = { stores: opts.stores ?? (opts.store ? singleStore(opts.store) : undefined), ledger: opts.ledger }
   const { stores, ledger } = await openBackends(config, given, now)
-  const pipeline = await buildPipeline({
-    entries: config.pipeline,
-    registry: pluginRegistry,
-    baseDir: config.baseDir,
-    log,
-    depsFor: (plugin, routes): Omit<PluginDeps, 'error'> => ({ store: stores.open(plugin.name, plugin.storePurpose ?? 'counters'), ledger, catalog, log: log.child({ plugin: plugin.name }), now, routes, resolveHost }),
-  })
-  deepFreeze(config)
-  const gw: Gateway = {
-    config, catalog, pipeline, providers, translators, stores, ledger, log, now,
-    upstream: new UpstreamClient(),
-    // Circuit state is shared through the store when it is shared (Redis); in memory it stays local.
-    circuits: new Circuits({ ...config.circuit, ...opts.circuit }, now, stores.shared ? { store: stores.open('circuit', 'counters') } : undefined),
-    inFlight: 0,
-    settling: 0,
+  const upstream = new UpstreamClient()
+  // Circuit state is shared through the store when it is shared (Redis); in memory it stays local.
+  const circuits = new Circuits({ ...config.circuit, ...opts.circuit }, now, stores.shared ? { store: stores.open('circuit', 'counters') } : undefined)
+  /** Calls in flight and settles running, all versions together (shutdown waits for them). */
+  const totals: CallTracker = { inFlight: 0, settling: 0 }
+
+  /**
+   * Builds one config version: provider instances, catalog, plugin instances. Stores, ledger,
+   * upstream pool and circuits are the app's and shared by every version. Throws on any problem,
+   * having closed what it opened.
+   */
+  const buildRuntime = async (cfg: GatewayConfig): Promise<Runtime> => {
+    const configVersion = configHash(cfg)
+    const configLoadedAt = Date.now()
+    const providers = await createProviders(cfg, providerRegistry, log)
+    let pipeline: Pipeline
+    let catalog: Catalog
+    try {
+      const providerCircuits = new Map(cfg.providers.flatMap(p => p.circuit ? [[p.name, p.circuit] as const] : []))
+      catalog = new Catalog(cfg.models, cfg.aliases, new Set(providers.keys()), providerCircuits, cfg.source)
+      const cat = catalog
+      pipeline = await buildPipeline({
+        entries: cfg.pipeline,
+        registry: pluginRegistry,
+        baseDir: cfg.baseDir,
+        source: cfg.source,
+        substituted: substitutedIn(cfg),
+        log,
+        depsFor: (plugin, routes): Omit<PluginDeps, 'error'> => ({ store: stores.open(plugin.name, plugin.storePurpose ?? 'counters'), ledger, catalog: cat, log: log.child({ plugin: plugin.name }), now, routes, resolveHost }),
+      })
+    } catch (err) {
+      await Promise.allSettled([...providers.values()].map(p => p.close?.()))
+      throw err
+    }
+    deepFreeze(cfg)
+    const own: CallTracker = { inFlight: 0, settling: 0 }
+    // The call lifecycle counts through these (++/--): each change goes to this version's count
+    // (so it is retired only once idle) and to the app's totals, which the getters show.
+    const gw: Gateway = {
+      config: cfg, catalog, pipeline, providers, translators, stores, ledger, log, now, upstream, circuits,
+      configVersion, configLoadedAt,
+      get inFlight () { return totals.inFlight },
+      set inFlight (v: number) { own.inFlight += v - totals.inFlight; totals.inFlight = v },
+      get settling () { return totals.settling },
+      set settling (v: number) { own.settling += v - totals.settling; totals.settling = v },
+    }
+    return { gw, own, refs: 0 }
   }
+
+  const closeRuntime = async (rt: Runtime): Promise<void> => {
+    await rt.gw.pipeline.close()
+    await Promise.allSettled([...rt.gw.providers.values()].map(p => p.close?.()))
+  }
+
+  let current: Runtime
+  try {
+    current = await buildRuntime(config)
+  } catch (err) {
+    await upstream.close()
+    if (!given.stores) await stores.close()
+    if (!opts.ledger) await ledger.close()
+    throw err
+  }
+  const logVersion = (rt: Runtime): void => {
+    log.info({ configVersion: rt.gw.configVersion, configLoadedAt: new Date(rt.gw.configLoadedAt).toISOString(), config: rt.gw.config.source },
+      `config version ${rt.gw.configVersion} (loaded ${new Date(rt.gw.configLoadedAt).toISOString()}) serves`)
+  }
+  logVersion(current)
+
+  /** Versions replaced by a reload, closed once no request uses them. */
+  const retiring = new Set<Runtime>()
+  let retireTimer: NodeJS.Timeout | undefined
+  const sweepRetiring = (): void => {
+    for (const rt of retiring) {
+      if (rt.refs > 0 || rt.own.inFlight > 0 || rt.own.settling > 0) continue
+      retiring.delete(rt)
+      closeRuntime(rt).then(
+        () => log.info({ configVersion: rt.gw.configVersion }, `config version ${rt.gw.configVersion} retired`),
+        err => log.error({ err, configVersion: rt.gw.configVersion }, 'closing a retired config version failed'))
+    }
+    if (retiring.size === 0) { clearInterval(retireTimer); retireTimer = undefined }
+  }
+
+  let reloading: Promise<unknown> = Promise.resolve()
+  const reloadConfig = (next: GatewayConfig): Promise<ReloadResult> => {
+    const run = async (): Promise<ReloadResult> => {
+      const running = current.gw.config
+      const ignored: string[] = []
+      for (const section of RESTART_ONLY) {
+        const diffs: string[] = []
+        differences(running[section], next[section], `/${section}`, diffs)
+        for (const d of diffs) {
+          if (section === 'server' && SERVER_RELOADABLE.has(d.split('/')[2])) continue
+          ignored.push(d)
+        }
+        // The running values stay, so the new version's config says what is in force.
+        if (section === 'server') {
+          const server: Record<string, unknown> = { ...running.server }
+          for (const k of SERVER_RELOADABLE) server[k] = (next.server as Record<string, unknown>)[k]
+          ;(next as { server: unknown }).server = server
+        } else (next as Record<string, unknown>)[section] = structuredClone(running[section])
+      }
+      const rt = await buildRuntime(next)
+      const old = current
+      current = rt
+      log.level = next.logging.level
+      if (ignored.length > 0) log.warn({ ignored }, `config reload: ${ignored.join(', ')} changed; ignored until restart`)
+      logVersion(rt)
+      retiring.add(old)
+      retireTimer ??= setInterval(sweepRetiring, 50).unref()
+      return { configVersion: rt.gw.configVersion, ignored }
+    }
+    const result = reloading.then(run, run)
+    reloading = result.catch(() => {})
+    return result
+  }
+
   const server = config.server
 
   /** Renders an error in the body shape of the route called, localized, with the trace id. */
@@ -177,19 +322,30 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     },
     clientErrorHandler: clientErrorHandler(log),
   }) as unknown as GatewayApp
-  app.decorate('gateway', gw)
+  app.decorate('gateway', { getter: () => current.gw })
+  app.decorate('reloadConfig', reloadConfig)
   app.decorateRequest('gw', null)
+  app.decorateRequest('gwRuntime', null)
   registerBodyParsers(app, { maxBytes: server.bodyLimitBytes, maxDepth: server.maxJsonDepth })
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const rc = (request.routeOptions.config ?? {}) as RouteConfig
     const route = rc.gwRoute ?? 'other'
     const protocol = rc.protocol ?? (request.url.startsWith('/v1/messages') ? 'messages' : 'none')
+    // The request keeps the config version serving when it starts, to its end (reloads swap `current`).
+    const rt = current
+    const gw = rt.gw
     const ctx = new RequestContext(request.id, route, protocol, request.method, request.url, request.ip, request.headers, request.log as unknown as Logger, now, gw)
     ;(request as any).gw = ctx
+    ;(request as any).gwRuntime = gw
+    rt.refs++
     reply.header('x-gw-trace-id', request.id)
-    reply.raw.once('close', () => { if (!reply.raw.writableFinished) ctx.clientGone(new Error('client closed the connection')) })
-    if (route === 'probes' && config.server.exemptProbesFromPlugins) return
+    reply.raw.once('close', () => {
+      rt.refs--
+      if (!reply.raw.writableFinished) ctx.clientGone(new Error('client closed the connection'))
+    })
+    const { pipeline } = gw
+    if (route === 'probes' && gw.config.server.exemptProbesFromPlugins) return
     await ctx.runPhase(pipeline, 'connect')
     // An unknown route is refused here, before its body is read: nobody parses what nobody serves.
     if (route === 'other') throw gwError('GW_ERR_ROUTE_NOT_FOUND', [request.method, request.url.split('?')[0]])
@@ -198,11 +354,12 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
 
   app.addHook('preHandler', async (request: FastifyRequest) => {
     const ctx = (request as any).gw as RequestContext
-    if (ctx.route === 'probes' && config.server.exemptProbesFromPlugins) return
+    const gw = gatewayOf(request)
+    if (ctx.route === 'probes' && gw.config.server.exemptProbesFromPlugins) return
     if (ctx.route === 'chat' || ctx.route === 'messages' || ctx.route === 'responses') prepareInference(gw, ctx, request.body)
     else if (request.body !== undefined) ctx.body = deepFreeze(request.body)
-    await ctx.runPhase(pipeline, 'inspect')
-    await ctx.runPhase(pipeline, 'admit')
+    await ctx.runPhase(gw.pipeline, 'inspect')
+    await ctx.runPhase(gw.pipeline, 'admit')
   })
 
   app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
@@ -218,10 +375,10 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     throw gwError('GW_ERR_ROUTE_NOT_FOUND', [request.method, request.url.split('?')[0]])
   })
 
-  probeRoutes(app, gw)
-  modelRoutes(app, gw)
+  probeRoutes(app)
+  modelRoutes(app)
   reservedRoutes(app)
-  inferenceRoutes(app, gw)
+  inferenceRoutes(app)
 
   // Graceful shutdown: fastify's close() stops accepting and waits for every open connection, so
   // in-flight calls and streams run on; past server.shutdownGraceMs the ones still running are cut
@@ -230,8 +387,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   let cutTimer: NodeJS.Timeout | undefined
   app.addHook('preClose', async () => {
     cutTimer = setTimeout(() => {
-      if (gw.inFlight === 0) return
-      log.warn({ inFlight: gw.inFlight }, 'grace period over; cutting the calls still running')
+      if (totals.inFlight === 0) return
+      log.warn({ inFlight: totals.inFlight }, 'grace period over; cutting the calls still running')
       app.server.closeAllConnections()
     }, config.server.shutdownGraceMs)
     cutTimer.unref()
@@ -242,10 +399,12 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     // Settles still running finish first (bounded): their charges must reach the ledger. The call
     // lifecycle counts calls in flight and settles running (lifecycle.ts).
     const end = Date.now() + Math.max(config.server.shutdownGraceMs, SETTLE_AFTER_CUT_MS)
-    while ((gw.inFlight > 0 || gw.settling > 0) && Date.now() < end) await new Promise(resolve => setTimeout(resolve, 10))
-    await pipeline.close()
-    await Promise.allSettled([...providers.values()].map(p => p.close?.()))
-    await gw.upstream.close()
+    while ((totals.inFlight > 0 || totals.settling > 0) && Date.now() < end) await new Promise(resolve => setTimeout(resolve, 10))
+    await reloading
+    clearInterval(retireTimer)
+    await Promise.allSettled([current, ...retiring].map(closeRuntime))
+    retiring.clear()
+    await upstream.close()
     if (!given.stores) await stores.close()
     if (!opts.ledger) await ledger.close()
   })

@@ -4,7 +4,7 @@ import type { CircuitOverrides, Deployment, ModelEntry, PublicModel } from './ty
 import type { Principal } from './types/principal.ts'
 import { gwError } from './errors.ts'
 
-function toEntry (m: ModelConfigT, providers: ReadonlySet<string>, providerCircuits: ReadonlyMap<string, CircuitOverrides>): ModelEntry {
+function toEntry (m: ModelConfigT, providers: ReadonlySet<string>, providerCircuits: ReadonlyMap<string, CircuitOverrides>, source: string, i: number): ModelEntry {
   const pub: PublicModel = {
     id: m.id,
     object: 'model',
@@ -16,8 +16,8 @@ function toEntry (m: ModelConfigT, providers: ReadonlySet<string>, providerCircu
     supported_parameters: [...m.supported_parameters],
     default_parameters: { ...m.default_parameters },
   }
-  const deployments = m.deployments.map(d => {
-    if (!providers.has(d.provider)) throw gwError('GW_ERR_MODEL_CONFIG_INVALID', [m.id, `deployment names unknown provider "${d.provider}"`])
+  const deployments = m.deployments.map((d, j) => {
+    if (!providers.has(d.provider)) throw gwError('GW_ERR_MODEL_CONFIG_INVALID', [m.id, source, `/models/${i}/deployments/${j}/provider`, `names unknown provider "${d.provider}"`])
     const out: Deployment = { provider: d.provider, upstreamModel: d.model ?? m.id, priority: d.priority, weight: d.weight }
     // The model's thresholds win over its provider's; what neither sets keeps the defaults.
     const circuit = { ...providerCircuits.get(d.provider), ...m.circuit }
@@ -46,13 +46,15 @@ export class Catalog {
     models: readonly ModelConfigT[], aliases: Readonly<Record<string, string>>, providers: ReadonlySet<string>,
     /** provider name → its own circuit thresholds, for the deployments that name it. */
     providerCircuits: ReadonlyMap<string, CircuitOverrides> = new Map(),
+    /** The config file, named in errors with the path inside it. */
+    source = 'config',
   ) {
-    for (const m of models) {
-      if (this.#byId.has(m.id)) throw gwError('GW_ERR_MODEL_CONFIG_INVALID', [m.id, 'listed twice'])
-      this.#byId.set(m.id, toEntry(m, providers, providerCircuits))
+    for (const [i, m] of models.entries()) {
+      if (this.#byId.has(m.id)) throw gwError('GW_ERR_MODEL_CONFIG_INVALID', [m.id, source, `/models/${i}/id`, 'listed twice'])
+      this.#byId.set(m.id, toEntry(m, providers, providerCircuits, source, i))
     }
     for (const [alias, target] of Object.entries(aliases)) {
-      if (!this.#byId.has(target)) throw gwError('GW_ERR_MODEL_CONFIG_INVALID', [alias, `alias points to unknown model "${target}"`])
+      if (!this.#byId.has(target)) throw gwError('GW_ERR_MODEL_CONFIG_INVALID', [alias, source, `/aliases/${alias.replace(/~/g, '~0').replace(/\//g, '~1')}`, `points to unknown model "${target}"`])
     }
     this.#aliases = new Map(Object.entries(aliases))
     this.#listed = [...this.#byId.values()].filter(m => !m.deprecated)

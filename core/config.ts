@@ -12,23 +12,89 @@ export type Env = Readonly<Record<string, string | undefined>>
 
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g
 
-/** Replaces `${VAR}` and `${VAR:-fallback}` in every string of a parsed document. */
-export function substituteEnv (value: unknown, env: Env, source: string): unknown {
+/**
+ * Replaces `${VAR}` and `${VAR:-fallback}` in every string of a parsed document. The JSON pointer of
+ * every string that held a reference goes into `substituted`: only those may be coerced to the
+ * number or boolean their schema asks for (a literal "8080" in the file stays a string).
+ */
+export function substituteEnv (value: unknown, env: Env, source: string, path = '', substituted?: Set<string>): unknown {
   if (typeof value === 'string') {
-    return value.replace(ENV_REF, (_m, name: string, fallback: string | undefined) => {
+    let hit = false
+    const out = value.replace(ENV_REF, (_m, name: string, fallback: string | undefined) => {
+      hit = true
       const v = env[name]
       if (v !== undefined && v !== '') return v
       if (fallback !== undefined) return fallback
-      throw gwError('GW_ERR_CONFIG_ENV_MISSING', [source, name])
+      throw gwError('GW_ERR_CONFIG_ENV_MISSING', [source, path || '/', name])
     })
+    if (hit) substituted?.add(path)
+    return out
   }
-  if (Array.isArray(value)) return value.map(v => substituteEnv(v, env, source))
+  if (Array.isArray(value)) return value.map((v, i) => substituteEnv(v, env, source, `${path}/${i}`, substituted))
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(value)) out[k] = substituteEnv(v, env, source)
+    for (const [k, v] of Object.entries(value)) out[k] = substituteEnv(v, env, source, `${path}/${escapePointer(k)}`, substituted)
     return out
   }
   return value
+}
+
+function escapePointer (key: string): string { return key.replace(/~/g, '~0').replace(/\//g, '~1') }
+function unescapePointer (seg: string): string { return seg.replace(/~1/g, '/').replace(/~0/g, '~') }
+
+type SchemaNode = { type?: string | string[], properties?: Record<string, SchemaNode>, patternProperties?: Record<string, SchemaNode>, additionalProperties?: boolean | SchemaNode, items?: SchemaNode | SchemaNode[], anyOf?: SchemaNode[], oneOf?: SchemaNode[], allOf?: SchemaNode[] }
+
+/** The sub-schemas that may apply at one step below `nodes` (every branch of a union is kept). */
+function stepInto (nodes: SchemaNode[], seg: string): SchemaNode[] {
+  const out: SchemaNode[] = []
+  const visit = (n: SchemaNode | undefined): void => {
+    if (!n || typeof n !== 'object') return
+    for (const alt of [...n.anyOf ?? [], ...n.oneOf ?? [], ...n.allOf ?? []]) visit(alt)
+    const pattern = Object.entries(n.patternProperties ?? {}).find(([re]) => new RegExp(re, 'u').test(seg))
+    if (n.properties && Object.hasOwn(n.properties, seg)) out.push(n.properties[seg])
+    else if (pattern) out.push(pattern[1])
+    else if (n.additionalProperties && typeof n.additionalProperties === 'object') out.push(n.additionalProperties)
+    if (n.items && /^\d+$/.test(seg)) out.push(Array.isArray(n.items) ? n.items[Number(seg)] : n.items)
+  }
+  for (const n of nodes) visit(n)
+  return out
+}
+
+function typesOf (nodes: SchemaNode[]): Set<string> {
+  const types = new Set<string>()
+  const visit = (n: SchemaNode | undefined): void => {
+    if (!n || typeof n !== 'object') return
+    for (const alt of [...n.anyOf ?? [], ...n.oneOf ?? []]) visit(alt)
+    for (const t of [n.type ?? []].flat()) types.add(t)
+  }
+  for (const n of nodes) visit(n)
+  return types
+}
+
+/**
+ * Turns a substituted string into the number, integer or boolean the schema wants at its path.
+ * Rule: only strings that came from `${VAR}` (their pointers, relative to `base`, are in
+ * `substituted`) and only where the schema accepts no string there. A value that does not parse
+ * stays a string, so validation names the path and says what it must be.
+ */
+export function coerceSubstituted (doc: unknown, schema: object, substituted: ReadonlySet<string>, base = ''): void {
+  for (const pointer of substituted) {
+    if (base !== '' && !pointer.startsWith(base + '/')) continue
+    const segs = pointer.slice(base.length).split('/').slice(1).map(unescapePointer)
+    if (segs.length === 0) continue
+    let parent: any = doc
+    for (const seg of segs.slice(0, -1)) parent = parent?.[seg]
+    const last = segs[segs.length - 1]
+    if (parent === null || typeof parent !== 'object' || typeof parent[last] !== 'string') continue
+    let nodes: SchemaNode[] = [schema as SchemaNode]
+    for (const seg of segs) nodes = stepInto(nodes, seg)
+    const types = typesOf(nodes)
+    if (types.has('string') || types.size === 0) continue
+    const raw = (parent[last] as string).trim()
+    if (types.has('integer') && /^-?\d+$/.test(raw)) parent[last] = Number(raw)
+    else if (types.has('number') && /^-?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(raw)) parent[last] = Number(raw)
+    else if (types.has('boolean') && (raw === 'true' || raw === 'false')) parent[last] = raw === 'true'
+  }
 }
 
 /**
@@ -52,7 +118,11 @@ function parseDocument (text: string, source: string): unknown {
   try {
     return /\.json$/i.test(source) ? JSON.parse(text) : parseYaml(text)
   } catch (err) {
-    throw gwError('GW_ERR_CONFIG_INVALID', [source, '/', (err as Error).message.split('\n')[0]], { cause: err })
+    // A syntax error has no path inside the document yet: its line and column stand for it.
+    const pos = (err as { linePos?: { line: number, col: number }[] }).linePos?.[0]
+    const first = (err as Error).message.split('\n')[0]
+    if (pos) throw gwError('GW_ERR_CONFIG_INVALID', [source, `line ${pos.line}, column ${pos.col}`, first.replace(/ at line \d+, column \d+:?$/, '')], { cause: err })
+    throw gwError('GW_ERR_CONFIG_INVALID', [source, '/', first], { cause: err })
   }
 }
 
@@ -63,6 +133,13 @@ function envInt (env: Env, name: string, source: string): number | undefined {
   void source
   return Number(raw)
 }
+
+/**
+ * Pointers of the strings `${VAR}` filled, per built config: plugin and adapter configs have their
+ * own schemas, so their values are coerced where those schemas are known (pipeline, providers).
+ */
+const substitutedPaths = new WeakMap<object, ReadonlySet<string>>()
+export function substitutedIn (config: object): ReadonlySet<string> { return substitutedPaths.get(config) ?? new Set() }
 
 /** Result of loading: the frozen config, and the demo key when the embedded default made one. */
 export interface LoadedConfig {
@@ -75,7 +152,8 @@ export interface LoadedConfig {
  * overrides, validates, fills defaults and freezes. Throws GW_ERR_CONFIG_* on any problem.
  */
 export function buildConfig (doc: unknown, source: string, baseDir: string, env: Env): GatewayConfig {
-  const withEnv = substituteEnv(doc ?? {}, env, source) as Record<string, any>
+  const substituted = new Set<string>()
+  const withEnv = substituteEnv(doc ?? {}, env, source, '', substituted) as Record<string, any>
   if (withEnv === null || typeof withEnv !== 'object' || Array.isArray(withEnv)) {
     throw gwError('GW_ERR_CONFIG_INVALID', [source, '/', 'must be an object'])
   }
@@ -93,6 +171,7 @@ export function buildConfig (doc: unknown, source: string, baseDir: string, env:
       }
     }
   }
+  coerceSubstituted(withEnv, GatewayConfigSchema, substituted)
   const validate = compileOrThrow(GatewayConfigSchema, 'config')
   if (!validate(withEnv)) {
     const { path, message } = describeErrors(validate.errors)
@@ -104,6 +183,7 @@ export function buildConfig (doc: unknown, source: string, baseDir: string, env:
   }
   Object.defineProperty(withEnv, 'source', { value: source, enumerable: false })
   Object.defineProperty(withEnv, 'baseDir', { value: baseDir, enumerable: false })
+  substitutedPaths.set(withEnv, substituted)
   return withEnv as GatewayConfig
 }
 

@@ -1,4 +1,5 @@
 /** @module gateway – the services one app holds; routes and the dispatcher read them. */
+import type { FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { GatewayConfig } from './config-schema.ts'
 import type { Catalog } from './catalog.ts'
@@ -9,8 +10,17 @@ import type { Circuits } from './routing.ts'
 import type { StoreSet } from './stores/kv.ts'
 import type { Ledger } from './ledger/ledger.ts'
 
+/**
+ * The services of one config version. Stores, ledger, upstream pool and circuits are the app's and
+ * the same in every version; config, catalog, pipeline and providers are the version's own. Each
+ * request keeps the version it started under (`gatewayOf`), whatever reloads happen meanwhile.
+ */
 export interface Gateway {
   readonly config: GatewayConfig
+  /** This version's name: the first 12 hex digits of the SHA-256 of its settings. */
+  readonly configVersion: string
+  /** When this version was loaded (ms since the epoch). */
+  readonly configLoadedAt: number
   readonly catalog: Catalog
   readonly pipeline: Pipeline
   readonly providers: ReadonlyMap<string, ProviderInstance>
@@ -25,4 +35,9 @@ export interface Gateway {
   inFlight: number
   /** Requests whose settle is running, counted by their lifecycle (shutdown waits for them before closing stores). */
   settling: number
+}
+
+/** The config version a request started under (set when the request arrives). */
+export function gatewayOf (request: FastifyRequest): Gateway {
+  return (request as unknown as { gwRuntime: Gateway }).gwRuntime
 }

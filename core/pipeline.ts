@@ -6,7 +6,7 @@ import { PHASES, type Phase } from './phases.ts'
 import { isGatewayPlugin, OUTPUT_NAME, type GatewayPlugin, type PluginDeps, type PluginHooks, type PluginOutput } from './plugin.ts'
 import { Registry, loadDefinition } from './registry.ts'
 import { compileOrThrow, describeErrors } from './schema.ts'
-import { deepFreeze } from './config.ts'
+import { coerceSubstituted, deepFreeze } from './config.ts'
 import { gwError } from './errors.ts'
 import { checkPluginErrors, errorHelper, type PluginErrorTable } from './plugin-errors.ts'
 
@@ -59,6 +59,10 @@ export interface BuildPipelineOptions {
   registry: Registry<GatewayPlugin>
   /** Directory custom `module` paths are relative to. */
   baseDir: string
+  /** The config file, named in errors with the path inside it. */
+  source?: string
+  /** Pointers of the config's strings `${VAR}` filled (coerced where a plugin's schema wants a number or boolean). */
+  substituted?: ReadonlySet<string>
   /** Services for one plugin's `create()`. */
   depsFor (plugin: GatewayPlugin, routes: readonly RouteName[]): Omit<PluginDeps, 'error'>
   log: Logger
@@ -72,23 +76,25 @@ export interface BuildPipelineOptions {
 export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeline> {
   const resolved: { entry: PipelineEntryT, plugin: GatewayPlugin, config: unknown, routes: RouteName[] }[] = []
   const seen = new Map<string, number>()
+  const source = opts.source ?? 'config'
   for (const [i, entry] of opts.entries.entries()) {
     const where = `/pipeline/${i}`
     const plugin = entry.module
       ? await loadDefinition({ module: entry.module, baseDir: opts.baseDir, name: entry.plugin, code: 'GW_ERR_PLUGIN_LOAD', is: isGatewayPlugin, helper: 'definePlugin' })
       : opts.registry.get(entry.plugin)
-    if (!plugin) throw gwError('GW_ERR_PLUGIN_UNKNOWN', [entry.plugin, where, opts.registry.names().join(', ')])
+    if (!plugin) throw gwError('GW_ERR_PLUGIN_UNKNOWN', [entry.plugin, source, `${where}/plugin`, opts.registry.names().join(', ')])
     if (!(PHASES as readonly string[]).includes(plugin.phase)) throw gwError('GW_ERR_PLUGIN_INVALID', [`"${plugin.name}" has unknown phase "${plugin.phase}"`])
     for (const out of [...plugin.provides ?? [], ...plugin.requires ?? []]) {
       if (typeof out !== 'string' || !OUTPUT_NAME.test(out)) throw gwError('GW_ERR_PLUGIN_PROVIDES', [plugin.name, out, 'an output name is lower camelCase or kebab-case'])
     }
-    if (seen.has(plugin.name)) throw gwError('GW_ERR_PLUGIN_DUPLICATE', [plugin.name, `/pipeline/${seen.get(plugin.name)} and ${where}`])
+    if (seen.has(plugin.name)) throw gwError('GW_ERR_PLUGIN_DUPLICATE', [plugin.name, `${source} at /pipeline/${seen.get(plugin.name)} and ${where}`])
     seen.set(plugin.name, i)
     const config = structuredClone(entry.config ?? {})
+    if (opts.substituted) coerceSubstituted(config, plugin.configSchema, opts.substituted, `${where}/config`)
     const validate = compileOrThrow(plugin.configSchema, `plugin ${plugin.name}`)
     if (!validate(config)) {
       const { path, message } = describeErrors(validate.errors)
-      throw gwError('GW_ERR_PLUGIN_CONFIG_INVALID', [plugin.name, `${where}/config${path === '/' ? '' : path}`, message])
+      throw gwError('GW_ERR_PLUGIN_CONFIG_INVALID', [plugin.name, source, `${where}/config${path === '/' ? '' : path}`, message])
     }
     const routes = [...(entry.routes ?? plugin.defaultRoutes ?? ROUTE_NAMES)]
     let prepared: unknown = config
@@ -96,7 +102,7 @@ export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeli
       try {
         prepared = plugin.prepareConfig(config as never)
       } catch (err) {
-        throw gwError('GW_ERR_PLUGIN_CONFIG_INVALID', [plugin.name, `${where}/config`, (err as Error).message], { cause: err })
+        throw gwError('GW_ERR_PLUGIN_CONFIG_INVALID', [plugin.name, source, `${where}/config`, (err as Error).message], { cause: err })
       }
       // The gateway's own copy of the entry keeps only the prepared form (no plain secrets).
       ;(entry as { config?: unknown }).config = structuredClone(prepared)

@@ -1,6 +1,6 @@
 /** @module routes/inference – POST /v1/chat/completions, /v1/messages and /v1/responses: body checks, model, dispatch. */
 import type { FastifyInstance } from 'fastify'
-import type { Gateway } from '../gateway.ts'
+import { gatewayOf, type Gateway } from '../gateway.ts'
 import type { RequestContext } from '../runner.ts'
 import { compileOrThrow, describeErrors } from '../schema.ts'
 import { gwError } from '../errors.ts'
@@ -44,14 +44,15 @@ export function prepareInference (gw: Gateway, ctx: RequestContext, body: unknow
   ctx.body = deepFreeze(b)
 }
 
-export function inferenceRoutes (app: FastifyInstance, gw: Gateway): void {
+/** The handlers use the config version each request started under (gatewayOf). */
+export function inferenceRoutes (app: FastifyInstance): void {
   const handler = async (request: any, reply: any) => {
     const ctx = request.gw as RequestContext
     // A client that left during the phases ended its call there; never call the model for it.
     if (ctx.aborted) return reply
     ctx.dispatching()
     try {
-      await dispatch(gw, ctx, reply)
+      await dispatch(gatewayOf(request), ctx, reply)
     } catch (err) {
       if (!ctx.aborted) throw err
       // Nobody to answer: the call ends here (fastify's onResponse never fires for a dead socket).

@@ -1,6 +1,6 @@
 /** @module routes/models – GET /v1/models (limit 1–1000, default 500) and GET /v1/models/{id} (slashes allowed). */
 import type { FastifyInstance } from 'fastify'
-import type { Gateway } from '../gateway.ts'
+import { gatewayOf } from '../gateway.ts'
 import type { RequestContext } from '../runner.ts'
 import { gwError } from '../errors.ts'
 
@@ -15,12 +15,13 @@ function parseLimit (raw: unknown): number {
   return n
 }
 
-export function modelRoutes (app: FastifyInstance, gw: Gateway): void {
+/** The catalog is the one of the config version each request started under (gatewayOf). */
+export function modelRoutes (app: FastifyInstance): void {
   const config = { gwRoute: 'models', protocol: 'none' }
   app.get('/v1/models', { config }, async (request, reply) => {
     const limit = parseLimit((request.query as Record<string, unknown>).limit)
     const ctx = (request as any).gw as RequestContext
-    const data = gw.catalog.list(ctx.principal).slice(0, limit).map(m => m.public)
+    const data = gatewayOf(request).catalog.list(ctx.principal).slice(0, limit).map(m => m.public)
     return reply.header('content-type', 'application/json; charset=utf-8').send(JSON.stringify({ object: 'list', data }))
   })
   app.get('/v1/models/*', { config }, async (request, reply) => {
@@ -28,7 +29,7 @@ export function modelRoutes (app: FastifyInstance, gw: Gateway): void {
     const id = (request.params as Record<string, string>)['*'] ?? ''
     if (!id) throw gwError('GW_ERR_MODEL_ID_MISSING')
     const ctx = (request as any).gw as RequestContext
-    const model = gw.catalog.usable(id, ctx.principal)
+    const model = gatewayOf(request).catalog.usable(id, ctx.principal)
     if (!model) throw gwError('GW_ERR_MODEL_NOT_FOUND', [id])
     return reply.header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(model.public))
   })

@@ -1,6 +1,6 @@
 /** @module routes/probes – GET /healthz (liveness) and GET /readyz (dependencies reachable). */
 import type { FastifyInstance } from 'fastify'
-import type { Gateway } from '../gateway.ts'
+import { gatewayOf, type Gateway } from '../gateway.ts'
 
 export const SERVICE_NAME = 'model-gateway'
 
@@ -18,11 +18,11 @@ export async function firstDown (gw: Gateway): Promise<string | undefined> {
   return undefined
 }
 
-export function probeRoutes (app: FastifyInstance, gw: Gateway): void {
+export function probeRoutes (app: FastifyInstance): void {
   const config = { gwRoute: 'probes', protocol: 'none' }
   app.get('/healthz', { config }, async () => ({ status: 'ok', service: SERVICE_NAME }))
-  app.get('/readyz', { config }, async (_request, reply) => {
-    const down = await firstDown(gw)
+  app.get('/readyz', { config }, async (request, reply) => {
+    const down = await firstDown(gatewayOf(request))
     if (down) return reply.code(503).send({ status: 'unavailable', error: `${down} unreachable` })
     return { status: 'ready', service: SERVICE_NAME }
   })

@@ -90,7 +90,7 @@ t.test('pipeline – start-up checks', async t => {
   })
   await t.rejects(buildTestApp({ plugins: [recorder('needs-x', 'admit', log, { deps: ['x'] })], pipeline: [{ plugin: 'needs-x' }] }), { code: 'GW_ERR_PLUGIN_DEPENDENCY' })
   await t.rejects(buildTestApp({ pipeline: [{ plugin: 'auth', config: { keys: [{ key: 'not-a-gw-key' }] } }] }), {
-    code: 'GW_ERR_PLUGIN_CONFIG_INVALID', message: /"auth" at \/pipeline\/0\/config\/keys\/0\/key: must match pattern/,
+    code: 'GW_ERR_PLUGIN_CONFIG_INVALID', message: /"auth" in test config at \/pipeline\/0\/config\/keys\/0\/key: must match pattern/,
   })
   await t.rejects(buildTestApp({ pipeline: [{ plugin: 'auth', config: { bogus: 1 } }] }), { message: /must NOT have additional properties \("bogus"\)/ })
   await t.rejects(buildTestApp({ pipeline: [{ plugin: 'x', module: 'test/fixtures/plugins/missing.mjs' }] }), { code: 'GW_ERR_PLUGIN_LOAD' })

@@ -79,11 +79,13 @@ t.test('two replicas, one Redis, one PostgreSQL', async t => {
   await ledger.topUp(ORG, 1_000_000_000)
 
   t.test('the IP limit counts across both', async t => {
-    const ip = { 'x-forwarded-for': '203.0.113.7' }
-    const hits = await Promise.all(Array.from({ length: 40 }, (_, i) => fetch(`${(i % 2 ? a : b).url}/healthz`, { headers: ip }).then(r => r.status)))
+    // Counted on /v1/models (probes are exempt from the plugins by default).
+    const ip = { 'x-forwarded-for': '203.0.113.7', authorization: `Bearer ${KEY}` }
+    const hits = await Promise.all(Array.from({ length: 40 }, (_, i) => fetch(`${(i % 2 ? a : b).url}/v1/models`, { headers: ip }).then(async r => { await r.text(); return r.status })))
     t.equal(hits.filter(s => s === 200).length, 30, 'limit 30 in all, not 30 per replica')
     t.equal(hits.filter(s => s === 429).length, 10)
-    t.equal((await fetch(`${a.url}/healthz`, { headers: { 'x-forwarded-for': '203.0.113.8' } })).status, 200, 'another IP is not affected')
+    t.equal((await fetch(`${a.url}/v1/models`, { headers: { 'x-forwarded-for': '203.0.113.8', authorization: `Bearer ${KEY}` } })).status, 200, 'another IP is not affected')
+    t.equal((await fetch(`${a.url}/healthz`, { headers: { 'x-forwarded-for': '203.0.113.7' } })).status, 200, 'probes from the limited IP still pass')
   })
 
   t.test('an Idempotency-Key claimed on one replica is refused on the other', async t => {

@@ -7,6 +7,8 @@ import pino from 'pino'
 import { buildTestApp, listen, auth, AUTH_ENTRY, LIMITED_KEY } from '../helpers/build-test-app.ts'
 
 const TRUST_LOOPBACK = { trustedProxies: ['127.0.0.1', '::1'] }
+// The churn goes through /healthz, the cheapest route: probes must count toward the IP limit here.
+const PROBES_LIMITED = { server: { exemptProbesFromPlugins: false } }
 const chat = { model: 'echo/echo-1', max_tokens: 50, messages: [{ role: 'user', content: 'Tell me about money.' }] }
 const msgs = { ...chat }
 
@@ -33,7 +35,7 @@ t.test('150 distinct client IPs cannot evict an idempotency claim (stores.kv.max
   const clock = Date.UTC(2026, 2, 1, 12, 0, 0)
   const app = await buildTestApp({
     now: () => clock,
-    doc: { stores: { kv: { maxKeys: 100 } } },
+    doc: { ...PROBES_LIMITED, stores: { kv: { maxKeys: 100 } } },
     pipeline: [{ plugin: 'ip-limit', config: TRUST_LOOPBACK }, AUTH_ENTRY, { plugin: 'idempotency' }],
   })
   t.teardown(() => app.close())
@@ -50,7 +52,7 @@ t.test('150 distinct client IPs cannot reset a spend window (stores.kv.maxKeys 1
   const clock = Date.UTC(2026, 2, 1, 12, 0, 0)
   const app = await buildTestApp({
     now: () => clock,
-    doc: { stores: { kv: { maxKeys: 100 } } },
+    doc: { ...PROBES_LIMITED, stores: { kv: { maxKeys: 100 } } },
     pipeline: [{ plugin: 'ip-limit', config: TRUST_LOOPBACK }, AUTH_ENTRY, { plugin: 'quota', config: { limits: [{ scope: 'key', window: 'day', spend: 0.000001 }] } }],
   })
   t.teardown(() => app.close())
@@ -111,7 +113,7 @@ t.test('the quota window store full: a call that needs a new window gets 503; ex
 
 t.test('ip-limit counts IPv6 clients per /64; IPv4-mapped addresses count as IPv4', async t => {
   const clock = Date.UTC(2026, 2, 1, 12, 0, 0)
-  const app = await buildTestApp({ now: () => clock, pipeline: [{ plugin: 'ip-limit', config: { limit: 2, ...TRUST_LOOPBACK } }, AUTH_ENTRY] })
+  const app = await buildTestApp({ now: () => clock, doc: PROBES_LIMITED, pipeline: [{ plugin: 'ip-limit', config: { limit: 2, ...TRUST_LOOPBACK } }, AUTH_ENTRY] })
   t.teardown(() => app.close())
   const url = await listen(app)
   const hit = async (ip: string) => (await call(url, '/healthz', { ip })).status
@@ -120,7 +122,7 @@ t.test('ip-limit counts IPv6 clients per /64; IPv4-mapped addresses count as IPv
   t.same([await hit('192.0.2.9'), await hit('::ffff:192.0.2.9'), await hit('::ffff:c000:209')], [200, 200, 429], 'IPv4-mapped IPv6 (both spellings) is the IPv4 client')
   t.equal(await hit('192.0.2.10'), 200, 'IPv4 stays per address')
 
-  const perAddress = await buildTestApp({ now: () => clock, pipeline: [{ plugin: 'ip-limit', config: { limit: 1, ipv6PrefixLength: 128, ...TRUST_LOOPBACK } }, AUTH_ENTRY] })
+  const perAddress = await buildTestApp({ now: () => clock, doc: PROBES_LIMITED, pipeline: [{ plugin: 'ip-limit', config: { limit: 1, ipv6PrefixLength: 128, ...TRUST_LOOPBACK } }, AUTH_ENTRY] })
   t.teardown(() => perAddress.close())
   const url2 = await listen(perAddress)
   t.same([(await call(url2, '/healthz', { ip: '2001:db8::1' })).status, (await call(url2, '/healthz', { ip: '2001:db8::2' })).status], [200, 200], 'ipv6PrefixLength 128: per address')

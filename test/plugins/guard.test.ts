@@ -9,11 +9,15 @@ import { until } from '../helpers/until.ts'
 const chat = { model: 'echo/echo-1', messages: [{ role: 'user', content: 'hi' }] }
 const msgs = { model: 'echo/echo-1', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }
 
+/** /healthz is the cheapest route to count with: these tests make probes go through the plugins. */
+const PROBES_LIMITED = { server: { exemptProbesFromPlugins: false } }
+
 t.test('ip-limit', async t => {
   t.test('the 121st request in a minute gets 429 + Retry-After; no-key and bad-key requests count; the next window is open', async t => {
     let clock = Date.UTC(2026, 0, 1, 0, 0, 0)
-    const app = await buildTestApp({ now: () => clock, pipeline: [{ plugin: 'ip-limit' }, AUTH_ENTRY] })
-    t.teardown(() => app.close())
+    const app = await buildTestApp({ now: () => clock, doc: PROBES_LIMITED, pipeline: [{ plugin: 'ip-limit' }, AUTH_ENTRY] })
+    const probesExempt = await buildTestApp({ now: () => clock, pipeline: [{ plugin: 'ip-limit' }, AUTH_ENTRY] })
+    t.teardown(async () => { await app.close(); await probesExempt.close() })
     const results: number[] = []
     for (let i = 0; i < 120; i++) {
       // A third without a key, a third with a bad key, a third good: all count against the IP.
@@ -31,16 +35,24 @@ t.test('ip-limit', async t => {
     t.equal(overMsg.statusCode, 429)
     t.same(overMsg.json(), { error: { code: 429, message: 'You are being rate limited.' } }, 'numeric-code body on /v1/messages too')
     const health = await app.inject({ url: '/healthz' })
-    t.equal(health.statusCode, 429, 'every route is covered')
+    t.equal(health.statusCode, 429, 'every route is covered, probes too with server.exemptProbesFromPlugins: false')
     t.ok(health.headers['x-gw-trace-id'])
+    // By default a load balancer probing every second is never limited, and its probes do not
+    // use up the window of the clients behind the same address.
+    for (let i = 0; i < 125; i++) t.equal((await probesExempt.inject({ url: i % 2 ? '/readyz' : '/healthz' })).statusCode, 200)
+    t.equal((await probesExempt.inject({ method: 'GET', url: '/v1/models', headers: auth() })).statusCode, 200, 'probes took nothing from the IP\'s window')
+    for (let i = 0; i < 119; i++) await probesExempt.inject({ method: 'GET', url: '/v1/models', headers: auth() })
+    t.equal((await probesExempt.inject({ method: 'GET', url: '/v1/models', headers: auth() })).statusCode, 429, 'other routes are still limited')
+    t.equal((await probesExempt.inject({ url: '/healthz' })).statusCode, 200, 'probes pass while the IP is limited')
+    t.equal((await probesExempt.inject({ url: '/readyz' })).statusCode, 200)
     clock += 40_000
     t.equal((await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: auth(), payload: chat })).statusCode, 200, 'next window open')
   })
 
   t.test('per IP; X-Forwarded-For only from trusted proxies', async t => {
     const clock = 1_000_000
-    const untrusted = await buildTestApp({ now: () => clock, pipeline: [{ plugin: 'ip-limit', config: { limit: 2 } }, AUTH_ENTRY] })
-    const trusted = await buildTestApp({ now: () => clock, pipeline: [{ plugin: 'ip-limit', config: { limit: 2, trustedProxies: ['127.0.0.1/32'] } }, AUTH_ENTRY] })
+    const untrusted = await buildTestApp({ now: () => clock, doc: PROBES_LIMITED, pipeline: [{ plugin: 'ip-limit', config: { limit: 2 } }, AUTH_ENTRY] })
+    const trusted = await buildTestApp({ now: () => clock, doc: PROBES_LIMITED, pipeline: [{ plugin: 'ip-limit', config: { limit: 2, trustedProxies: ['127.0.0.1/32'] } }, AUTH_ENTRY] })
     t.teardown(async () => { await untrusted.close(); await trusted.close() })
     const hit = (app: typeof trusted, xff: string) => app.inject({ url: '/healthz', headers: { 'x-forwarded-for': xff } }).then(r => r.statusCode)
     t.same([await hit(untrusted, '1.1.1.1'), await hit(untrusted, '2.2.2.2'), await hit(untrusted, '3.3.3.3')], [200, 200, 429], 'spoofed XFF ignored: one socket IP')

@@ -1,0 +1,50 @@
+/**
+ * The built server (dist/server.js) on a port already taken or an address it cannot bind: exit
+ * code 1 and one `gateway: ...` line on stderr naming the address, no stack.
+ */
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { createServer } from 'node:net'
+import { existsSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { once } from 'node:events'
+
+const SERVER = resolve('dist/server.js')
+
+async function run (env: Record<string, string>): Promise<{ code: number | null, stderr: string }> {
+  const cwd = mkdtempSync(join(tmpdir(), 'gw-listen-'))
+  const child = spawn(process.execPath, [SERVER], { cwd, env: { ...process.env, GATEWAY_CONFIG: '', GATEWAY_DEMO_KEY: 'sk-gw-demo-listen-test', GATEWAY_OPENAPI_MAX_REQUEST_BODY_BYTES: '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] })
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
+  let stderr = ''
+  child.stderr!.on('data', d => { stderr += d })
+  const [code] = await once(child, 'exit')
+  clearTimeout(timer)
+  return { code, stderr }
+}
+
+t.test('listen failures: exit 1, one gateway: line', async t => {
+  if (!existsSync(SERVER)) {
+    if (process.env.CI === 'true') t.fail('dist/server.js is missing: CI must run `npm run build` before `npm test`')
+    else t.skip('dist/server.js not built (run `npm run build`)')
+    return
+  }
+  const taken = createServer()
+  taken.listen(0, '127.0.0.1')
+  await once(taken, 'listening')
+  t.teardown(() => taken.close())
+  const port = (taken.address() as { port: number }).port
+
+  const inUse = await run({ HOST: '127.0.0.1', PORT: String(port) })
+  t.equal(inUse.code, 1, 'a port in use: exit code 1')
+  t.equal(inUse.stderr, `gateway: cannot listen on 127.0.0.1:${port} (server.host, server.port in embedded default): the port is already in use (EADDRINUSE)\n`, 'one line, no stack')
+
+  const badHost = await run({ HOST: 'no-such-host.invalid', PORT: '0' })
+  t.equal(badHost.code, 1, 'a host name that does not resolve: exit code 1')
+  t.match(badHost.stderr, /^gateway: cannot listen on no-such-host\.invalid:0 \(server\.host, server\.port in embedded default\): .+\n$/)
+  t.equal(badHost.stderr.split('\n').length, 2, 'one line')
+
+  const notMine = await run({ HOST: '192.0.2.1', PORT: '0' })
+  t.equal(notMine.code, 1, 'an address not on this machine: exit code 1')
+  t.equal(notMine.stderr, 'gateway: cannot listen on 192.0.2.1:0 (server.host, server.port in embedded default): the address is not one of this machine\'s (EADDRNOTAVAIL)\n')
+})
