@@ -300,7 +300,10 @@ export interface StartedAdmin {
 export async function startAdmin (gateway: GatewayApp, opts: AdminAppOptions = {}): Promise<StartedAdmin | undefined> {
   const cfg = gateway.gateway.config.admin
   if (!cfg) return undefined
-  const app = await buildAdminApp(gateway.gateway, cfg, opts)
+  // The admin API always reads the config version serving now (a SIGHUP reload swaps it): its
+  // catalog, prices and config view follow reloads; stores and ledger are the same in every version.
+  const current = new Proxy({} as Gateway, { get: (_, key) => Reflect.get(gateway.gateway, key) })
+  const app = await buildAdminApp(current, cfg, opts)
   gateway.addHook('onClose', async () => { await app.close() })
   const address = await app.listen({ host: cfg.host, port: cfg.port })
   return { app, address }
