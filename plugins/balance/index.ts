@@ -71,7 +71,7 @@ export default definePlugin({
         for (const [org, s] of slices) {
           if (s.busy || now - s.lastUsed < sliceOpts.idleMs) continue
           slices.delete(org)
-          if (s.size > 0) s.release().catch(err => { deps.log.warn({ err }, 'balance: could not release an idle slice; it expires') })
+          if (s.leased) s.release().catch(err => { deps.log.warn({ err }, 'balance: could not release an idle slice; it expires') })
         }
       }, Math.max(10, Math.floor(sliceOpts.idleMs / 2))).unref()
       : undefined
@@ -222,7 +222,7 @@ export default definePlugin({
       async close () {
         clearInterval(idleTimer)
         // Every call has settled by now: each slice's whole hold goes back to its organization.
-        await Promise.allSettled([...slices.values()].map(s => s.size > 0 ? s.release() : undefined))
+        await Promise.allSettled([...slices.values()].map(s => s.leased ? s.release() : undefined))
         slices.clear()
       },
     }

@@ -57,6 +57,8 @@ export class Slice {
   #spentAtGrow = 0
   #grewAt: number
   lastUsed: number
+  /** true once a grow ran on this id: its hold row may exist (even at 0) until released. */
+  leased = false
 
   constructor (readonly organization: string, readonly ledger: Ledger, readonly opts: SliceOptions, readonly now: () => number, readonly log: Logger) {
     this.#grewAt = now()
@@ -79,6 +81,7 @@ export class Slice {
   #grow (min: Micros): Promise<boolean> {
     const want = this.#want(min)
     const p = (async () => {
+      this.leased = true
       const g = await this.ledger.leaseHold!(this.id, this.organization, want, min)
       this.#spentAtGrow = this.#spent
       this.#grewAt = this.now()
@@ -171,6 +174,7 @@ export class Slice {
   async release (): Promise<void> {
     const id = this.id
     this.id = randomUUID()
+    this.leased = false
     this.size = 0
     this.#spent = this.#spentAtGrow = 0
     await this.ledger.release({ id, organization: this.organization, amount: 0 })
