@@ -58,7 +58,9 @@ export default definePlugin({
     // reservation is already an in-process operation, so exact mode costs nothing.
     const leasing = config.enforce && config.mode === 'lease' && deps.ledger.leaseHold !== undefined && deps.ledger.shrinkHold !== undefined
     if (config.enforce && config.mode === 'lease' && !leasing) deps.log.warn('balance: lease mode needs the PostgreSQL ledger; reserving per call')
-    const sliceOpts = { ...config.lease, maxSlice: Math.round(config.lease.maxSlice * 1e6) }
+    // (Defaults again here: create() may be called with a config that did not go through the schema.)
+    const leaseCfg = { horizonMs: 2000, maxSlice: 10, idleMs: 5000, lowMs: 1000, ...(config.lease as Partial<typeof config.lease> | undefined) }
+    const sliceOpts = { ...leaseCfg, maxSlice: Math.round(leaseCfg.maxSlice * 1e6) }
     const slices = new Map<string, Slice>()
     const sliceOf = (org: string): Slice => {
       let s = slices.get(org)

@@ -35,6 +35,9 @@ interface Entry {
   flushing?: Promise<void>
 }
 
+/** Most syncs one request waits for (far more than any burst of one client needs). */
+const MAX_ROUNDS = 10_000
+
 export type Verdict = 'admit' | 'refuse' | 'direct'
 
 export class LocalCounters {
@@ -56,8 +59,9 @@ export class LocalCounters {
       if (this.#entries.size >= this.opts.maxClients) return 'direct'
       this.#entries.set(k, e = { window, seen: 0, pending: 0, sending: 0 })
     }
-    // Bounded: each round either returns or waits for a sync that empties `pending` or fails.
-    for (let i = 0; i < 4; i++) {
+    // Each round returns, or waits for a sync in flight (which frees its batch) or throws; the
+    // bound only guards against a store that keeps answering without the count moving.
+    for (let i = 0; i < MAX_ROUNDS; i++) {
       if (e.seen + e.pending + e.sending >= this.limit) return 'refuse'
       if (e.pending + e.sending < this.opts.maxUnsynced) {
         e.pending++
