@@ -16,7 +16,8 @@
  * - A charge debits the balance without touching the slice (no hold dropped); once it has
  *   committed, the slice shrinks by the cost (a relative update batched by the ledger). Between
  *   the two the cost counts twice (debited and held): that only refuses sooner, never overspends.
- * - Low balance: when a grow gets less than it asked for, the slice goes "low" for lowMs: grows
+ * - Low balance: when a grow gets less than it asked for, or leaves the organization less than
+ *   twice what the slice then holds, the slice goes "low" for lowMs: grows
  *   ask for exactly the shortfall and every free part is handed back as soon as a call answers,
  *   so the slice behaves like per-call reservations and leaves the rest to the other replicas.
  * - A slice unused for idleMs, and every slice at shutdown, is released (its row deleted).
@@ -89,7 +90,9 @@ export class Slice {
       this.size += g.granted
       // The hold expired (the ledger was unreachable for longer than the margin): trust the row.
       if (g.total < this.size) this.size = g.total
-      if (g.granted < want) this.#lowUntil = this.now() + this.opts.lowMs
+      // Low: the grant fell short, or what is left for everyone else is under twice what this
+      // slice holds (replicas near the end of the money stop keeping free parts others need).
+      if (g.granted < want || g.available < 2 * Math.max(want, this.size)) this.#lowUntil = this.now() + this.opts.lowMs
       return g.granted > 0 && g.granted >= min
     })()
     this.#growing = p
