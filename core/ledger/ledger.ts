@@ -103,6 +103,16 @@ export interface Hold {
   traceId?: string
 }
 
+/** What `leaseHold` did. */
+export interface LeaseGrant {
+  /** Added to the hold (0: less than `min` was available). */
+  granted: Micros
+  /** What the hold holds now (0 if it expired and nothing was granted). */
+  total: Micros
+  /** What the organization still has available (balance − live holds) after the grant. */
+  available: Micros
+}
+
 export interface Ledger {
   /** Runs pending schema migrations (versioned; idempotent). */
   migrate (): Promise<void>
@@ -130,6 +140,18 @@ export interface Ledger {
   readonly holdsStored: boolean
   /** The holds stored in the ledger (PostgreSQL); [] where holds live in the gateway process. */
   listHolds (): Promise<Hold[]>
+  /**
+   * Slices (PostgreSQL only; absent elsewhere): grows hold `id` of `organization`, creating it
+   * when missing, by at least `min` and at most `want` (and at most half of what is available),
+   * atomically against every other hold; grants 0 when less than `min` is available. The hold is
+   * renewed like a call's until `release` drops it. undefined: no such organization.
+   */
+  leaseHold? (id: string, organization: string, want: Micros, min: Micros): Promise<LeaseGrant | undefined>
+  /**
+   * Slices: takes `amount` off hold `id` (never below 0). Shrinks that arrive together share one
+   * statement; one that fails leaves the hold bigger, which only holds back more until it expires.
+   */
+  shrinkHold? (id: string, amount: Micros): Promise<void>
   /** Deletes one stored hold by id (an operator's release); false when there is none. */
   releaseHold (id: string): Promise<boolean>
   /**

@@ -105,6 +105,44 @@ END
 $$;
 `
 
+/**
+ * Slices (the balance plugin's lease mode): one hold row per replica and organization that the
+ * replica grows and shrinks, instead of one row per call. `gw_lease` grows hold `p_id` (creating
+ * it when missing, restarting it when it has expired) under the organization's row lock, like
+ * gw_reserve: it grants nothing when less than `p_min` is available, else the least of `p_want`
+ * and half of what is available, but never less than `p_min`, so each replica's slice leaves
+ * money for the others and the sum of holds never exceeds the balance. Returns
+ * [granted, the hold's amount after, what is still available after].
+ */
+const PG_LEASE = `
+CREATE FUNCTION gw_lease (p_id TEXT, p_org TEXT, p_want BIGINT, p_min BIGINT, p_ttl_ms BIGINT, p_owner TEXT) RETURNS BIGINT[]
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+  v_balance BIGINT;
+  v_held BIGINT;
+  v_now BIGINT;
+  v_avail BIGINT;
+  v_grant BIGINT;
+  v_total BIGINT;
+BEGIN
+  SELECT balance INTO v_balance FROM organizations WHERE id = p_org FOR UPDATE;
+  IF NOT FOUND THEN RETURN NULL; END IF;
+  v_now := (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
+  SELECT coalesce(sum(amount), 0) INTO v_held FROM holds WHERE organization = p_org AND expires_at > v_now;
+  v_avail := v_balance - v_held;
+  IF v_avail < p_min OR p_want <= 0 THEN RETURN ARRAY[0, coalesce((SELECT amount FROM holds WHERE id = p_id AND expires_at > v_now), 0), v_avail]; END IF;
+  v_grant := GREATEST(p_min, LEAST(p_want, v_avail / 2));
+  INSERT INTO holds AS h (id, organization, amount, created_at, expires_at, owner, trace_id)
+  VALUES (p_id, p_org, v_grant, v_now, v_now + p_ttl_ms, p_owner, 'slice')
+  ON CONFLICT (id) DO UPDATE SET
+    amount = CASE WHEN h.expires_at > v_now THEN h.amount + EXCLUDED.amount ELSE EXCLUDED.amount END,
+    expires_at = GREATEST(h.expires_at, EXCLUDED.expires_at)
+  RETURNING amount INTO v_total;
+  RETURN ARRAY[v_grant, v_total, v_avail - v_grant];
+END
+$$;
+`
+
 export const SQLITE_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial', sql: common('INTEGER', 'INTEGER', 'REAL', 'INTEGER PRIMARY KEY AUTOINCREMENT') },
   { version: 2, name: 'one usage record per trace id', sql: TRACE_UNIQUE },
@@ -114,4 +152,5 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial', sql: common('BIGINT', 'BIGINT', 'DOUBLE PRECISION', 'BIGSERIAL PRIMARY KEY') },
   { version: 2, name: 'one usage record per trace id', sql: TRACE_UNIQUE },
   { version: 3, name: 'holds: one row per reservation, with an expiry', sql: PG_HOLDS },
+  { version: 4, name: 'slices: a replica leases part of a balance as one growing hold', sql: PG_LEASE },
 ]

@@ -4,7 +4,7 @@ import { hostname } from 'node:os'
 import pg from 'pg'
 import type { ModelPrice } from '../types/model.ts'
 import { ChargeBatcher, type ChargeItem } from './batch.ts'
-import type { Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, ReserveOptions, Reservation, UsageQuery, UsageRecord, UsageRow } from './ledger.ts'
+import type { Hold, KeyRecord, Ledger, LeaseGrant, Micros, OrganizationRecord, ProjectRecord, ReserveOptions, Reservation, UsageQuery, UsageRecord, UsageRow } from './ledger.ts'
 import { POSTGRES_MIGRATIONS } from './migrations.ts'
 import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, usageFromRow, usageParams, usageWhere } from './rows.ts'
 
@@ -169,6 +169,9 @@ export class PostgresLedger implements Ledger {
   /** Resizes waiting for the next statement: hold id → amount, and who waits. */
   #resizes = new Map<string, number>()
   #resizeWaiters: Array<{ resolve (): void, reject (err: unknown): void }> = []
+  /** Slice shrinks waiting for the next statement: hold id → amount to take off, and who waits. */
+  #shrinks = new Map<string, number>()
+  #shrinkWaiters: Array<{ resolve (): void, reject (err: unknown): void }> = []
   #closed = false
 
   constructor (opts: PostgresLedgerOptions) {
@@ -297,6 +300,43 @@ export class PostgresLedger implements Ledger {
     }
   }
 
+  async leaseHold (id: string, organization: string, want: Micros, min: Micros): Promise<LeaseGrant | undefined> {
+    const r = await this.#holds.query({ name: 'gw_lease', text: 'SELECT gw_lease($1, $2, $3, $4, $5, $6) AS g', values: [id, organization, want, min, this.#marginMs, this.#owner] })
+    const g = r.rows[0]?.g as Array<string | number> | null | undefined
+    if (!g) return undefined
+    if (!this.#closed) {
+      this.#live.add(id)
+      this.#sweeper ??= setInterval(() => { void this.sweep().catch(() => {}) }, this.#sweepMs).unref()
+    }
+    return { granted: Number(g[0]), total: Number(g[1]), available: Number(g[2]) }
+  }
+
+  /** Relative, so it commutes with a concurrent gw_lease on the same hold; batched like resize. */
+  shrinkHold (id: string, amount: Micros): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#shrinks.set(id, (this.#shrinks.get(id) ?? 0) + amount)
+      this.#shrinkWaiters.push({ resolve, reject })
+      if (this.#shrinkWaiters.length === 1) setImmediate(() => { void this.#writeShrinks() })
+    })
+  }
+
+  async #writeShrinks (): Promise<void> {
+    const batch = this.#shrinks
+    const waiters = this.#shrinkWaiters
+    this.#shrinks = new Map()
+    this.#shrinkWaiters = []
+    try {
+      await this.#holds.query({
+        name: 'gw_shrink',
+        text: 'UPDATE holds h SET amount = GREATEST(0, h.amount - v.amount) FROM unnest($1::text[], $2::bigint[]) AS v (id, amount) WHERE h.id = v.id',
+        values: [[...batch.keys()], [...batch.values()]],
+      })
+      for (const w of waiters) w.resolve()
+    } catch (err) {
+      for (const w of waiters) w.reject(err)
+    }
+  }
+
   async release (reservation: Reservation): Promise<void> {
     // No longer renewed from here on: if the delete fails, the hold still expires.
     this.#live.delete(reservation.id)
@@ -395,6 +435,7 @@ export class PostgresLedger implements Ledger {
     clearInterval(this.#sweeper)
     await this.#batcher.flush()
     if (this.#resizes.size > 0) await this.#writeResizes()
+    if (this.#shrinkWaiters.length > 0) await this.#writeShrinks()
     await this.#sweeping?.catch(() => {})
     await Promise.all([this.#pool.end().catch(() => {}), this.#holds.end().catch(() => {})])
   }

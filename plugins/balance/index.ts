@@ -9,6 +9,8 @@
  * the hold. Charges and releases are retried.
  * Concurrent calls can only spend what was reserved; the one overspend possible is a call whose
  * real cost exceeds its own reservation (the input estimate was low), bounded by that difference.
+ * mode lease (PostgreSQL): the reservation is taken from this replica's slice of the balance in
+ * memory instead of a ledger round trip per call; see slice.ts for its rules and bounds.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { definePlugin, gwError, type Reservation, type ModelPrice } from '../../index.ts'
@@ -16,11 +18,12 @@ import { PriceBook } from '../../money/pricing.ts'
 import { costMicros, reserveMicros } from '../../money/billing.ts'
 import { requestedChoices, requestedOutputCap, reservedInputTokens } from '../../core/estimate.ts'
 import { BalanceConfig } from './schema.ts'
+import { Slice, type Ticket } from './slice.ts'
 
 /** Attempts at a charge or a release before giving up (with 100 ms × attempt between them). */
 const LEDGER_ATTEMPTS = 4
 
-interface Slot { reservation?: Reservation, price: ModelPrice, shrunk?: boolean }
+interface Slot { reservation?: Reservation, price: ModelPrice, shrunk?: boolean, slice?: Slice, ticket?: Ticket }
 
 /** Per request: the call's price and hold, from admit to settle. */
 interface State { slot?: Slot }
@@ -51,6 +54,29 @@ export default definePlugin({
       await deps.ledger.createOrganization(o.id, o.name).catch(() => { created = false })
       if (created && o.initialBalance > 0) await deps.ledger.topUp(o.id, Math.round(o.initialBalance * 1e6))
     }
+    // Lease mode needs a ledger that stores holds and grows them (PostgreSQL); elsewhere a
+    // reservation is already an in-process operation, so exact mode costs nothing.
+    const leasing = config.enforce && config.mode === 'lease' && deps.ledger.leaseHold !== undefined && deps.ledger.shrinkHold !== undefined
+    if (config.enforce && config.mode === 'lease' && !leasing) deps.log.warn('balance: lease mode needs the PostgreSQL ledger; reserving per call')
+    // (Defaults again here: create() may be called with a config that did not go through the schema.)
+    const leaseCfg = { horizonMs: 2000, maxSlice: 10, idleMs: 5000, lowMs: 1000, ...(config.lease as Partial<typeof config.lease> | undefined) }
+    const sliceOpts = { ...leaseCfg, maxSlice: Math.round(leaseCfg.maxSlice * 1e6) }
+    const slices = new Map<string, Slice>()
+    const sliceOf = (org: string): Slice => {
+      let s = slices.get(org)
+      if (!s) slices.set(org, s = new Slice(org, deps.ledger, sliceOpts, deps.now, deps.log))
+      return s
+    }
+    const idleTimer = leasing
+      ? setInterval(() => {
+        const now = deps.now()
+        for (const [org, s] of slices) {
+          if (s.busy || now - s.lastUsed < sliceOpts.idleMs) continue
+          slices.delete(org)
+          if (s.leased) s.release().catch(err => { deps.log.warn({ err }, 'balance: could not release an idle slice; it expires') })
+        }
+      }, Math.max(10, Math.floor(sliceOpts.idleMs / 2))).unref()
+      : undefined
     /** Drops a hold, retried like a charge; one that still fails expires by itself (PostgreSQL) or with the process (SQLite memory). */
     async function release (r: Reservation): Promise<void> {
       for (let attempt = 1; ; attempt++) {
@@ -84,7 +110,13 @@ export default definePlugin({
     return {
       async onAnswered (_ctx, outcome, state) {
         const slot = state.slot
-        if (!slot?.reservation || !outcome.upstreamSucceeded || !outcome.usage) return
+        if (!outcome.upstreamSucceeded || !outcome.usage) return
+        if (slot?.ticket) {
+          slot.shrunk = true
+          await slot.slice!.answered(slot.ticket, costMicros(outcome.usage, slot.price))
+          return
+        }
+        if (!slot?.reservation) return
         await shrink(slot, costMicros(outcome.usage, slot.price))
       },
       async onRequest (ctx, state) {
@@ -108,6 +140,20 @@ export default definePlugin({
         // each of the `n` completions asked for.
         const input = reservedInputTokens(body, ctx.bodyBytes, model.public.context_length)
         const amount = reserveMicros(input, requestedOutputCap(body, model.maxOutputTokens) * requestedChoices(body), price)
+        if (leasing) {
+          const slice = sliceOf(org)
+          let ticket: Ticket | undefined
+          try {
+            ticket = await slice.take(amount)
+          } catch (err) {
+            deps.log.error({ err }, 'balance: ledger unreachable (slice)')
+            throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+          }
+          if (!ticket) throw gwError('GW_ERR_BALANCE_INSUFFICIENT')
+          slot.slice = slice
+          slot.ticket = ticket
+          return
+        }
         let r: Reservation | undefined
         try {
           r = await deps.ledger.reserve(org, amount, { deadlineMs: ctx.deadlineMs, traceId: ctx.requestId })
@@ -124,12 +170,14 @@ export default definePlugin({
         state.slot = undefined
         const principal = ctx.principal!
         if (!outcome.upstreamSucceeded || !outcome.usage) {
+          if (slot.ticket) await slot.slice!.dropped(slot.ticket)
           if (slot.reservation) await release(slot.reservation)
           return
         }
         const u = outcome.usage
         const cost = costMicros(u, slot.price)
-        if (!slot.shrunk) await shrink(slot, cost)
+        if (slot.ticket) await slot.slice!.answered(slot.ticket, cost)
+        else if (!slot.shrunk) await shrink(slot, cost)
         const reservation = slot.reservation
         const record = {
           time: deps.now(),
@@ -151,6 +199,8 @@ export default definePlugin({
         for (let attempt = 1; ; attempt++) {
           try {
             await deps.ledger.charge(reservation, record)
+            // A slice call's charge debits without dropping a hold: its cost leaves the slice now.
+            if (slot.ticket) await slot.slice!.charged(slot.ticket, true)
             return
           } catch (err) {
             if ((err as { outcomeUnknown?: boolean })?.outcomeUnknown === true) {
@@ -163,6 +213,7 @@ export default definePlugin({
               deps.log.fatal({ err, record }, 'balance: charge could not be written; the usage record is in this log line')
               // Its hold must not outlive it (releasing a hold its charge already dropped changes nothing).
               if (reservation) await release(reservation)
+              if (slot.ticket) await slot.slice!.charged(slot.ticket, false)
               return
             }
             await sleep(100 * attempt)
@@ -170,6 +221,12 @@ export default definePlugin({
         }
       },
       ready: () => deps.ledger.ping(),
+      async close () {
+        clearInterval(idleTimer)
+        // Every call has settled by now: each slice's whole hold goes back to its organization.
+        await Promise.allSettled([...slices.values()].map(s => s.leased ? s.release() : undefined))
+        slices.clear()
+      },
     }
   },
 })

@@ -9,6 +9,13 @@ export const BalanceConfig = Type.Object({
     name: Type.Optional(Type.String()),
     initialBalance: Type.Number({ minimum: 0, default: 0, description: 'Currency units credited when the organization is first created.' }),
   }, { additionalProperties: false }), { default: [], description: 'Organizations created at start-up when missing (demo setups).' }),
+  mode: Type.Union([Type.Literal('exact'), Type.Literal('lease')], { default: 'exact', description: 'exact: one ledger reservation per call. lease: each replica leases a slice of the balance as one hold and reserves calls against it in memory (PostgreSQL ledger only; elsewhere exact).' }),
+  lease: Type.Object({
+    horizonMs: Type.Integer({ minimum: 1, default: 2000, description: 'A grow asks for what this replica reserved over about this long at its recent rate.' }),
+    maxSlice: Type.Number({ exclusiveMinimum: 0, default: 10, description: 'Most one grow asks for beyond the call that needs it, in currency units.' }),
+    idleMs: Type.Integer({ minimum: 1, default: 5000, description: 'A slice with no call for this long is released.' }),
+    lowMs: Type.Integer({ minimum: 1, default: 1000, description: 'After a grow got less than it asked for, the slice behaves like per-call reservations for this long.' }),
+  }, { additionalProperties: false, default: {} }),
 }, { additionalProperties: false })
 
 export type BalanceConfigT = Static<typeof BalanceConfig>

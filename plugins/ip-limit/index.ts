@@ -3,10 +3,13 @@
  * authentication (so requests with no or a bad key count too). IPv6 clients are counted per /64
  * (configurable). Counters live in the shared key-value store: in memory an LRU (a counter may be
  * forgotten early, which only lets a client through sooner), shared across replicas on Redis.
+ * mode lease (Redis): counted in memory and added to Redis in the background (see sync.ts): a
+ * window can be passed by at most lease.maxUnsynced requests per replica.
  */
 import { definePlugin, gwError, ROUTE_NAMES } from '../../index.ts'
 import { blockListOf, clientIp, clientSubject } from './net.ts'
 import { IpLimitConfig } from './schema.ts'
+import { LocalCounters } from './sync.ts'
 
 /**
  * @example
@@ -22,11 +25,30 @@ export default definePlugin({
   create (config, deps) {
     const trusted = config.trustedProxies.length > 0 ? blockListOf(config.trustedProxies) : undefined
     const { limit, windowMs } = config
+    const local = config.mode === 'lease' && deps.store.shared === true
+      ? new LocalCounters(deps.store, limit, windowMs, config.lease, err => { deps.log.error({ err }, 'ip-limit: could not add counts to the store') }, deps.now)
+      : undefined
     return {
+      close: () => local?.close(),
       async onRequest (ctx) {
         const ip = clientSubject(clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted), config.ipv6PrefixLength)
         const now = deps.now()
         const window = Math.floor(now / windowMs)
+        if (local) {
+          let verdict
+          try {
+            verdict = await local.hit(ip, window)
+          } catch (err) {
+            deps.log.error({ err }, 'ip-limit: store unreachable')
+            if (config.onStoreError === 'open') return
+            throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+          }
+          if (verdict === 'admit') return
+          if (verdict === 'refuse') {
+            ctx.setHeader('retry-after', String(Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))))
+            throw gwError('GW_ERR_RATE_LIMITED')
+          }
+        }
         let count: number
         try {
           // The key outlives its window a little so clock skew between replicas cannot reset it early.

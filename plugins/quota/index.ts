@@ -6,11 +6,15 @@
  * only at settle: admit refuses once the window's total has reached the cap, settle adds the
  * call's usage. Calls admitted together can therefore pass a token or spend cap by at most what
  * they consume between them; balance, not quota, is the hard money bound.
+ *
+ * mode lease (Redis): the same windows, but each replica leases slices of them and counts in
+ * memory (see lease.ts): no store round trip per call except when a slice runs out.
  */
 import { definePlugin, gwError, isStoreFull, type GatewayError, type GatewayContext } from '../../index.ts'
 import { PriceBook } from '../../money/pricing.ts'
 import { costMicros } from '../../money/billing.ts'
 import { QuotaConfig, type QuotaLimitT } from './schema.ts'
+import { CounterLease } from './lease.ts'
 
 const WINDOW_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const
 
@@ -27,10 +31,10 @@ export function windowAt (w: QuotaLimitT['window'], now: number): [string, numbe
   return [`${w[0]}${i}`, (i + 1) * len - now, len]
 }
 
-interface Applied { limit: QuotaLimitT, index: number, subject: string, window: string, ttl: number }
+interface Applied { limit: QuotaLimitT, index: number, subject: string, window: string, ttl: number, end: number }
 
 /** Per request: the windows this call was counted in, from admit to settle. */
-interface State { applied?: Applied[] }
+interface State { applied?: Applied[], leases?: Map<Applied, { tokens?: CounterLease, spend?: CounterLease }> }
 
 /**
  * @example
@@ -61,7 +65,7 @@ export default definePlugin({
         const subject = limit.scope === 'organization' ? p.organization : limit.scope === 'project' ? p.project : p.keyId
         if (!subject || (limit.id !== undefined && limit.id !== subject)) continue
         const [window, left, len] = windowAt(limit.window, now)
-        out.push({ limit, index, subject, window, ttl: left + Math.min(len, 60_000) })
+        out.push({ limit, index, subject, window, ttl: left + Math.min(len, 60_000), end: now + left })
       }
       return out
     }
@@ -74,11 +78,69 @@ export default definePlugin({
       return gwError('GW_ERR_QUOTA_EXCEEDED', [`${what} per ${a.limit.window} for ${a.limit.scope} "${a.subject}"`])
     }
 
+    // Leasing needs a store shared with other replicas; in memory every call is local already.
+    const leasing = config.mode === 'lease' && deps.store.shared === true
+    const leases = new Map<string, CounterLease>()
+    const leaseOf = (a: Applied, what: string, limit: number, now: number): CounterLease => {
+      const k = key(a, what)
+      let l = leases.get(k)
+      if (!l) leases.set(k, l = new CounterLease(deps.store, k, limit, a.end, now + a.ttl, config.lease, deps.now))
+      return l
+    }
+    // Windows that ended take their slices with them.
+    const pruner = leasing
+      ? setInterval(() => {
+        const now = deps.now()
+        for (const [k, l] of leases) if (l.end <= now) leases.delete(k)
+      }, 10_000).unref()
+      : undefined
+
+    async function leasedRequest (ctx: GatewayContext, state: State, list: Applied[], now: number): Promise<void> {
+      const counted: CounterLease[] = []
+      const settle = new Map<Applied, { tokens?: CounterLease, spend?: CounterLease }>()
+      try {
+        for (const a of list) {
+          const s: { tokens?: CounterLease, spend?: CounterLease } = {}
+          if (a.limit.tokens !== undefined) {
+            s.tokens = leaseOf(a, 'tokens', a.limit.tokens, now)
+            if (!await s.tokens.take(0)) throw exceeded(ctx, a, `${a.limit.tokens} tokens`, now)
+          }
+          if (a.limit.spend !== undefined) {
+            s.spend = leaseOf(a, 'spend', Math.round(a.limit.spend * 1e6), now)
+            if (!await s.spend.take(0)) throw exceeded(ctx, a, `a spend cap of ${a.limit.spend}`, now)
+          }
+          if (a.limit.requests !== undefined) {
+            const l = leaseOf(a, 'requests', a.limit.requests, now)
+            if (!await l.take(1)) throw exceeded(ctx, a, `${a.limit.requests} requests`, now)
+            counted.push(l)
+          }
+          settle.set(a, s)
+        }
+      } catch (err) {
+        // A refused call does not use up a request: back into this replica's slices.
+        for (const l of counted) l.giveBack(1)
+        if ((err as GatewayError).code === 'GW_ERR_QUOTA_EXCEEDED') throw err
+        if (isStoreFull(err)) throw gwError('GW_ERR_STORE_FULL', [], { cause: err })
+        deps.log.error({ err }, 'quota: store unreachable')
+        if (config.onStoreError === 'open') return
+        throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+      }
+      state.applied = list
+      state.leases = settle
+    }
+
     return {
+      async close () {
+        clearInterval(pruner)
+        // What is left of each slice goes back to its window for the other replicas.
+        await Promise.allSettled([...leases.values()].map(l => l.close()))
+        leases.clear()
+      },
       async onRequest (ctx, state) {
         const now = deps.now()
         const list = applicable(ctx, now)
         if (list.length === 0) return
+        if (leasing) return leasedRequest(ctx, state, list, now)
         const counted: Applied[] = []
         try {
           for (const a of list) {
@@ -115,8 +177,19 @@ export default definePlugin({
         const u = outcome.usage
         const tokens = u.inputTokens + u.outputTokens
         let cost: number | undefined
+        const leased = state.leases
+        state.leases = undefined
         for (const a of list) {
           try {
+            const l = leased?.get(a)
+            if (l) {
+              if (l.tokens && tokens > 0) await l.tokens.spend(tokens)
+              if (l.spend) {
+                cost ??= costMicros(u, await prices.price(ctx.model!))
+                if (cost > 0) await l.spend.spend(cost)
+              }
+              continue
+            }
             if (a.limit.tokens !== undefined && tokens > 0) await deps.store.incr(key(a, 'tokens'), tokens, a.ttl)
             if (a.limit.spend !== undefined) {
               cost ??= costMicros(u, await prices.price(ctx.model!))

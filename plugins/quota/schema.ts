@@ -14,6 +14,11 @@ export const QuotaConfig = Type.Object({
   limits: Type.Array(QuotaLimit, { minItems: 1, description: 'Every applicable limit must hold.' }),
   onStoreError: Type.Union([Type.Literal('open'), Type.Literal('closed')], { default: 'closed', description: 'When the key-value store is unreachable: let calls through (open) or answer 503 (closed).' }),
   priceCacheMs: Type.Integer({ minimum: 0, default: 30000, description: 'How long ledger prices are cached (spend caps).' }),
+  mode: Type.Union([Type.Literal('exact'), Type.Literal('lease')], { default: 'exact', description: 'exact: every call counts in the shared store. lease: each replica leases slices of each window and counts in memory (Redis store only; with the memory store, exact).' }),
+  lease: Type.Object({
+    horizonMs: Type.Integer({ minimum: 1, default: 1000, description: 'A lease asks for what this replica spent over about this long at its recent rate.' }),
+    maxFraction: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 0.05, description: 'Most one lease takes, as a fraction of the limit.' }),
+  }, { additionalProperties: false, default: {} }),
 }, { additionalProperties: false })
 
 export type QuotaConfigT = Static<typeof QuotaConfig>

@@ -8,7 +8,7 @@ const validate = compileOrThrow(balance.configSchema, 'balance')
 t.test('balance config – enforced by default, prices cached 30 s, no organizations created', async t => {
   const config: Record<string, unknown> = {}
   t.ok(validate(config))
-  t.same(config, { enforce: true, priceCacheMs: 30000, organizations: [] })
+  t.same(config, { enforce: true, priceCacheMs: 30000, organizations: [], mode: 'exact', lease: { horizonMs: 2000, maxSlice: 10, idleMs: 5000, lowMs: 1000 } }, 'exact by default; lease tunables defaulted')
 })
 
 t.test('balance config – an organization\'s initial balance defaults to 0', async t => {

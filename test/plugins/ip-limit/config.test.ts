@@ -8,11 +8,11 @@ const validate = compileOrThrow(ipLimit.configSchema, 'ip-limit')
 t.test('ip-limit config – an empty config gets 120 per minute, /64 for IPv6, no trusted proxy, fail open', async t => {
   const config: Record<string, unknown> = {}
   t.ok(validate(config))
-  t.same(config, { limit: 120, windowMs: 60000, trustedProxies: [], ipv6PrefixLength: 64, onStoreError: 'open' })
+  t.same(config, { limit: 120, windowMs: 60000, trustedProxies: [], ipv6PrefixLength: 64, onStoreError: 'open', mode: 'exact', lease: { intervalMs: 100, maxUnsynced: 10, maxClients: 100000 } })
 })
 
 t.test('ip-limit config – a full config is accepted as given', async t => {
-  const config = { limit: 5, windowMs: 1000, trustedProxies: ['10.0.0.0/8', '::1'], ipv6PrefixLength: 128, onStoreError: 'closed' }
+  const config = { limit: 5, windowMs: 1000, trustedProxies: ['10.0.0.0/8', '::1'], ipv6PrefixLength: 128, onStoreError: 'closed', mode: 'lease', lease: { intervalMs: 50, maxUnsynced: 3, maxClients: 10 } }
   t.ok(validate(config))
 })
 
@@ -22,6 +22,8 @@ t.test('ip-limit config – bad values are refused with the path named', async t
     [{ limit: 2.5 }, '/limit'],
     [{ windowMs: 999 }, '/windowMs'],
     [{ ipv6PrefixLength: 0 }, '/ipv6PrefixLength'],
+    [{ mode: 'sometimes' }, '/mode'],
+    [{ lease: { maxUnsynced: 0 } }, '/lease/maxUnsynced'],
     [{ ipv6PrefixLength: 129 }, '/ipv6PrefixLength'],
     [{ trustedProxies: '10.0.0.0/8' }, '/trustedProxies'],
     [{ onStoreError: 'maybe' }, '/onStoreError'],

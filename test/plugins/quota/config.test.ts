@@ -8,7 +8,7 @@ const validate = compileOrThrow(quota.configSchema, 'quota')
 t.test('quota config – one limit is enough; store errors fail closed and prices are cached 30 s by default', async t => {
   const config: Record<string, unknown> = { limits: [{ scope: 'organization', window: 'minute', requests: 600 }] }
   t.ok(validate(config))
-  t.same(config, { limits: [{ scope: 'organization', window: 'minute', requests: 600 }], onStoreError: 'closed', priceCacheMs: 30000 })
+  t.same(config, { limits: [{ scope: 'organization', window: 'minute', requests: 600 }], onStoreError: 'closed', priceCacheMs: 30000, mode: 'exact', lease: { horizonMs: 1000, maxFraction: 0.05 } })
 })
 
 t.test('quota config – every scope, window and cap kind is accepted', async t => {
@@ -21,6 +21,8 @@ t.test('quota config – every scope, window and cap kind is accepted', async t 
     ],
     onStoreError: 'open',
     priceCacheMs: 0,
+    mode: 'lease',
+    lease: { horizonMs: 500, maxFraction: 0.5 },
   }))
 })
 
@@ -36,6 +38,7 @@ t.test('quota config – bad values are refused with the path named', async t =>
     [one({ spend: 0 }), '/limits/0/spend'],
     [one({ burst: 3 }), '/limits/0'],
     [{ ...one({ requests: 1 }), onStoreError: 'maybe' }, '/onStoreError'],
+    [{ ...one({ requests: 1 }), lease: { maxFraction: 2 } }, '/lease/maxFraction'],
     [{ ...one({ requests: 1 }), priceCacheMs: -1 }, '/priceCacheMs'],
   ]
   for (const [config, path] of cases) {

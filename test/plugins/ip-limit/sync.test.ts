@@ -1,0 +1,43 @@
+// IP-limit lease mode, one level down (plugins/ip-limit/sync.ts): two "replicas" (two
+// LocalCounters on their own Redis connections) count one client under hundreds of concurrent
+// requests. Admitted requests stay within limit + 2 × maxUnsynced, a refusal means the limit was
+// reached, and after a sync the shared counter holds exactly what was admitted.
+import t from 'tap'
+import { Redis } from 'ioredis'
+import { RedisStore } from '../../../core/stores/redis.ts'
+import { LocalCounters } from '../../../plugins/ip-limit/sync.ts'
+import { redisUrl, randomId } from '../../helpers/backends.ts'
+
+t.test('two replicas counting one client', async t => {
+  const url = await redisUrl(t)
+  if (!url) return
+  const prefix = `test:ip-sync:${randomId()}:`
+  const [s1, s2] = await Promise.all([RedisStore.open({ url, prefix }), RedisStore.open({ url, prefix })])
+  const raw = new Redis(url)
+  const LIMIT = 50
+  const MAX = 4
+  const errors: unknown[] = []
+  const opts = { intervalMs: 20, maxUnsynced: MAX, maxClients: 10 }
+  const a = new LocalCounters(s1, LIMIT, 3_600_000, opts, err => errors.push(err), Date.now)
+  const b = new LocalCounters(s2, LIMIT, 3_600_000, opts, err => errors.push(err), Date.now)
+  t.teardown(async () => {
+    await Promise.all([a.close(), b.close()])
+    await Promise.all([s1.close(), s2.close()])
+    const keys = await raw.keys(`${prefix}*`)
+    if (keys.length > 0) await raw.del(...keys)
+    raw.disconnect()
+  })
+  const window = Math.floor(Date.now() / 3_600_000)
+  const verdicts = await Promise.all(Array.from({ length: 300 }, (_, i) => (i % 2 ? a : b).hit('192.0.2.1', window)))
+  const admitted = verdicts.filter(v => v === 'admit').length
+  t.same(new Set(verdicts), new Set(['admit', 'refuse']))
+  t.ok(admitted >= LIMIT, `${admitted} admitted: refusals only once the limit was reached`)
+  t.ok(admitted <= LIMIT + 2 * MAX, `${admitted} admitted ≤ limit + 2 × maxUnsynced`)
+  await Promise.all([a.flushAll(), b.flushAll()])
+  t.equal(Number(await raw.get(`${prefix}192.0.2.1:${window}`)), admitted, 'the shared counter holds exactly what was admitted')
+  t.same(errors, [])
+
+  // Beyond maxClients, clients are counted in the store directly.
+  for (let i = 0; i < 10; i++) await a.hit(`198.51.100.${i}`, window)
+  t.equal(await a.hit('198.51.100.200', window), 'direct')
+})
