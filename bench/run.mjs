@@ -254,16 +254,33 @@ async function main () {
     log(`starting ${sys.id}`)
     let proc
     try { proc = await sys.run() } catch (err) { results[sys.id] = { error: err.message.split('\n')[0] }; log(`${sys.id} failed: ${err.message}`); continue }
-    const base = `http://127.0.0.1:${proc.port}`
     results[sys.id] = { cases: {} }
+    let rssMb = NaN
+    const keepRss = p => { if (p?.child) { const r = peakRssMb(p.child.pid); if (!(r <= rssMb)) rssMb = r } }
     // JIT warm-up of the whole system before its first case (each case also gets its own warm-up).
-    if (WARMUP > 0) {
+    const warmUp = async p => {
+      if (WARMUP <= 0) return
       for (const c of CASES.filter(c => c.id === 'json-c16' || c.id === 'sse-c16' || (c.cross && sys.gateway))) {
-        await load({ url: base + c.path, body: c.body, headers: sys.headers, connections: c.connections, duration: WARMUP, idempotency: !!sys.gateway }).catch(() => {})
+        await load({ url: `http://127.0.0.1:${p.port}${c.path}`, body: c.body, headers: sys.headers, connections: c.connections, duration: WARMUP, idempotency: !!sys.gateway }).catch(() => {})
       }
     }
+    await warmUp(proc)
+    let first = true
     for (const c of CASES) {
       if (c.cross && !sys.gateway) { results[sys.id].cases[c.id] = { na: sys.noCross ?? 'no protocol translation' }; continue }
+      // A gateway runs each case in a fresh process: every request carries a unique
+      // Idempotency-Key, the claims stay held for their TTL (24 h), and the memory store refuses
+      // new ones with 503 once stores.kv.maxClaims are held. One process for every case ran out
+      // of claims after ~100,000 calls and later cases measured 503s. A fresh process per case
+      // also keeps one case's heap (claims, caches) out of the next one's numbers.
+      if (sys.gateway && !first) {
+        keepRss(proc)
+        await stop(proc)
+        try { proc = await sys.run() } catch (err) { results[sys.id].cases[c.id] = { invalid: `failed to restart: ${err.message.split('\n')[0]}` }; log(`${sys.id} ${c.id}: restart failed: ${err.message}`); proc = undefined; break }
+        await warmUp(proc)
+      }
+      first = false
+      const base = `http://127.0.0.1:${proc.port}`
       const url = base + c.path
       const check = await probe(url, c.body, sys.headers)
       if (check.status !== 200 || !c.expect.test(check.text)) {
@@ -286,8 +303,9 @@ async function main () {
       results[sys.id].cases[c.id] = { ...pick, cpuUs, runs: runs.map(r => r.rps), errors, non2xx, statuses, invalid: errors + non2xx > 0 ? `${errors} errors, ${non2xx} non-2xx (${JSON.stringify(statuses)})` : undefined }
       log(`${sys.id} ${c.id}: ${pick.rps.toFixed(0)} req/s, p50 ${pick.p50.toFixed(3)} ms, p99 ${pick.p99.toFixed(3)} ms, errors ${errors}, non-2xx ${non2xx} [${pick.loader}]`)
     }
-    results[sys.id].rssMb = proc.child ? peakRssMb(proc.child.pid) : NaN
-    if (proc.child) await stop(proc)
+    keepRss(proc)
+    results[sys.id].rssMb = rssMb
+    if (proc?.child) await stop(proc)
   }
 
   const profiles = []
@@ -329,6 +347,26 @@ async function main () {
   writeFileSync(join(here, 'results', 'last-run.json'), JSON.stringify({ systems: systems.map(s => ({ id: s.id, label: s.label })), results, extra }, null, 1))
   writeFileSync(OUT, report(systems, results, extra))
   log(`wrote ${OUT} in ${((Date.now() - started) / 1000).toFixed(0)} s`)
+  failLoudly(results)
+}
+
+/** Cells with transport errors, non-2xx answers or a failed probe: never silently part of a report. */
+function invalidCells (results) {
+  const out = []
+  for (const [sys, r] of Object.entries(results)) {
+    if (r.error) out.push({ sys, id: '(start)', why: r.error })
+    for (const [id, x] of Object.entries(r.cases ?? {})) if (x.invalid) out.push({ sys, id, why: x.invalid })
+  }
+  return out
+}
+
+/** Any invalid cell makes the run exit 1 after the report is written, with each cell named. */
+function failLoudly (results) {
+  const bad = invalidCells(results)
+  if (bad.length === 0) return
+  log(`INVALID CELLS (${bad.length}): the report marks them INVALID and leaves them out of the targets`)
+  for (const b of bad) log(`  INVALID ${b.sys} ${b.id}: ${b.why}`)
+  process.exitCode = 1
 }
 
 /** Starts a system with --cpu-prof, loads it with one case, stops it with SIGTERM. */
@@ -410,6 +448,9 @@ function report (systems, results, extra) {
       : check.status === 'valid'
         ? [`Validity check passed: direct calls to the mock are at least 2× the bare proxy in every case measured on both (${check.rows.map(fmtRow).join('; ')}).`, '']
         : [`Validity check not run: ${check.why}.`, '']),
+    ...(invalidCells(results).length
+      ? [`**INVALID CELLS: ${invalidCells(results).map(b => `${b.sys} ${b.id} (${b.why.replace(/\|/g, '/')})`).join('; ')}. They are marked INVALID below and not used for targets.**`, '']
+      : []),
     `- Machine: ${cpu}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Linux ${readOs()}, Node ${process.version}.`,
     `- Pinning: ${hasTaskset ? 'system under test on core 0 (`taskset -c 0`); load generator and mock upstream on core 1.' : 'none (taskset unavailable or one core): numbers are not comparable with pinned runs.'}`,
     `- Load: ${loader}, closed loop (each connection sends its next request when the previous response has been read to its end), keep-alive, loopback.`,
@@ -439,7 +480,7 @@ function report (systems, results, extra) {
     }
     lines.push('')
   }
-  lines.push('### Peak RSS (VmHWM of each process over its whole run)', '', '| process | peak RSS (MB) |', '|---|--:|')
+  lines.push('### Peak RSS (VmHWM of each process over its whole run; a gateway runs each case in a fresh process, and the highest of those is given)', '', '| process | peak RSS (MB) |', '|---|--:|')
   for (const s of systems) if (s.id !== 'direct') lines.push(`| ${s.label} | ${results[s.id]?.error ? 'failed to start' : f(results[s.id]?.rssMb, 1)} |`)
   lines.push(`| mock upstream (shared by all) | ${f(extra.mockRss, 1)} |`, '')
 
@@ -548,5 +589,6 @@ const render = () => {
   log(`re-rendered ${OUT} from ${relative(process.cwd(), file)}`)
   const check = validity(results)
   if (check.status === 'INVALID') log('RUN INVALID: direct to the mock is not at least 2× the bare proxy (see the top of the report)')
+  failLoudly(results)
 }
 ;(process.argv.includes('--render') ? Promise.resolve().then(render) : main()).catch(err => { process.stderr.write(String(err?.stack ?? err) + '\n'); process.exit(1) })
