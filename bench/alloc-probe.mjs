@@ -8,6 +8,14 @@
 // heap (every space, large objects included) whatever the GCs in between did; it leaves out memory
 // outside the V8 heap (Buffer backing stores, native allocations of SQLite and llhttp).
 import v8 from 'node:v8'
+import { Session } from 'node:inspector'
+import { writeFileSync } from 'node:fs'
+
+// ALLOC_PROFILE=<file>: also a sampling allocation profile (every object allocated, collected or
+// not) written there at 'stop', for `node bench/alloc.mjs --profile` (top allocating functions).
+const profileFile = process.env.ALLOC_PROFILE
+let inspector
+const post = (method, params) => new Promise((res, rej) => inspector.post(method, params, (err, r) => err ? rej(err) : res(r)))
 
 let session
 
@@ -18,7 +26,11 @@ process.on('message', msg => {
     const base = v8.getHeapStatistics().used_heap_size
     profiler.start()
     session = { profiler, base, cpu: process.cpuUsage() }
-    process.send({ type: 'started' })
+    if (profileFile) {
+      if (!inspector) { inspector = new Session(); inspector.connect() }
+      post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true })
+        .then(() => process.send({ type: 'started' }))
+    } else process.send({ type: 'started' })
   } else if (msg?.type === 'stop' && session) {
     const cpu = process.cpuUsage(session.cpu)
     globalThis.gc()
@@ -37,6 +49,12 @@ process.on('message', msg => {
       if (s.cost > gcs.maxPauseUs) gcs.maxPauseUs = s.cost
     }
     session = undefined
-    process.send({ type: 'stopped', bytes, cpuUs: cpu.user + cpu.system, gcs })
+    const reply = { type: 'stopped', bytes, cpuUs: cpu.user + cpu.system, gcs }
+    if (profileFile) {
+      post('HeapProfiler.stopSampling').then(({ profile }) => {
+        writeFileSync(profileFile, JSON.stringify(profile))
+        process.send(reply)
+      })
+    } else process.send(reply)
   }
 })

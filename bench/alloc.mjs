@@ -5,8 +5,11 @@
 //
 // Usage: node bench/alloc.mjs [calls=3000] [connections=8] [--json]   (npm run bench:alloc; needs dist/: npm run build)
 // Prints one line per kind of call; with --json, also one JSON line at the end (bench/run.mjs reads it).
+// --profile: also a sampling allocation profile per kind (bench/profiles/alloc-<kind>.heapprofile,
+// openable in Chrome DevTools) and its top allocating functions; the profiler's own cost then
+// inflates the CPU figures, and its bookkeeping the byte counts a little.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
@@ -19,6 +22,7 @@ const args = process.argv.slice(2).filter(a => !a.startsWith('--'))
 const CALLS = Number(args[0] ?? 3000)
 const CONNECTIONS = Number(args[1] ?? 8)
 const JSON_OUT = process.argv.includes('--json')
+const PROFILE = process.argv.includes('--profile')
 const KEY = 'sk-gw-bench-key-0001'
 /** The node flags of `npm start`, as bench/run.mjs runs the gateway. */
 const NODE_FLAGS = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start.match(/^node\s+(.*?)\s*dist\/server\.js$/)?.[1] ?? '').split(/\s+/).filter(Boolean)
@@ -79,6 +83,23 @@ async function drive (pool, path, body, calls) {
   await Promise.all(Array.from({ length: CONNECTIONS }, worker))
 }
 
+/** Self bytes per call by function (the sampled allocation sites), biggest first. */
+function printTop (profile, calls) {
+  const by = new Map()
+  const walk = (n, stack) => {
+    const f = n.callFrame
+    const where = f.url ? `${f.url.replace(/^file:\/\//, '').replace(root + '/', '')}:${f.lineNumber + 1}` : '(native)'
+    const key = `${f.functionName || '(anonymous)'} ${where}`
+    const self = n.selfSize
+    if (self) by.set(key, (by.get(key) ?? 0) + self)
+    for (const c of n.children) walk(c)
+  }
+  walk(profile.head)
+  const total = [...by.values()].reduce((a, b) => a + b, 0)
+  process.stdout.write(`  sampled ${(total / calls / 1024).toFixed(1)} KB/call; top allocating functions (self bytes/call):\n`)
+  for (const [k, v] of [...by].sort((a, b) => b[1] - a[1]).slice(0, 40)) process.stdout.write(`  ${(v / calls).toFixed(0).padStart(7)}  ${k}\n`)
+}
+
 const chat = { model: 'bench/chat', messages: [{ role: 'user', content: 'Say twenty words.' }], max_tokens: 64 }
 const KINDS = [
   { id: 'json', label: 'JSON chat', path: '/v1/chat/completions', body: JSON.stringify(chat) },
@@ -92,7 +113,7 @@ async function main () {
   await waitReady(`http://127.0.0.1:${mockPort}/`, mock)
   const port = await freePort()
   const gw = spawnChild([...NODE_FLAGS, '--expose-gc', '--import', join(here, 'alloc-probe.mjs'), join(root, 'dist/server.js')],
-    { PORT: String(port), BENCH_MOCK_PORT: String(mockPort), BENCH_DATA_DIR: dataDir, GATEWAY_CONFIG: join(here, 'configs', 'embedded.yaml'), NODE_ENV: 'production' }, true)
+    { ...(PROFILE ? { ALLOC_PROFILE: join(dataDir, 'alloc.heapprofile') } : {}), PORT: String(port), BENCH_MOCK_PORT: String(mockPort), BENCH_DATA_DIR: dataDir, GATEWAY_CONFIG: join(here, 'configs', 'embedded.yaml'), NODE_ENV: 'production' }, true)
   await waitReady(`http://127.0.0.1:${port}/healthz`, gw)
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: CONNECTIONS, pipelining: 1 })
   const results = {}
@@ -116,6 +137,14 @@ async function main () {
         maxGcPauseUs: m.gcs.maxPauseUs,
       }
       results[k.id] = r
+      if (PROFILE) {
+        mkdirSync(join(here, 'profiles'), { recursive: true })
+        const file = join(here, 'profiles', `alloc-${k.id}.heapprofile`)
+        const profile = JSON.parse(readFileSync(join(dataDir, 'alloc.heapprofile'), 'utf8'))
+        rmSync(file, { force: true })
+        await import('node:fs').then(fs => fs.writeFileSync(file, JSON.stringify(profile)))
+        printTop(profile, CALLS)
+      }
       process.stdout.write(`${k.label.padEnd(14)} ${(r.bytesPerCall / 1024).toFixed(1).padStart(6)} KB/call  ${r.cpuUsPerCall.toFixed(0).padStart(5)} µs CPU/call  ` +
         `${r.scavengesPer1000.toFixed(1)} scavenges/1000 calls, ${r.markSweeps} mark-sweeps, GC pause ${r.gcPauseUsPerCall.toFixed(1)} µs/call (max ${r.maxGcPauseUs.toFixed(0)} µs)\n`)
     }
