@@ -3,7 +3,7 @@
 // JSON and streamed chat calls. Repeatable on a busy machine: it counts bytes and CPU time of the
 // gateway process, not wall time. How the bytes are counted: bench/alloc-probe.mjs.
 //
-// Usage: node bench/alloc.mjs [calls=3000] [connections=8] [--json]   (npm run bench:alloc; needs dist/: npm run build)
+// Usage: node bench/alloc.mjs [calls=3000] [connections=8] [--json] [--profile] [--no-idempotency]   (npm run bench:alloc; needs dist/: npm run build)
 // Prints one line per kind of call; with --json, also one JSON line at the end (bench/run.mjs reads it).
 // --profile: also a sampling allocation profile per kind (bench/profiles/alloc-<kind>.heapprofile,
 // openable in Chrome DevTools) and its top allocating functions; the profiler's own cost then
@@ -23,6 +23,8 @@ const CALLS = Number(args[0] ?? 3000)
 const CONNECTIONS = Number(args[1] ?? 8)
 const JSON_OUT = process.argv.includes('--json')
 const PROFILE = process.argv.includes('--profile')
+/** --no-idempotency: calls without an Idempotency-Key (no claim kept per call), to see what the claims cost. */
+const IDEMPOTENCY = !process.argv.includes('--no-idempotency')
 const KEY = 'sk-gw-bench-key-0001'
 /** The node flags of `npm start`, as bench/run.mjs runs the gateway. */
 const NODE_FLAGS = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start.match(/^node\s+(.*?)\s*dist\/server\.js$/)?.[1] ?? '').split(/\s+/).filter(Boolean)
@@ -75,7 +77,7 @@ async function drive (pool, path, body, calls) {
   const worker = async () => {
     while (next < calls) {
       next++
-      const res = await pool.request({ path, method: 'POST', body, headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}`, 'idempotency-key': `alloc-${process.pid}-${seq++}` } })
+      const res = await pool.request({ path, method: 'POST', body, headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}`, ...(IDEMPOTENCY ? { 'idempotency-key': `alloc-${process.pid}-${seq++}` } : {}) } })
       const text = await res.body.text()
       if (res.statusCode !== 200) throw new Error(`${path} answered ${res.statusCode}: ${text.slice(0, 200)}`)
     }

@@ -8,7 +8,8 @@
 // when BENCH_SYSTEMS is set), BENCH_PROFILE_CASES (default bare:json-c16,embedded:json-c16,
 // scaleout:json-c16,bare:sse-c16,embedded:sse-c16), BENCH_PROFILE_SECONDS,
 // BENCH_PG_URL, BENCH_REDIS_URL, BENCH_LOADER (wrk, autocannon or builtin; default wrk, see below),
-// BENCH_INSTALL_WRK=0 (never install wrk), BENCH_WRK_THREADS, BENCH_WRK_STATUS (see bench/load.mjs).
+// BENCH_INSTALL_WRK=0 (never install wrk), BENCH_WRK_THREADS, BENCH_WRK_STATUS (see bench/load.mjs),
+// BENCH_ALLOC_CALLS (calls per kind for the allocation section, bench/alloc.mjs; default 3000).
 // `node bench/run.mjs --render [results.json]` rewrites the report from bench/results/last-run.json (or the file given).
 //
 // Load generator: wrk (native). When it is not on PATH and this process is root, it is installed
@@ -328,6 +329,14 @@ async function main () {
     }
   }
 
+  // Bytes allocated per call (bench/alloc.mjs: its own mock and gateway, counted by GC tracking, so
+  // it does not depend on the machine being idle). Only when the embedded gateway is measured.
+  let alloc
+  if (!ONLY || ONLY.includes('embedded')) {
+    log('allocation per call (bench/alloc.mjs)')
+    alloc = await runAlloc().catch(err => ({ error: err.message.split('\n')[0] }))
+  }
+
   const mockRss = peakRssMb(mock.child.pid)
   await stop(mock)
   if (results.scaleout && !results.scaleout.error) await cleanupScaleout(scaleout).catch(err => log(`scale-out cleanup: ${err.message}`))
@@ -338,7 +347,7 @@ async function main () {
   else if (check.status === 'valid') log(`run valid: direct ≥ 2× bare in every case (${check.rows.map(r => `${r.id} ${r.ratio.toFixed(2)}×`).join(', ')})`)
   else log(`validity not checked: ${check.why}`)
   const extra = {
-    mockRss, profiles, loaders: [...loaders], loader: LOADER, seconds: (Date.now() - started) / 1000,
+    mockRss, profiles, alloc, loaders: [...loaders], loader: LOADER, seconds: (Date.now() - started) / 1000,
     meta: { date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), DURATION, RUNS, WARMUP, PROFILE_SECONDS, hasTaskset },
   }
   // Raw results, so the report can be re-rendered (node bench/run.mjs --render) after editing bench/analysis.md.
@@ -367,6 +376,24 @@ function failLoudly (results) {
   log(`INVALID CELLS (${bad.length}): the report marks them INVALID and leaves them out of the targets`)
   for (const b of bad) log(`  INVALID ${b.sys} ${b.id}: ${b.why}`)
   process.exitCode = 1
+}
+
+/** bench/alloc.mjs on core 0 (the gateway inherits the pinning); resolves its JSON line. BENCH_ALLOC_CALLS (default 3000). */
+function runAlloc () {
+  const [c, a] = pin(0, process.execPath, [join(here, 'alloc.mjs'), String(Number(process.env.BENCH_ALLOC_CALLS ?? 3000)), '8', '--json'])
+  return new Promise((res, rej) => {
+    const child = spawn(c, a, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+    children.add(child)
+    let out = ''
+    let err = ''
+    child.stdout.on('data', d => { out += d })
+    child.stderr.on('data', d => { err = (err + d).slice(-2000) })
+    child.on('exit', code => {
+      children.delete(child)
+      if (code !== 0) return rej(new Error(`alloc.mjs exited ${code}: ${err}`))
+      try { res(JSON.parse(out.trim().split('\n').at(-1))) } catch { rej(new Error(`alloc.mjs output: ${out.slice(-500)} ${err}`)) }
+    })
+  })
 }
 
 /** Starts a system with --cpu-prof, loads it with one case, stops it with SIGTERM. */
@@ -484,6 +511,21 @@ function report (systems, results, extra) {
   for (const s of systems) if (s.id !== 'direct') lines.push(`| ${s.label} | ${results[s.id]?.error ? 'failed to start' : f(results[s.id]?.rssMb, 1)} |`)
   lines.push(`| mock upstream (shared by all) | ${f(extra.mockRss, 1)} |`, '')
 
+  if (extra.alloc) {
+    lines.push('## Allocation per call (embedded gateway)', '')
+    if (extra.alloc.error) lines.push(`bench/alloc.mjs failed: ${extra.alloc.error}`, '')
+    else {
+      const a = extra.alloc
+      lines.push(`\`node bench/alloc.mjs ${a.calls} ${a.connections}\` (\`npm run bench:alloc\`): ${a.calls} calls of each kind on ${a.connections} connections through a listening embedded gateway (bench/configs/embedded.yaml, node flags \`${(a.nodeFlags ?? []).join(' ') || '(none)'}\`) against the mock, after a warm-up. Bytes = the V8 heap allocated in the gateway process between two forced full GCs, summed over every GC in between (v8.GCProfiler: used heap before each GC minus after the previous one); memory outside the V8 heap (Buffer contents, native) is not counted. Independent of wall-clock noise; CPU µs per call is the process's user+system time and does vary with load.`, '')
+      lines.push('| call | KB allocated / call | CPU µs / call | scavenges / 1000 calls | mark-sweeps | GC pause µs / call | longest GC pause µs |', '|---|--:|--:|--:|--:|--:|--:|')
+      for (const [id, label] of [['json', 'JSON chat'], ['stream', 'streamed chat']]) {
+        const r = a.results?.[id]
+        if (r) lines.push(`| ${label} | ${f(r.bytesPerCall / 1024, 1)} | ${f(r.cpuUsPerCall)} | ${f(r.scavengesPer1000, 1)} | ${r.markSweeps} | ${f(r.gcPauseUsPerCall, 1)} | ${f(r.maxGcPauseUs)} |`)
+      }
+      lines.push('')
+    }
+  }
+
   lines.push('## Targets', '', '| target | measured | status |', '|---|---|---|')
   for (const t of targets(results)) lines.push(`| ${t.name} | ${t.measured} | ${t.status} |`)
   lines.push('')
@@ -528,6 +570,7 @@ function report (systems, results, extra) {
     'npm run bench                                   # build, install bench deps, all systems, 3 × 5 s per case, + profile (~7 min); installs wrk when root',
     'BENCH_LOADER=autocannon npm run bench           # the fallback load generator (ratios may be inflated)',
     'BENCH_DURATION=2 BENCH_RUNS=1 npm run bench     # quicker',
+    'npm run bench:alloc                             # bytes allocated, GCs and CPU per call of the embedded gateway only (node bench/alloc.mjs [calls] [connections] [--profile] [--no-idempotency])',
     'BENCH_SYSTEMS=direct,bare,embedded BENCH_OUT=/tmp/b.md npm run bench   # a subset (keep direct and bare: the validity check needs both)',
     'node bench/cpuprofile-summary.mjs bench/profiles/embedded-json-c16.cpuprofile 40 <skipMs>   # re-read the profile',
     'node bench/run.mjs --render                     # rewrite BENCHMARKS.md from bench/results/last-run.json (after editing bench/analysis.md)',
