@@ -8,7 +8,8 @@
 // when BENCH_SYSTEMS is set), BENCH_PROFILE_CASES (default bare:json-c16,embedded:json-c16,
 // scaleout:json-c16,bare:sse-c16,embedded:sse-c16), BENCH_PROFILE_SECONDS,
 // BENCH_PG_URL, BENCH_REDIS_URL, BENCH_LOADER (wrk, autocannon or builtin; default wrk, see below),
-// BENCH_INSTALL_WRK=0 (never install wrk), BENCH_WRK_THREADS, BENCH_WRK_STATUS (see bench/load.mjs).
+// BENCH_INSTALL_WRK=0 (never install wrk), BENCH_WRK_THREADS, BENCH_WRK_STATUS (see bench/load.mjs),
+// BENCH_ALLOC_CALLS (calls per kind for the allocation section, bench/alloc.mjs; default 3000).
 // `node bench/run.mjs --render [results.json]` rewrites the report from bench/results/last-run.json (or the file given).
 //
 // Load generator: wrk (native). When it is not on PATH and this process is root, it is installed
@@ -254,16 +255,33 @@ async function main () {
     log(`starting ${sys.id}`)
     let proc
     try { proc = await sys.run() } catch (err) { results[sys.id] = { error: err.message.split('\n')[0] }; log(`${sys.id} failed: ${err.message}`); continue }
-    const base = `http://127.0.0.1:${proc.port}`
     results[sys.id] = { cases: {} }
+    let rssMb = NaN
+    const keepRss = p => { if (p?.child) { const r = peakRssMb(p.child.pid); if (!(r <= rssMb)) rssMb = r } }
     // JIT warm-up of the whole system before its first case (each case also gets its own warm-up).
-    if (WARMUP > 0) {
+    const warmUp = async p => {
+      if (WARMUP <= 0) return
       for (const c of CASES.filter(c => c.id === 'json-c16' || c.id === 'sse-c16' || (c.cross && sys.gateway))) {
-        await load({ url: base + c.path, body: c.body, headers: sys.headers, connections: c.connections, duration: WARMUP, idempotency: !!sys.gateway }).catch(() => {})
+        await load({ url: `http://127.0.0.1:${p.port}${c.path}`, body: c.body, headers: sys.headers, connections: c.connections, duration: WARMUP, idempotency: !!sys.gateway }).catch(() => {})
       }
     }
+    await warmUp(proc)
+    let first = true
     for (const c of CASES) {
       if (c.cross && !sys.gateway) { results[sys.id].cases[c.id] = { na: sys.noCross ?? 'no protocol translation' }; continue }
+      // A gateway runs each case in a fresh process: every request carries a unique
+      // Idempotency-Key, the claims stay held for their TTL (24 h), and the memory store refuses
+      // new ones with 503 once stores.kv.maxClaims are held. One process for every case ran out
+      // of claims after ~100,000 calls and later cases measured 503s. A fresh process per case
+      // also keeps one case's heap (claims, caches) out of the next one's numbers.
+      if (sys.gateway && !first) {
+        keepRss(proc)
+        await stop(proc)
+        try { proc = await sys.run() } catch (err) { results[sys.id].cases[c.id] = { invalid: `failed to restart: ${err.message.split('\n')[0]}` }; log(`${sys.id} ${c.id}: restart failed: ${err.message}`); proc = undefined; break }
+        await warmUp(proc)
+      }
+      first = false
+      const base = `http://127.0.0.1:${proc.port}`
       const url = base + c.path
       const check = await probe(url, c.body, sys.headers)
       if (check.status !== 200 || !c.expect.test(check.text)) {
@@ -286,8 +304,9 @@ async function main () {
       results[sys.id].cases[c.id] = { ...pick, cpuUs, runs: runs.map(r => r.rps), errors, non2xx, statuses, invalid: errors + non2xx > 0 ? `${errors} errors, ${non2xx} non-2xx (${JSON.stringify(statuses)})` : undefined }
       log(`${sys.id} ${c.id}: ${pick.rps.toFixed(0)} req/s, p50 ${pick.p50.toFixed(3)} ms, p99 ${pick.p99.toFixed(3)} ms, errors ${errors}, non-2xx ${non2xx} [${pick.loader}]`)
     }
-    results[sys.id].rssMb = proc.child ? peakRssMb(proc.child.pid) : NaN
-    if (proc.child) await stop(proc)
+    keepRss(proc)
+    results[sys.id].rssMb = rssMb
+    if (proc?.child) await stop(proc)
   }
 
   const profiles = []
@@ -310,6 +329,14 @@ async function main () {
     }
   }
 
+  // Bytes allocated per call (bench/alloc.mjs: its own mock and gateway, counted by GC tracking, so
+  // it does not depend on the machine being idle). Only when the embedded gateway is measured.
+  let alloc
+  if (!ONLY || ONLY.includes('embedded')) {
+    log('allocation per call (bench/alloc.mjs)')
+    alloc = await runAlloc().catch(err => ({ error: err.message.split('\n')[0] }))
+  }
+
   const mockRss = peakRssMb(mock.child.pid)
   await stop(mock)
   if (results.scaleout && !results.scaleout.error) await cleanupScaleout(scaleout).catch(err => log(`scale-out cleanup: ${err.message}`))
@@ -320,7 +347,7 @@ async function main () {
   else if (check.status === 'valid') log(`run valid: direct ≥ 2× bare in every case (${check.rows.map(r => `${r.id} ${r.ratio.toFixed(2)}×`).join(', ')})`)
   else log(`validity not checked: ${check.why}`)
   const extra = {
-    mockRss, profiles, loaders: [...loaders], loader: LOADER, seconds: (Date.now() - started) / 1000,
+    mockRss, profiles, alloc, loaders: [...loaders], loader: LOADER, seconds: (Date.now() - started) / 1000,
     meta: { date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), DURATION, RUNS, WARMUP, PROFILE_SECONDS, hasTaskset },
   }
   // Raw results, so the report can be re-rendered (node bench/run.mjs --render) after editing bench/analysis.md.
@@ -329,6 +356,44 @@ async function main () {
   writeFileSync(join(here, 'results', 'last-run.json'), JSON.stringify({ systems: systems.map(s => ({ id: s.id, label: s.label })), results, extra }, null, 1))
   writeFileSync(OUT, report(systems, results, extra))
   log(`wrote ${OUT} in ${((Date.now() - started) / 1000).toFixed(0)} s`)
+  failLoudly(results)
+}
+
+/** Cells with transport errors, non-2xx answers or a failed probe: never silently part of a report. */
+function invalidCells (results) {
+  const out = []
+  for (const [sys, r] of Object.entries(results)) {
+    if (r.error) out.push({ sys, id: '(start)', why: r.error })
+    for (const [id, x] of Object.entries(r.cases ?? {})) if (x.invalid) out.push({ sys, id, why: x.invalid })
+  }
+  return out
+}
+
+/** Any invalid cell makes the run exit 1 after the report is written, with each cell named. */
+function failLoudly (results) {
+  const bad = invalidCells(results)
+  if (bad.length === 0) return
+  log(`INVALID CELLS (${bad.length}): the report marks them INVALID and leaves them out of the targets`)
+  for (const b of bad) log(`  INVALID ${b.sys} ${b.id}: ${b.why}`)
+  process.exitCode = 1
+}
+
+/** bench/alloc.mjs on core 0 (the gateway inherits the pinning); resolves its JSON line. BENCH_ALLOC_CALLS (default 3000). */
+function runAlloc () {
+  const [c, a] = pin(0, process.execPath, [join(here, 'alloc.mjs'), String(Number(process.env.BENCH_ALLOC_CALLS ?? 3000)), '8', '--json'])
+  return new Promise((res, rej) => {
+    const child = spawn(c, a, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+    children.add(child)
+    let out = ''
+    let err = ''
+    child.stdout.on('data', d => { out += d })
+    child.stderr.on('data', d => { err = (err + d).slice(-2000) })
+    child.on('exit', code => {
+      children.delete(child)
+      if (code !== 0) return rej(new Error(`alloc.mjs exited ${code}: ${err}`))
+      try { res(JSON.parse(out.trim().split('\n').at(-1))) } catch { rej(new Error(`alloc.mjs output: ${out.slice(-500)} ${err}`)) }
+    })
+  })
 }
 
 /** Starts a system with --cpu-prof, loads it with one case, stops it with SIGTERM. */
@@ -410,6 +475,9 @@ function report (systems, results, extra) {
       : check.status === 'valid'
         ? [`Validity check passed: direct calls to the mock are at least 2× the bare proxy in every case measured on both (${check.rows.map(fmtRow).join('; ')}).`, '']
         : [`Validity check not run: ${check.why}.`, '']),
+    ...(invalidCells(results).length
+      ? [`**INVALID CELLS: ${invalidCells(results).map(b => `${b.sys} ${b.id} (${b.why.replace(/\|/g, '/')})`).join('; ')}. They are marked INVALID below and not used for targets.**`, '']
+      : []),
     `- Machine: ${cpu}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Linux ${readOs()}, Node ${process.version}.`,
     `- Pinning: ${hasTaskset ? 'system under test on core 0 (`taskset -c 0`); load generator and mock upstream on core 1.' : 'none (taskset unavailable or one core): numbers are not comparable with pinned runs.'}`,
     `- Load: ${loader}, closed loop (each connection sends its next request when the previous response has been read to its end), keep-alive, loopback.`,
@@ -439,9 +507,24 @@ function report (systems, results, extra) {
     }
     lines.push('')
   }
-  lines.push('### Peak RSS (VmHWM of each process over its whole run)', '', '| process | peak RSS (MB) |', '|---|--:|')
+  lines.push('### Peak RSS (VmHWM of each process over its whole run; a gateway runs each case in a fresh process, and the highest of those is given)', '', '| process | peak RSS (MB) |', '|---|--:|')
   for (const s of systems) if (s.id !== 'direct') lines.push(`| ${s.label} | ${results[s.id]?.error ? 'failed to start' : f(results[s.id]?.rssMb, 1)} |`)
   lines.push(`| mock upstream (shared by all) | ${f(extra.mockRss, 1)} |`, '')
+
+  if (extra.alloc) {
+    lines.push('## Allocation per call (embedded gateway)', '')
+    if (extra.alloc.error) lines.push(`bench/alloc.mjs failed: ${extra.alloc.error}`, '')
+    else {
+      const a = extra.alloc
+      lines.push(`\`node bench/alloc.mjs ${a.calls} ${a.connections}\` (\`npm run bench:alloc\`): ${a.calls} calls of each kind on ${a.connections} connections through a listening embedded gateway (bench/configs/embedded.yaml, node flags \`${(a.nodeFlags ?? []).join(' ') || '(none)'}\`) against the mock, after a warm-up. Bytes = the V8 heap allocated in the gateway process between two forced full GCs, summed over every GC in between (v8.GCProfiler: used heap before each GC minus after the previous one); memory outside the V8 heap (Buffer contents, native) is not counted. Independent of wall-clock noise; CPU µs per call is the process's user+system time and does vary with load.`, '')
+      lines.push('| call | KB allocated / call | CPU µs / call | scavenges / 1000 calls | mark-sweeps | GC pause µs / call | longest GC pause µs |', '|---|--:|--:|--:|--:|--:|--:|')
+      for (const [id, label] of [['json', 'JSON chat'], ['stream', 'streamed chat']]) {
+        const r = a.results?.[id]
+        if (r) lines.push(`| ${label} | ${f(r.bytesPerCall / 1024, 1)} | ${f(r.cpuUsPerCall)} | ${f(r.scavengesPer1000, 1)} | ${r.markSweeps} | ${f(r.gcPauseUsPerCall, 1)} | ${f(r.maxGcPauseUs)} |`)
+      }
+      lines.push('')
+    }
+  }
 
   lines.push('## Targets', '', '| target | measured | status |', '|---|---|---|')
   for (const t of targets(results)) lines.push(`| ${t.name} | ${t.measured} | ${t.status} |`)
@@ -487,6 +570,7 @@ function report (systems, results, extra) {
     'npm run bench                                   # build, install bench deps, all systems, 3 × 5 s per case, + profile (~7 min); installs wrk when root',
     'BENCH_LOADER=autocannon npm run bench           # the fallback load generator (ratios may be inflated)',
     'BENCH_DURATION=2 BENCH_RUNS=1 npm run bench     # quicker',
+    'npm run bench:alloc                             # bytes allocated, GCs and CPU per call of the embedded gateway only (node bench/alloc.mjs [calls] [connections] [--profile] [--no-idempotency])',
     'BENCH_SYSTEMS=direct,bare,embedded BENCH_OUT=/tmp/b.md npm run bench   # a subset (keep direct and bare: the validity check needs both)',
     'node bench/cpuprofile-summary.mjs bench/profiles/embedded-json-c16.cpuprofile 40 <skipMs>   # re-read the profile',
     'node bench/run.mjs --render                     # rewrite BENCHMARKS.md from bench/results/last-run.json (after editing bench/analysis.md)',
@@ -548,5 +632,6 @@ const render = () => {
   log(`re-rendered ${OUT} from ${relative(process.cwd(), file)}`)
   const check = validity(results)
   if (check.status === 'INVALID') log('RUN INVALID: direct to the mock is not at least 2× the bare proxy (see the top of the report)')
+  failLoudly(results)
 }
 ;(process.argv.includes('--render') ? Promise.resolve().then(render) : main()).catch(err => { process.stderr.write(String(err?.stack ?? err) + '\n'); process.exit(1) })

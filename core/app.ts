@@ -3,7 +3,8 @@
  * listens. The plugins, adapters and translators it may use come from the caller (server.ts passes
  * the built-in lists), so core never imports `plugins/` or `providers/`.
  */
-import { createHash, randomUUID } from 'node:crypto'
+import { createHash } from 'node:crypto'
+import { nextRequestId } from './request-id.ts'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import pino, { type Logger } from 'pino'
 import type { GatewayConfig } from './config-schema.ts'
@@ -18,6 +19,7 @@ import type { ClientProtocol } from './types/model.ts'
 import { Catalog } from './catalog.ts'
 import { Registry, loadDefinition } from './registry.ts'
 import { buildPipeline, type Pipeline } from './pipeline.ts'
+import type { Phase } from './phases.ts'
 import { RequestContext } from './runner.ts'
 import { UpstreamClient } from './upstream.ts'
 import { Circuits, type CircuitOptions } from './routing.ts'
@@ -135,6 +137,47 @@ async function createProviders (config: GatewayConfig, registry: Registry<Provid
 }
 
 /** Builds the whole gateway. Start-up problems throw here, before any listen(). */
+/** A response that knows its call: the 'close' listener is one shared function, not a closure per call. */
+type ResWithCall = FastifyReply['raw'] & { gwCall?: RequestContext, gwRuntime?: { refs: number } }
+
+function onResponseClose (this: ResWithCall): void {
+  // The request no longer holds its config version (a retired version closes when none does).
+  if (this.gwRuntime !== undefined) { this.gwRuntime.refs--; this.gwRuntime = undefined }
+  const ctx = this.gwCall
+  if (ctx !== undefined && !this.writableFinished) ctx.clientGone(new Error('client closed the connection'))
+}
+
+/**
+ * Runs phase `first` then `second` of `ctx`'s pipeline and calls `done` (with the error that
+ * stopped them, if any). With `refuse` (an unknown route), only `first` runs: the route is refused
+ * after the connect phase and before its body is read (nobody parses what nobody serves).
+ */
+function runPhases (pipeline: Pipeline, ctx: RequestContext, first: Phase, second: Phase, refuse: FastifyRequest | undefined, done: (err?: Error) => void): void {
+  let pending: Promise<void> | undefined
+  try {
+    pending = ctx.runPhase(pipeline, first)
+  } catch (err) {
+    return done(err as Error)
+  }
+  if (pending !== undefined) {
+    pending.then(() => runSecond(pipeline, ctx, second, refuse, done), done)
+    return
+  }
+  runSecond(pipeline, ctx, second, refuse, done)
+}
+
+function runSecond (pipeline: Pipeline, ctx: RequestContext, second: Phase, refuse: FastifyRequest | undefined, done: (err?: Error) => void): void {
+  if (refuse !== undefined) return done(gwError('GW_ERR_ROUTE_NOT_FOUND', [refuse.method, refuse.url.split('?')[0]]))
+  let pending: Promise<void> | undefined
+  try {
+    pending = ctx.runPhase(pipeline, second)
+  } catch (err) {
+    return done(err as Error)
+  }
+  if (pending !== undefined) pending.then(() => done(), done)
+  else done()
+}
+
 export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): Promise<GatewayApp> {
   const log = opts.logger ?? pino({ level: config.logging.level, redact: REDACT })
   const now = opts.now ?? Date.now
@@ -299,7 +342,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     // disableRequestLogging option is deprecated (FSTDEP023).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: server.bodyLimitBytes,
-    genReqId: () => randomUUID(),
+    genReqId: nextRequestId,
     requestIdHeader: false,
     return503OnClosing: true,
     // Nothing a stranger sends may hold a connection without bound: node ends the headers, the
@@ -328,7 +371,9 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   app.decorateRequest('gwRuntime', null)
   registerBodyParsers(app, { maxBytes: server.bodyLimitBytes, maxDepth: server.maxJsonDepth })
 
-  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+  // The hooks below are callback-style and run the phases synchronously when every plugin hook in
+  // them is synchronous: no promise per hook or per phase unless a plugin returns one.
+  app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     const rc = (request.routeOptions.config ?? {}) as RouteConfig
     const route = rc.gwRoute ?? 'other'
     const protocol = rc.protocol ?? (request.url.startsWith('/v1/messages') ? 'messages' : 'none')
@@ -340,31 +385,34 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     ;(request as any).gwRuntime = gw
     rt.refs++
     reply.header('x-gw-trace-id', request.id)
-    reply.raw.once('close', () => {
-      rt.refs--
-      if (!reply.raw.writableFinished) ctx.clientGone(new Error('client closed the connection'))
-    })
+    // One shared listener (no closure per call); 'close' fires once per response.
+    const raw = reply.raw as ResWithCall
+    raw.gwCall = ctx
+    raw.gwRuntime = rt
+    raw.on('close', onResponseClose)
     const { pipeline } = gw
-    if (route === 'probes' && gw.config.server.exemptProbesFromPlugins) return
-    await ctx.runPhase(pipeline, 'connect')
-    // An unknown route is refused here, before its body is read: nobody parses what nobody serves.
-    if (route === 'other') throw gwError('GW_ERR_ROUTE_NOT_FOUND', [request.method, request.url.split('?')[0]])
-    await ctx.runPhase(pipeline, 'authenticate')
+    if (route === 'probes' && gw.config.server.exemptProbesFromPlugins) return done()
+    runPhases(pipeline, ctx, 'connect', 'authenticate', route === 'other' ? request : undefined, done)
   })
 
-  app.addHook('preHandler', async (request: FastifyRequest) => {
+  app.addHook('preHandler', (request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
     const ctx = (request as any).gw as RequestContext
     const gw = gatewayOf(request)
-    if (ctx.route === 'probes' && gw.config.server.exemptProbesFromPlugins) return
-    if (ctx.route === 'chat' || ctx.route === 'messages' || ctx.route === 'responses') prepareInference(gw, ctx, request.body)
-    else if (request.body !== undefined) ctx.body = deepFreeze(request.body)
-    await ctx.runPhase(gw.pipeline, 'inspect')
-    await ctx.runPhase(gw.pipeline, 'admit')
+    if (ctx.route === 'probes' && gw.config.server.exemptProbesFromPlugins) return done()
+    try {
+      if (ctx.route === 'chat' || ctx.route === 'messages' || ctx.route === 'responses') prepareInference(gw, ctx, request.body)
+      else if (request.body !== undefined) ctx.body = deepFreeze(request.body)
+    } catch (err) {
+      return done(err as Error)
+    }
+    runPhases(gw.pipeline, ctx, 'inspect', 'admit', undefined, done)
   })
 
-  app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     // The reply's end is one of the call's ends; a stream (hijacked) ends with the stream instead.
-    await ((request as any).gw as RequestContext | null)?.responded(reply.statusCode)
+    const pending = ((request as any).gw as RequestContext | null)?.responded(reply.statusCode)
+    if (pending !== undefined) pending.then(() => done(), done)
+    else done()
   })
 
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {

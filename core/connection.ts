@@ -3,7 +3,7 @@
  * a request node's HTTP parser or server timeouts refused, and the lingering close after an answer
  * sent before the request body was read.
  */
-import { randomUUID } from 'node:crypto'
+import { nextRequestId } from './request-id.ts'
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
@@ -82,7 +82,7 @@ export function clientErrorHandler (log: Logger): (err: NodeJS.ErrnoException, s
       return
     }
     log.debug({ err }, 'client error')
-    const requestId = randomUUID()
+    const requestId = nextRequestId()
     const r = renderError(gwError(code), { protocol: 'none', requestId })
     const headers = { ...r.headers, 'x-gw-trace-id': requestId, 'content-length': String(Buffer.byteLength(r.body)), connection: 'close' }
     if (socket.writable) {

@@ -71,8 +71,9 @@ export abstract class CallLifecycle {
   abstract readonly tracker: CallTracker
   /** Aborts the call's own I/O (the upstream call, plugins' signal). */
   protected abstract abortCall (reason: Error): void
-  protected abstract runAnsweredHooks (): Promise<void>
-  protected abstract runSettleHooks (): Promise<void>
+  /** Hooks may run synchronously: undefined then, a promise only when one of them was asynchronous. */
+  protected abstract runAnsweredHooks (): Promise<void> | undefined
+  protected abstract runSettleHooks (): Promise<void> | undefined
 
   get state (): CallState { return this.#state }
   get settled (): boolean { return this.#state === 'settled' }
@@ -149,11 +150,11 @@ export abstract class CallLifecycle {
    * The upstream answered and its usage is known: runs `onAnswered` once, before the answer's
    * last bytes go out. A settled call runs it no more.
    */
-  async answered (usage: Usage, estimated: boolean): Promise<void> {
+  answered (usage: Usage, estimated: boolean): Promise<void> | undefined {
     this.used(usage, estimated)
-    if (this.#answered || this.settled) return
+    if (this.#answered || this.settled) return undefined
     this.#answered = true
-    await this.runAnsweredHooks()
+    return this.runAnsweredHooks()
   }
 
   /** true once `onAnswered` ran. */
@@ -178,7 +179,11 @@ export abstract class CallLifecycle {
     }
     if (!ENDS_ON_CLIENT_CLOSE.has(this.#state)) return
     if (this.#state === 'responding' || this.running === undefined) void this.finish()
-    else void this.running.then(() => this.finish())
+    else {
+      // The phase's own caller handles its rejection; this only waits for it to end.
+      const end = (): void => { void this.finish() }
+      void this.running.then(end, end)
+    }
   }
 
   /** fastify finished the reply (not a hijacked stream): the call ends with its status. */
@@ -192,15 +197,22 @@ export abstract class CallLifecycle {
    * Ends the call: moves it to `settled` and runs `onSettle` in reverse for every plugin whose
    * request hook ran. The state makes it run once: a second end finds the call settled.
    */
-  async finish (): Promise<void> {
-    if (!this.move('settled')) return
-    const t = this.tracker
-    t.settling++
+  finish (): Promise<void> | undefined {
+    if (!this.move('settled')) return undefined
+    this.tracker.settling++
+    let pending: Promise<void> | undefined
     try {
-      await this.runSettleHooks()
+      pending = this.runSettleHooks()
     } finally {
-      t.settling--
-      if (this.#counted) t.inFlight--
+      if (pending === undefined) this.#settledDone()
     }
+    if (pending === undefined) return undefined
+    return pending.then(() => this.#settledDone(), (err: unknown) => { this.#settledDone(); throw err })
+  }
+
+  #settledDone (): void {
+    const t = this.tracker
+    t.settling--
+    if (this.#counted) t.inFlight--
   }
 }

@@ -33,7 +33,7 @@ export interface Responders {
 
 export interface Pipeline {
   readonly instances: readonly PluginInstance[]
-  /** Per route, per phase: the instances to run, in order (precomputed: no per-request filtering). */
+  /** Per route, per phase: the instances with request, answered or settle hooks, in order (precomputed once per pipeline: no per-request filtering). */
   readonly plan: Readonly<Record<RouteName, Readonly<Record<Phase, readonly PluginInstance[]>>>>
   /**
    * Per route: the plugins with response hooks, in reverse pipeline order. Decided once here, so
@@ -151,7 +151,9 @@ export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeli
   const plan = {} as Record<RouteName, Record<Phase, readonly PluginInstance[]>>
   for (const route of ROUTE_NAMES) {
     const byPhase = {} as Record<Phase, readonly PluginInstance[]>
-    for (const phase of PHASES) byPhase[phase] = Object.freeze(ordered.filter(p => p.phase === phase && p.routes.has(route)))
+    // Only plugins with a request, answered or settle hook take part in a call: the runner loops over
+    // these lists with no per-call filtering.
+    for (const phase of PHASES) byPhase[phase] = Object.freeze(ordered.filter(p => p.phase === phase && p.routes.has(route) && (p.hooks.onRequest || p.hooks.onSettle || p.hooks.onAnswered)))
     plan[route] = Object.freeze(byPhase)
   }
   const responders = {} as Record<RouteName, Responders>

@@ -74,7 +74,8 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
     if (!this.#current?.provides.has('principal')) {
       throw new Error(`plugin "${this.#current?.name ?? 'unknown'}" may not set the principal: it does not declare provides: ['principal']`)
     }
-    this.#principal = Object.freeze({ ...principal })
+    // A frozen principal (auth's, made once per key) is shared as is; any other is copied and frozen.
+    this.#principal = Object.isFrozen(principal) ? principal : Object.freeze({ ...principal })
   }
 
   publish<K extends string> (name: K, value: OutputOf<K>): void {
@@ -102,12 +103,36 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
   setDeadline (ms: number): void { this.deadlineMs = ms }
   setBodyLimit (bytes: number): void { this.bodyLimit = bytes }
 
-  /** Runs one phase's plugins in order; a thrown GatewayError stops the request. */
-  runPhase (pipeline: Pipeline, phase: Phase): Promise<void> {
+  /**
+   * Runs one phase's plugins in order; a thrown GatewayError stops the request. Synchronous hooks
+   * run without promises: the phase returns undefined when every hook returned a plain value, and
+   * one promise, made at the first hook that returned one, otherwise.
+   */
+  runPhase (pipeline: Pipeline, phase: Phase): Promise<void> | undefined {
     this.enterPhase(phase)
-    const run = this.#runPhase(pipeline, phase)
-    this.running = run.catch(() => {})
-    return run
+    this.running = undefined
+    const list = pipeline.plan[this.route][phase]
+    for (let i = 0; i < list.length; i++) {
+      const p = list[i]
+      this.ran.push(p)
+      const hook = p.hooks.onRequest
+      if (hook === undefined) continue
+      this.#current = p
+      let r: void | Promise<void>
+      try {
+        r = hook(this, p.makeState === undefined ? undefined : this.stateOf(p))
+      } finally {
+        this.#current = undefined
+      }
+      if (r !== undefined && r !== null && typeof (r as Promise<void>).then === 'function') {
+        this.#current = p
+        const run = this.#resume(list, i, r)
+        this.running = run
+        return run
+      }
+      if (this.aborted) throw gwError('GW_ERR_BAD_REQUEST', ['the client closed the connection'])
+    }
+    return undefined
   }
 
   protected abortCall (reason: Error): void {
@@ -116,15 +141,23 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
     this.onAbort?.(reason)
   }
 
-  async #runPhase (pipeline: Pipeline, phase: Phase): Promise<void> {
-    const list = pipeline.plan[this.route][phase]
-    for (let i = 0; i < list.length; i++) {
+  /** The rest of a phase once hook `i` returned a promise `pending`; later hooks still run sync when they can. */
+  async #resume (list: readonly PluginInstance[], i: number, pending: Promise<void>): Promise<void> {
+    try {
+      await pending
+    } finally {
+      this.#current = undefined
+    }
+    if (this.aborted) throw gwError('GW_ERR_BAD_REQUEST', ['the client closed the connection'])
+    for (i++; i < list.length; i++) {
       const p = list[i]
-      if (!p.hooks.onRequest && !p.hooks.onSettle && !p.hooks.onAnswered) continue
       this.ran.push(p)
+      const hook = p.hooks.onRequest
+      if (hook === undefined) continue
       this.#current = p
       try {
-        if (p.hooks.onRequest) await p.hooks.onRequest(this, this.stateOf(p))
+        const r = hook(this, p.makeState === undefined ? undefined : this.stateOf(p))
+        if (r !== undefined && r !== null && typeof (r as Promise<void>).then === 'function') await r
       } finally {
         this.#current = undefined
       }
@@ -133,40 +166,54 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
   }
 
   /** `onAnswered` in reverse for every plugin whose request hook ran. Errors are logged, never thrown. */
-  protected async runAnsweredHooks (): Promise<void> {
-    const outcome = this.outcome
-    for (let i = this.ran.length - 1; i >= 0; i--) {
-      const p = this.ran[i]
-      if (!p.hooks.onAnswered) continue
-      this.#current = p
-      try {
-        await p.hooks.onAnswered(this, outcome, this.stateOf(p))
-      } catch (err) {
-        this.log.error({ err, plugin: p.name }, 'answered hook failed')
-      } finally {
-        this.#current = undefined
-      }
-    }
+  protected runAnsweredHooks (): Promise<void> | undefined {
+    return this.#runOutcomeHooks(this.ran.length - 1, 'onAnswered', 'answered hook failed')
   }
 
   /**
    * `onSettle` in reverse for every plugin whose request hook ran. Errors are logged, never
    * thrown: settling must not break the response already sent.
    */
-  protected async runSettleHooks (): Promise<void> {
+  protected runSettleHooks (): Promise<void> | undefined {
+    return this.#runOutcomeHooks(this.ran.length - 1, 'onSettle', 'settle failed')
+  }
+
+  /**
+   * `which` of every plugin in `ran` from index `from` down to 0: synchronously while the hooks
+   * return plain values; from the first promise on, in one async continuation.
+   */
+  #runOutcomeHooks (from: number, which: 'onSettle' | 'onAnswered', msg: string): Promise<void> | undefined {
     const outcome = this.outcome
-    for (let i = this.ran.length - 1; i >= 0; i--) {
+    for (let i = from; i >= 0; i--) {
       const p = this.ran[i]
-      if (!p.hooks.onSettle) continue
+      const hook = p.hooks[which]
+      if (hook === undefined) continue
       this.#current = p
+      let r: void | Promise<void>
       try {
-        await p.hooks.onSettle(this, outcome, this.stateOf(p))
+        r = hook(this, outcome, p.makeState === undefined ? undefined : this.stateOf(p))
       } catch (err) {
-        this.log.error({ err, plugin: p.name }, 'settle failed')
+        this.log.error({ err, plugin: p.name }, msg)
+        continue
       } finally {
         this.#current = undefined
       }
+      if (r !== undefined && r !== null && typeof (r as Promise<void>).then === 'function') return this.#awaitOutcomeHook(r, p, i, which, msg)
     }
+    return undefined
+  }
+
+  async #awaitOutcomeHook (pending: Promise<void>, p: PluginInstance, i: number, which: 'onSettle' | 'onAnswered', msg: string): Promise<void> {
+    this.#current = p
+    try {
+      await pending
+    } catch (err) {
+      this.log.error({ err, plugin: p.name }, msg)
+    } finally {
+      this.#current = undefined
+    }
+    const rest = this.#runOutcomeHooks(i - 1, which, msg)
+    if (rest !== undefined) await rest
   }
 
   /**

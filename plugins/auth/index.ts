@@ -2,7 +2,7 @@
  * @module plugins/auth – `sk-gw-` API keys from config or the ledger, held only as hashes.
  */
 import { LRUCache } from 'lru-cache'
-import { definePlugin, gwError, type Principal } from '../../index.ts'
+import { definePlugin, gwError, type GatewayContext, type Principal } from '../../index.ts'
 import { hashKey, KEY_PREFIX, sameHash } from './keys.ts'
 import { AuthConfig, type KeyEntryT } from './schema.ts'
 
@@ -78,15 +78,21 @@ export default definePlugin({
       return entry
     }
 
+    function accept (ctx: GatewayContext, entry: Entry | undefined, hash: string): void {
+      if (!entry || !sameHash(entry.hash, hash)) throw gwError('GW_ERR_AUTH_INVALID_KEY')
+      ctx.setPrincipal(entry.principal)
+    }
+
     return {
-      async onRequest (ctx) {
+      // Synchronous for a key from config (no promise per call); a promise only for a ledger lookup.
+      onRequest (ctx) {
         const key = presentedKey(ctx.headers, config.acceptXApiKey)
         if (!key) throw gwError('GW_ERR_AUTH_MISSING_KEY')
         if (!key.startsWith(KEY_PREFIX)) throw gwError('GW_ERR_AUTH_INVALID_KEY')
         const hash = hashKey(key)
-        const entry = byHash.get(hash) ?? await fromLedger(hash)
-        if (!entry || !sameHash(entry.hash, hash)) throw gwError('GW_ERR_AUTH_INVALID_KEY')
-        ctx.setPrincipal(entry.principal)
+        const entry = byHash.get(hash)
+        if (entry !== undefined || !config.ledger) return accept(ctx, entry, hash)
+        return fromLedger(hash).then(found => accept(ctx, found, hash))
       },
     }
   },

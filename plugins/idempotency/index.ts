@@ -6,7 +6,7 @@
  * the first call failed before any upstream accepted it, its claim is released so the client may
  * retry. The store being down fails closed (503): a duplicate completion is worse than a refusal.
  */
-import { randomUUID } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { definePlugin, gwError, isStoreFull } from '../../index.ts'
 import { IdempotencyConfig } from './schema.ts'
 
@@ -14,6 +14,13 @@ interface Claim { key: string, token: string }
 
 /** Per request: the claim this call holds, from admit to settle. */
 interface State { claim?: Claim }
+
+/**
+ * A pending claim's token: unique across processes (96 random bits drawn once per process) and
+ * calls (a counter), so a late release never drops another call's claim; cheaper than a UUID per call.
+ */
+const TOKEN_PREFIX = `pending:${randomBytes(12).toString('base64url')}:`
+let tokens = 0
 
 /** The value of a claim whose call reached an upstream. */
 const DONE = 'done'
@@ -40,7 +47,7 @@ export default definePlugin({
         const value = Array.isArray(raw) ? raw[0] : raw
         if (value === '' || value.length > config.maxKeyLength) throw gwError('GW_ERR_BAD_REQUEST', [`Idempotency-Key must be 1 to ${config.maxKeyLength} characters`])
         const key = `${ctx.principal?.keyId ?? 'anonymous'}:${value}`
-        const token = `pending:${randomUUID()}`
+        const token = TOKEN_PREFIX + (tokens++).toString(36)
         let won: boolean
         try {
           won = await deps.store.setIfAbsent(key, token, config.ttlMs)

@@ -31,7 +31,16 @@ export function windowAt (w: QuotaLimitT['window'], now: number): [string, numbe
   return [`${w[0]}${i}`, (i + 1) * len - now, len]
 }
 
-interface Applied { limit: QuotaLimitT, index: number, subject: string, window: string, ttl: number, end: number }
+/**
+ * One limit's current window for one subject, with its store keys: built once per window, not per
+ * call. `expiresAt`: when the window's counters may go (its end, plus up to a minute of slack).
+ */
+interface WindowKeys { readonly window: string, readonly start: number, readonly end: number, readonly expiresAt: number, readonly tokens: string, readonly spend: string, readonly requests: string }
+
+interface Applied { limit: QuotaLimitT, index: number, subject: string, keys: WindowKeys, ttl: number, window: string, end: number }
+
+/** Subjects whose window keys are cached per limit; past it the cache starts over (a bound, not an LRU). */
+const MAX_CACHED_SUBJECTS = 10_000
 
 /** Per request: the windows this call was counted in, from admit to settle. */
 interface State { applied?: Applied[], leases?: Map<Applied, { tokens?: CounterLease, spend?: CounterLease }> }
@@ -57,20 +66,37 @@ export default definePlugin({
     const prices = new PriceBook(deps.ledger, config.priceCacheMs)
     const limits = config.limits.map((limit, index) => ({ limit, index }))
 
-    function applicable (ctx: GatewayContext, now: number): Applied[] {
+    const cached = limits.map(() => new Map<string, WindowKeys>())
+
+    /** The window of limit `index` for `subject` at `now`, its keys made once per window. */
+    function windowKeys (limit: QuotaLimitT, index: number, subject: string, now: number): WindowKeys {
+      const cache = cached[index]
+      let k = cache.get(subject)
+      if (k === undefined || now >= k.end || now < k.start) {
+        const [window, left, len] = windowAt(limit.window, now)
+        const base = `${index}:${limit.scope}:${subject}:${window}:`
+        k = { window, start: now + left - len, end: now + left, expiresAt: now + left + Math.min(len, 60_000), tokens: `${base}tokens`, spend: `${base}spend`, requests: `${base}requests` }
+        if (cache.size >= MAX_CACHED_SUBJECTS) cache.clear()
+        cache.set(subject, k)
+      }
+      return k
+    }
+
+    function applicable (ctx: GatewayContext, now: number): Applied[] | undefined {
       const p = ctx.principal
-      if (!p) return []
-      const out: Applied[] = []
-      for (const { limit, index } of limits) {
+      if (!p) return undefined
+      let out: Applied[] | undefined
+      for (let index = 0; index < limits.length; index++) {
+        const { limit } = limits[index]
         const subject = limit.scope === 'organization' ? p.organization : limit.scope === 'project' ? p.project : p.keyId
         if (!subject || (limit.id !== undefined && limit.id !== subject)) continue
-        const [window, left, len] = windowAt(limit.window, now)
-        out.push({ limit, index, subject, window, ttl: left + Math.min(len, 60_000), end: now + left })
+        const keys = windowKeys(limit, index, subject, now)
+        ;(out ??= []).push({ limit, index, subject, keys, ttl: keys.expiresAt - now, window: keys.window, end: keys.end })
       }
       return out
     }
 
-    const key = (a: Applied, what: string): string => `${a.index}:${a.limit.scope}:${a.subject}:${a.window}:${what}`
+    const key = (a: Applied, what: 'tokens' | 'spend' | 'requests'): string => a.keys[what]
 
     function exceeded (ctx: GatewayContext, a: Applied, what: string, now: number): GatewayError {
       const [, left] = windowAt(a.limit.window, now)
@@ -81,7 +107,7 @@ export default definePlugin({
     // Leasing needs a store shared with other replicas; in memory every call is local already.
     const leasing = config.mode === 'lease' && deps.store.shared === true
     const leases = new Map<string, CounterLease>()
-    const leaseOf = (a: Applied, what: string, limit: number, now: number): CounterLease => {
+    const leaseOf = (a: Applied, what: 'tokens' | 'spend' | 'requests', limit: number, now: number): CounterLease => {
       const k = key(a, what)
       let l = leases.get(k)
       if (!l) leases.set(k, l = new CounterLease(deps.store, k, limit, a.end, now + a.ttl, config.lease, deps.now))
@@ -139,7 +165,7 @@ export default definePlugin({
       async onRequest (ctx, state) {
         const now = deps.now()
         const list = applicable(ctx, now)
-        if (list.length === 0) return
+        if (list === undefined) return
         if (leasing) return leasedRequest(ctx, state, list, now)
         const counted: Applied[] = []
         try {
