@@ -22,7 +22,7 @@ import {
 
 /** The part of a test object the suite uses: tap's `t` and `node:test`'s `t` both fit. */
 export interface SuiteTest {
-  test (name: string, fn: (t: any) => unknown): unknown
+  test (name: string, fn: () => Promise<void>): unknown
 }
 
 export interface ConformanceOptions {
