@@ -7,7 +7,8 @@
  * upstream error chunk is rebuilt with its text sanitized).
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
-import { usageFromChat, type Usage } from '../../core/types/usage.ts'
+import type { Usage } from '../../core/types/usage.ts'
+import { usageFromChat } from './usage.ts'
 import { sseData } from '../../core/sse.ts'
 import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
 import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, safeErrorType } from './common.ts'

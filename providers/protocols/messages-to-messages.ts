@@ -6,7 +6,8 @@
  * relayed, for a stream cut before its final usage) and `error` (rebuilt, sanitized) are parsed.
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
-import { usageFromMessages, type Usage } from '../../core/types/usage.ts'
+import type { Usage } from '../../core/types/usage.ts'
+import { usageFromMessages } from './usage.ts'
 import { sseEvent } from '../../core/sse.ts'
 import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
 import { applyModelParameters, messagesDeltaChars, messagesErrorType, MESSAGES_STANDARD, numericUsage, safeErrorType } from './common.ts'
