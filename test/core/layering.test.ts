@@ -74,9 +74,10 @@ t.test('layering – the check sees static, dynamic and re-export specifiers', a
  *   dispatch – the provider contract, catalog and routing, the upstream call, the answer's way out
  *   pipeline – the plugin contract, building the pipeline, running its hooks over a call's lifecycle
  *   routes   – the HTTP routes
+ *   observe  – metrics, traces and their routes (issue 15's branch; absent until it merges)
  *   http     – the fastify app that assembles everything, the request body and connection edge
  */
-const LAYERS = ['errors', 'types', 'config', 'stores', 'ledger', 'dispatch', 'pipeline', 'routes', 'http']
+const LAYERS = ['errors', 'types', 'config', 'stores', 'ledger', 'dispatch', 'pipeline', 'routes', 'observe', 'http']
 
 /** One import in a source text: its specifier and whether it survives the build. */
 interface ImportSpec { spec: string, runtime: boolean }
@@ -115,7 +116,7 @@ function upwardBetweenFolders (file: string, text: string): string[] {
 
 // The folders arrive with a script the lead runs after merging (it moves the files and rewrites every
 // import); until then core/ is flat and this rule waits, so the check below activates by itself.
-const GROUPED = LAYERS.every(f => existsSync(join(CORE, f)))
+const GROUPED = ['errors', 'config', 'dispatch', 'pipeline', 'http'].every(f => existsSync(join(CORE, f)))
 
 t.test('layering – core is grouped into the folders of LAYERS, and runtime imports between them only point down', { skip: GROUPED ? false : 'core/ is not grouped into folders yet' }, async t => {
   const files = sourceFiles(CORE)
