@@ -73,7 +73,7 @@ t.test('layering – the check sees static, dynamic and re-export specifiers', a
  *   ledger   – keys, prices, balances and usage records (SQLite, PostgreSQL)
  *   dispatch – the provider contract, catalog and routing, the upstream call, the answer's way out
  *   pipeline – the plugin contract, building the pipeline, running its hooks over a call's lifecycle
- *   routes   – the HTTP routes
+ *   routes   – the HTTP routes and the Gateway they read from the app
  *   observe  – metrics, traces and their routes (issue 15's branch; absent until it merges)
  *   http     – the fastify app that assembles everything, the request body and connection edge
  */
