@@ -26,7 +26,7 @@ export { GatewayError, gwError, isGatewayError, ERRORS } from './core/errors.ts'
 export type { ErrorCode, ErrorSpec, GatewayErrorOptions } from './core/errors.ts'
 
 // ── shared data shapes ────────────────────────────────────────────────────────────────────────
-export { usageFromChat, usageFromMessages } from './core/types/usage.ts'
+export { usageFromChat, usageFromMessages } from './providers/protocols/usage.ts'
 export type { Usage } from './core/types/usage.ts'
 export type { ModelEntry, ModelPrice, Deployment, Protocol, ClientProtocol, PublicModel } from './core/types/model.ts'
 export type { Principal } from './core/types/principal.ts'

@@ -20,6 +20,6 @@ export type { ConformanceOptions, SuiteTest } from './testing/conformance.ts'
 export {
   GOLDEN_CASES, GOLDEN_ANSWERS, GOLDEN_STREAMS, GOLDEN_USAGE, GOLDEN_PARAMS,
   STOP_REASON_TO_FINISH, FINISH_TO_STOP_REASON, MESSAGES_TOOL_CHOICE_TO_CHAT, CHAT_TOOL_CHOICE_TO_MESSAGES,
-  goldenBody, matches, standardUsage, clientUsage, upstreamAnswerBody, upstreamStreamEvents, streamShape,
+  goldenBody, matches, standardUsage, clientUsage, upstreamAnswerBody, upstreamStreamEvents, frameUpstream, streamShape,
 } from './testing/golden.ts'
-export type { GoldenCase, GoldenAnswer, GoldenStream, GoldenUpstreamAnswer, GoldenUpstreamStream } from './testing/golden.ts'
+export type { GoldenCase, GoldenAnswer, GoldenStream, GoldenUpstreamAnswer, GoldenUpstreamStream, SseFraming } from './testing/golden.ts'

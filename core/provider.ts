@@ -139,11 +139,11 @@ export interface Translator {
   /** true when JSON answers are forwarded byte for byte (same protocol): `response().body` is unused. */
   readonly passthrough?: boolean
   /** Client body (client protocol) → upstream body (upstream protocol). Throws GatewayError 400. */
-  request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown>
-  /** Upstream JSON answer → client JSON answer plus normalized usage. */
-  response (body: any, opts: TranslateOptions): { body: unknown, usage: Usage | undefined }
+  request (body: { [key: string]: unknown }, opts: TranslateOptions): Record<string, unknown>
+  /** Upstream JSON answer (any JSON value, unchecked) → client JSON answer plus normalized usage. */
+  response (body: unknown, opts: TranslateOptions): { body: unknown, usage: Usage | undefined }
   /** A stream translator for one call; `clientBody` tells e.g. whether usage was asked for. */
-  stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator
+  stream (clientBody: { [key: string]: unknown }, opts: TranslateOptions): StreamTranslator
 }
 
 /** Translator table key: `<client>-to-<upstream>`. */

@@ -17,12 +17,12 @@ import { startFakeUpstream, json, sse, chatChunk, msgEvent, DONE, type FakeUpstr
 import { outcomeSpy } from './outcome-spy.ts'
 import {
   GOLDEN_CASES, GOLDEN_ANSWERS, GOLDEN_STREAMS, GOLDEN_PARAMS, matches, standardUsage, clientUsage, upstreamAnswerBody,
-  upstreamStreamEvents, streamShape, goldenBody,
+  upstreamStreamEvents, frameUpstream, streamShape, goldenBody,
 } from './golden.ts'
 
 /** The part of a test object the suite uses: tap's `t` and `node:test`'s `t` both fit. */
 export interface SuiteTest {
-  test (name: string, fn: (t: any) => unknown): unknown
+  test (name: string, fn: () => Promise<void>): unknown
 }
 
 export interface ConformanceOptions {
@@ -223,7 +223,7 @@ export async function runProviderConformance (t: SuiteTest, opts: ConformanceOpt
     await t.test(`${opts.adapter.name} – golden streams reach the client event by event, usage normalized for billing`, async () => {
       try {
         for (const c of GOLDEN_STREAMS.filter(g => g.upstream === r.protocol)) {
-          r.up.handle((_req, res) => sse(res, upstreamStreamEvents(c.stream, usageOf(c.usage), UPSTREAM_MODEL)))
+          r.up.handle((_req, res) => sse(res, frameUpstream(upstreamStreamEvents(c.stream, usageOf(c.usage), UPSTREAM_MODEL), c.framing)))
           const { res, outcome, upstream } = await call(c.client, { ...c.body, stream: true })
           assert.equal(res.statusCode, 200, `${c.name}: 200`)
           assert.equal(upstream?.body.stream, true, `${c.name}: the upstream was asked to stream`)

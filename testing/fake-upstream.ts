@@ -79,7 +79,7 @@ export interface SseOptions {
 }
 
 /** Writes raw SSE event texts (each already framed) with optional pacing and faults. */
-export async function sse (res: ServerResponse, events: readonly string[], opts: SseOptions = {}): Promise<void> {
+export async function sse (res: ServerResponse, events: ReadonlyArray<string | Uint8Array>, opts: SseOptions = {}): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
   for (let i = 0; i < events.length; i++) {
     if (opts.cutAfter !== undefined && i >= opts.cutAfter) { res.socket?.destroy(); return }

@@ -73,6 +73,33 @@ const MESSAGES_TOOL = { name: 'get_weather', description: 'Weather now', input_s
 const call = (id: string, city: string) => ({ id, type: 'function', function: { name: 'get_weather', arguments: JSON.stringify({ city }) } })
 const use = (id: string, city: string) => ({ type: 'tool_use', id, name: 'get_weather', input: { city } })
 
+const PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='
+const PDF_B64 = 'JVBERi0xLjQKJcTl8uXrCjEgMCBvYmoKPDwvVHlwZS9DYXRhbG9nPj4KZW5kb2JqCnRyYWlsZXIKPDwvUm9vdCAxIDAgUj4+CiUlRU9G'
+/** A user turn with an image by URL, an image as a data URI and a PDF, in chat parts. */
+const CHAT_MEDIA_PARTS = [
+  { type: 'text', text: 'What do these show?' },
+  { type: 'image_url', image_url: { url: 'https://example.com/cat.png', detail: 'low' } },
+  { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG_B64}` } },
+  { type: 'file', file: { filename: 'doc.pdf', file_data: `data:application/pdf;base64,${PDF_B64}` } },
+]
+/** The same in messages blocks. */
+const MESSAGES_MEDIA_BLOCKS = [
+  { type: 'text', text: 'What do these show?' },
+  { type: 'image', source: { type: 'url', url: 'https://example.com/cat.png' } },
+  { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG_B64 } },
+  { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF_B64 }, title: 'doc.pdf' },
+]
+/** An assistant turn with thinking, redacted thinking and a tool call, then its result. */
+const THINKING_TURNS = [
+  { role: 'user', content: 'weather in Paris?' },
+  { role: 'assistant', content: [
+    { type: 'thinking', thinking: 'The user wants Paris.', signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds' },
+    { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP' },
+    { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } },
+  ] },
+  { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '18C' }] },
+]
+
 /** Two parallel tool calls and their results, in chat form. */
 const CHAT_TOOL_TURNS = [
   { role: 'user', content: 'weather in Paris and Rome?' },
@@ -209,6 +236,24 @@ export const GOLDEN_CASES: readonly GoldenCase[] = [
     expect: { system: 'be brief', max_tokens: 64, tools: [{ name: 'get_weather', input_schema: WEATHER_SCHEMA }], messages: [{ role: 'user', content: 'hi' }] },
   },
   {
+    name: 'chat → chat: image parts (URL and base64 data URI) and a PDF file part pass',
+    client: 'chat', upstream: 'chat',
+    body: { messages: [{ role: 'user', content: CHAT_MEDIA_PARTS }] },
+    expect: { messages: [{ role: 'user', content: CHAT_MEDIA_PARTS }] },
+  },
+  {
+    name: 'messages → messages: image blocks (URL and base64) and a PDF document pass',
+    client: 'messages', upstream: 'messages',
+    body: { messages: [{ role: 'user', content: MESSAGES_MEDIA_BLOCKS }] },
+    expect: { messages: [{ role: 'user', content: MESSAGES_MEDIA_BLOCKS }] },
+  },
+  {
+    name: 'messages → messages: thinking and redacted_thinking blocks go back unchanged and in order with the tool_use',
+    client: 'messages', upstream: 'messages',
+    body: { tools: [MESSAGES_TOOL], messages: THINKING_TURNS },
+    expect: { messages: THINKING_TURNS },
+  },
+  {
     name: 'messages → messages: tool_choice and stop_sequences pass',
     client: 'messages', upstream: 'messages',
     body: { tools: [MESSAGES_TOOL], tool_choice: { type: 'tool', name: 'get_weather', disable_parallel_tool_use: true }, stop_sequences: ['END'] },
@@ -249,6 +294,12 @@ export const GOLDEN_USAGE: Usage = { inputTokens: 20, cachedInputTokens: 4, cach
 const CHAT_TOOL_ANSWER = { role: 'assistant', content: 'Checking.', tool_calls: [call('call_1', 'Paris'), call('call_2', 'Rome')] }
 const MESSAGES_TOOL_ANSWER = [{ type: 'text', text: 'Checking.' }, use('toolu_1', 'Paris'), use('toolu_2', 'Rome')]
 
+const THINKING_ANSWER = [
+  { type: 'thinking', thinking: 'Short answer.', signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds' },
+  { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP' },
+  { type: 'text', text: 'Hello' },
+]
+
 export const GOLDEN_ANSWERS: readonly GoldenAnswer[] = [
   // same protocol: the answer passes
   { name: 'chat → chat: a text answer passes', client: 'chat', upstream: 'chat', answer: { message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }, usage: GOLDEN_USAGE, expect: { object: 'chat.completion', choices: [{ message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }] } },
@@ -257,6 +308,9 @@ export const GOLDEN_ANSWERS: readonly GoldenAnswer[] = [
   { name: 'messages → messages: a text answer passes', client: 'messages', upstream: 'messages', answer: { content: [{ type: 'text', text: 'Hello' }], stop_reason: 'end_turn' }, usage: GOLDEN_USAGE, expect: { type: 'message', role: 'assistant', content: [{ type: 'text', text: 'Hello' }], stop_reason: 'end_turn' } },
   { name: 'messages → messages: parallel tool_use blocks pass', client: 'messages', upstream: 'messages', answer: { content: MESSAGES_TOOL_ANSWER, stop_reason: 'tool_use' }, usage: GOLDEN_USAGE, expect: { content: MESSAGES_TOOL_ANSWER, stop_reason: 'tool_use' } },
   { name: 'messages → messages: stop_reason max_tokens passes', client: 'messages', upstream: 'messages', answer: { content: [{ type: 'text', text: 'Hel' }], stop_reason: 'max_tokens' }, usage: GOLDEN_USAGE, expect: { stop_reason: 'max_tokens' } },
+  { name: 'chat → chat: a refusal passes in message.refusal, content null', client: 'chat', upstream: 'chat', answer: { message: { role: 'assistant', content: null, refusal: 'I can\'t help with that.' }, finish_reason: 'stop' }, usage: GOLDEN_USAGE, expect: { choices: [{ message: { role: 'assistant', content: null, refusal: 'I can\'t help with that.' }, finish_reason: 'stop' }] } },
+  { name: 'messages → messages: thinking and redacted_thinking blocks pass before the text', client: 'messages', upstream: 'messages', answer: { content: THINKING_ANSWER, stop_reason: 'end_turn' }, usage: GOLDEN_USAGE, expect: { content: THINKING_ANSWER, stop_reason: 'end_turn' } },
+  { name: 'messages → messages: stop_reason refusal passes', client: 'messages', upstream: 'messages', answer: { content: [], stop_reason: 'refusal' }, usage: GOLDEN_USAGE, expect: { content: [], stop_reason: 'refusal' } },
   // chat upstream, messages client
   {
     name: 'messages ← chat: a text answer becomes a message; usage split into input, cache read and output',
@@ -314,6 +368,43 @@ export interface GoldenStream {
   usage: Usage
   /** The client's stream as `streamShape` prints it, every event in order. */
   shape: string[]
+  /** How the upstream frames its events, when not the plain form (see `frameUpstream`). */
+  framing?: SseFraming
+}
+
+/** SSE oddities an upstream may send; every parser and translator must read through them. */
+export interface SseFraming {
+  /** CRLF line ends instead of LF. */
+  crlf?: boolean
+  /** A `: keep-alive` comment line before every event. */
+  comments?: boolean
+  /** A `retry: 3000` line in the first event. */
+  retry?: boolean
+  /** Each event's JSON spread over two `data:` lines (joined with a newline, still the same JSON). */
+  multiData?: boolean
+  /** Chat: the stream ends after the usage chunk, without `data: [DONE]`. */
+  noDone?: boolean
+  /** The bytes on the wire cut into pieces of this size, splitting multi-byte UTF-8 characters and events. */
+  splitBytes?: number
+}
+
+/** The upstream's wire pieces for framed events (`upstreamStreamEvents`' output) under `f`. */
+export function frameUpstream (events: readonly string[], f: SseFraming = {}): Array<string | Uint8Array> {
+  let list = f.noDone ? events.filter(e => e !== 'data: [DONE]\n\n') : [...events]
+  list = list.map((e, i) => {
+    let out = e
+    // A newline between two JSON tokens is whitespace: the joined data lines are the same JSON.
+    if (f.multiData) out = out.replace(/^data: (\{.*?),"/m, (_all, head: string) => `data: ${head},\ndata: "`)
+    if (f.retry && i === 0) out = 'retry: 3000\n' + out
+    if (f.comments) out = ': keep-alive\n' + out
+    if (f.crlf) out = out.replace(/\n/g, '\r\n')
+    return out
+  })
+  if (!f.splitBytes) return list
+  const wire = Buffer.from(list.join(''))
+  const pieces: Uint8Array[] = []
+  for (let i = 0; i < wire.length; i += f.splitBytes) pieces.push(wire.subarray(i, i + f.splitBytes))
+  return pieces
 }
 
 const tc = (index: number, fn: Record<string, unknown>, id?: string): Record<string, unknown> =>
@@ -345,7 +436,35 @@ const MESSAGES_TOOLS = {
 }
 const WITH_USAGE = { stream_options: { include_usage: true } }
 
+/** Text with two- and three-byte UTF-8 characters, for streams cut mid-character. */
+const CHAT_UTF8 = { deltas: [{ role: 'assistant', content: '' }, { content: 'Grüße, ' }, { content: '世界' }], finish_reason: 'stop' }
+const MESSAGES_UTF8 = { events: textBlock(0, ['Grüße, ', '世界']), stop_reason: 'end_turn' }
+const ODDITIES: ReadonlyArray<readonly [string, SseFraming]> = [
+  ['CRLF line ends, comment lines and a retry line', { crlf: true, comments: true, retry: true }],
+  ['events with two data: lines', { multiData: true }],
+  ['events split across 7-byte reads', { splitBytes: 7 }],
+]
+const TEXT_SHAPE = { chat: ['role assistant', 'text Hel', 'text lo', 'finish stop', '[DONE]'], messages: ['message_start', 'start 0 text', 'delta 0 text_delta Hel', 'delta 0 text_delta lo', 'stop 0', 'message_delta end_turn', 'message_stop'] }
+const UTF8_SHAPE = { chat: ['role assistant', 'text Grüße, ', 'text 世界', 'finish stop', '[DONE]'], messages: ['message_start', 'start 0 text', 'delta 0 text_delta Grüße, ', 'delta 0 text_delta 世界', 'stop 0', 'message_delta end_turn', 'message_stop'] }
+const PAIRS: ReadonlyArray<readonly [Protocol, Protocol]> = [['chat', 'chat'], ['messages', 'chat'], ['messages', 'messages'], ['chat', 'messages']]
+
+/** Every protocol pair through each SSE oddity; a chat upstream also without its closing [DONE]. */
+const SSE_ODDITY_STREAMS: GoldenStream[] = PAIRS.flatMap(([client, upstream]): GoldenStream[] => [
+  ...ODDITIES.map(([label, framing]): GoldenStream => ({
+    name: `${client} ← ${upstream}: ${label}`, client, upstream, framing, usage: GOLDEN_USAGE,
+    stream: upstream === 'chat' ? CHAT_TEXT : MESSAGES_TEXT, shape: TEXT_SHAPE[client],
+  })),
+  {
+    name: `${client} ← ${upstream}: multi-byte characters cut across reads`, client, upstream, framing: { splitBytes: 5 }, usage: GOLDEN_USAGE,
+    stream: upstream === 'chat' ? CHAT_UTF8 : MESSAGES_UTF8, shape: UTF8_SHAPE[client],
+  },
+  ...(upstream === 'chat'
+    ? [{ name: `${client} ← chat: no [DONE] after the finish and usage`, client, upstream, framing: { noDone: true }, usage: GOLDEN_USAGE, stream: CHAT_TEXT, shape: TEXT_SHAPE[client] }]
+    : []),
+])
+
 export const GOLDEN_STREAMS: readonly GoldenStream[] = [
+  ...SSE_ODDITY_STREAMS,
   // same protocol: the stream passes event by event
   { name: 'chat → chat: a text stream passes; the usage chunk the client did not ask for is dropped', client: 'chat', upstream: 'chat', stream: CHAT_TEXT, usage: GOLDEN_USAGE, shape: ['role assistant', 'text Hel', 'text lo', 'finish stop', '[DONE]'] },
   { name: 'chat → chat: the usage chunk passes when the client asked for it', client: 'chat', upstream: 'chat', body: WITH_USAGE, stream: CHAT_TEXT, usage: GOLDEN_USAGE, shape: ['role assistant', 'text Hel', 'text lo', 'finish stop', 'usage', '[DONE]'] },
@@ -354,6 +473,29 @@ export const GOLDEN_STREAMS: readonly GoldenStream[] = [
     shape: ['role assistant', 'text Checking.', 'tool 0 call_1 get_weather', 'args 0 {"city":', 'args 0 "Paris"}', 'tool 1 call_2 get_weather', 'args 1 {"city":"Rome"}', 'finish tool_calls', '[DONE]'],
   },
   { name: 'chat → chat: finish_reason length passes', client: 'chat', upstream: 'chat', stream: { deltas: [{ content: 'Hel' }], finish_reason: 'length' }, usage: GOLDEN_USAGE, shape: ['text Hel', 'finish length', '[DONE]'] },
+  {
+    name: 'chat → chat: a streamed refusal passes in delta.refusal', client: 'chat', upstream: 'chat', usage: GOLDEN_USAGE,
+    stream: { deltas: [{ role: 'assistant', content: '', refusal: null }, { refusal: 'I can\'t' }, { refusal: ' help.' }], finish_reason: 'stop' },
+    shape: ['role assistant', 'refusal I can\'t', 'refusal  help.', 'finish stop', '[DONE]'],
+  },
+  {
+    name: 'messages → messages: a thinking block with its signature, then text, passes', client: 'messages', upstream: 'messages', usage: GOLDEN_USAGE,
+    stream: { events: [
+      ['content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '' } }],
+      ['content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'User wants hi.' } }],
+      ['content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: 'EqQBCgIYAhIM' } }],
+      ['content_block_stop', { index: 0 }],
+      ['content_block_start', { index: 1, content_block: { type: 'redacted_thinking', data: 'EmwKAhgBEgy3' } }],
+      ['content_block_stop', { index: 1 }],
+      ...textBlock(2, ['Hi']),
+    ], stop_reason: 'end_turn' },
+    shape: ['message_start', 'start 0 thinking', 'delta 0 thinking_delta User wants hi.', 'delta 0 signature_delta EqQBCgIYAhIM', 'stop 0', 'start 1 redacted_thinking', 'stop 1', 'start 2 text', 'delta 2 text_delta Hi', 'stop 2', 'message_delta end_turn', 'message_stop'],
+  },
+  {
+    name: 'messages → messages: stop_reason refusal passes in the stream', client: 'messages', upstream: 'messages', usage: GOLDEN_USAGE,
+    stream: { events: textBlock(0, ['I']), stop_reason: 'refusal' },
+    shape: ['message_start', 'start 0 text', 'delta 0 text_delta I', 'stop 0', 'message_delta refusal', 'message_stop'],
+  },
   {
     name: 'messages → messages: a text stream passes', client: 'messages', upstream: 'messages', stream: MESSAGES_TEXT, usage: GOLDEN_USAGE,
     shape: ['message_start', 'start 0 text', 'delta 0 text_delta Hel', 'delta 0 text_delta lo', 'stop 0', 'message_delta end_turn', 'message_stop'],
@@ -478,13 +620,14 @@ export function streamShape (client: Protocol, text: string): { shape: string[],
       else if (Array.isArray(d.tool_calls) && d.tool_calls.length > 0) {
         for (const x of d.tool_calls) shape.push(x.id ? `tool ${x.index} ${x.id} ${x.function?.name}` : `args ${x.index} ${x.function?.arguments}`)
       } else if (typeof d.content === 'string') shape.push(`text ${d.content}`)
+      else if (typeof d.refusal === 'string') shape.push(`refusal ${d.refusal}`)
       else shape.push('other ' + JSON.stringify(d))
       continue
     }
     const data = JSON.parse(ev.data)
     switch (ev.event) {
       case 'content_block_start': shape.push(`start ${data.index} ${data.content_block.type}${data.content_block.type === 'tool_use' ? ' ' + data.content_block.id + ' ' + data.content_block.name : ''}`); break
-      case 'content_block_delta': shape.push(`delta ${data.index} ${data.delta.type} ${data.delta.text ?? data.delta.partial_json}`); break
+      case 'content_block_delta': shape.push(`delta ${data.index} ${data.delta.type} ${data.delta.text ?? data.delta.partial_json ?? data.delta.thinking ?? data.delta.signature}`); break
       case 'content_block_stop': shape.push(`stop ${data.index}`); break
       case 'message_delta': shape.push(`message_delta ${data.delta.stop_reason}`); usage = data.usage; break
       case 'error': shape.push(`error ${data.error?.type}`); break

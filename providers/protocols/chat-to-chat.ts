@@ -7,8 +7,10 @@
  * upstream error chunk is rebuilt with its text sanitized).
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
-import { usageFromChat, type Usage } from '../../core/types/usage.ts'
+import type { Usage } from '../../core/types/usage.ts'
+import { usageFromChat } from './usage.ts'
 import { sseData } from '../../core/sse.ts'
+import { parseWire, type ChatChunkWire, type ErrorWire, type JsonObject } from './wire.ts'
 import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
 import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, safeErrorType } from './common.ts'
 
@@ -19,10 +21,11 @@ class ChatPassStream implements StreamTranslator {
   outputChars = 0
   #done = false
   readonly #clientWantsUsage: boolean
-  readonly #readUsage: (u: any) => Usage
+  readonly #readUsage: (u: JsonObject) => Usage
 
-  constructor (clientBody: Record<string, any>, opts: TranslateOptions) {
-    this.#clientWantsUsage = clientBody.stream_options?.include_usage === true
+  constructor (clientBody: JsonObject, opts: TranslateOptions) {
+    const streamOptions = clientBody.stream_options as { include_usage?: unknown } | null | undefined
+    this.#clientWantsUsage = streamOptions?.include_usage === true
     this.#readUsage = opts.upstream?.readUsage ?? usageFromChat
   }
 
@@ -42,11 +45,11 @@ class ChatPassStream implements StreamTranslator {
       this.#done = true
       return this.#error(data, undefined, undefined)
     }
-    let chunk: any
-    try { chunk = JSON.parse(data) } catch { return named ? '' : ev.raw }
-    if (ev.event === 'error' || (chunk !== null && typeof chunk === 'object' && chunk.error !== undefined)) {
+    let chunk: ChatChunkWire | null
+    try { chunk = parseWire<ChatChunkWire>(data) } catch { return named ? '' : ev.raw }
+    if (ev.event === 'error' || (chunk !== null && chunk.error !== undefined)) {
       this.#done = true
-      const e = chunk?.error ?? chunk
+      const e: ErrorWire | string | null = chunk?.error ?? chunk as ErrorWire | null
       return typeof e === 'object' && e !== null ? this.#error(e.message, e.type, e.code) : this.#error(e, undefined, undefined)
     }
     if (named) return ''
@@ -97,16 +100,17 @@ class ChatPassStream implements StreamTranslator {
 
 export const chatToChat: Translator = {
   passthrough: true,
-  request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
+  request (body: JsonObject, opts: TranslateOptions): Record<string, unknown> {
     const out: Record<string, unknown> = { ...body, model: opts.upstreamModel }
     applyModelParameters(out, opts.model, CHAT_STANDARD)
-    if (body.stream === true) out.stream_options = { ...body.stream_options, include_usage: true }
+    if (body.stream === true) out.stream_options = { ...body.stream_options as JsonObject | undefined, include_usage: true }
     return out
   },
-  response (body: any, opts: TranslateOptions) {
-    return { body, usage: body?.usage ? (opts.upstream?.readUsage ?? usageFromChat)(body.usage) : undefined }
+  response (body: unknown, opts: TranslateOptions) {
+    const usage = (body as { usage?: JsonObject | null } | null | undefined)?.usage
+    return { body, usage: usage ? (opts.upstream?.readUsage ?? usageFromChat)(usage) : undefined }
   },
-  stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
+  stream (clientBody: JsonObject, opts: TranslateOptions): StreamTranslator {
     return new ChatPassStream(clientBody, opts)
   },
 }

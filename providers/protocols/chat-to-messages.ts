@@ -9,7 +9,8 @@
  * `choices: []` only when the client asked for it).
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
-import { usageFromMessages, usageToChat, type Usage } from '../../core/types/usage.ts'
+import type { Usage } from '../../core/types/usage.ts'
+import { usageFromMessages, usageToChat } from './usage.ts'
 import { sseData, SSE_DONE } from '../../core/sse.ts'
 import { estimateUsage } from '../../core/estimate.ts'
 import { gwError } from '../../core/errors.ts'

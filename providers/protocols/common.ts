@@ -1,6 +1,7 @@
 /** @module protocols/common – small pieces every translator shares (ids, reason maps, parameters). */
 import { randomBytes } from 'node:crypto'
 import type { ModelEntry } from '../../core/types/model.ts'
+import type { ChatDeltaWire, MessagesDeltaWire } from './wire.ts'
 
 /** A fresh id body: url-safe, 24 characters. */
 export function newId (): string {
@@ -112,7 +113,7 @@ export function parseArgs (args: unknown): Record<string, unknown> | undefined {
  * input JSON and thinking (what a stream that ends early is billed for; signatures and citations
  * are not output).
  */
-export function messagesDeltaChars (delta: any): number {
+export function messagesDeltaChars (delta: MessagesDeltaWire | null | undefined): number {
   if (!delta || typeof delta !== 'object') return 0
   switch (delta.type) {
     case 'text_delta': return typeof delta.text === 'string' ? delta.text.length : 0
@@ -123,7 +124,7 @@ export function messagesDeltaChars (delta: any): number {
 }
 
 /** Characters of generated output in a chat chunk's `choices[].delta`: content, refusal, reasoning, tool arguments. */
-export function chatDeltaChars (delta: any): number {
+export function chatDeltaChars (delta: ChatDeltaWire | null | undefined): number {
   if (!delta || typeof delta !== 'object') return 0
   let n = 0
   if (typeof delta.content === 'string') n += delta.content.length
@@ -142,7 +143,10 @@ export function safeErrorType (type: unknown, fallback: string): string {
 }
 
 /** Counts of a usage object that are numbers (merged over what `into` already holds). */
-export function numericUsage (u: any, into: Record<string, number> = {}): Record<string, number> {
-  if (u && typeof u === 'object') for (const k in u) if (typeof u[k] === 'number') into[k] = u[k]
+export function numericUsage (u: unknown, into: Record<string, number> = {}): Record<string, number> {
+  if (u && typeof u === 'object') {
+    const o = u as Record<string, unknown>
+    for (const k in o) { const v = o[k]; if (typeof v === 'number') into[k] = v }
+  }
   return into
 }

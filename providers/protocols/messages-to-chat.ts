@@ -9,7 +9,8 @@
  * block per text run or tool call, message_delta with the final usage, then message_stop).
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
-import { usageFromChat, usageToMessages, type Usage } from '../../core/types/usage.ts'
+import type { Usage } from '../../core/types/usage.ts'
+import { usageFromChat, usageToMessages } from './usage.ts'
 import { sseEvent } from '../../core/sse.ts'
 import { estimateUsage } from '../../core/estimate.ts'
 import { gwError } from '../../core/errors.ts'

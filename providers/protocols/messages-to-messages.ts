@@ -6,8 +6,10 @@
  * relayed, for a stream cut before its final usage) and `error` (rebuilt, sanitized) are parsed.
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
-import { usageFromMessages, type Usage } from '../../core/types/usage.ts'
+import type { Usage } from '../../core/types/usage.ts'
+import { usageFromMessages } from './usage.ts'
 import { sseEvent } from '../../core/sse.ts'
+import { parseWire, type ErrorWire, type JsonObject, type MessagesEventWire } from './wire.ts'
 import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
 import { applyModelParameters, messagesDeltaChars, messagesErrorType, MESSAGES_STANDARD, numericUsage, safeErrorType } from './common.ts'
 
@@ -17,7 +19,7 @@ class MessagesPassStream implements StreamTranslator {
   #done = false
   #start: Record<string, number> | undefined
   #final: Record<string, number> | undefined
-  readonly #readUsage: (u: any) => Usage
+  readonly #readUsage: (u: JsonObject) => Usage
 
   constructor (opts: TranslateOptions) {
     this.#readUsage = opts.upstream?.readUsage ?? usageFromMessages
@@ -35,10 +37,10 @@ class MessagesPassStream implements StreamTranslator {
     if (this.#done) return ''
     const name = ev.event
     if (name === 'content_block_delta') {
-      try { this.outputChars += messagesDeltaChars(JSON.parse(ev.data)?.delta) } catch { /* forwarded as is */ }
+      try { this.outputChars += messagesDeltaChars(parseWire<MessagesEventWire>(ev.data)?.delta) } catch { /* forwarded as is */ }
     } else if (name === 'message_start' || name === 'message_delta') {
       try {
-        const d = JSON.parse(ev.data)
+        const d = parseWire<MessagesEventWire>(ev.data)
         // message_start's counts are provisional (output_tokens 1); only message_delta's are final,
         // and they are cumulative: they overwrite, never add.
         if (name === 'message_start') this.#start = numericUsage(d?.message?.usage, this.#start)
@@ -49,8 +51,8 @@ class MessagesPassStream implements StreamTranslator {
       this.#done = true
     } else if (name === 'error') {
       this.#done = true
-      let e: any
-      try { e = JSON.parse(ev.data)?.error } catch { /* rebuilt below */ }
+      let e: ErrorWire | null | undefined
+      try { e = parseWire<MessagesEventWire>(ev.data)?.error } catch { /* rebuilt below */ }
       return sseEvent('error', {
         type: 'error',
         error: {
@@ -78,15 +80,16 @@ class MessagesPassStream implements StreamTranslator {
 
 export const messagesToMessages: Translator = {
   passthrough: true,
-  request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
+  request (body: JsonObject, opts: TranslateOptions): Record<string, unknown> {
     const out: Record<string, unknown> = { ...body, model: opts.upstreamModel }
     applyModelParameters(out, opts.model, MESSAGES_STANDARD)
     return out
   },
-  response (body: any, opts: TranslateOptions) {
-    return { body, usage: body?.usage ? (opts.upstream?.readUsage ?? usageFromMessages)(body.usage) : undefined }
+  response (body: unknown, opts: TranslateOptions) {
+    const usage = (body as { usage?: JsonObject | null } | null | undefined)?.usage
+    return { body, usage: usage ? (opts.upstream?.readUsage ?? usageFromMessages)(usage) : undefined }
   },
-  stream (_clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
+  stream (_clientBody: JsonObject, opts: TranslateOptions): StreamTranslator {
     return new MessagesPassStream(opts)
   },
 }

@@ -62,5 +62,5 @@ t.test('a store outage only turns sharing off', async t => {
   c.failure(d); c.failure(d)
   await tick()
   t.notOk(c.allow(d), 'local state still works')
-  t.notOk(new MemoryStore({ maxKeys: 100 }).shared, 'memory stores are per process')
+  t.notOk((new MemoryStore({ maxKeys: 100 }) as KvStore).shared, 'memory stores are per process')
 })

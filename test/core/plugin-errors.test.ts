@@ -76,7 +76,7 @@ t.test('deps.error refuses a code the plugin did not declare', async t => {
   let thrown: unknown
   const other = definePlugin({
     name: 'borrower', phase: 'connect', configSchema: Type.Object({}),
-    create (_c, deps) { try { (deps.error as (c: string) => Error)('TEAM_MISSING') } catch (err) { thrown = err } return {} },
+    create (_c, deps) { try { (deps.error as unknown as (c: string) => Error)('TEAM_MISSING') } catch (err) { thrown = err } return {} },
   })
   const app = await buildTestApp({ plugins: [teamGate(), other], pipeline: [{ plugin: 'borrower' }, AUTH_ENTRY, { plugin: 'team-gate' }] })
   t.teardown(() => app.close())

@@ -61,7 +61,7 @@ async function cli (dbUrl: string, schema: string, ...args: string[]): Promise<{
 t.test('SIGKILL a replica with calls in flight: its holds come back after the expiry, nothing is charged twice', async t => {
   if (!existsSync(SERVER)) {
     if (process.env.CI === 'true') t.fail('dist/server.js is missing: `npm test` builds it first (pretest)')
-    else t.skip('dist/server.js not built (run `npm run build`)')
+    else t.skip('dist/server.js not built (run `npm run build`)', () => {})
     return
   }
   const dbUrl = await databaseUrl(t)

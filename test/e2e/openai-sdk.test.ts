@@ -21,7 +21,7 @@ t.test('official openai SDK (v6) against a listening gateway', async t => {
     t.equal(data.choices[0].message.content, 'Echo: Hello SDK')
     t.equal(response.headers.get('x-gw-model'), 'echo/echo-1')
     t.ok(data.usage!.prompt_tokens > 0)
-    t.equal(data._request_id, response.headers.get('x-gw-trace-id'), 'the SDK reads our trace id as its request id')
+    t.equal((data as typeof data & { _request_id?: string | null })._request_id, response.headers.get('x-gw-trace-id'), 'the SDK reads our trace id as its request id')
   })
 
   t.test('chat.completions.stream accumulates a final completion with usage', async t => {

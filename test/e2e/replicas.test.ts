@@ -45,7 +45,7 @@ t.test('two replicas, one Redis, one PostgreSQL', async t => {
   if (!existsSync(SERVER)) {
     // `npm test` builds first (pretest); only a bare `npx tap` on an unbuilt clone gets here: fail in CI, skip elsewhere.
     if (process.env.CI === 'true') t.fail('dist/server.js is missing: `npm test` builds it first (pretest)')
-    else t.skip('dist/server.js not built (run `npm run build`)')
+    else t.skip('dist/server.js not built (run `npm run build`)', () => {})
     return
   }
   const rUrl = await redisUrl(t)

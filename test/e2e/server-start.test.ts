@@ -12,7 +12,7 @@ t.test('the README quick start: built server on the embedded default', async t =
   if (!existsSync(SERVER)) {
     // `npm start` and .ci/run build first; a bare `npx tap` on a fresh clone has no dist/ yet.
     if (process.env.CI === 'true') t.fail('dist/server.js is missing: CI must run `npm run build` before `npm test`')
-    else t.skip('dist/server.js not built (run `npm run build`)')
+    else t.skip('dist/server.js not built (run `npm run build`)', () => {})
     return
   }
   const cwd = mkdtempSync(join(tmpdir(), 'gw-start-'))
@@ -51,7 +51,7 @@ t.test('the README quick start: built server on the embedded default', async t =
 t.test('a bad config stops start-up with a precise message', async t => {
   if (!existsSync(SERVER)) {
     if (process.env.CI === 'true') t.fail('dist/server.js is missing: CI must run `npm run build` before `npm test`')
-    else t.skip('dist/server.js not built (run `npm run build`)')
+    else t.skip('dist/server.js not built (run `npm run build`)', () => {})
     return
   }
   const child = spawn(process.execPath, [SERVER], { env: { ...process.env, GATEWAY_CONFIG: resolve('test/fixtures/config/bad-port.yaml') }, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -68,12 +68,12 @@ t.test('an older system Node gets a message, not a crash', async t => {
   const system = spawnSync('/usr/bin/node', ['--version'], { encoding: 'utf8' })
   const major = Number(/^v(\d+)/.exec(system.stdout ?? '')?.[1])
   if (system.error || !(major < 22)) {
-    t.skip(`no system Node older than 22 at /usr/bin/node (${system.error?.message ?? system.stdout.trim()})`)
+    t.skip(`no system Node older than 22 at /usr/bin/node (${system.error?.message ?? system.stdout.trim()})`, () => {})
     return
   }
   if (!existsSync(SERVER)) {
     if (process.env.CI === 'true') t.fail('dist/server.js is missing: CI must run `npm run build` before `npm test`')
-    else t.skip('dist/server.js not built (run `npm run build`)')
+    else t.skip('dist/server.js not built (run `npm run build`)', () => {})
     return
   }
   const r = spawnSync('/usr/bin/node', [SERVER], { encoding: 'utf8', env: { ...process.env, PORT: '0', GATEWAY_CONFIG: '' } })

@@ -18,7 +18,7 @@ t.test('SIGTERM after SQLite writes under concurrency: exit 0, no signal, all us
   if (!existsSync(SERVER)) {
     // `npm test` builds first (pretest); a bare `npx tap` on a fresh clone has no dist/ yet.
     if (process.env.CI === 'true') t.fail('dist/server.js is missing: CI must run `npm run build` before `npm test`')
-    else t.skip('dist/server.js not built (run `npm run build`)')
+    else t.skip('dist/server.js not built (run `npm run build`)', () => {})
     return
   }
   const cwd = mkdtempSync(join(tmpdir(), 'gw-shutdown-'))

@@ -157,7 +157,7 @@ function generate (rnd: () => number): Case {
       return { name: `header ${name} with ${JSON.stringify(inj).slice(0, 30)}`, method: 'POST', path, headers: {}, rawHead: lines.join('\r\n') + '\r\n\r\n', body: Buffer.from(bodyText), shape: 'either' }
     }
     default: { // hostile but well-formed headers: locales, keys, content types, lengths
-      const h: Record<string, string | number> = pick([
+      const h = pick<Record<string, string | number>>([
         { 'x-locale': pick(['zh', 'zh-TW', 'xx', '', '*', 'en;q=abc']) },
         { 'accept-language': pick(['zh;q=0', 'zh;q=abc, en;q=2', '*;q=0.5', ','.repeat(500), 'zh-CN,zh;q=0.9']) },
         { authorization: pick(['Bearer', 'Bearer  ', 'Bearer sk-gw-', 'bearer ' + TEST_KEY, 'Basic eDp5', `Bearer ${TEST_KEY} extra`]) },

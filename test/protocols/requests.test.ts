@@ -88,7 +88,7 @@ t.test('M→C request', async t => {
     ] }])
     t.throws(() => messagesToChat.request({ model: 'm/x', max_tokens: 5, messages: [{ role: 'user', content: [
       { type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } },
-    ] }] }, opts), { statusCode: 400 })
+    ] }] }, opts), { name: 'GatewayError', statusCode: 400 })
   })
 
   t.test('tools, tool_choice, parallel, stop, metadata.user_id, top_k dropped', async t => {
@@ -145,7 +145,7 @@ t.test('C→M request', async t => {
     t.throws(() => chatToMessages.request({ model: 'm/x', messages: [
       { role: 'user', content: 'x' },
       { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{not json' } }] },
-    ] }, opts), { statusCode: 400 })
+    ] }, opts), { name: 'GatewayError', statusCode: 400 })
   })
 
   t.test('8. system/developer anywhere join into system; only-system gets a user turn; assistant first gets one; empty assistant adds nothing', async t => {
@@ -195,7 +195,7 @@ t.test('C→M request', async t => {
     const r = chatToMessages.request({ ...base, max_tokens: 4000, reasoning_effort: 'medium' }, opts)
     t.same(r.thinking, { type: 'enabled', budget_tokens: 2048 })
     t.ok((r.max_tokens as number) > 2048)
-    t.throws(() => chatToMessages.request({ ...base, n: 2 }, opts), { statusCode: 400 })
+    t.throws(() => chatToMessages.request({ ...base, n: 2 }, opts), { name: 'GatewayError', statusCode: 400 })
     t.equal(chatToMessages.request({ ...base, max_completion_tokens: 7, max_tokens: 9 }, opts).max_tokens, 7, 'max_completion_tokens wins')
   })
 })

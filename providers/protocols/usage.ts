@@ -1,0 +1,69 @@
+/**
+ * @module protocols/usage – the protocols' `usage` objects to and from the gateway's normalized
+ * {@link Usage}: what the translators read from upstream answers and render to clients.
+ */
+import type { Usage } from '../../core/types/usage.ts'
+
+/** The value at `key` when `v` is an object (upstream usage objects are untrusted JSON). */
+function at (v: unknown, key: string): unknown {
+  return typeof v === 'object' && v !== null ? (v as Record<string, unknown>)[key] : undefined
+}
+
+/** A token count: a finite positive number, floored; anything else counts 0. */
+function n (v: unknown): number {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0
+}
+
+/** Normalizes a chat-completions `usage` object (missing or null details count as 0, never as the total). */
+export function usageFromChat (u: unknown): Usage {
+  const cached = n(at(at(u, 'prompt_tokens_details'), 'cached_tokens'))
+  const write = n(at(at(u, 'prompt_tokens_details'), 'cache_write_tokens')) || n(at(u, 'cache_creation_input_tokens'))
+  const out: Usage = {
+    inputTokens: n(at(u, 'prompt_tokens')),
+    cachedInputTokens: cached,
+    cacheWriteTokens: write,
+    outputTokens: n(at(u, 'completion_tokens')),
+  }
+  const r = n(at(at(u, 'completion_tokens_details'), 'reasoning_tokens'))
+  if (r) out.reasoningTokens = r
+  return out
+}
+
+/** Normalizes a messages-protocol `usage` object: input_tokens excludes cache reads and writes. */
+export function usageFromMessages (u: unknown): Usage {
+  const read = n(at(u, 'cache_read_input_tokens'))
+  const write = n(at(u, 'cache_creation_input_tokens'))
+  const out: Usage = {
+    inputTokens: n(at(u, 'input_tokens')) + read + write,
+    cachedInputTokens: read,
+    cacheWriteTokens: write,
+    outputTokens: n(at(u, 'output_tokens')),
+  }
+  const r = n(at(at(u, 'output_tokens_details'), 'thinking_tokens'))
+  if (r) out.reasoningTokens = r
+  return out
+}
+
+/** Renders usage as chat `usage`: prompt_tokens includes cached input, which prompt_tokens_details.cached_tokens repeats; total = prompt + completion. */
+export function usageToChat (u: Usage): Record<string, unknown> {
+  const details: Record<string, number> = { cached_tokens: u.cachedInputTokens }
+  if (u.cacheWriteTokens) details.cache_write_tokens = u.cacheWriteTokens
+  const out: Record<string, unknown> = {
+    prompt_tokens: u.inputTokens,
+    completion_tokens: u.outputTokens,
+    total_tokens: u.inputTokens + u.outputTokens,
+    prompt_tokens_details: details,
+  }
+  if (u.reasoningTokens) out.completion_tokens_details = { reasoning_tokens: u.reasoningTokens }
+  return out
+}
+
+/** Renders usage as messages `usage`: input_tokens excludes cache reads and cache writes, which have fields of their own. */
+export function usageToMessages (u: Usage): Record<string, number> {
+  return {
+    input_tokens: Math.max(u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens, 0),
+    cache_creation_input_tokens: u.cacheWriteTokens,
+    cache_read_input_tokens: u.cachedInputTokens,
+    output_tokens: u.outputTokens,
+  }
+}
