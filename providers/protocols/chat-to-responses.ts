@@ -11,7 +11,8 @@
  * `function_call` items → tool_calls, status → finish_reason. Stream: Responses events → chunks.
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
-import { usageToChat, type Usage } from '../../core/types/usage.ts'
+import type { Usage } from '../../core/types/usage.ts'
+import { usageToChat } from './usage.ts'
 import { sseData, SSE_DONE } from '../../core/sse.ts'
 import { estimateUsage } from '../../core/estimate.ts'
 import { gwError } from '../../core/errors.ts'

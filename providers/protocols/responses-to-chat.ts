@@ -6,7 +6,8 @@
  * chunk), running counts on other chunks are provisional, as on the chat route.
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
-import { usageFromChat, type Usage } from '../../core/types/usage.ts'
+import type { Usage } from '../../core/types/usage.ts'
+import { usageFromChat } from './usage.ts'
 import { chatDeltaChars } from './common.ts'
 import { chatAnswerToResponse, ResponsesEmitter, responsesToChatRequest } from './responses-common.ts'
 

@@ -26,7 +26,7 @@ async function run (env: Record<string, string>): Promise<{ code: number | null,
 t.test('listen failures: exit 1, one gateway: line', async t => {
   if (!existsSync(SERVER)) {
     if (process.env.CI === 'true') t.fail('dist/server.js is missing: CI must run `npm run build` before `npm test`')
-    else t.skip('dist/server.js not built (run `npm run build`)')
+    else t.skip('dist/server.js not built (run `npm run build`)', () => {})
     return
   }
   const taken = createServer()

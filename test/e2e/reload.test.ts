@@ -91,7 +91,7 @@ function chat (base: string, key: string, opts: { model?: string, stream?: boole
 t.test('SIGHUP reloads the config file', async t => {
   if (!existsSync(SERVER)) {
     if (process.env.CI === 'true') t.fail('dist/server.js is missing: CI must run `npm run build` before `npm test`')
-    else t.skip('dist/server.js not built (run `npm run build`)')
+    else t.skip('dist/server.js not built (run `npm run build`)', () => {})
     return
   }
   const s = await start(t, { keys: [KEY_A], slow: true })
