@@ -10,7 +10,11 @@ import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFa
 import { usageFromChat, type Usage } from '../../core/types/usage.ts'
 import { sseData } from '../../core/sse.ts'
 import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
-import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, safeErrorType } from './common.ts'
+import { modelSpanOf, spliceModel } from '../../core/body.ts'
+import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, parametersUnchanged, safeErrorType } from './common.ts'
+
+/** Put before the model key of a stream request that has no `stream_options`: usage is what the call is billed on. */
+const ASK_USAGE = '"stream_options":{"include_usage":true},'
 
 class ChatPassStream implements StreamTranslator {
   usage: Usage | undefined
@@ -102,6 +106,14 @@ export const chatToChat: Translator = {
     applyModelParameters(out, opts.model, CHAT_STANDARD)
     if (body.stream === true) out.stream_options = { ...body.stream_options, include_usage: true }
     return out
+  },
+  requestBytes (body: Record<string, any>, opts: TranslateOptions): Buffer | undefined {
+    const span = modelSpanOf(body)
+    if (span === undefined || !parametersUnchanged(body, opts.model, CHAT_STANDARD)) return undefined
+    if (body.stream !== true || body.stream_options?.include_usage === true) return spliceModel(span, opts.upstreamModel)
+    // No stream_options member at all (JSON.parse would have kept any spelling of it): add one.
+    if (!Object.hasOwn(body, 'stream_options')) return spliceModel(span, opts.upstreamModel, ASK_USAGE)
+    return undefined
   },
   response (body: any, opts: TranslateOptions) {
     return { body, usage: body?.usage ? (opts.upstream?.readUsage ?? usageFromChat)(body.usage) : undefined }

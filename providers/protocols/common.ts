@@ -79,6 +79,14 @@ export function applyModelParameters (out: Record<string, unknown>, model: Model
   for (const k in out) if (standard.has(k) && !supports(model, k)) delete out[k]
 }
 
+/** true when applyModelParameters would leave `body` as it is (no default to add, no parameter to drop). */
+export function parametersUnchanged (body: Record<string, unknown>, model: ModelEntry, standard: ReadonlySet<string>): boolean {
+  const defaults = model.public.default_parameters
+  for (const k in defaults) if (body[k] === undefined) return false
+  for (const k in body) if (standard.has(k) && !supports(model, k)) return false
+  return true
+}
+
 /** The text of a string-or-parts content, parts joined with `sep`; non-text parts skipped. */
 export function textOf (content: unknown, sep = ''): string {
   if (typeof content === 'string') return content

@@ -9,7 +9,8 @@ import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFa
 import { usageFromMessages, type Usage } from '../../core/types/usage.ts'
 import { sseEvent } from '../../core/sse.ts'
 import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
-import { applyModelParameters, messagesDeltaChars, messagesErrorType, MESSAGES_STANDARD, numericUsage, safeErrorType } from './common.ts'
+import { modelSpanOf, spliceModel } from '../../core/body.ts'
+import { applyModelParameters, messagesDeltaChars, messagesErrorType, MESSAGES_STANDARD, numericUsage, parametersUnchanged, safeErrorType } from './common.ts'
 
 class MessagesPassStream implements StreamTranslator {
   finished = false
@@ -82,6 +83,11 @@ export const messagesToMessages: Translator = {
     const out: Record<string, unknown> = { ...body, model: opts.upstreamModel }
     applyModelParameters(out, opts.model, MESSAGES_STANDARD)
     return out
+  },
+  requestBytes (body: Record<string, any>, opts: TranslateOptions): Buffer | undefined {
+    const span = modelSpanOf(body)
+    if (span === undefined || !parametersUnchanged(body, opts.model, MESSAGES_STANDARD)) return undefined
+    return spliceModel(span, opts.upstreamModel)
   },
   response (body: any, opts: TranslateOptions) {
     return { body, usage: body?.usage ? (opts.upstream?.readUsage ?? usageFromMessages)(body.usage) : undefined }
