@@ -27,9 +27,9 @@ const CR = 0x0d
 
 const isWs = (c: number): boolean => c === SPACE || c === LF || c === CR || c === TAB
 
-/** Where the body's one top-level `"model"` member's string value lies in its bytes: [start, end). */
+/** Where the body's one top-level `"model"` member's string value lies in its text: [start, end). */
 export interface ModelSpan {
-  buf: Buffer
+  text: string
   /** Offset of the key's opening quote. */
   keyStart: number
   start: number
@@ -37,8 +37,8 @@ export interface ModelSpan {
 }
 
 /**
- * What one pass over the body's bytes found: whether it nests deeper than the limit, and where the
- * top-level `"model"` value is. `model` is undefined whenever splicing into these bytes would not
+ * What one pass over the body's text found: whether it nests deeper than the limit, and where the
+ * top-level `"model"` value is. `model` is undefined whenever splicing into this text would not
  * be exact: no top-level object, no `"model"` key or more than one (JSON.parse keeps the last), a
  * top-level key written with escapes (it may spell "model"), or a value that is not a string.
  */
@@ -47,42 +47,44 @@ export interface BodyScan {
   model: ModelSpan | undefined
 }
 
+const NOT_FOUND: BodyScan = Object.freeze({ tooDeep: false, model: undefined })
+const TOO_DEEP: BodyScan = Object.freeze({ tooDeep: true, model: undefined })
+
 /**
  * One iterative pass over the JSON text before JSON.parse: a deep body must neither overflow a
  * recursive walk later nor make the parser build millions of nested containers. Strings are
  * skipped with indexOf (native), so long base64 payloads cost little. Malformed text is left for
  * JSON.parse to refuse. On the way it locates the top-level `"model"` member, for a same-protocol
- * call to send the client's bytes with only the model name changed.
+ * call to send the client's text with only the model name changed.
  */
-export function scanBody (buf: Buffer, max: number): BodyScan {
+export function scanBody (s: string, max: number): BodyScan {
   let depth = 0
-  const n = buf.length
+  const n = s.length
   let first = 0
-  while (first < n && isWs(buf[first])) first++
-  const topObject = buf[first] === OPEN_OBJECT
+  while (first < n && isWs(s.charCodeAt(first))) first++
+  let unusual = s.charCodeAt(first) !== OPEN_OBJECT
   let modelKeys = 0
-  let unusual = !topObject
   let keyStart = -1
   let valueStart = -1
   let valueEnd = -1
   for (let i = first; i < n; i++) {
-    const c = buf[i]
+    const c = s.charCodeAt(i)
     if (c === QUOTE) {
-      // Short strings byte by byte; a long one (base64) jumps from quote to quote natively.
+      // Short strings char by char; a long one (base64) jumps from quote to quote natively.
       let j = i + 1
       let escaped = false
       const stop = Math.min(n, j + SHORT_STRING)
-      while (j < stop && buf[j] !== QUOTE) {
-        if (buf[j] === BACKSLASH) { j++; escaped = true }
+      while (j < stop && s.charCodeAt(j) !== QUOTE) {
+        if (s.charCodeAt(j) === BACKSLASH) { j++; escaped = true }
         j++
       }
       if (j >= stop && j < n) {
-        escaped = true // not looked at byte by byte: treated as if it had escapes
+        escaped = true // not looked at char by char: treated as if it had escapes
         for (;;) {
-          j = buf.indexOf(QUOTE, j)
-          if (j < 0) return { tooDeep: false, model: undefined }
+          j = s.indexOf('"', j)
+          if (j < 0) return NOT_FOUND
           let k = j - 1
-          while (buf[k] === BACKSLASH) k--
+          while (s.charCodeAt(k) === BACKSLASH) k--
           if ((j - 1 - k) % 2 === 0) break // an even run of backslashes: the quote is not escaped
           j++
         }
@@ -92,17 +94,16 @@ export function scanBody (buf: Buffer, max: number): BodyScan {
           valueEnd = j + 1
         } else {
           let k = j + 1
-          while (k < n && isWs(buf[k])) k++
-          if (buf[k] === COLON) {
+          while (k < n && isWs(s.charCodeAt(k))) k++
+          if (s.charCodeAt(k) === COLON) {
             // A top-level key.
             if (escaped) unusual = true
-            else if (j - i === 6 && buf[i + 1] === 0x6d && buf[i + 2] === 0x6f && buf[i + 3] === 0x64 && buf[i + 4] === 0x65 && buf[i + 5] === 0x6c) {
-              // "model"
+            else if (j - i === 6 && s.startsWith('model', i + 1)) {
               if (++modelKeys > 1) unusual = true
               keyStart = i
               k++
-              while (k < n && isWs(buf[k])) k++
-              if (buf[k] === QUOTE) valueStart = k
+              while (k < n && isWs(s.charCodeAt(k))) k++
+              if (s.charCodeAt(k) === QUOTE) valueStart = k
               else unusual = true
             }
           }
@@ -110,20 +111,21 @@ export function scanBody (buf: Buffer, max: number): BodyScan {
       }
       i = j
     } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
-      if (++depth > max) return { tooDeep: true, model: undefined }
+      if (++depth > max) return TOO_DEEP
     } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
       depth--
     }
   }
-  return { tooDeep: false, model: unusual || modelKeys !== 1 || valueEnd < 0 ? undefined : { buf, keyStart, start: valueStart, end: valueEnd } }
+  if (unusual || modelKeys !== 1 || valueEnd < 0) return NOT_FOUND
+  return { tooDeep: false, model: { text: s, keyStart, start: valueStart, end: valueEnd } }
 }
 
 /** true when arrays and objects in the JSON text nest deeper than `max` (see scanBody). */
 export function nestedDeeperThan (buf: Buffer, max: number): boolean {
-  return scanBody(buf, max).tooDeep
+  return scanBody(buf.toString('utf8'), max).tooDeep
 }
 
-/** Parsed body → where its model lies in the bytes it was parsed from (a body replaced by a plugin has none). */
+/** Parsed body → where its model lies in the text it was parsed from (a body replaced by a plugin has none). */
 const spans = new WeakMap<object, ModelSpan>()
 
 /** The model span of a body object as parsed by our JSON parser, if splicing is exact for it. */
@@ -132,15 +134,14 @@ export function modelSpanOf (body: unknown): ModelSpan | undefined {
 }
 
 /**
- * The client's bytes with the top-level model's value replaced by `model` (JSON-encoded), and
+ * The client's text with the top-level model's value replaced by `model` (JSON-encoded), and
  * `insert` (complete members, each followed by a comma) placed just before the `"model"` key.
- * Only for a span from modelSpanOf; the bytes are the client's in every other place.
+ * Only for a span from modelSpanOf; the text is the client's in every other place.
  */
-export function spliceModel (span: ModelSpan, model: string, insert = ''): Buffer {
-  const { buf, keyStart, start, end } = span
-  const value = JSON.stringify(model)
-  const head = insert === '' ? buf.subarray(0, start) : Buffer.concat([buf.subarray(0, keyStart), Buffer.from(insert), buf.subarray(keyStart, start)])
-  return Buffer.concat([head, Buffer.from(value), buf.subarray(end)])
+export function spliceModel (span: ModelSpan, model: string, insert = ''): string {
+  const { text, keyStart, start, end } = span
+  const head = insert === '' ? text.slice(0, start) : text.slice(0, keyStart) + insert + text.slice(keyStart, start)
+  return head + JSON.stringify(model) + text.slice(end)
 }
 
 export interface BodyLimits {
@@ -187,11 +188,12 @@ export function registerBodyParsers (app: FastifyInstance, limits: BodyLimits): 
       if (ctx) ctx.bodyBytes = size
       if (size === 0) return finish(gwError('GW_ERR_INVALID_JSON'))
       const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)
-      const scan = scanBody(buf, limits.maxDepth)
+      const text = buf.toString('utf8')
+      const scan = scanBody(text, limits.maxDepth)
       if (scan.tooDeep) return finish(gwError('GW_ERR_JSON_TOO_DEEP', [limits.maxDepth]))
       let body: unknown
       try {
-        body = JSON.parse(buf.toString('utf8'))
+        body = JSON.parse(text)
       } catch {
         return finish(gwError('GW_ERR_INVALID_JSON'))
       }

@@ -13,11 +13,11 @@ export interface UpstreamCall {
   /** Body in the upstream's protocol, `model` already set to the upstream model name. */
   body: Record<string, unknown>
   /**
-   * The same body already serialized, when core could build it from the client's own bytes (same
-   * protocol: only the model name changed). An adapter that sends `body` unchanged sends these
-   * bytes instead of `JSON.stringify(body)`; one that changes the body ignores them.
+   * The same body already serialized, when core could build it from the client's own text (same
+   * protocol: only the model name changed). An adapter that sends `body` unchanged sends this
+   * instead of `JSON.stringify(body)`; one that changes the body ignores it.
    */
-  bodyBytes?: Buffer
+  bodyText?: string
   stream: boolean
   /** Client headers an upstream may need (e.g. `anthropic-beta`), lower-case names. */
   clientHeaders: Readonly<Record<string, string | string[] | undefined>>
@@ -147,10 +147,10 @@ export interface Translator {
   /** Client body (client protocol) → upstream body (upstream protocol). Throws GatewayError 400. */
   request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown>
   /**
-   * Optional: the bytes `request()`'s result serializes to, built from the client's bytes, or
+   * Optional: the JSON text `request()`'s result stands for, built from the client's text, or
    * undefined when that is not exact (then the adapter serializes `request()`'s result).
    */
-  requestBytes? (body: Record<string, any>, opts: TranslateOptions): Buffer | undefined
+  requestText? (body: Record<string, any>, opts: TranslateOptions): string | undefined
   /** Upstream JSON answer → client JSON answer plus normalized usage. */
   response (body: any, opts: TranslateOptions): { body: unknown, usage: Usage | undefined }
   /** A stream translator for one call; `clientBody` tells e.g. whether usage was asked for. */

@@ -11,7 +11,7 @@ import { usageFromChat, type Usage } from '../../core/types/usage.ts'
 import { sseData } from '../../core/sse.ts'
 import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
 import { modelSpanOf, spliceModel } from '../../core/body.ts'
-import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, parametersUnchanged, safeErrorType } from './common.ts'
+import { applyModelParameters, CHAT_STANDARD, chatChunkChars, chatDeltaChars, DeferredCount, parametersUnchanged, plainChatChunk, safeErrorType } from './common.ts'
 
 /** Put before the model key of a stream request that has no `stream_options`: usage is what the call is billed on. */
 const ASK_USAGE = '"stream_options":{"include_usage":true},'
@@ -20,8 +20,10 @@ class ChatPassStream implements StreamTranslator {
   usage: Usage | undefined
   startUsage: Usage | undefined
   finished = false
-  outputChars = 0
   #done = false
+  /** Chunks relayed unparsed, counted only if the stream ends without usage. */
+  readonly #relayed = new DeferredCount(chatChunkChars)
+  #parsedChars = 0
   readonly #clientWantsUsage: boolean
   readonly #readUsage: (u: any) => Usage
 
@@ -30,9 +32,18 @@ class ChatPassStream implements StreamTranslator {
     this.#readUsage = opts.upstream?.readUsage ?? usageFromChat
   }
 
+  get outputChars (): number {
+    return this.#parsedChars + this.#relayed.value
+  }
+
   push (ev: SseEvent): string {
     if (this.#done) return ''
     const data = ev.data
+    // Most chunks are content deltas: relayed as received, parsed only if the stream is cut.
+    if ((ev.event === undefined || ev.event === '' || ev.event === 'message') && data.charCodeAt(0) === 123 && plainChatChunk(data)) {
+      this.#relayed.add(data)
+      return ev.raw.endsWith('\n\n') || ev.raw.endsWith('\r\n\r\n') ? ev.raw : `data: ${data}\n\n`
+    }
     if (data === '[DONE]') {
       this.#done = true
       this.finished = true
@@ -57,7 +68,7 @@ class ChatPassStream implements StreamTranslator {
     let finishing = false
     if (Array.isArray(chunk?.choices)) {
       for (const c of chunk.choices) {
-        this.outputChars += chatDeltaChars(c?.delta)
+        this.#parsedChars += chatDeltaChars(c?.delta)
         if (typeof c?.finish_reason === 'string') finishing = true
       }
     }
@@ -107,7 +118,7 @@ export const chatToChat: Translator = {
     if (body.stream === true) out.stream_options = { ...body.stream_options, include_usage: true }
     return out
   },
-  requestBytes (body: Record<string, any>, opts: TranslateOptions): Buffer | undefined {
+  requestText (body: Record<string, any>, opts: TranslateOptions): string | undefined {
     const span = modelSpanOf(body)
     if (span === undefined || !parametersUnchanged(body, opts.model, CHAT_STANDARD)) return undefined
     if (body.stream !== true || body.stream_options?.include_usage === true) return spliceModel(span, opts.upstreamModel)

@@ -144,6 +144,69 @@ export function chatDeltaChars (delta: any): number {
   return n
 }
 
+/**
+ * Characters of text, held as the data of relayed events and counted only when asked for: a
+ * stream that ends with its usage (nearly all) never parses its content events. Past `maxChars`
+ * of held data the events are counted and let go, so a long stream holds a bounded amount.
+ */
+export class DeferredCount {
+  #total = 0
+  #held: string[] = []
+  #heldChars = 0
+  constructor (readonly count: (data: string) => number, readonly maxChars = 256 * 1024) {}
+
+  add (data: string): void {
+    this.#held.push(data)
+    this.#heldChars += data.length
+    if (this.#heldChars > this.maxChars) this.#fold()
+  }
+
+  get value (): number {
+    if (this.#held.length > 0) this.#fold()
+    return this.#total
+  }
+
+  #fold (): void {
+    for (const d of this.#held) this.#total += this.count(d)
+    this.#held = []
+    this.#heldChars = 0
+  }
+}
+
+/**
+ * true when a chat chunk's JSON text can be relayed without parsing: no `"usage"` or `"error"`
+ * member and every `"finish_reason"` null. Content strings cannot fake these (their quotes are
+ * escaped); a string value spelled exactly "usage" or "error" only sends the chunk the slow way.
+ */
+export function plainChatChunk (data: string): boolean {
+  if (data.includes('"usage"') || data.includes('"error"')) return false
+  let i = data.indexOf('"finish_reason"')
+  while (i !== -1) {
+    let j = i + 15
+    while (data.charCodeAt(j) === 32 || data.charCodeAt(j) === 9 || data.charCodeAt(j) === 10 || data.charCodeAt(j) === 13) j++
+    if (data.charCodeAt(j) !== 58) return false // ':'
+    j++
+    while (data.charCodeAt(j) === 32 || data.charCodeAt(j) === 9 || data.charCodeAt(j) === 10 || data.charCodeAt(j) === 13) j++
+    if (!data.startsWith('null', j)) return false
+    i = data.indexOf('"finish_reason"', j + 4)
+  }
+  return true
+}
+
+/** Output characters of one chat chunk's JSON text (0 when it is not JSON). */
+export function chatChunkChars (data: string): number {
+  let chunk: any
+  try { chunk = JSON.parse(data) } catch { return 0 }
+  let n = 0
+  if (Array.isArray(chunk?.choices)) for (const c of chunk.choices) n += chatDeltaChars(c?.delta)
+  return n
+}
+
+/** Output characters of one messages `content_block_delta` event's JSON text (0 when it is not JSON). */
+export function messagesEventChars (data: string): number {
+  try { return messagesDeltaChars(JSON.parse(data)?.delta) } catch { return 0 }
+}
+
 /** An upstream's error `type` when it is a plain identifier (it reaches the client), else `fallback`. */
 export function safeErrorType (type: unknown, fallback: string): string {
   return typeof type === 'string' && /^[a-z_]{1,64}$/.test(type) ? type : fallback

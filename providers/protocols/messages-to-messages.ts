@@ -10,18 +10,23 @@ import { usageFromMessages, type Usage } from '../../core/types/usage.ts'
 import { sseEvent } from '../../core/sse.ts'
 import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
 import { modelSpanOf, spliceModel } from '../../core/body.ts'
-import { applyModelParameters, messagesDeltaChars, messagesErrorType, MESSAGES_STANDARD, numericUsage, parametersUnchanged, safeErrorType } from './common.ts'
+import { applyModelParameters, DeferredCount, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged, safeErrorType } from './common.ts'
 
 class MessagesPassStream implements StreamTranslator {
   finished = false
-  outputChars = 0
   #done = false
+  /** Content deltas relayed unparsed, counted only if the stream ends without final usage. */
+  readonly #relayed = new DeferredCount(messagesEventChars)
   #start: Record<string, number> | undefined
   #final: Record<string, number> | undefined
   readonly #readUsage: (u: any) => Usage
 
   constructor (opts: TranslateOptions) {
     this.#readUsage = opts.upstream?.readUsage ?? usageFromMessages
+  }
+
+  get outputChars (): number {
+    return this.#relayed.value
   }
 
   get usage (): Usage | undefined {
@@ -36,7 +41,7 @@ class MessagesPassStream implements StreamTranslator {
     if (this.#done) return ''
     const name = ev.event
     if (name === 'content_block_delta') {
-      try { this.outputChars += messagesDeltaChars(JSON.parse(ev.data)?.delta) } catch { /* forwarded as is */ }
+      this.#relayed.add(ev.data)
     } else if (name === 'message_start' || name === 'message_delta') {
       try {
         const d = JSON.parse(ev.data)
@@ -84,7 +89,7 @@ export const messagesToMessages: Translator = {
     applyModelParameters(out, opts.model, MESSAGES_STANDARD)
     return out
   },
-  requestBytes (body: Record<string, any>, opts: TranslateOptions): Buffer | undefined {
+  requestText (body: Record<string, any>, opts: TranslateOptions): string | undefined {
     const span = modelSpanOf(body)
     if (span === undefined || !parametersUnchanged(body, opts.model, MESSAGES_STANDARD)) return undefined
     return spliceModel(span, opts.upstreamModel)

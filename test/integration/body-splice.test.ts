@@ -9,11 +9,10 @@ import { buildTestApp, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json, sse, chatTextStream, chatCompletion, messagesTextStream, messagesResponse, upstreamDoc } from '../helpers/fake-upstream.ts'
 import { outcomeSpy } from '../helpers/outcome-spy.ts'
 
-const b = (s: string) => Buffer.from(s, 'utf8')
 /** The text of the model value span scanBody finds, or undefined. */
 const found = (s: string) => {
-  const m = scanBody(b(s), 64).model
-  return m === undefined ? undefined : m.buf.subarray(m.start, m.end).toString('utf8')
+  const m = scanBody(s, 64).model
+  return m === undefined ? undefined : m.text.slice(m.start, m.end)
 }
 
 t.test('scanBody finds exactly one plain top-level "model" string, and nothing when unusual', async t => {
@@ -32,16 +31,16 @@ t.test('scanBody finds exactly one plain top-level "model" string, and nothing w
   t.equal(found('{"messages":[]}'), undefined, 'no model')
   t.equal(found('[{"model":"a"}]'), undefined, 'not an object')
   t.equal(found('{"modelx":"a","xmodel":"b","Model":"c"}'), undefined, 'only the exact key')
-  t.equal(scanBody(b('{"a":' + '['.repeat(70) + ']'.repeat(70) + ',"model":"m"}'), 64).tooDeep, true)
-  t.equal(scanBody(b('{"a":"' + '['.repeat(70) + '","model":"m"}'), 64).tooDeep, false, 'brackets in strings do not nest')
+  t.equal(scanBody('{"a":' + '['.repeat(70) + ']'.repeat(70) + ',"model":"m"}', 64).tooDeep, true)
+  t.equal(scanBody('{"a":"' + '['.repeat(70) + '","model":"m"}', 64).tooDeep, false, 'brackets in strings do not nest')
 })
 
 t.test('spliceModel changes the value bytes only, and inserts members before the key', async t => {
   const text = '{ "messages":[{"model":"keep"}] , "model" : "client/m\\u00e9" ,"z":1}'
-  const m = scanBody(b(text), 64).model!
-  t.equal(spliceModel(m, 'up "q"').toString('utf8'), '{ "messages":[{"model":"keep"}] , "model" : "up \\"q\\"" ,"z":1}')
-  t.equal(spliceModel(m, 'é', '"s":{"x":true},').toString('utf8'), '{ "messages":[{"model":"keep"}] , "s":{"x":true},"model" : "é" ,"z":1}')
-  t.same(JSON.parse(spliceModel(m, 'u', '"s":1,').toString('utf8')), { messages: [{ model: 'keep' }], s: 1, model: 'u', z: 1 })
+  const m = scanBody(text, 64).model!
+  t.equal(spliceModel(m, 'up "q"'), '{ "messages":[{"model":"keep"}] , "model" : "up \\"q\\"" ,"z":1}')
+  t.equal(spliceModel(m, 'é', '"s":{"x":true},'), '{ "messages":[{"model":"keep"}] , "s":{"x":true},"model" : "é" ,"z":1}')
+  t.same(JSON.parse(spliceModel(m, 'u', '"s":1,')), { messages: [{ model: 'keep' }], s: 1, model: 'u', z: 1 })
   t.equal(modelSpanOf({ model: 'x' }), undefined, 'an object the parser did not make has no span')
 })
 
