@@ -19,43 +19,129 @@ const CLOSE_OBJECT = 0x7d
 /** Strings up to this many bytes are scanned in JS; longer ones with Buffer#indexOf. */
 const SHORT_STRING = 64
 
+const COLON = 0x3a
+const SPACE = 0x20
+const TAB = 0x09
+const LF = 0x0a
+const CR = 0x0d
+
+const isWs = (c: number): boolean => c === SPACE || c === LF || c === CR || c === TAB
+
+/** Where the body's one top-level `"model"` member's string value lies in its text: [start, end). */
+export interface ModelSpan {
+  text: string
+  /** Offset of the key's opening quote. */
+  keyStart: number
+  start: number
+  end: number
+}
+
 /**
- * true when arrays and objects in the JSON text nest deeper than `max`. Runs on the bytes before
- * JSON.parse, iteratively: a deep body must neither overflow a recursive walk later nor make the
- * parser build millions of nested containers. Strings are skipped with indexOf (native), so long
- * base64 payloads cost little. Malformed text is left for JSON.parse to refuse.
+ * What one pass over the body's text found: whether it nests deeper than the limit, and where the
+ * top-level `"model"` value is. `model` is undefined whenever splicing into this text would not
+ * be exact: no top-level object, no `"model"` key or more than one (JSON.parse keeps the last), a
+ * top-level key written with escapes (it may spell "model"), or a value that is not a string.
  */
-export function nestedDeeperThan (buf: Buffer, max: number): boolean {
+export interface BodyScan {
+  tooDeep: boolean
+  model: ModelSpan | undefined
+}
+
+const NOT_FOUND: BodyScan = Object.freeze({ tooDeep: false, model: undefined })
+const TOO_DEEP: BodyScan = Object.freeze({ tooDeep: true, model: undefined })
+
+/**
+ * One iterative pass over the JSON text before JSON.parse: a deep body must neither overflow a
+ * recursive walk later nor make the parser build millions of nested containers. Strings are
+ * skipped with indexOf (native), so long base64 payloads cost little. Malformed text is left for
+ * JSON.parse to refuse. On the way it locates the top-level `"model"` member, for a same-protocol
+ * call to send the client's text with only the model name changed.
+ */
+export function scanBody (s: string, max: number): BodyScan {
   let depth = 0
-  const n = buf.length
-  for (let i = 0; i < n; i++) {
-    const c = buf[i]
+  const n = s.length
+  let first = 0
+  while (first < n && isWs(s.charCodeAt(first))) first++
+  let unusual = s.charCodeAt(first) !== OPEN_OBJECT
+  let modelKeys = 0
+  let keyStart = -1
+  let valueStart = -1
+  let valueEnd = -1
+  for (let i = first; i < n; i++) {
+    const c = s.charCodeAt(i)
     if (c === QUOTE) {
-      // Short strings byte by byte; a long one (base64) jumps from quote to quote natively.
+      // Short strings char by char; a long one (base64) jumps from quote to quote natively.
       let j = i + 1
+      let escaped = false
       const stop = Math.min(n, j + SHORT_STRING)
-      while (j < stop && buf[j] !== QUOTE) {
-        if (buf[j] === BACKSLASH) j++
+      while (j < stop && s.charCodeAt(j) !== QUOTE) {
+        if (s.charCodeAt(j) === BACKSLASH) { j++; escaped = true }
         j++
       }
       if (j >= stop && j < n) {
+        escaped = true // not looked at char by char: treated as if it had escapes
         for (;;) {
-          j = buf.indexOf(QUOTE, j)
-          if (j < 0) return false
+          j = s.indexOf('"', j)
+          if (j < 0) return NOT_FOUND
           let k = j - 1
-          while (buf[k] === BACKSLASH) k--
+          while (s.charCodeAt(k) === BACKSLASH) k--
           if ((j - 1 - k) % 2 === 0) break // an even run of backslashes: the quote is not escaped
           j++
         }
       }
+      if (depth === 1 && !unusual) {
+        if (i === valueStart) {
+          valueEnd = j + 1
+        } else {
+          let k = j + 1
+          while (k < n && isWs(s.charCodeAt(k))) k++
+          if (s.charCodeAt(k) === COLON) {
+            // A top-level key.
+            if (escaped) unusual = true
+            else if (j - i === 6 && s.startsWith('model', i + 1)) {
+              if (++modelKeys > 1) unusual = true
+              keyStart = i
+              k++
+              while (k < n && isWs(s.charCodeAt(k))) k++
+              if (s.charCodeAt(k) === QUOTE) valueStart = k
+              else unusual = true
+            }
+          }
+        }
+      }
       i = j
     } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
-      if (++depth > max) return true
+      if (++depth > max) return TOO_DEEP
     } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
       depth--
     }
   }
-  return false
+  if (unusual || modelKeys !== 1 || valueEnd < 0) return NOT_FOUND
+  return { tooDeep: false, model: { text: s, keyStart, start: valueStart, end: valueEnd } }
+}
+
+/** true when arrays and objects in the JSON text nest deeper than `max` (see scanBody). */
+export function nestedDeeperThan (buf: Buffer, max: number): boolean {
+  return scanBody(buf.toString('utf8'), max).tooDeep
+}
+
+/** Parsed body → where its model lies in the text it was parsed from (a body replaced by a plugin has none). */
+const spans = new WeakMap<object, ModelSpan>()
+
+/** The model span of a body object as parsed by our JSON parser, if splicing is exact for it. */
+export function modelSpanOf (body: unknown): ModelSpan | undefined {
+  return body !== null && typeof body === 'object' ? spans.get(body) : undefined
+}
+
+/**
+ * The client's text with the top-level model's value replaced by `model` (JSON-encoded), and
+ * `insert` (complete members, each followed by a comma) placed just before the `"model"` key.
+ * Only for a span from modelSpanOf; the text is the client's in every other place.
+ */
+export function spliceModel (span: ModelSpan, model: string, insert = ''): string {
+  const { text, keyStart, start, end } = span
+  const head = insert === '' ? text.slice(0, start) : text.slice(0, keyStart) + insert + text.slice(keyStart, start)
+  return head + JSON.stringify(model) + text.slice(end)
 }
 
 export interface BodyLimits {
@@ -102,12 +188,17 @@ export function registerBodyParsers (app: FastifyInstance, limits: BodyLimits): 
       if (ctx) ctx.bodyBytes = size
       if (size === 0) return finish(gwError('GW_ERR_INVALID_JSON'))
       const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)
-      if (nestedDeeperThan(buf, limits.maxDepth)) return finish(gwError('GW_ERR_JSON_TOO_DEEP', [limits.maxDepth]))
+      const text = buf.toString('utf8')
+      const scan = scanBody(text, limits.maxDepth)
+      if (scan.tooDeep) return finish(gwError('GW_ERR_JSON_TOO_DEEP', [limits.maxDepth]))
+      let body: unknown
       try {
-        finish(null, JSON.parse(buf.toString('utf8')))
+        body = JSON.parse(text)
       } catch {
-        finish(gwError('GW_ERR_INVALID_JSON'))
+        return finish(gwError('GW_ERR_INVALID_JSON'))
       }
+      if (scan.model !== undefined && body !== null && typeof body === 'object') spans.set(body, scan.model)
+      finish(null, body)
     }
     raw[ABORT_BODY] = err => { payload.pause(); finish(err) }
     payload.on('data', onData)

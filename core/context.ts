@@ -43,7 +43,7 @@ export interface GatewayContext {
   /** Client address (socket address; see the ip-limit plugin for trusted proxies). */
   readonly ip: string
   readonly headers: Headers
-  /** Parsed JSON body, deep-frozen; undefined before `inspect` and on routes without a body. */
+  /** Parsed JSON body, read-only (top level frozen); undefined before `inspect` and on routes without a body. */
   readonly body: unknown
   /** Bytes of the request body as received (0 before `inspect` and on routes without a body). */
   readonly bodyBytes: number

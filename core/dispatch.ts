@@ -57,7 +57,9 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
       const attempt: Attempt = { d, provider, translator, opts, circuit }
       // A body the translator refuses is the client's fault: no failover (throws 400).
       const upstreamBody = translator.request(body, opts)
-      const req = provider.prepare({ model, deployment: d, body: upstreamBody, stream: wantsStream, clientHeaders: ctx.headers, requestId: ctx.requestId })
+      // Same protocol: the client's text with the model name spliced in, when that is exact.
+      const bodyText = translator.requestText?.(body, opts)
+      const req = provider.prepare({ model, deployment: d, body: upstreamBody, bodyText, stream: wantsStream, clientHeaders: ctx.headers, requestId: ctx.requestId })
       tried++
       let res: UpstreamResponse
       try {

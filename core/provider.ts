@@ -12,6 +12,12 @@ export interface UpstreamCall {
   deployment: Deployment
   /** Body in the upstream's protocol, `model` already set to the upstream model name. */
   body: Record<string, unknown>
+  /**
+   * The same body already serialized, when core could build it from the client's own text (same
+   * protocol: only the model name changed). An adapter that sends `body` unchanged sends this
+   * instead of `JSON.stringify(body)`; one that changes the body ignores it.
+   */
+  bodyText?: string
   stream: boolean
   /** Client headers an upstream may need (e.g. `anthropic-beta`), lower-case names. */
   clientHeaders: Readonly<Record<string, string | string[] | undefined>>
@@ -140,6 +146,11 @@ export interface Translator {
   readonly passthrough?: boolean
   /** Client body (client protocol) → upstream body (upstream protocol). Throws GatewayError 400. */
   request (body: { [key: string]: unknown }, opts: TranslateOptions): Record<string, unknown>
+  /**
+   * Optional: the JSON text `request()`'s result stands for, built from the client's text, or
+   * undefined when that is not exact (then the adapter serializes `request()`'s result).
+   */
+  requestText? (body: { [key: string]: unknown }, opts: TranslateOptions): string | undefined
   /** Upstream JSON answer (any JSON value, unchecked) → client JSON answer plus normalized usage. */
   response (body: unknown, opts: TranslateOptions): { body: unknown, usage: Usage | undefined }
   /** A stream translator for one call; `clientBody` tells e.g. whether usage was asked for. */

@@ -10,7 +10,10 @@ export interface Recorded {
   method: string
   path: string
   headers: IncomingMessage['headers']
+  /** The body parsed as JSON (its text when it is not JSON). */
   body: any
+  /** The body's text exactly as received. */
+  text: string
 }
 
 export type Handler = (req: Recorded, res: ServerResponse) => void | Promise<void>
@@ -49,7 +52,7 @@ export async function startFakeUpstream (handler?: Handler): Promise<FakeUpstrea
       const text = Buffer.concat(chunks).toString('utf8')
       let body: unknown = text
       try { body = JSON.parse(text) } catch { /* keep text */ }
-      const rec: Recorded = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body }
+      const rec: Recorded = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, text }
       up.requests.push(rec)
       Promise.resolve(h(rec, res)).catch(() => res.destroy())
     })

@@ -4,7 +4,6 @@ import { gatewayOf, type Gateway } from '../gateway.ts'
 import type { RequestContext } from '../runner.ts'
 import { compileOrThrow, describeErrors } from '../schema.ts'
 import { gwError } from '../errors.ts'
-import { deepFreeze } from '../config.ts'
 import { dispatch } from '../dispatch.ts'
 import { toGatewayError } from '../error-reply.ts'
 import { ChatBody, MessagesBody, ResponsesBody } from './request-schemas.ts'
@@ -23,8 +22,14 @@ function refuseStateful (b: Record<string, unknown>): void {
 }
 
 /**
- * Checks the body's envelope, resolves the model for the caller and freezes the body (what the
- * `inspect` phase sees). Runs in preHandler, before `inspect`.
+ * Checks the body's envelope, resolves the model for the caller and freezes the body's top level
+ * (what the `inspect` phase sees). Runs in preHandler, before `inspect`.
+ *
+ * The body is read-only for plugins. Only its top level is frozen at run time (one call, where a
+ * deep freeze walked every message): the members core routes, bills and streams by (`model`,
+ * `stream`, `stream_options`, `max_tokens`...) cannot be replaced. Nested values are read-only by
+ * contract and deep-frozen in the plugin test kit (testing.ts `fakeContext`), so a plugin that
+ * writes into them fails its own tests.
  */
 export function prepareInference (gw: Gateway, ctx: RequestContext, body: unknown): void {
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
@@ -41,7 +46,7 @@ export function prepareInference (gw: Gateway, ctx: RequestContext, body: unknow
   const model = gw.catalog.usable(b.model, ctx.principal)
   if (!model) throw gwError('GW_ERR_MODEL_UNKNOWN', [b.model])
   ctx.model = model
-  ctx.body = deepFreeze(b)
+  ctx.body = Object.freeze(b)
 }
 
 /** The handlers use the config version each request started under (gatewayOf). */

@@ -40,7 +40,7 @@ export default defineProvider({
         const headers: Record<string, string> = { ...base, accept: call.stream ? 'text/event-stream' : 'application/json' }
         const beta = config.forwardBeta ? allowedBetas(call.clientHeaders['anthropic-beta']) : undefined
         if (beta) headers['anthropic-beta'] = beta
-        return { origin, path, headers, body: JSON.stringify(call.body) }
+        return { origin, path, headers, body: call.bodyText ?? JSON.stringify(call.body) }
       },
     }
   },

@@ -51,7 +51,7 @@ export default defineProvider({
           origin: 'echo://local',
           path: protocol === 'chat' ? '/v1/chat/completions' : '/v1/messages',
           headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(call.body),
+          body: call.bodyText ?? JSON.stringify(call.body),
         }
       },
       async invoke (req, signal) {

@@ -27,7 +27,7 @@ export default defineProvider({
       protocol: 'chat',
       translate: { maxTokensField: config.maxTokensField, systemRole: config.systemRole },
       prepare (call) {
-        return { origin, path, headers: call.stream ? sseHeaders : jsonHeaders, body: JSON.stringify(call.body) }
+        return { origin, path, headers: call.stream ? sseHeaders : jsonHeaders, body: call.bodyText ?? JSON.stringify(call.body) }
       },
     }
   },

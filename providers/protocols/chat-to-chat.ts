@@ -12,14 +12,20 @@ import { usageFromChat } from './usage.ts'
 import { sseData } from '../../core/sse.ts'
 import { parseWire, type ChatChunkWire, type ErrorWire, type JsonObject } from './wire.ts'
 import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
-import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, safeErrorType } from './common.ts'
+import { modelSpanOf, spliceModel } from '../../core/body.ts'
+import { applyModelParameters, CHAT_STANDARD, chatChunkChars, chatDeltaChars, DeferredCount, parametersUnchanged, plainChatChunk, safeErrorType } from './common.ts'
+
+/** Put before the model key of a stream request that has no `stream_options`: usage is what the call is billed on. */
+const ASK_USAGE = '"stream_options":{"include_usage":true},'
 
 class ChatPassStream implements StreamTranslator {
   usage: Usage | undefined
   startUsage: Usage | undefined
   finished = false
-  outputChars = 0
   #done = false
+  /** Chunks relayed unparsed, counted only if the stream ends without usage. */
+  readonly #relayed = new DeferredCount(chatChunkChars)
+  #parsedChars = 0
   readonly #clientWantsUsage: boolean
   readonly #readUsage: (u: JsonObject) => Usage
 
@@ -29,9 +35,18 @@ class ChatPassStream implements StreamTranslator {
     this.#readUsage = opts.upstream?.readUsage ?? usageFromChat
   }
 
+  get outputChars (): number {
+    return this.#parsedChars + this.#relayed.value
+  }
+
   push (ev: SseEvent): string {
     if (this.#done) return ''
     const data = ev.data
+    // Most chunks are content deltas: relayed as received, parsed only if the stream is cut.
+    if ((ev.event === undefined || ev.event === '' || ev.event === 'message') && data.charCodeAt(0) === 123 && plainChatChunk(data)) {
+      this.#relayed.add(data)
+      return ev.raw.endsWith('\n\n') || ev.raw.endsWith('\r\n\r\n') ? ev.raw : `data: ${data}\n\n`
+    }
     if (data === '[DONE]') {
       this.#done = true
       this.finished = true
@@ -56,7 +71,7 @@ class ChatPassStream implements StreamTranslator {
     let finishing = false
     if (Array.isArray(chunk?.choices)) {
       for (const c of chunk.choices) {
-        this.outputChars += chatDeltaChars(c?.delta)
+        this.#parsedChars += chatDeltaChars(c?.delta)
         if (typeof c?.finish_reason === 'string') finishing = true
       }
     }
@@ -105,6 +120,14 @@ export const chatToChat: Translator = {
     applyModelParameters(out, opts.model, CHAT_STANDARD)
     if (body.stream === true) out.stream_options = { ...body.stream_options as JsonObject | undefined, include_usage: true }
     return out
+  },
+  requestText (body: JsonObject, opts: TranslateOptions): string | undefined {
+    const span = modelSpanOf(body)
+    if (span === undefined || !parametersUnchanged(body, opts.model, CHAT_STANDARD)) return undefined
+    if (body.stream !== true || (body.stream_options as JsonObject | undefined)?.include_usage === true) return spliceModel(span, opts.upstreamModel)
+    // No stream_options member at all (JSON.parse would have kept any spelling of it): add one.
+    if (!Object.hasOwn(body, 'stream_options')) return spliceModel(span, opts.upstreamModel, ASK_USAGE)
+    return undefined
   },
   response (body: unknown, opts: TranslateOptions) {
     const usage = (body as { usage?: JsonObject | null } | null | undefined)?.usage

@@ -80,6 +80,14 @@ export function applyModelParameters (out: Record<string, unknown>, model: Model
   for (const k in out) if (standard.has(k) && !supports(model, k)) delete out[k]
 }
 
+/** true when applyModelParameters would leave `body` as it is (no default to add, no parameter to drop). */
+export function parametersUnchanged (body: Record<string, unknown>, model: ModelEntry, standard: ReadonlySet<string>): boolean {
+  const defaults = model.public.default_parameters
+  for (const k in defaults) if (body[k] === undefined) return false
+  for (const k in body) if (standard.has(k) && !supports(model, k)) return false
+  return true
+}
+
 /** The text of a string-or-parts content, parts joined with `sep`; non-text parts skipped. */
 export function textOf (content: unknown, sep = ''): string {
   if (typeof content === 'string') return content
@@ -135,6 +143,69 @@ export function chatDeltaChars (delta: ChatDeltaWire | null | undefined): number
     for (const tc of delta.tool_calls) if (typeof tc?.function?.arguments === 'string') n += tc.function.arguments.length
   }
   return n
+}
+
+/**
+ * Characters of text, held as the data of relayed events and counted only when asked for: a
+ * stream that ends with its usage (nearly all) never parses its content events. Past `maxChars`
+ * of held data the events are counted and let go, so a long stream holds a bounded amount.
+ */
+export class DeferredCount {
+  #total = 0
+  #held: string[] = []
+  #heldChars = 0
+  constructor (readonly count: (data: string) => number, readonly maxChars = 256 * 1024) {}
+
+  add (data: string): void {
+    this.#held.push(data)
+    this.#heldChars += data.length
+    if (this.#heldChars > this.maxChars) this.#fold()
+  }
+
+  get value (): number {
+    if (this.#held.length > 0) this.#fold()
+    return this.#total
+  }
+
+  #fold (): void {
+    for (const d of this.#held) this.#total += this.count(d)
+    this.#held = []
+    this.#heldChars = 0
+  }
+}
+
+/**
+ * true when a chat chunk's JSON text can be relayed without parsing: no `"usage"` or `"error"`
+ * member and every `"finish_reason"` null. Content strings cannot fake these (their quotes are
+ * escaped); a string value spelled exactly "usage" or "error" only sends the chunk the slow way.
+ */
+export function plainChatChunk (data: string): boolean {
+  if (data.includes('"usage"') || data.includes('"error"')) return false
+  let i = data.indexOf('"finish_reason"')
+  while (i !== -1) {
+    let j = i + 15
+    while (data.charCodeAt(j) === 32 || data.charCodeAt(j) === 9 || data.charCodeAt(j) === 10 || data.charCodeAt(j) === 13) j++
+    if (data.charCodeAt(j) !== 58) return false // ':'
+    j++
+    while (data.charCodeAt(j) === 32 || data.charCodeAt(j) === 9 || data.charCodeAt(j) === 10 || data.charCodeAt(j) === 13) j++
+    if (!data.startsWith('null', j)) return false
+    i = data.indexOf('"finish_reason"', j + 4)
+  }
+  return true
+}
+
+/** Output characters of one chat chunk's JSON text (0 when it is not JSON). */
+export function chatChunkChars (data: string): number {
+  let chunk: any
+  try { chunk = JSON.parse(data) } catch { return 0 }
+  let n = 0
+  if (Array.isArray(chunk?.choices)) for (const c of chunk.choices) n += chatDeltaChars(c?.delta)
+  return n
+}
+
+/** Output characters of one messages `content_block_delta` event's JSON text (0 when it is not JSON). */
+export function messagesEventChars (data: string): number {
+  try { return messagesDeltaChars(JSON.parse(data)?.delta) } catch { return 0 }
 }
 
 /** An upstream's error `type` when it is a plain identifier (it reaches the client), else `fallback`. */

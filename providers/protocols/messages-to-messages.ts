@@ -11,18 +11,24 @@ import { usageFromMessages } from './usage.ts'
 import { sseEvent } from '../../core/sse.ts'
 import { parseWire, type ErrorWire, type JsonObject, type MessagesEventWire } from './wire.ts'
 import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
-import { applyModelParameters, messagesDeltaChars, messagesErrorType, MESSAGES_STANDARD, numericUsage, safeErrorType } from './common.ts'
+import { modelSpanOf, spliceModel } from '../../core/body.ts'
+import { applyModelParameters, DeferredCount, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged, safeErrorType } from './common.ts'
 
 class MessagesPassStream implements StreamTranslator {
   finished = false
-  outputChars = 0
   #done = false
+  /** Content deltas relayed unparsed, counted only if the stream ends without final usage. */
+  readonly #relayed = new DeferredCount(messagesEventChars)
   #start: Record<string, number> | undefined
   #final: Record<string, number> | undefined
   readonly #readUsage: (u: JsonObject) => Usage
 
   constructor (opts: TranslateOptions) {
     this.#readUsage = opts.upstream?.readUsage ?? usageFromMessages
+  }
+
+  get outputChars (): number {
+    return this.#relayed.value
   }
 
   get usage (): Usage | undefined {
@@ -37,7 +43,7 @@ class MessagesPassStream implements StreamTranslator {
     if (this.#done) return ''
     const name = ev.event
     if (name === 'content_block_delta') {
-      try { this.outputChars += messagesDeltaChars(parseWire<MessagesEventWire>(ev.data)?.delta) } catch { /* forwarded as is */ }
+      this.#relayed.add(ev.data)
     } else if (name === 'message_start' || name === 'message_delta') {
       try {
         const d = parseWire<MessagesEventWire>(ev.data)
@@ -84,6 +90,11 @@ export const messagesToMessages: Translator = {
     const out: Record<string, unknown> = { ...body, model: opts.upstreamModel }
     applyModelParameters(out, opts.model, MESSAGES_STANDARD)
     return out
+  },
+  requestText (body: JsonObject, opts: TranslateOptions): string | undefined {
+    const span = modelSpanOf(body)
+    if (span === undefined || !parametersUnchanged(body, opts.model, MESSAGES_STANDARD)) return undefined
+    return spliceModel(span, opts.upstreamModel)
   },
   response (body: unknown, opts: TranslateOptions) {
     const usage = (body as { usage?: JsonObject | null } | null | undefined)?.usage

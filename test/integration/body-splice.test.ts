@@ -1,0 +1,178 @@
+/**
+ * Same-protocol requests reach the upstream as the client's bytes with only the top-level model
+ * changed (plus `stream_options` on a chat stream that lacks it); anything unusual falls back to
+ * serializing the parsed body, which must still carry the model the gateway routed and billed.
+ */
+import t from 'tap'
+import { scanBody, modelSpanOf, spliceModel } from '../../core/body.ts'
+import { buildTestApp, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
+import { startFakeUpstream, json, sse, chatTextStream, chatCompletion, messagesTextStream, messagesResponse, upstreamDoc } from '../helpers/fake-upstream.ts'
+import { outcomeSpy } from '../helpers/outcome-spy.ts'
+
+/** The text of the model value span scanBody finds, or undefined. */
+const found = (s: string) => {
+  const m = scanBody(s, 64).model
+  return m === undefined ? undefined : m.text.slice(m.start, m.end)
+}
+
+t.test('scanBody finds exactly one plain top-level "model" string, and nothing when unusual', async t => {
+  t.equal(found('{"model":"a","messages":[]}'), '"a"')
+  t.equal(found(' \r\n\t{ "messages" : [ ] ,\n  "model"\t:\r\n "a b" }  '), '"a b"', 'whitespace anywhere')
+  t.equal(found('{"messages":[{"model":"inner","role":"user"}],"tools":[{"model":{"model":"x"}}],"model":"top"}'), '"top"', 'nested "model" keys are not the top-level one')
+  t.equal(found('{"model":"v\\"e\\\\n\\u00e9\u{1F600}","x":"model"}'), '"v\\"e\\\\n\\u00e9\u{1F600}"', 'escapes and unicode inside the value')
+  t.equal(found('{"x":"' + 'y'.repeat(5000) + '\\\\","model":"m"}'), '"m"', 'a long string ending in an escaped backslash')
+  t.equal(found('{"x":"' + 'y'.repeat(5000) + '\\",\\"model\\":\\"no\\"","model":"m"}'), '"m"', 'a long string holding an escaped "model" key')
+  t.equal(found('{"model":"a","model":"b"}'), undefined, 'duplicate keys: JSON.parse keeps the last, so no splice')
+  t.equal(found('{"mod\\u0065l":"a"}'), undefined, 'an escaped key may spell model')
+  t.equal(found('{"model":"a","mod\\u0065l":"b"}'), undefined, 'an escaped key next to a plain one')
+  t.equal(found('{"model":"a","' + 'k'.repeat(100) + '":1}'), undefined, 'a long top-level key is not looked at byte by byte: unusual')
+  t.equal(found('{"model":5}'), undefined, 'not a string')
+  t.equal(found('{"model":null,"x":"y"}'), undefined)
+  t.equal(found('{"messages":[]}'), undefined, 'no model')
+  t.equal(found('[{"model":"a"}]'), undefined, 'not an object')
+  t.equal(found('{"modelx":"a","xmodel":"b","Model":"c"}'), undefined, 'only the exact key')
+  t.equal(scanBody('{"a":' + '['.repeat(70) + ']'.repeat(70) + ',"model":"m"}', 64).tooDeep, true)
+  t.equal(scanBody('{"a":"' + '['.repeat(70) + '","model":"m"}', 64).tooDeep, false, 'brackets in strings do not nest')
+})
+
+t.test('spliceModel changes the value bytes only, and inserts members before the key', async t => {
+  const text = '{ "messages":[{"model":"keep"}] , "model" : "client/m\\u00e9" ,"z":1}'
+  const m = scanBody(text, 64).model!
+  t.equal(spliceModel(m, 'up "q"'), '{ "messages":[{"model":"keep"}] , "model" : "up \\"q\\"" ,"z":1}')
+  t.equal(spliceModel(m, 'é', '"s":{"x":true},'), '{ "messages":[{"model":"keep"}] , "s":{"x":true},"model" : "é" ,"z":1}')
+  t.same(JSON.parse(spliceModel(m, 'u', '"s":1,')), { messages: [{ model: 'keep' }], s: 1, model: 'u', z: 1 })
+  t.equal(modelSpanOf({ model: 'x' }), undefined, 'an object the parser did not make has no span')
+})
+
+async function setup (t: any) {
+  const chatUp = await startFakeUpstream()
+  const msgUp = await startFakeUpstream()
+  const spy = outcomeSpy()
+  const doc = upstreamDoc(chatUp.origin, msgUp.origin, [
+    { id: 'vendor/defaults', default_parameters: { top_p: 0.5 }, deployments: [{ provider: 'up-chat', model: 'up-defaults' }] },
+    { id: 'vendor/uni', deployments: [{ provider: 'up-chat', model: 'ünï "côdé"' }] },
+  ])
+  const app = await buildTestApp({ doc, pipeline: [AUTH_ENTRY, { plugin: 'outcome-spy' }], plugins: [spy.plugin] })
+  t.teardown(async () => { await app.close(); await chatUp.close(); await msgUp.close() })
+  chatUp.handle((req, res) => req.body.stream ? sse(res, chatTextStream(['Hel', 'lo'], { prompt: 20, completion: 2, cached: 0 })) : json(res, 200, chatCompletion('Hello', { prompt: 12, completion: 3, cached: 0 })))
+  msgUp.handle((req, res) => req.body.stream ? sse(res, messagesTextStream(['Hel', 'lo'], { input: 9, output: 2, cacheRead: 0, cacheWrite: 0 })) : json(res, 200, messagesResponse('Hello', { input: 9, output: 2, cacheRead: 0, cacheWrite: 0 })))
+  const post = (url: string, payload: string) => app.inject({ method: 'POST', url, headers: { ...auth(), 'content-type': 'application/json' }, payload })
+  return { app, chatUp, msgUp, spy, post }
+}
+
+t.test('same protocol: the upstream receives the client bytes with only the model changed', async t => {
+  const { chatUp, msgUp, spy, post } = await setup(t)
+  const chat = '{\n  "messages": [ {"role":"user","content":"héllo \\u263a \u{1F600} \\"model\\":\\"x\\"", "model": "nested"} ],\n  "model" :  "vendor/chat-model",\n  "temperature": 0.30,\n  "tools": [{"type":"function","function":{"name":"f","parameters":{"model":{"type":"string"}}}}],\n  "x_vendor": 1e2\n}'
+  let res = await post('/v1/chat/completions', chat)
+  t.equal(res.statusCode, 200)
+  t.equal(chatUp.requests.at(-1)!.text, chat.replace('"vendor/chat-model"', '"up-model"'), 'byte for byte: 0.30 and 1e2 stay as written')
+
+  const stream = '{"model":"vendor/chat-model","stream":true,"messages":[{"role":"user","content":"hi"}]}'
+  res = await post('/v1/chat/completions', stream)
+  t.equal(res.statusCode, 200)
+  t.equal(chatUp.requests.at(-1)!.text, '{"stream_options":{"include_usage":true},"model":"up-model","stream":true,"messages":[{"role":"user","content":"hi"}]}', 'a chat stream asks for usage: one member added before the model')
+
+  const asked = '{"model":"vendor/chat-model","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}'
+  res = await post('/v1/chat/completions', asked)
+  t.equal(chatUp.requests.at(-1)!.text, asked.replace('vendor/chat-model', 'up-model'), 'usage already asked for: nothing added')
+
+  const notAsked = '{"model":"vendor/chat-model","stream":true,"stream_options":{"include_usage":false},"messages":[{"role":"user","content":"hi"}]}'
+  res = await post('/v1/chat/completions', notAsked)
+  t.equal(res.statusCode, 200)
+  t.same(chatUp.requests.at(-1)!.body.stream_options, { include_usage: true }, 'include_usage false: serialized again with it true')
+
+  const uni = '{"model":"vendor/uni","messages":[{"role":"user","content":"hi"}]}'
+  res = await post('/v1/chat/completions', uni)
+  t.equal(res.statusCode, 200)
+  t.equal(chatUp.requests.at(-1)!.text, '{"model":"ünï \\"côdé\\"","messages":[{"role":"user","content":"hi"}]}', 'the upstream name is JSON-encoded')
+
+  const msg = '{"max_tokens":64,\r\n"model":"msgvendor/msg-model","system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"text","text":"\\ud83d\\ude00"}]}],"metadata":{"model":"x"}}'
+  res = await post('/v1/messages', msg)
+  t.equal(res.statusCode, 200)
+  t.equal(msgUp.requests.at(-1)!.text, msg.replace('"msgvendor/msg-model"', '"up-model"'))
+  res = await post('/v1/messages', msg.replace('{', '{"stream":true,'))
+  t.equal(res.statusCode, 200)
+  t.equal(msgUp.requests.at(-1)!.text, msg.replace('{', '{"stream":true,').replace('"msgvendor/msg-model"', '"up-model"'))
+  await spy.settled(7)
+  t.match(spy.seen.at(-1)!.outcome, { usage: { inputTokens: 9, outputTokens: 2 }, usageEstimated: false }, 'the stream is billed from its usage')
+  t.match(spy.seen[1].outcome, { usage: { inputTokens: 20, outputTokens: 2 }, usageEstimated: false }, 'the chat stream too (usage was asked for)')
+})
+
+t.test('a huge body is spliced, not re-serialized', async t => {
+  const { chatUp, post } = await setup(t)
+  const big = '{"messages":[{"role":"user","content":"' + 'a\\n\\u00e9'.repeat(300_000) + '"}],"model":"vendor/chat-model"}'
+  const res = await post('/v1/chat/completions', big)
+  t.equal(res.statusCode, 200)
+  const got = chatUp.requests.at(-1)!.text
+  t.equal(got.length, big.length - 'vendor/chat-model'.length + 'up-model'.length)
+  t.ok(got === big.replace('"vendor/chat-model"', '"up-model"'), 'the same bytes (escapes kept as written)')
+})
+
+t.test('hostile bodies fall back to serializing what the gateway parsed, routed and billed', async t => {
+  const { chatUp, msgUp, spy, post } = await setup(t)
+  // JSON.parse keeps the last of duplicate keys: the gateway routes to it, and the upstream must see it too.
+  let res = await post('/v1/chat/completions', '{"model":"vendor/text-only","messages":[{"role":"user","content":"hi"}],"model":"vendor/chat-model"}')
+  t.equal(res.statusCode, 200)
+  t.equal(res.headers['x-gw-model'], 'vendor/chat-model', 'routed by the last model key')
+  let up = chatUp.requests.at(-1)!
+  t.equal(up.body.model, 'up-model')
+  t.equal(up.text.match(/"model"/g)!.length, 1, 'one model key reaches the upstream')
+  t.notMatch(up.text, 'up-text')
+
+  res = await post('/v1/chat/completions', '{"model":"vendor/chat-model","model":"vendor/text-only","messages":[{"role":"user","content":"hi"}]}')
+  t.equal(res.headers['x-gw-model'], 'vendor/text-only')
+  up = chatUp.requests.at(-1)!
+  t.equal(up.body.model, 'up-text')
+  t.equal(up.text.match(/"model"/g)!.length, 1)
+
+  // An escaped spelling of the key is the same key to JSON.parse (and to the upstream).
+  res = await post('/v1/chat/completions', '{"model":"vendor/text-only","mod\\u0065l":"vendor/chat-model","messages":[{"role":"user","content":"hi"}]}')
+  t.equal(res.headers['x-gw-model'], 'vendor/chat-model')
+  up = chatUp.requests.at(-1)!
+  t.equal(up.body.model, 'up-model')
+  t.notMatch(up.text, 'text-only')
+  t.notMatch(up.text, '\\u0065')
+
+  res = await post('/v1/messages', '{"mod\\u0065l":"msgvendor/msg-model","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}')
+  t.equal(res.statusCode, 200)
+  t.equal(msgUp.requests.at(-1)!.body.model, 'up-model')
+
+  // The model's default_parameters change the body: serialized again, with the default.
+  res = await post('/v1/chat/completions', '{"model":"vendor/defaults","messages":[{"role":"user","content":"hi"}]}')
+  t.equal(res.statusCode, 200)
+  t.same(chatUp.requests.at(-1)!.body, { model: 'up-defaults', messages: [{ role: 'user', content: 'hi' }], top_p: 0.5 })
+
+  // A duplicate stream_options (the last wins) is not added to: the parsed one is serialized.
+  res = await post('/v1/chat/completions', '{"model":"vendor/chat-model","stream":true,"stream_options":null,"messages":[{"role":"user","content":"hi"}]}')
+  t.equal(res.statusCode, 200)
+  t.same(chatUp.requests.at(-1)!.body.stream_options, { include_usage: true })
+
+  // Bad model values are still the spec's 400s.
+  for (const bad of ['{"model":5,"messages":[]}', '{"model":"","messages":[]}', '{"model":"a","model":7,"messages":[]}']) {
+    res = await post('/v1/chat/completions', bad)
+    t.equal(res.statusCode, 400, bad)
+  }
+  await spy.settled(6)
+  t.equal(spy.seen.length, 6, 'every 200 was settled once')
+})
+
+t.test('cross protocol and many calls in flight at once', async t => {
+  const { chatUp, msgUp, post } = await setup(t)
+  // messages client, chat model: translated, never the client bytes.
+  const res = await post('/v1/messages', '{"model":"vendor/chat-model","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}')
+  t.equal(res.statusCode, 200)
+  t.same(chatUp.requests.at(-1)!.body.messages, [{ role: 'user', content: 'hi' }])
+  t.equal(chatUp.requests.at(-1)!.body.model, 'up-model')
+  // Concurrent calls: each upstream body is its own client's bytes.
+  const n = 24
+  const all = await Promise.all(Array.from({ length: n }, (_, i) => {
+    const chat = i % 2 === 0
+    const text = chat
+      ? `{"messages":[{"role":"user","content":"call ${i}"}],"model":"vendor/chat-model"}`
+      : `{"messages":[{"role":"user","content":"call ${i}"}],"max_tokens":8,"model":"msgvendor/msg-model"}`
+    return post(chat ? '/v1/chat/completions' : '/v1/messages', text).then(r => ({ r, text, chat }))
+  }))
+  for (const { r } of all) t.equal(r.statusCode, 200)
+  const seen = new Set([...chatUp.requests, ...msgUp.requests].map(r => r.text))
+  for (const { text } of all) t.ok(seen.has(text.replace(/"(vendor\/chat-model|msgvendor\/msg-model)"/, '"up-model"')), text)
+})
