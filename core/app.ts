@@ -32,6 +32,9 @@ import { prepareInference, inferenceRoutes } from './routes/inference.ts'
 import { modelRoutes } from './routes/models.ts'
 import { probeRoutes } from './routes/probes.ts'
 import { reservedRoutes } from './routes/reserved.ts'
+import { Observer, isExpectedError } from './observe/observer.ts'
+import { GatewayMetrics, registerMetricsRoute } from './observe/metrics.ts'
+import { loadOtlpExporter } from './observe/spans.ts'
 
 export interface BuildAppOptions {
   /** Every plugin the config's pipeline may name (server.ts: the built-in list, plugins/index.ts). */
@@ -116,13 +119,25 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     circuits: new Circuits({ ...config.circuit, ...opts.circuit }, now, stores.shared ? { store: stores.open('circuit', 'counters') } : undefined),
     inFlight: 0,
     settling: 0,
+    observer: null,
+  }
+  if (Observer.wanted(config)) {
+    const { otlp } = config.tracing
+    gw.observer = new Observer(gw, {
+      accessLog: config.logging.access,
+      propagate: config.tracing.propagate,
+      metrics: config.metrics.listen === 'off' ? null : new GatewayMetrics(gw, config.metrics),
+      exporter: otlp.url === undefined ? null : await loadOtlpExporter({ ...otlp, url: otlp.url }),
+    })
   }
   const server = config.server
 
   /** Renders an error in the body shape of the route called, localized, with the trace id. */
   const sendError = (err: unknown, request: FastifyRequest, reply: FastifyReply, ctx: RequestContext | null): FastifyReply => {
     const gerr = toGatewayError(err, request.id)
-    if (gerr.statusCode >= 500) request.log.error({ err, code: gerr.code }, 'request failed')
+    // A failure of ours keeps its stack; a client's error (4xx) or a route not there yet (501)
+    // is only the access log's status and code.
+    if (!isExpectedError(gerr.statusCode)) request.log.error({ err, code: gerr.code }, 'request failed')
     if (ctx) {
       ctx.failed(gerr)
       ctx.responding(gerr.statusCode)
@@ -188,6 +203,10 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     const ctx = new RequestContext(request.id, route, protocol, request.method, request.url, request.ip, request.headers, request.log as unknown as Logger, now, gw)
     ;(request as any).gw = ctx
     reply.header('x-gw-trace-id', request.id)
+    if (gw.observer !== null) {
+      const obs = ctx.obs = gw.observer.begin(ctx, request.headers.traceparent)
+      if (gw.observer.propagate) reply.header('traceresponse', obs.traceresponse)
+    }
     reply.raw.once('close', () => { if (!reply.raw.writableFinished) ctx.clientGone(new Error('client closed the connection')) })
     if (route === 'probes' && config.server.exemptProbesFromPlugins) return
     await ctx.runPhase(pipeline, 'connect')
@@ -222,6 +241,9 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   modelRoutes(app, gw)
   reservedRoutes(app)
   inferenceRoutes(app, gw)
+  // On the main listener the metrics route is a probe: no key asked, the connect-phase plugins
+  // (the IP limit) still apply. For the admin listener, see registerMetricsRoute.
+  if (config.metrics.listen === 'main') registerMetricsRoute(app, gw, config.metrics.path, { gwRoute: 'probes', protocol: 'none' })
 
   // Graceful shutdown: fastify's close() stops accepting and waits for every open connection, so
   // in-flight calls and streams run on; past server.shutdownGraceMs the ones still running are cut
@@ -246,6 +268,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     await pipeline.close()
     await Promise.allSettled([...providers.values()].map(p => p.close?.()))
     await gw.upstream.close()
+    await gw.observer?.close()
     if (!given.stores) await stores.close()
     if (!opts.ledger) await ledger.close()
   })

@@ -8,6 +8,7 @@ import type { UpstreamClient } from './upstream.ts'
 import type { Circuits } from './routing.ts'
 import type { StoreSet } from './stores/kv.ts'
 import type { Ledger } from './ledger/ledger.ts'
+import type { Observer } from './observe/observer.ts'
 
 export interface Gateway {
   readonly config: GatewayConfig
@@ -25,4 +26,6 @@ export interface Gateway {
   inFlight: number
   /** Requests whose settle is running, counted by their lifecycle (shutdown waits for them before closing stores). */
   settling: number
+  /** Access log, metrics and tracing (core/observe); null when all are off. */
+  observer: Observer | null
 }

@@ -31,6 +31,8 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
   /** Bytes of the request body as received (for estimates). */
   bodyBytes = 0
   readonly startedAt: number
+  /** The plugin whose request hook threw, if one did (the rejections metric). */
+  rejectedBy: string | undefined = undefined
   #principal: Principal | undefined = undefined
   /** The plugin whose hook runs now (hooks of one request run one at a time). */
   #current: PluginInstance | undefined = undefined
@@ -125,6 +127,9 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
       this.#current = p
       try {
         if (p.hooks.onRequest) await p.hooks.onRequest(this, this.stateOf(p))
+      } catch (err) {
+        this.rejectedBy = p.name
+        throw err
       } finally {
         this.#current = undefined
       }
