@@ -33,7 +33,7 @@ import { modelRoutes } from './routes/models.ts'
 import { probeRoutes } from './routes/probes.ts'
 import { reservedRoutes } from './routes/reserved.ts'
 import { Observer, isExpectedError } from './observe/observer.ts'
-import { GatewayMetrics, registerMetricsRoute } from './observe/metrics.ts'
+import { registerMetricsRoute } from './observe/metrics-route.ts'
 import { loadOtlpExporter } from './observe/spans.ts'
 
 export interface BuildAppOptions {
@@ -126,7 +126,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     gw.observer = new Observer(gw, {
       accessLog: config.logging.access,
       propagate: config.tracing.propagate,
-      metrics: config.metrics.listen === 'off' ? null : new GatewayMetrics(gw, config.metrics),
+      // prom-client (which loads @opentelemetry/api) and the OpenTelemetry SDK are imported only when used.
+      metrics: config.metrics.listen === 'off' ? null : new (await import('./observe/metrics.ts')).GatewayMetrics(gw, config.metrics),
       exporter: otlp.url === undefined ? null : await loadOtlpExporter({ ...otlp, url: otlp.url }),
     })
   }

@@ -11,7 +11,7 @@ import type { CallObserver, CallState } from '../lifecycle.ts'
 import type { RequestContext } from '../runner.ts'
 import type { Usage } from '../types/usage.ts'
 import type { ModelPrice } from '../types/model.ts'
-import { GatewayMetrics } from './metrics.ts'
+import type { GatewayMetrics } from './metrics.ts'
 import { formatTraceparent, newSpanId, newTraceId, parseTraceparent } from './trace-context.ts'
 import type { SpanExporter, SpanRecord } from './spans.ts'
 

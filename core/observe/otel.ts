@@ -28,7 +28,7 @@ export function createOtlpExporter (cfg: GatewayConfig['tracing']['otlp'] & { ur
     idGenerator: ids,
     // Sampling is decided before the spans exist (the flags go upstream): every span handed here is kept.
     sampler: new AlwaysOnSampler(),
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: cfg.url, headers: { ...cfg.headers } }) as never)],
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: cfg.url, headers: { ...cfg.headers } }) as never })],
   })
   const tracer: Tracer = provider.getTracer('model-gateway')
   const ratio = cfg.sampleRatio

@@ -13,7 +13,7 @@ import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-ap
 import { startFakeUpstream, json } from '../helpers/fake-upstream.ts'
 import { embeddedDefault } from '../../core/default-config.ts'
 import { definePlugin } from '../../core/plugin.ts'
-import { registerMetricsRoute } from '../../core/observe/metrics.ts'
+import { registerMetricsRoute } from '../../core/observe/metrics-route.ts'
 import type { GatewayApp } from '../../core/app.ts'
 
 interface Sample { labels: Record<string, string>, value?: string, count?: string, sum?: string, buckets?: Record<string, string> }
