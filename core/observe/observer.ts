@@ -106,6 +106,8 @@ export class Observer {
     const call = o.call
     const out = call.outcome
     if (out.status < 400 && a.sampleRate < 1 && Math.random() >= a.sampleRate) return
+    // A level the logger drops costs no line object.
+    if (!call.log.isLevelEnabled(this.#accessLevel)) return
     const p = call.principal
     const u = out.usage
     const last = o.attempts.length > 0 ? o.attempts[o.attempts.length - 1] : undefined
