@@ -206,7 +206,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     reply.header('x-gw-trace-id', request.id)
     if (gw.observer !== null) {
       const obs = ctx.obs = gw.observer.begin(ctx, request.headers.traceparent)
-      if (gw.observer.propagate) reply.header('traceresponse', obs.traceresponse)
+      // Set on the reply and among the call's headers: a stream writes its own head from those.
+      if (gw.observer.propagate) reply.header('traceresponse', ctx.extraHeaders.traceresponse = obs.traceresponse)
     }
     reply.raw.once('close', () => { if (!reply.raw.writableFinished) ctx.clientGone(new Error('client closed the connection')) })
     if (route === 'probes' && config.server.exemptProbesFromPlugins) return

@@ -57,6 +57,7 @@ t.test('one line per call with the call\'s numbers, never a key, a prompt or a c
   t.match(ok.text, SECRET_PROMPT, 'the echo answer holds the prompt (so the log check means something)')
   const streamed = await post(url, '/v1/chat/completions', chatBody({ stream: true, stream_options: { include_usage: true } }))
   t.equal(streamed.status, 200)
+  t.match(String(streamed.headers.traceresponse), /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/, 'a stream carries traceresponse too')
   const badKey = await post(url, '/v1/chat/completions', chatBody(), { authorization: 'Bearer sk-gw-not-a-real-key-000' })
   t.equal(badKey.status, 401)
   const failing = await post(url, '/v1/chat/completions', JSON.stringify({ model: 'vendor/failing', messages: [{ role: 'user', content: SECRET_PROMPT }] }))
@@ -73,6 +74,7 @@ t.test('one line per call with the call\'s numbers, never a key, a prompt or a c
   t.ok(a.cost > 0, 'cost at the catalog price')
   t.ok(a.durationMs >= a.upstreamMs && Math.abs(a.overheadMs - (a.durationMs - a.upstreamMs)) < 0.01, 'overhead = total − upstream')
   t.match(s, { status: 200, stream: true, provider: 'echo', outputTokens: Number })
+  t.equal(s.traceId, String(streamed.headers.traceresponse).split('-')[1], 'the access log has the trace id of traceresponse')
   t.match(k, { status: 401, code: 'GW_ERR_AUTH_INVALID_KEY', keyId: undefined, attempts: 0 })
   t.match(f, { status: 502, code: 'GW_ERR_UPSTREAM_FAILED', provider: 'up-chat', attempts: 1, model: 'vendor/failing' })
 
