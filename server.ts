@@ -37,9 +37,14 @@ async function main (): Promise<void> {
   // The admin API listens on its own address when the config has an `admin` block, and closes
   // with the gateway. Extra admin routes (metrics) are mounted through startAdmin's extraRoutes.
   const { startAdmin } = await import('./admin/app.ts')
+  const { registerMetricsRoute } = await import('./core/observe/metrics-route.ts')
   let admin
   try {
-    admin = await startAdmin(app)
+    // With metrics.listen: admin, /metrics is one of the admin API's routes, behind an admin key
+    // (Prometheus sends it as a bearer token: `authorization: { credentials: ... }`).
+    admin = await startAdmin(app, config.metrics.listen === 'admin'
+      ? { extraRoutes: a => { registerMetricsRoute(a, app.gateway, config.metrics.path) } }
+      : {})
   } catch (err) {
     process.stderr.write(`gateway: admin API start-up failed: ${(err as Error).message}\n`)
     process.exit(1)

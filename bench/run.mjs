@@ -3,7 +3,8 @@
 //
 // Env: BENCH_DURATION (s per measured run, default 5), BENCH_RUNS (default 3; the median run by req/s
 // is reported), BENCH_WARMUP (s, default 1), BENCH_OUT (default BENCHMARKS.md), BENCH_SYSTEMS (comma
-// list of system ids: direct,bare,embedded,scaleout,portkey), BENCH_PROFILE (1 = also profile the
+// list of system ids: direct,bare,embedded,scaleout,portkey, and the opt-in embedded-obs-off,embedded-obs-on:
+// observability off vs on), BENCH_PROFILE (1 = also profile the
 // gateways with --cpu-prof and add their top self-time functions; default 1 for a full run, 0
 // when BENCH_SYSTEMS is set), BENCH_PROFILE_CASES (default bare:json-c16,embedded:json-c16,
 // scaleout:json-c16,bare:sse-c16,embedded:sse-c16), BENCH_PROFILE_SECONDS,
@@ -233,6 +234,9 @@ async function main () {
       run: () => startBare('bare proxy'),
     },
     { id: 'embedded', label: 'gateway, embedded (full pipeline, memory KV, SQLite ledger)', gateway: true, headers: gwHeaders, run: () => startGateway('embedded gateway', 'embedded.yaml') },
+    // Observability off vs on (access log + metrics + trace context): opt-in, named in BENCH_SYSTEMS.
+    { id: 'embedded-obs-off', optIn: true, label: 'gateway, embedded, observability off (no access log, metrics, trace context)', gateway: true, headers: gwHeaders, run: () => startGateway('embedded gateway, observability off', 'embedded-obs-off.yaml') },
+    { id: 'embedded-obs-on', optIn: true, label: 'gateway, embedded, observability on (access log written, metrics, trace context)', gateway: true, headers: gwHeaders, run: () => startGateway('embedded gateway, observability on', 'embedded-obs-on.yaml') },
     {
       id: 'scaleout', label: 'gateway, scale-out (full pipeline, Redis KV, PostgreSQL ledger)', gateway: true, headers: gwHeaders,
       run: async () => {
@@ -248,7 +252,7 @@ async function main () {
         return start('portkey', 0, process.execPath, [portkeyServer, `--port=${port}`, '--headless'], { NODE_ENV: 'production' }, port)
       },
     },
-  ].filter(s => !ONLY || ONLY.includes(s.id))
+  ].filter(s => ONLY ? ONLY.includes(s.id) : !s.optIn)
 
   const results = {}
   for (const sys of systems) {
@@ -572,6 +576,8 @@ function report (systems, results, extra) {
     'BENCH_DURATION=2 BENCH_RUNS=1 npm run bench     # quicker',
     'npm run bench:alloc                             # bytes allocated, GCs and CPU per call of the embedded gateway only (node bench/alloc.mjs [calls] [connections] [--profile] [--no-idempotency])',
     'BENCH_SYSTEMS=direct,bare,embedded BENCH_OUT=/tmp/b.md npm run bench   # a subset (keep direct and bare: the validity check needs both)',
+    'BENCH_SYSTEMS=direct,bare,embedded-obs-off,embedded-obs-on npm run bench   # observability off vs on (opt-in systems)',
+    'bench/obs-cost.sh                               # instructions per call, observability off / default / on (cachegrind, slow)',
     'node bench/cpuprofile-summary.mjs bench/profiles/embedded-json-c16.cpuprofile 40 <skipMs>   # re-read the profile',
     'node bench/run.mjs --render                     # rewrite BENCHMARKS.md from bench/results/last-run.json (after editing bench/analysis.md)',
     'npm test -- test/bench/                         # smoke test of the harness and the validity rule (no timing assertions)',

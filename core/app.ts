@@ -35,6 +35,9 @@ import { prepareInference, inferenceRoutes } from './routes/inference.ts'
 import { modelRoutes } from './routes/models.ts'
 import { probeRoutes } from './routes/probes.ts'
 import { reservedRoutes } from './routes/reserved.ts'
+import { Observer, isExpectedError } from './observe/observer.ts'
+import { registerMetricsRoute } from './observe/metrics-route.ts'
+import { loadOtlpExporter } from './observe/spans.ts'
 
 export interface BuildAppOptions {
   /** Every plugin the config's pipeline may name (server.ts: the built-in list, plugins/index.ts). */
@@ -193,6 +196,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   const circuits = new Circuits({ ...config.circuit, ...opts.circuit }, now, stores.shared ? { store: stores.open('circuit', 'counters') } : undefined)
   /** Calls in flight and settles running, all versions together (shutdown waits for them). */
   const totals: CallTracker = { inFlight: 0, settling: 0 }
+  /** Access log, metrics and tracing: one for the app, null when all three are off. */
+  let observer: Observer | null = null
 
   /**
    * Builds one config version: provider instances, catalog, plugin instances. Stores, ledger,
@@ -229,6 +234,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     const gw: Gateway = {
       config: cfg, catalog, pipeline, providers, translators, stores, ledger, log, now, upstream, circuits,
       configVersion, configLoadedAt,
+      // One observer for the app (its metrics outlive reloads); set once it exists.
+      observer,
       get inFlight () { return totals.inFlight },
       set inFlight (v: number) { own.inFlight += v - totals.inFlight; totals.inFlight = v },
       get settling () { return totals.settling },
@@ -250,6 +257,19 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     if (!given.stores) await stores.close()
     if (!opts.ledger) await ledger.close()
     throw err
+  }
+  // The observer reads the version serving now (a proxy over `current`): metrics follow reloads.
+  const currentGw = new Proxy({} as Gateway, { get: (_, key) => Reflect.get(current.gw, key) })
+  if (Observer.wanted(config)) {
+    const { otlp } = config.tracing
+    observer = new Observer(currentGw, {
+      accessLog: config.logging.access,
+      propagate: config.tracing.propagate,
+      // prom-client (which loads @opentelemetry/api) and the OpenTelemetry SDK are imported only when used.
+      metrics: config.metrics.listen === 'off' ? null : new (await import('./observe/metrics.ts')).GatewayMetrics(currentGw, config.metrics),
+      exporter: otlp.url === undefined ? null : await loadOtlpExporter({ ...otlp, url: otlp.url }),
+    })
+    current.gw.observer = observer
   }
   const logVersion = (rt: Runtime): void => {
     log.info({ configVersion: rt.gw.configVersion, configLoadedAt: new Date(rt.gw.configLoadedAt).toISOString(), config: rt.gw.config.source },
@@ -310,7 +330,9 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   /** Renders an error in the body shape of the route called, localized, with the trace id. */
   const sendError = (err: unknown, request: FastifyRequest, reply: FastifyReply, ctx: RequestContext | null): FastifyReply => {
     const gerr = toGatewayError(err, request.id)
-    if (gerr.statusCode >= 500) request.log.error({ err, code: gerr.code }, 'request failed')
+    // A failure of ours keeps its stack; a client's error (4xx) or a route not there yet (501)
+    // is only the access log's status and code.
+    if (!isExpectedError(gerr.statusCode)) request.log.error({ err, code: gerr.code }, 'request failed')
     if (ctx) {
       ctx.failed(gerr)
       ctx.responding(gerr.statusCode)
@@ -385,6 +407,11 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     ;(request as any).gwRuntime = gw
     rt.refs++
     reply.header('x-gw-trace-id', request.id)
+    if (gw.observer !== null) {
+      const obs = ctx.obs = gw.observer.begin(ctx, request.headers.traceparent)
+      // Set on the reply and among the call's headers: a stream writes its own head from those.
+      if (gw.observer.propagate) reply.header('traceresponse', ctx.extraHeaders.traceresponse = obs.traceresponse)
+    }
     // One shared listener (no closure per call); 'close' fires once per response.
     const raw = reply.raw as ResWithCall
     raw.gwCall = ctx
@@ -427,6 +454,9 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   modelRoutes(app)
   reservedRoutes(app)
   inferenceRoutes(app)
+  // On the main listener the metrics route is a probe: no key asked, the connect-phase plugins
+  // (the IP limit) still apply. For the admin listener, see registerMetricsRoute.
+  if (config.metrics.listen === 'main') registerMetricsRoute(app, currentGw, config.metrics.path, { gwRoute: 'probes', protocol: 'none' })
 
   // Graceful shutdown: fastify's close() stops accepting and waits for every open connection, so
   // in-flight calls and streams run on; past server.shutdownGraceMs the ones still running are cut
@@ -453,6 +483,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     await Promise.allSettled([current, ...retiring].map(closeRuntime))
     retiring.clear()
     await upstream.close()
+    await observer?.close()
     if (!given.stores) await stores.close()
     if (!opts.ledger) await ledger.close()
   })

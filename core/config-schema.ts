@@ -2,6 +2,8 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { ROUTE_NAMES } from './context.ts'
 
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
 const Routes = Type.Array(Type.Union(ROUTE_NAMES.map(r => Type.Literal(r))), {
   description: 'Routes this entry applies to; default: the plugin\'s own default (usually all).', minItems: 1, uniqueItems: true,
 })
@@ -101,7 +103,27 @@ export const GatewayConfigSchema = Type.Object({
     maxJsonDepth: Type.Integer({ minimum: 1, maximum: 10000, default: 128, description: 'Deepest nesting of arrays and objects accepted in a JSON body (400 beyond).' }),
   }, { additionalProperties: false, default: {} }),
   logging: Type.Object({
-    level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)), { default: 'info', description: 'pino level.' }),
+    level: Type.Union(LEVELS.map(l => Type.Literal(l)), { default: 'info', description: 'pino level.' }),
+    access: Type.Object({
+      enabled: Type.Boolean({ default: true, description: 'One JSON access-log line per request, written when the call settles (streams and cut calls included).' }),
+      level: Type.Union(LEVELS.filter(l => l !== 'silent').map(l => Type.Literal(l)), { default: 'info', description: 'pino level of the access-log line.' }),
+      sampleRate: Type.Number({ minimum: 0, maximum: 1, default: 1, description: 'Share of successful (status < 400) calls logged; errors are always logged.' }),
+    }, { additionalProperties: false, default: {} }),
+  }, { additionalProperties: false, default: {} }),
+  metrics: Type.Object({
+    listen: Type.Union([Type.Literal('off'), Type.Literal('main'), Type.Literal('admin')], { default: 'off', description: 'Where Prometheus metrics are served: off (not collected at all), main (the inference listener), admin (the admin listener).' }),
+    path: Type.String({ default: '/metrics', pattern: '^/', description: 'Path of the metrics endpoint.' }),
+    prefix: Type.String({ default: 'gw_', pattern: '^[a-zA-Z_][a-zA-Z0-9_]*$', description: 'Prefix of every metric name.' }),
+    maxOrganizations: Type.Integer({ minimum: 0, default: 100, description: 'Organizations that get a label of their own (those named in the config first, then the first seen); the rest count as "other".' }),
+  }, { additionalProperties: false, default: {} }),
+  tracing: Type.Object({
+    propagate: Type.Boolean({ default: true, description: 'Accept a W3C traceparent, send one (same trace, child span) with every upstream request, answer with traceresponse.' }),
+    otlp: Type.Object({
+      url: Type.Optional(Type.String({ description: 'OTLP/HTTP traces endpoint (e.g. http://collector:4318/v1/traces). Absent: no export, and no OpenTelemetry module is loaded.' })),
+      headers: Type.Record(Type.String(), Type.String(), { default: {}, description: 'Extra headers of the export requests (e.g. an API key).' }),
+      serviceName: Type.String({ default: 'model-gateway', description: 'service.name of the exported spans.' }),
+      sampleRatio: Type.Number({ minimum: 0, maximum: 1, default: 1, description: 'Share of new traces exported; a caller\'s traceparent decides for its own trace (its sampled flag).' }),
+    }, { additionalProperties: false, default: {} }),
   }, { additionalProperties: false, default: {} }),
   stores: Type.Object({
     kv: Type.Object({

@@ -61,9 +61,11 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
       const bodyText = translator.requestText?.(body, opts)
       const req = provider.prepare({ model, deployment: d, body: upstreamBody, bodyText, stream: wantsStream, clientHeaders: ctx.headers, requestId: ctx.requestId })
       tried++
+      if (ctx.obs !== null) req.headers = ctx.obs.attempt(d.provider, d.upstreamModel, req.headers)
       let res: UpstreamResponse
       try {
         res = provider.invoke ? await provider.invoke(req, controller.toSignal()) : await gw.upstream.send(req, controller)
+        if (ctx.obs !== null) ctx.obs.attemptAnswered(res.status)
       } catch (err) {
         if (deadline.expired) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
         if (ctx.aborted) throw err

@@ -9,6 +9,7 @@ import type { UpstreamClient } from './upstream.ts'
 import type { Circuits } from './routing.ts'
 import type { StoreSet } from './stores/kv.ts'
 import type { Ledger } from './ledger/ledger.ts'
+import type { Observer } from './observe/observer.ts'
 
 /**
  * The services of one config version. Stores, ledger, upstream pool and circuits are the app's and
@@ -35,6 +36,8 @@ export interface Gateway {
   inFlight: number
   /** Requests whose settle is running, counted by their lifecycle (shutdown waits for them before closing stores). */
   settling: number
+  /** Access log, metrics and tracing (core/observe); null when all are off. */
+  observer: Observer | null
 }
 
 /** The config version a request started under (set when the request arrives). */

@@ -45,6 +45,24 @@ const STRICT = process.env.NODE_ENV !== 'production'
 /** What graceful shutdown waits for: calls past admission not yet settled, and settles running. */
 export interface CallTracker { inFlight: number, settling: number }
 
+/**
+ * Watches one call for the access log, metrics and tracing (core/observe). A call has one when
+ * any of them is on, null otherwise: with all off, each hook point costs one null check.
+ */
+export interface CallObserver {
+  /** The call moved to `to` (phases, dispatch, responding, streaming, settled). */
+  moved (to: CallState): void
+  /**
+   * An upstream attempt starts. Returns the headers to send: `headers` itself, or a copy with
+   * `traceparent` added (adapters may share one header object between calls: never mutated).
+   */
+  attempt (provider: string, upstreamModel: string, headers: Record<string, string>): Record<string, string>
+  /** The attempt's response headers came back with `status`. */
+  attemptAnswered (status: number): void
+  /** The call's settle hooks ran: its outcome is final. */
+  settled (): void
+}
+
 /** States in which nothing else will end the call: a client that leaves there ends it itself. */
 const ENDS_ON_CLIENT_CLOSE: ReadonlySet<CallState> = new Set(['connect', 'authenticate', 'inspect', 'admit', 'responding'])
 
@@ -64,6 +82,8 @@ export abstract class CallLifecycle {
   aborted = false
   /** What the call came to so far: only this class writes it; settle hands it to plugins. */
   readonly outcome: Outcome = { status: 200, usageEstimated: false, upstreamSucceeded: false, clientAborted: false }
+  /** Access log, metrics and tracing of this call; null when all are off. */
+  obs: CallObserver | null = null
   /** The phase chain running now (a client close during the phases settles after it). */
   protected running: Promise<void> | undefined = undefined
 
@@ -99,6 +119,7 @@ export abstract class CallLifecycle {
       return false
     }
     this.#state = to
+    if (this.obs !== null) this.obs.moved(to)
     if (to === 'dispatch') {
       this.#counted = true
       this.tracker.inFlight++
@@ -210,9 +231,14 @@ export abstract class CallLifecycle {
     return pending.then(() => this.#settledDone(), (err: unknown) => { this.#settledDone(); throw err })
   }
 
+  /** After the settle hooks: the access log and metrics see the final outcome, then the counts drop. */
   #settledDone (): void {
     const t = this.tracker
-    t.settling--
-    if (this.#counted) t.inFlight--
+    try {
+      if (this.obs !== null) this.obs.settled()
+    } finally {
+      t.settling--
+      if (this.#counted) t.inFlight--
+    }
   }
 }

@@ -31,6 +31,8 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
   /** Bytes of the request body as received (for estimates). */
   bodyBytes = 0
   readonly startedAt: number
+  /** The plugin whose request hook threw, if one did (the rejections metric). */
+  rejectedBy: string | undefined = undefined
   #principal: Principal | undefined = undefined
   /** The plugin whose hook runs now (hooks of one request run one at a time). */
   #current: PluginInstance | undefined = undefined
@@ -121,6 +123,9 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
       let r: void | Promise<void>
       try {
         r = hook(this, p.makeState === undefined ? undefined : this.stateOf(p))
+      } catch (err) {
+        this.rejectedBy = p.name
+        throw err
       } finally {
         this.#current = undefined
       }
@@ -145,6 +150,9 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
   async #resume (list: readonly PluginInstance[], i: number, pending: Promise<void>): Promise<void> {
     try {
       await pending
+    } catch (err) {
+      this.rejectedBy = list[i].name
+      throw err
     } finally {
       this.#current = undefined
     }
@@ -158,6 +166,9 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
       try {
         const r = hook(this, p.makeState === undefined ? undefined : this.stateOf(p))
         if (r !== undefined && r !== null && typeof (r as Promise<void>).then === 'function') await r
+      } catch (err) {
+        this.rejectedBy = p.name
+        throw err
       } finally {
         this.#current = undefined
       }

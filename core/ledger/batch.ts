@@ -54,6 +54,21 @@ export interface ChargeBatcherOptions {
   delayMs?: number
 }
 
+/** Told of every batch written: its size, how long its transaction took (ms), and whether it committed. */
+export type BatchListener = (size: number, ms: number, ok: boolean) => void
+
+/**
+ * Listeners of every batcher in the process (the metrics of each app that has metrics on). A
+ * process without one pays a size check per batch.
+ */
+const batchListeners = new Set<BatchListener>()
+
+/** Listens to every batch written in this process; returns the function that stops it. */
+export function onChargeBatch (listener: BatchListener): () => void {
+  batchListeners.add(listener)
+  return () => { batchListeners.delete(listener) }
+}
+
 export class ChargeBatcher {
   readonly #write: WriteCharges
   readonly #maxBatch: number
@@ -121,10 +136,13 @@ export class ChargeBatcher {
       while (this.#queue.length > 0) {
         const batch = this.#queue.length <= this.#maxBatch ? this.#queue : this.#queue.slice(0, this.#maxBatch)
         this.#queue = batch === this.#queue ? [] : this.#queue.slice(this.#maxBatch)
+        const t0 = batchListeners.size > 0 ? performance.now() : 0
         try {
           await this.#write(batch)
+          if (batchListeners.size > 0) for (const l of batchListeners) l(batch.length, performance.now() - t0, true)
           for (const p of batch) p.resolve()
         } catch (err) {
+          if (batchListeners.size > 0) for (const l of batchListeners) l(batch.length, performance.now() - t0, false)
           if (!this.#mayRetry(err)) {
             const unknown = new ChargeOutcomeUnknown(err)
             for (const p of batch) p.reject(unknown)

@@ -1,0 +1,39 @@
+/**
+ * @module observe/spans – the spans one call produced, as plain records, and the exporter that
+ * sends them. The OpenTelemetry SDK and its OTLP/HTTP exporter are imported only when
+ * `tracing.otlp.url` is set (observe/otel.ts, loaded by a dynamic import): a gateway that does
+ * not export loads no OpenTelemetry module.
+ */
+import type { GatewayConfig } from '../config-schema.ts'
+
+export interface SpanRecord {
+  name: string
+  kind: 'server' | 'client' | 'internal'
+  traceId: string
+  spanId: string
+  /** The parent span; undefined for a root span. */
+  parentSpanId: string | undefined
+  /** true when the parent is the caller's (from its traceparent), not one of ours. */
+  remoteParent?: boolean
+  /** Epoch milliseconds (fractional). */
+  start: number
+  end: number
+  attributes: Record<string, string | number | boolean>
+  /** Set when the span failed: the error's code or kind. */
+  error?: string
+}
+
+export interface SpanExporter {
+  /** Queues one call's spans (parents before children); sent in batches in the background. */
+  export (spans: readonly SpanRecord[]): void
+  /** Whether a trace the gateway starts itself is sampled (tracing.otlp.sampleRatio). */
+  sampleNew (): boolean
+  /** Sends what is queued, then stops. */
+  shutdown (): Promise<void>
+}
+
+/** Loads the OpenTelemetry exporter (dynamic import: nothing is loaded unless this runs). */
+export async function loadOtlpExporter (cfg: GatewayConfig['tracing']['otlp'] & { url: string }): Promise<SpanExporter> {
+  const { createOtlpExporter } = await import('./otel.ts')
+  return createOtlpExporter(cfg)
+}
