@@ -6,31 +6,31 @@
  */
 
 // ── plugins ───────────────────────────────────────────────────────────────────────────────────
-export { definePlugin, isGatewayPlugin, PLUGIN_OUTPUTS } from './core/plugin.ts'
-export type { GatewayPlugin, PluginHooks, PluginDeps, PluginOutput, PluginOutputs, OutputOf, PluginErrorSpec, HostResolver } from './core/plugin.ts'
-export type { ClientAnswer, ClientStreamEvent, JsonObject } from './core/response-hooks.ts'
-export { PHASES } from './core/phases.ts'
-export type { Phase } from './core/phases.ts'
-export { ROUTE_NAMES } from './core/context.ts'
-export type { GatewayContext, Outcome, RouteName, Headers } from './core/context.ts'
+export { definePlugin, isGatewayPlugin, PLUGIN_OUTPUTS } from './core/pipeline/plugin.ts'
+export type { GatewayPlugin, PluginHooks, PluginDeps, PluginOutput, PluginOutputs, OutputOf, PluginErrorSpec, HostResolver } from './core/pipeline/plugin.ts'
+export type { ClientAnswer, ClientStreamEvent, JsonObject } from './core/dispatch/response-hooks.ts'
+export { PHASES } from './core/types/phases.ts'
+export type { Phase } from './core/types/phases.ts'
+export { ROUTE_NAMES } from './core/types/context.ts'
+export type { GatewayContext, Outcome, RouteName, Headers } from './core/types/context.ts'
 
 // ── provider adapters and translators ─────────────────────────────────────────────────────────
-export { defineProvider } from './core/provider.ts'
+export { defineProvider } from './core/dispatch/provider.ts'
 export type {
   ProviderAdapter, ProviderInstance, ProviderDeps, UpstreamCall, UpstreamRequest, UpstreamResponse,
   Translator, TranslatorKey, StreamTranslator, TranslateOptions, UpstreamTranslateOptions, SseEvent,
-} from './core/provider.ts'
+} from './core/dispatch/provider.ts'
 
 // ── errors ────────────────────────────────────────────────────────────────────────────────────
-export { GatewayError, gwError, isGatewayError, ERRORS } from './core/errors.ts'
-export type { ErrorCode, ErrorSpec, GatewayErrorOptions } from './core/errors.ts'
+export { GatewayError, gwError, isGatewayError, ERRORS } from './core/errors/errors.ts'
+export type { ErrorCode, ErrorSpec, GatewayErrorOptions } from './core/errors/errors.ts'
 
 // ── shared data shapes ────────────────────────────────────────────────────────────────────────
 export { usageFromChat, usageFromMessages } from './providers/protocols/usage.ts'
 export type { Usage } from './core/types/usage.ts'
 export type { ModelEntry, ModelPrice, Deployment, Protocol, ClientProtocol, PublicModel } from './core/types/model.ts'
 export type { Principal } from './core/types/principal.ts'
-export type { Catalog } from './core/catalog.ts'
+export type { Catalog } from './core/dispatch/catalog.ts'
 
 // ── services handed to create() ───────────────────────────────────────────────────────────────
 export { isStoreFull, STORE_PURPOSES } from './core/stores/kv.ts'

@@ -15,8 +15,8 @@ async function main (): Promise<void> {
     process.stderr.write(`gateway: Node.js ${process.version} is too old; run it on Node ${MIN_NODE.join('.')} or later (\`npm start\` brings Node 24)\n`)
     process.exit(1)
   }
-  const { loadConfig } = await import('./core/config.ts')
-  const { buildApp } = await import('./core/app.ts')
+  const { loadConfig } = await import('./core/config/config.ts')
+  const { buildApp } = await import('./core/http/app.ts')
   const { builtinPlugins } = await import('./plugins/index.ts')
   const { builtinProviders, translators } = await import('./providers/index.ts')
   let loaded
@@ -76,7 +76,7 @@ async function main (): Promise<void> {
     closing = true
     app.log.info({ signal }, 'shutting down: no new connections, finishing in-flight calls')
     // close() lets in-flight calls finish, cuts those still running after server.shutdownGraceMs,
-    // and waits for their settles (core/app.ts).
+    // and waits for their settles (core/http/app.ts).
     app.close().then(() => process.exit(0), err => {
       app.log.error({ err }, 'shutdown failed')
       process.exit(1)
@@ -86,7 +86,7 @@ async function main (): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'))
 
   // SIGHUP: read and validate the file again; only a config that builds whole replaces the one
-  // serving (core/app.ts reloadConfig), otherwise the error is logged as one line and nothing changes.
+  // serving (core/http/app.ts reloadConfig), otherwise the error is logged as one line and nothing changes.
   process.on('SIGHUP', () => {
     if (closing) return
     if (!process.env.GATEWAY_CONFIG) {

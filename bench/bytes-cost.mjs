@@ -21,8 +21,8 @@ const [dist, which = 'chat-json', callsArg = '300', warmArg = '300'] = process.a
 const calls = Number(callsArg)
 const warm = Number(warmArg)
 const load = p => import(pathToFileURL(resolve(dist, p)).href)
-const { buildConfig } = await load('core/config.js')
-const { buildApp } = await load('core/app.js')
+const { buildConfig } = await load('core/config/config.js')
+const { buildApp } = await load('core/http/app.js')
 const { builtinPlugins } = await load('plugins/index.js')
 const { builtinProviders, translators } = await load('providers/index.js')
 

@@ -15,9 +15,9 @@ import { pathToFileURL } from 'node:url'
 
 const [dist, which = 'body', itArg = '2000', warmArg = '3000'] = process.argv.slice(2)
 const load = p => import(pathToFileURL(resolve(dist, p)).href)
-const body = await load('core/body.js')
-const { deepFreeze } = await load('core/config.js')
-const { SseParser } = await load('core/sse.js')
+const body = await load('core/http/body.js')
+const { deepFreeze } = await load('core/config/config.js')
+const { SseParser } = await load('core/dispatch/sse.js')
 const { translators } = await load('providers/index.js')
 
 let parser

@@ -6,8 +6,8 @@ import { pathToFileURL } from 'node:url'
 
 const [dist, mockPort, variant] = process.argv.slice(2)
 const load = p => import(pathToFileURL(resolve(dist, p)).href)
-const { buildConfig } = await load('core/config.js')
-const { buildApp } = await load('core/app.js')
+const { buildConfig } = await load('core/config/config.js')
+const { buildApp } = await load('core/http/app.js')
 const { builtinPlugins } = await load('plugins/index.js')
 const { builtinProviders, translators } = await load('providers/index.js')
 const { Type } = await import('@sinclair/typebox')

@@ -8,11 +8,11 @@
  */
 import assert from 'node:assert/strict'
 import pino from 'pino'
-import type { ProviderAdapter } from '../core/provider.ts'
+import type { ProviderAdapter } from '../core/dispatch/provider.ts'
 import type { Protocol } from '../core/types/model.ts'
 import type { Usage } from '../core/types/usage.ts'
-import type { GatewayApp } from '../core/app.ts'
-import { SseParser } from '../core/sse.ts'
+import type { GatewayApp } from '../core/http/app.ts'
+import { SseParser } from '../core/dispatch/sse.ts'
 import { startFakeUpstream, json, sse, chatChunk, msgEvent, DONE, type FakeUpstream, type Recorded } from './fake-upstream.ts'
 import { outcomeSpy } from './outcome-spy.ts'
 import {
@@ -84,8 +84,8 @@ function answerLike (protocol: Protocol, usageOf: (u: Usage) => Record<string, u
 interface Rig { app: GatewayApp, up: FakeUpstream, spy: ReturnType<typeof outcomeSpy>, protocol: Protocol, close (): Promise<void> }
 
 async function rig (opts: ConformanceOptions): Promise<Rig> {
-  const { buildConfig } = await import('../core/config.ts')
-  const { buildApp } = await import('../core/app.ts')
+  const { buildConfig } = await import('../core/config/config.ts')
+  const { buildApp } = await import('../core/http/app.ts')
   const { openLedger } = await import('../core/ledger/index.ts')
   const { builtinPlugins } = await import('../plugins/index.ts')
   const { builtinProviders, translators } = await import('../providers/index.ts')

@@ -1,11 +1,11 @@
 /** @module testing/fake-context – a GatewayContext for calling plugin hooks directly. */
 import pino from 'pino'
-import type { GatewayContext, Outcome, RouteName } from '../core/context.ts'
+import type { GatewayContext, Outcome, RouteName } from '../core/types/context.ts'
 import type { ModelEntry, Protocol } from '../core/types/model.ts'
 import type { Principal } from '../core/types/principal.ts'
-import { deepFreeze } from '../core/config.ts'
-import type { GatewayPlugin, PluginDeps } from '../core/plugin.ts'
-import { checkPluginErrors, errorHelper } from '../core/plugin-errors.ts'
+import { deepFreeze } from '../core/config/config.ts'
+import type { GatewayPlugin, PluginDeps } from '../core/pipeline/plugin.ts'
+import { checkPluginErrors, errorHelper } from '../core/pipeline/plugin-errors.ts'
 
 export interface FakeContextInit {
   route?: RouteName

@@ -8,7 +8,7 @@
 import type { Protocol } from '../core/types/model.ts'
 import type { Usage } from '../core/types/usage.ts'
 import type { GoldenUpstreamAnswer, GoldenUpstreamStream } from './golden.ts'
-import { SseParser } from '../core/sse.ts'
+import { SseParser } from '../core/dispatch/sse.ts'
 
 export interface ResponsesGoldenCase {
   name: string

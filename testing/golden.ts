@@ -14,7 +14,7 @@
  */
 import type { Protocol } from '../core/types/model.ts'
 import type { Usage } from '../core/types/usage.ts'
-import { SseParser } from '../core/sse.ts'
+import { SseParser } from '../core/dispatch/sse.ts'
 
 /** The parameters the golden model lists: a case may only use these (others are dropped before the upstream). */
 export const GOLDEN_PARAMS = ['temperature', 'top_p', 'max_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'stop_sequences', 'metadata', 'user'] as const

@@ -1,6 +1,6 @@
 /** @module testing/translate-fixture – a catalog model and options for calling translators directly. */
-import { SseParser } from '../core/sse.ts'
-import type { SseEvent, TranslateOptions } from '../core/provider.ts'
+import { SseParser } from '../core/dispatch/sse.ts'
+import type { SseEvent, TranslateOptions } from '../core/dispatch/provider.ts'
 import type { ModelEntry } from '../core/types/model.ts'
 
 const STREAM_PARAMS = ['temperature', 'top_p', 'max_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'response_format', 'user', 'stop_sequences', 'metadata', 'thinking']

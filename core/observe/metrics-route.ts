@@ -4,7 +4,7 @@
  * metrics are on.
  */
 import type { FastifyInstance } from 'fastify'
-import type { Gateway } from '../gateway.ts'
+import type { Gateway } from '../routes/gateway.ts'
 
 /**
  * Registers GET `path` (default: the config's metrics.path) serving `gw`'s metrics on any fastify

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
-import type { Gateway } from '../gateway.ts'
+import type { Gateway } from '../routes/gateway.ts'
 import { onChargeBatch } from '../ledger/batch.ts'
 
 /** Latency buckets (seconds): 1 ms to 2 min, for whole calls and upstream first bytes. */

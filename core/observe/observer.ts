@@ -5,10 +5,10 @@
  * `gw.observer` and every call's `obs` are null.
  */
 import type { Logger } from 'pino'
-import type { GatewayConfig } from '../config-schema.ts'
-import type { Gateway } from '../gateway.ts'
-import type { CallObserver, CallState } from '../lifecycle.ts'
-import type { RequestContext } from '../runner.ts'
+import type { GatewayConfig } from '../config/config-schema.ts'
+import type { Gateway } from '../routes/gateway.ts'
+import type { CallObserver, CallState } from '../pipeline/lifecycle.ts'
+import type { RequestContext } from '../pipeline/runner.ts'
 import type { Usage } from '../types/usage.ts'
 import type { ModelPrice } from '../types/model.ts'
 import type { GatewayMetrics } from './metrics.ts'

@@ -9,7 +9,7 @@ import { BatchSpanProcessor, TracerProvider, AlwaysOnSampler, type IdGenerator }
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions'
-import type { GatewayConfig } from '../config-schema.ts'
+import type { GatewayConfig } from '../config/config-schema.ts'
 import type { SpanExporter, SpanRecord } from './spans.ts'
 
 class PlannedIds implements IdGenerator {

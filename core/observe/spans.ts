@@ -4,7 +4,7 @@
  * `tracing.otlp.url` is set (observe/otel.ts, loaded by a dynamic import): a gateway that does
  * not export loads no OpenTelemetry module.
  */
-import type { GatewayConfig } from '../config-schema.ts'
+import type { GatewayConfig } from '../config/config-schema.ts'
 
 export interface SpanRecord {
   name: string

@@ -1,11 +1,11 @@
 /** @module routes/inference – POST /v1/chat/completions, /v1/messages and /v1/responses: body checks, model, dispatch. */
 import type { FastifyInstance } from 'fastify'
-import { gatewayOf, type Gateway } from '../gateway.ts'
-import type { RequestContext } from '../runner.ts'
-import { compileOrThrow, describeErrors } from '../schema.ts'
-import { gwError } from '../errors.ts'
-import { dispatch } from '../dispatch.ts'
-import { toGatewayError } from '../error-reply.ts'
+import { gatewayOf, type Gateway } from './gateway.ts'
+import type { RequestContext } from '../pipeline/runner.ts'
+import { compileOrThrow, describeErrors } from '../config/schema.ts'
+import { gwError } from '../errors/errors.ts'
+import { dispatch } from '../dispatch/dispatch.ts'
+import { toGatewayError } from '../errors/error-reply.ts'
 import { ChatBody, MessagesBody, ResponsesBody } from './request-schemas.ts'
 
 const validateChat = compileOrThrow(ChatBody, 'chat request')

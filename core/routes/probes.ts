@@ -1,6 +1,6 @@
 /** @module routes/probes – GET /healthz (liveness) and GET /readyz (dependencies reachable). */
 import type { FastifyInstance } from 'fastify'
-import { gatewayOf, type Gateway } from '../gateway.ts'
+import { gatewayOf, type Gateway } from './gateway.ts'
 
 export const SERVICE_NAME = 'model-gateway'
 

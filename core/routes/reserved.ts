@@ -1,6 +1,6 @@
 /** @module routes/reserved – POST /v1/embeddings and /v1/images/generations: 501 until announced. */
 import type { FastifyInstance } from 'fastify'
-import { gwError } from '../errors.ts'
+import { gwError } from '../errors/errors.ts'
 
 export function reservedRoutes (app: FastifyInstance): void {
   const config = { gwRoute: 'reserved', protocol: 'none' }

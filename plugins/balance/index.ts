@@ -2,7 +2,7 @@
  * @module plugins/balance – prepaid balance per organization, and billing.
  *
  * admit: reserve the call's worst-case cost atomically in the ledger (input estimate × input rate
- * + output cap × n × output rate, see core/estimate.ts): 402 when it does not fit, 403 when the
+ * + output cap × n × output rate, see core/dispatch/estimate.ts): 402 when it does not fit, 403 when the
  * key has no organization.
  * settle: when an upstream answered, shrink the hold to the real cost at once, then charge it and
  * write the usage record in ONE (batched) transaction that also drops the hold; otherwise release
@@ -16,7 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { definePlugin, gwError, type Reservation, type ModelPrice } from '../../index.ts'
 import { PriceBook } from '../../money/pricing.ts'
 import { costMicros, reserveMicros } from '../../money/billing.ts'
-import { requestedChoices, requestedOutputCap, reservedInputTokens } from '../../core/estimate.ts'
+import { requestedChoices, requestedOutputCap, reservedInputTokens } from '../../core/dispatch/estimate.ts'
 import { BalanceConfig } from './schema.ts'
 import { Slice, type Ticket } from './slice.ts'
 

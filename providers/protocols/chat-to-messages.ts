@@ -8,13 +8,13 @@
  * content and tool calls, stop reasons and usage mapped, events → chunks (a usage chunk with
  * `choices: []` only when the client asked for it).
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
 import type { Usage } from '../../core/types/usage.ts'
 import { usageFromMessages, usageToChat } from './usage.ts'
-import { sseData, SSE_DONE } from '../../core/sse.ts'
-import { estimateUsage } from '../../core/estimate.ts'
-import { gwError } from '../../core/errors.ts'
-import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
+import { sseData, SSE_DONE } from '../../core/dispatch/sse.ts'
+import { estimateUsage } from '../../core/dispatch/estimate.ts'
+import { gwError } from '../../core/errors/errors.ts'
+import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeErrorType, safeToolId, textOf } from './common.ts'
 
 type Block = Record<string, unknown>

@@ -10,13 +10,13 @@
  * has no Responses form and is dropped; `n` > 1 → 400. Answer: message text → content,
  * `function_call` items → tool_calls, status → finish_reason. Stream: Responses events → chunks.
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
 import type { Usage } from '../../core/types/usage.ts'
 import { usageToChat } from './usage.ts'
-import { sseData, SSE_DONE } from '../../core/sse.ts'
-import { estimateUsage } from '../../core/estimate.ts'
-import { gwError } from '../../core/errors.ts'
-import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
+import { sseData, SSE_DONE } from '../../core/dispatch/sse.ts'
+import { estimateUsage } from '../../core/dispatch/estimate.ts'
+import { gwError } from '../../core/errors/errors.ts'
+import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 import { applyModelParameters, CHAT_STANDARD, newId, safeErrorType, textOf } from './common.ts'
 import { usageFromResponses } from './responses-common.ts'
 

@@ -8,13 +8,13 @@
  * the stream rebuilt event by event (message_start first with an input estimate, one content
  * block per text run or tool call, message_delta with the final usage, then message_stop).
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
 import type { Usage } from '../../core/types/usage.ts'
 import { usageFromChat, usageToMessages } from './usage.ts'
-import { sseEvent } from '../../core/sse.ts'
-import { estimateUsage } from '../../core/estimate.ts'
-import { gwError } from '../../core/errors.ts'
-import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
+import { sseEvent } from '../../core/dispatch/sse.ts'
+import { estimateUsage } from '../../core/dispatch/estimate.ts'
+import { gwError } from '../../core/errors/errors.ts'
+import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, messagesErrorType, newId, parseArgs, safeToolId, stopFromFinish, textOf } from './common.ts'
 
 type Msg = Record<string, unknown>

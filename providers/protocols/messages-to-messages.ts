@@ -5,13 +5,13 @@
  * forwarded as received; only `message_start`, `message_delta` (usage), content deltas (output
  * relayed, for a stream cut before its final usage) and `error` (rebuilt, sanitized) are parsed.
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
 import type { Usage } from '../../core/types/usage.ts'
 import { usageFromMessages } from './usage.ts'
-import { sseEvent } from '../../core/sse.ts'
+import { sseEvent } from '../../core/dispatch/sse.ts'
 import { parseWire, type ErrorWire, type JsonObject, type MessagesEventWire } from './wire.ts'
-import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
-import { modelSpanOf, spliceModel } from '../../core/body.ts'
+import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
+import { modelSpanOf, spliceModel } from '../../core/http/body.ts'
 import { applyModelParameters, DeferredCount, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged, safeErrorType } from './common.ts'
 
 class MessagesPassStream implements StreamTranslator {

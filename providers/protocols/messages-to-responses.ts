@@ -5,9 +5,9 @@
  * Responses request (chat-to-responses.ts); answers and streams go back Responses → chat →
  * messages the same way. Usage and billing are the Responses stream's own counts.
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
 import type { Usage } from '../../core/types/usage.ts'
-import { SseParser } from '../../core/sse.ts'
+import { SseParser } from '../../core/dispatch/sse.ts'
 import { messagesToChat } from './messages-to-chat.ts'
 import { chatToResponses, chatToResponsesBody, ChatFromResponsesStream } from './chat-to-responses.ts'
 

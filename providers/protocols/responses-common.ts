@@ -18,12 +18,12 @@
  *   → `reasoning_effort`, `text.verbosity` → `verbosity`.
  */
 import { createHash } from 'node:crypto'
-import type { TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
+import type { TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
 import type { Usage } from '../../core/types/usage.ts'
-import { sseEvent } from '../../core/sse.ts'
-import { gwError } from '../../core/errors.ts'
-import { estimateUsage } from '../../core/estimate.ts'
-import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
+import { sseEvent } from '../../core/dispatch/sse.ts'
+import { gwError } from '../../core/errors/errors.ts'
+import { estimateUsage } from '../../core/dispatch/estimate.ts'
+import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 import { applyModelParameters, CHAT_STANDARD, newId, textOf } from './common.ts'
 
 /** Upstream function names: OpenAI and Anthropic both accept `^[a-zA-Z0-9_-]{1,64}$`. */

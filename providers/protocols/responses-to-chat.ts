@@ -5,7 +5,7 @@
  * Responses events it implies; the final usage is the usage chunk (or usage on a finishing
  * chunk), running counts on other chunks are provisional, as on the chat route.
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
 import type { Usage } from '../../core/types/usage.ts'
 import { usageFromChat } from './usage.ts'
 import { chatDeltaChars } from './common.ts'

@@ -7,9 +7,9 @@
  * same way: messages → chat (chat-to-messages) → Responses. Usage and billing are the messages
  * translator's own (the upstream's counts, or the estimate of a cut stream).
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/provider.ts'
+import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
 import type { Usage } from '../../core/types/usage.ts'
-import { SseParser } from '../../core/sse.ts'
+import { SseParser } from '../../core/dispatch/sse.ts'
 import { chatToMessages } from './chat-to-messages.ts'
 import { chatAnswerToResponse, ResponsesEmitter, responsesToChatRequest } from './responses-common.ts'
 

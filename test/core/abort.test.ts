@@ -3,8 +3,8 @@ import t from 'tap'
 import { createServer, type ServerResponse } from 'node:http'
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
-import { CallAbort } from '../../core/abort.ts'
-import { UpstreamClient } from '../../core/upstream.ts'
+import { CallAbort } from '../../core/dispatch/abort.ts'
+import { UpstreamClient } from '../../core/dispatch/upstream.ts'
 
 t.test('CallAbort drives undici: abort before headers, abort mid-body, listener cleanup', async t => {
   const held: ServerResponse[] = []

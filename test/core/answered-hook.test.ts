@@ -5,7 +5,7 @@
  */
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
-import { definePlugin } from '../../core/plugin.ts'
+import { definePlugin } from '../../core/pipeline/plugin.ts'
 import { AUTH_ENTRY, auth, buildTestApp, listen } from '../helpers/build-test-app.ts'
 
 interface Seen { answered: number, answeredDone: boolean, settled: number, usage?: unknown, settledAfterAnswered: boolean }

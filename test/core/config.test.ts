@@ -2,7 +2,7 @@ import t from 'tap'
 import { writeFileSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { loadConfig, buildConfig, substituteEnv } from '../../core/config.ts'
+import { loadConfig, buildConfig, substituteEnv } from '../../core/config/config.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'gw-config-'))
 function file (name: string, text: string): string {

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { renderError, toGatewayError } from '../../core/error-reply.ts'
-import { gwError } from '../../core/errors.ts'
+import { renderError, toGatewayError } from '../../core/errors/error-reply.ts'
+import { gwError } from '../../core/errors/errors.ts'
 
 const opts = { requestId: 'trace-1' }
 

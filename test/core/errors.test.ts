@@ -1,7 +1,7 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
-import { ERRORS, GatewayError, gwError, isGatewayError, type ErrorCode } from '../../core/errors.ts'
-import { CATALOGUES } from '../../core/i18n.ts'
+import { ERRORS, GatewayError, gwError, isGatewayError, type ErrorCode } from '../../core/errors/errors.ts'
+import { CATALOGUES } from '../../core/errors/i18n.ts'
 
 const codes = Object.keys(ERRORS) as ErrorCode[]
 
@@ -22,7 +22,7 @@ t.test('errors – README documents exactly the codes in the table', async t => 
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
   const documented = new Set(readme.match(/GW_ERR_[A-Z_]+/g))
   for (const code of codes) t.ok(documented.has(code), `${code} is in README`)
-  for (const code of documented) t.ok(code in ERRORS, `${code} (README) exists in core/errors.ts`)
+  for (const code of documented) t.ok(code in ERRORS, `${code} (README) exists in core/errors/errors.ts`)
 })
 
 t.test('errors – arguments fill the template; cause and headers are kept', async t => {

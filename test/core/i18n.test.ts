@@ -1,6 +1,6 @@
 import t from 'tap'
-import { pickLocale, localize, CATALOGUES } from '../../core/i18n.ts'
-import { ERRORS } from '../../core/errors.ts'
+import { pickLocale, localize, CATALOGUES } from '../../core/errors/i18n.ts'
+import { ERRORS } from '../../core/errors/errors.ts'
 
 t.test('pickLocale – X-Locale wins over Accept-Language', async t => {
   t.equal(pickLocale('zh-CN', 'en'), 'zh-CN')

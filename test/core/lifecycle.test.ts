@@ -1,5 +1,5 @@
 /**
- * The call lifecycle (core/lifecycle.ts): the state machine's transitions, and through a listening
+ * The call lifecycle (core/pipeline/lifecycle.ts): the state machine's transitions, and through a listening
  * gateway with fake upstreams every way a call can end, each asserting exactly one onSettle (and
  * onAnswered exactly when an upstream answered) with the right outcome.
  */
@@ -10,11 +10,11 @@ import { connect } from 'node:net'
 import type { ServerResponse } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Type } from '@sinclair/typebox'
-import { definePlugin } from '../../core/plugin.ts'
-import type { Phase } from '../../core/phases.ts'
-import type { Outcome } from '../../core/context.ts'
-import { CALL_STATES, CallLifecycle, IllegalTransition, TRANSITIONS, type CallState, type CallTracker } from '../../core/lifecycle.ts'
-import { gwError } from '../../core/errors.ts'
+import { definePlugin } from '../../core/pipeline/plugin.ts'
+import type { Phase } from '../../core/types/phases.ts'
+import type { Outcome } from '../../core/types/context.ts'
+import { CALL_STATES, CallLifecycle, IllegalTransition, TRANSITIONS, type CallState, type CallTracker } from '../../core/pipeline/lifecycle.ts'
+import { gwError } from '../../core/errors/errors.ts'
 import { AUTH_ENTRY, TEST_KEY, auth, buildTestApp, listen } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, json, sse, chatTextStream, messagesTextStream, chatCompletion, chatChunk, msgEvent, type FakeUpstream } from '../helpers/fake-upstream.ts'
 import { streamCall } from '../helpers/stream-client.ts'

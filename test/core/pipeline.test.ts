@@ -1,8 +1,8 @@
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
-import { definePlugin, type GatewayPlugin } from '../../core/plugin.ts'
-import { gwError } from '../../core/errors.ts'
-import type { Outcome } from '../../core/context.ts'
+import { definePlugin, type GatewayPlugin } from '../../core/pipeline/plugin.ts'
+import { gwError } from '../../core/errors/errors.ts'
+import type { Outcome } from '../../core/types/context.ts'
 import { buildTestApp, AUTH_ENTRY, auth } from '../helpers/build-test-app.ts'
 
 /** A plugin that records what happens to it in `log`. */

@@ -4,7 +4,7 @@
  */
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
-import { definePlugin, type PluginErrorSpec } from '../../core/plugin.ts'
+import { definePlugin, type PluginErrorSpec } from '../../core/pipeline/plugin.ts'
 import { AUTH_ENTRY, auth, buildTestApp, listen } from '../helpers/build-test-app.ts'
 
 const TEAM_MISSING: PluginErrorSpec = {

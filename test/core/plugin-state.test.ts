@@ -5,7 +5,7 @@
  */
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
-import { definePlugin, type GatewayPlugin } from '../../core/plugin.ts'
+import { definePlugin, type GatewayPlugin } from '../../core/pipeline/plugin.ts'
 import { builtinPlugins } from '../../plugins/index.ts'
 import { AUTH_ENTRY, auth, buildTestApp } from '../helpers/build-test-app.ts'
 

@@ -5,8 +5,8 @@
  */
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
-import { definePlugin } from '../../core/plugin.ts'
-import { buildConfig } from '../../core/config.ts'
+import { definePlugin } from '../../core/pipeline/plugin.ts'
+import { buildConfig } from '../../core/config/config.ts'
 import { AUTH_ENTRY, auth, buildTestApp, testDoc } from '../helpers/build-test-app.ts'
 import { until } from '../helpers/until.ts'
 

@@ -1,8 +1,8 @@
 // Stream hooks on /v1/responses: each Responses event reaches them parsed, named by its `event:`
 // line, and goes back out with that line (the SDKs need it).
 import t from 'tap'
-import { StreamRewriter, type ClientStreamEvent } from '../../core/response-hooks.ts'
-import { sseEvent } from '../../core/sse.ts'
+import { StreamRewriter, type ClientStreamEvent } from '../../core/dispatch/response-hooks.ts'
+import { sseEvent } from '../../core/dispatch/sse.ts'
 
 t.test('a Responses stream through a rewriting hook', async t => {
   const seen: ClientStreamEvent[] = []

@@ -6,8 +6,8 @@
  */
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
-import { definePlugin } from '../../core/plugin.ts'
-import type { Outcome } from '../../core/context.ts'
+import { definePlugin } from '../../core/pipeline/plugin.ts'
+import type { Outcome } from '../../core/types/context.ts'
 import { AUTH_ENTRY, auth, buildTestApp, listen } from '../helpers/build-test-app.ts'
 
 const empty = Type.Object({}, { additionalProperties: false })

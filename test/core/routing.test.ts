@@ -1,5 +1,5 @@
 import t from 'tap'
-import { Circuits, orderDeployments } from '../../core/routing.ts'
+import { Circuits, orderDeployments } from '../../core/dispatch/routing.ts'
 
 const d = (provider: string, priority = 0, weight = 1) => ({ provider, upstreamModel: 'm', priority, weight })
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { sanitizeUpstreamMessage } from '../../core/upstream-errors.ts'
+import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 
 t.test('sanitizeUpstreamMessage – scrubs URLs, keys and bearer tokens', async t => {
   t.equal(

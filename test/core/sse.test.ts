@@ -1,6 +1,6 @@
 import t from 'tap'
-import { SseParser, SseEventTooLarge } from '../../core/sse.ts'
-import type { SseEvent } from '../../core/provider.ts'
+import { SseParser, SseEventTooLarge } from '../../core/dispatch/sse.ts'
+import type { SseEvent } from '../../core/dispatch/provider.ts'
 
 /** Feeds `text` in pieces of `size` bytes (a UTF-8 character may be split) and collects every event. */
 function parse (text: string, size: number, opts: { maxEventBytes?: number } = {}): SseEvent[] {

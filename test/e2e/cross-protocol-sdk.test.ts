@@ -12,7 +12,7 @@ t.test('official SDKs across protocols', async t => {
   const chatUp = await startFakeUpstream((_req, res) => sse(res, fixtureEvents('chat-parallel-tools.sse')))
   const msgUp = await startFakeUpstream((_req, res) => sse(res, fixtureEvents('messages-tool-use.sse')))
   const base = upstreamDoc(chatUp.origin, msgUp.origin)
-  const echo = (await import('../../core/default-config.ts')).embeddedDefault('sk-gw-x')
+  const echo = (await import('../../core/config/default-config.ts')).embeddedDefault('sk-gw-x')
   const app = await buildTestApp({
     pipeline: [AUTH_ENTRY],
     doc: { providers: [...(echo.providers as unknown[]), ...(base.providers as unknown[])], models: [...(echo.models as unknown[]), ...(base.models as unknown[])] },

@@ -1,8 +1,8 @@
 /** @module test/helpers/build-test-app – buildApp() on a test config with the built-ins: echo models, known keys, memory backends. */
 import pino from 'pino'
-import { buildConfig } from '../../core/config.ts'
-import { buildApp, type BuildAppOptions, type GatewayApp } from '../../core/app.ts'
-import { embeddedDefault } from '../../core/default-config.ts'
+import { buildConfig } from '../../core/config/config.ts'
+import { buildApp, type BuildAppOptions, type GatewayApp } from '../../core/http/app.ts'
+import { embeddedDefault } from '../../core/config/default-config.ts'
 import { openLedger } from '../../core/ledger/index.ts'
 import { builtinPlugins } from '../../plugins/index.ts'
 import { builtinProviders, translators } from '../../providers/index.ts'

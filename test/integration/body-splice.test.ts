@@ -4,7 +4,7 @@
  * serializing the parsed body, which must still carry the model the gateway routed and billed.
  */
 import t from 'tap'
-import { scanBody, modelSpanOf, spliceModel } from '../../core/body.ts'
+import { scanBody, modelSpanOf, spliceModel } from '../../core/http/body.ts'
 import { buildTestApp, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json, sse, chatTextStream, chatCompletion, messagesTextStream, messagesResponse, upstreamDoc } from '../helpers/fake-upstream.ts'
 import { outcomeSpy } from '../helpers/outcome-spy.ts'

@@ -3,7 +3,7 @@
 import t from 'tap'
 import { buildTestApp, listen, auth, AUTH_ENTRY, TEST_KEY } from '../helpers/build-test-app.ts'
 import { rawRequest, head } from '../helpers/raw-http.ts'
-import { deepFreeze } from '../../core/config.ts'
+import { deepFreeze } from '../../core/config/config.ts'
 
 const portOf = (url: string): number => Number(new URL(url).port)
 const CHAT = '/v1/chat/completions'

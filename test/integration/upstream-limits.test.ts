@@ -5,7 +5,7 @@ import pino from 'pino'
 import { buildTestApp, listen, auth, AUTH_ENTRY, testDoc } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, json, sse, chatTextStream, messagesTextStream, chatChunk, msgEvent, chatCompletion } from '../helpers/fake-upstream.ts'
 import { streamCall } from '../helpers/stream-client.ts'
-import { buildConfig } from '../../core/config.ts'
+import { buildConfig } from '../../core/config/config.ts'
 import { until } from '../helpers/until.ts'
 
 const CAP = 4096

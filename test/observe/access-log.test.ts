@@ -9,7 +9,7 @@ import pino from 'pino'
 import { request } from 'undici'
 import { buildTestApp, listen, auth, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json } from '../helpers/fake-upstream.ts'
-import { embeddedDefault } from '../../core/default-config.ts'
+import { embeddedDefault } from '../../core/config/default-config.ts'
 import { until } from '../helpers/until.ts'
 
 const SECRET_PROMPT = 'PROMPT-MARKER-7f3a9c'

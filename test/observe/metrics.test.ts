@@ -12,10 +12,10 @@ import { Type } from '@sinclair/typebox'
 import parsePrometheusTextFormat from 'parse-prometheus-text-format'
 import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json } from '../helpers/fake-upstream.ts'
-import { embeddedDefault } from '../../core/default-config.ts'
-import { definePlugin } from '../../core/plugin.ts'
+import { embeddedDefault } from '../../core/config/default-config.ts'
+import { definePlugin } from '../../core/pipeline/plugin.ts'
 import { registerMetricsRoute } from '../../core/observe/metrics-route.ts'
-import type { GatewayApp } from '../../core/app.ts'
+import type { GatewayApp } from '../../core/http/app.ts'
 
 interface Sample { labels: Record<string, string>, value?: string, count?: string, sum?: string, buckets?: Record<string, string> }
 interface Family { name: string, type: string, metrics: Sample[] }

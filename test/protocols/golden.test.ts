@@ -2,7 +2,7 @@
 // a gateway: the same data the provider conformance suite runs against every adapter.
 import t from 'tap'
 import { translators } from '../../providers/protocols/index.ts'
-import { SseParser } from '../../core/sse.ts'
+import { SseParser } from '../../core/dispatch/sse.ts'
 import {
   GOLDEN_CASES, GOLDEN_ANSWERS, GOLDEN_STREAMS, GOLDEN_PARAMS, goldenBody, matches, standardUsage, clientUsage,
   upstreamAnswerBody, upstreamStreamEvents, frameUpstream, streamShape, translateFixture, parseSse,

@@ -4,7 +4,7 @@
  * still be seen whatever their spacing.
  */
 import t from 'tap'
-import { SseParser } from '../../core/sse.ts'
+import { SseParser } from '../../core/dispatch/sse.ts'
 import { translators } from '../../providers/index.ts'
 import { DeferredCount, plainChatChunk, chatChunkChars } from '../../providers/protocols/common.ts'
 import type { ModelEntry } from '../../core/types/model.ts'

@@ -4,7 +4,7 @@
 import t from 'tap'
 import { translators } from '../../providers/protocols/index.ts'
 import { translateFixture, parseSse } from '../../testing.ts'
-import { SseParser } from '../../core/sse.ts'
+import { SseParser } from '../../core/dispatch/sse.ts'
 
 const { opts: base } = translateFixture(['temperature', 'top_p', 'max_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'response_format', 'user', 'stop_sequences', 'metadata'])
 const fresh = () => ({ ...base })

@@ -1,6 +1,6 @@
 // Golden tests: chat client, messages-protocol upstream – the stream, chunk by chunk.
 import t, { type Test } from 'tap'
-import type { StreamTranslator } from '../../core/provider.ts'
+import type { StreamTranslator } from '../../core/dispatch/provider.ts'
 import { chatToMessages } from '../../providers/protocols/chat-to-messages.ts'
 import { translateFixture, parseSse as parse } from '../helpers/translate-fixture.ts'
 import { STOP_REASON_TO_FINISH } from '../../testing.ts'

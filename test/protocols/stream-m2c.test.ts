@@ -1,6 +1,6 @@
 // Golden tests: messages client, chat-completions upstream – the stream, event by event.
 import t, { type Test } from 'tap'
-import type { StreamTranslator } from '../../core/provider.ts'
+import type { StreamTranslator } from '../../core/dispatch/provider.ts'
 import { messagesToChat } from '../../providers/protocols/messages-to-chat.ts'
 import { translateFixture, parseSse as parse } from '../helpers/translate-fixture.ts'
 import { FINISH_TO_STOP_REASON } from '../../testing.ts'

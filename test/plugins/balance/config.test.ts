@@ -1,6 +1,6 @@
 // balance config through the real ajv instance: defaults filled, bad values refused with their path.
 import t from 'tap'
-import { compileOrThrow } from '../../../core/schema.ts'
+import { compileOrThrow } from '../../../core/config/schema.ts'
 import balance from '../../../plugins/balance/index.ts'
 
 const validate = compileOrThrow(balance.configSchema, 'balance')

@@ -1,6 +1,6 @@
 // idempotency config through the real ajv instance: defaults filled, bad values refused with their path.
 import t from 'tap'
-import { compileOrThrow } from '../../../core/schema.ts'
+import { compileOrThrow } from '../../../core/config/schema.ts'
 import idempotency from '../../../plugins/idempotency/index.ts'
 
 const validate = compileOrThrow(idempotency.configSchema, 'idempotency')

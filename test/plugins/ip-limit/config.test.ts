@@ -1,6 +1,6 @@
 // ip-limit config through the real ajv instance: defaults filled, bad values refused with their path.
 import t from 'tap'
-import { compileOrThrow } from '../../../core/schema.ts'
+import { compileOrThrow } from '../../../core/config/schema.ts'
 import ipLimit from '../../../plugins/ip-limit/index.ts'
 
 const validate = compileOrThrow(ipLimit.configSchema, 'ip-limit')

@@ -1,7 +1,7 @@
 // media-validation config through the real ajv instance: defaults filled, bad values refused with
 // their path, and a bad config stops start-up with a message naming the plugin and the path.
 import t from 'tap'
-import { compileOrThrow } from '../../../core/schema.ts'
+import { compileOrThrow } from '../../../core/config/schema.ts'
 import mediaValidation from '../../../plugins/media-validation/index.ts'
 import { AUTH_ENTRY, buildTestApp } from '../../helpers/build-test-app.ts'
 

@@ -5,7 +5,7 @@
 import t, { type Test } from 'tap'
 import { buildTestApp, listen, auth, AUTH_ENTRY, type TestAppOptions } from '../../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, json, chatCompletion, messagesResponse, type FakeUpstream } from '../../helpers/fake-upstream.ts'
-import type { HostResolver } from '../../../core/plugin.ts'
+import type { HostResolver } from '../../../core/pipeline/plugin.ts'
 
 const PUBLIC_V4 = '93.184.216.34'
 const PUBLIC_V6 = '2606:2800:220:1:248:1893:25c8:1946'

@@ -1,6 +1,6 @@
 // quota config through the real ajv instance: defaults filled, bad values refused with their path.
 import t from 'tap'
-import { compileOrThrow } from '../../../core/schema.ts'
+import { compileOrThrow } from '../../../core/config/schema.ts'
 import quota from '../../../plugins/quota/index.ts'
 
 const validate = compileOrThrow(quota.configSchema, 'quota')

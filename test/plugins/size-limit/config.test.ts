@@ -1,6 +1,6 @@
 // size-limit config through the real ajv instance: defaults filled, bad values refused with their path.
 import t from 'tap'
-import { compileOrThrow } from '../../../core/schema.ts'
+import { compileOrThrow } from '../../../core/config/schema.ts'
 import sizeLimit from '../../../plugins/size-limit/index.ts'
 
 const validate = compileOrThrow(sizeLimit.configSchema, 'size-limit')

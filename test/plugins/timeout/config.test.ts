@@ -1,6 +1,6 @@
 // timeout config through the real ajv instance.
 import t from 'tap'
-import { compileOrThrow } from '../../../core/schema.ts'
+import { compileOrThrow } from '../../../core/config/schema.ts'
 import timeout from '../../../plugins/timeout/index.ts'
 
 const validate = compileOrThrow(timeout.configSchema, 'timeout')

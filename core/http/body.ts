@@ -2,8 +2,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
-import type { RequestContext } from './runner.ts'
-import { gwError, type GatewayError } from './errors.ts'
+import type { RequestContext } from '../pipeline/runner.ts'
+import { gwError, type GatewayError } from '../errors/errors.ts'
 
 /** On the raw request while its body is being read: fails the read with an error (a server timeout). */
 export const ABORT_BODY = Symbol('gw.abortBody')

@@ -8,8 +8,8 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
 import { ABORT_BODY } from './body.ts'
-import { gwError, type ErrorCode, type GatewayError } from './errors.ts'
-import { renderError } from './error-reply.ts'
+import { gwError, type ErrorCode, type GatewayError } from '../errors/errors.ts'
+import { renderError } from '../errors/error-reply.ts'
 
 export interface LingerBounds {
   /** How long the rest of the body is read and discarded, at most. */

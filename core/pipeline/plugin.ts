@@ -1,14 +1,14 @@
 /** @module plugin – the policy-plugin contract: one phase, a config schema, a factory. */
 import type { TSchema, Static } from '@sinclair/typebox'
 import type { Logger } from 'pino'
-import type { Phase } from './phases.ts'
-import type { GatewayContext, Outcome, RouteName } from './context.ts'
-import type { KvStore, StorePurpose } from './stores/kv.ts'
-import type { Ledger } from './ledger/ledger.ts'
-import type { Catalog } from './catalog.ts'
-import { GatewayError, type GatewayErrorOptions } from './errors.ts'
-import type { Principal } from './types/principal.ts'
-import type { ClientAnswer, ClientStreamEvent } from './response-hooks.ts'
+import type { Phase } from '../types/phases.ts'
+import type { GatewayContext, Outcome, RouteName } from '../types/context.ts'
+import type { KvStore, StorePurpose } from '../stores/kv.ts'
+import type { Ledger } from '../ledger/ledger.ts'
+import type { Catalog } from '../dispatch/catalog.ts'
+import { GatewayError, type GatewayErrorOptions } from '../errors/errors.ts'
+import type { Principal } from '../types/principal.ts'
+import type { ClientAnswer, ClientStreamEvent } from '../dispatch/response-hooks.ts'
 
 /**
  * Outputs core itself knows: `principal` is read through `ctx.principal` and written through
@@ -22,7 +22,7 @@ export type PluginOutput = string
 /**
  * Types of the outputs plugins publish, by name. Core declares `principal`; a plugin that
  * publishes another output adds it by declaration merging, so that readers get its type:
- * `declare module '<gateway>/core/plugin.ts' { interface PluginOutputs { team: string } }`.
+ * `declare module '<gateway>/core/pipeline/plugin.ts' { interface PluginOutputs { team: string } }`.
  */
 export interface PluginOutputs {
   principal: Principal

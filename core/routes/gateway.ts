@@ -1,15 +1,15 @@
 /** @module gateway – the services one app holds; routes and the dispatcher read them. */
 import type { FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
-import type { GatewayConfig } from './config-schema.ts'
-import type { Catalog } from './catalog.ts'
-import type { Pipeline } from './pipeline.ts'
-import type { ProviderInstance, Translator, TranslatorKey } from './provider.ts'
-import type { UpstreamClient } from './upstream.ts'
-import type { Circuits } from './routing.ts'
-import type { StoreSet } from './stores/kv.ts'
-import type { Ledger } from './ledger/ledger.ts'
-import type { Observer } from './observe/observer.ts'
+import type { GatewayConfig } from '../config/config-schema.ts'
+import type { Catalog } from '../dispatch/catalog.ts'
+import type { Pipeline } from '../pipeline/pipeline.ts'
+import type { ProviderInstance, Translator, TranslatorKey } from '../dispatch/provider.ts'
+import type { UpstreamClient } from '../dispatch/upstream.ts'
+import type { Circuits } from '../dispatch/routing.ts'
+import type { StoreSet } from '../stores/kv.ts'
+import type { Ledger } from '../ledger/ledger.ts'
+import type { Observer } from '../observe/observer.ts'
 
 /**
  * The services of one config version. Stores, ledger, upstream pool and circuits are the app's and

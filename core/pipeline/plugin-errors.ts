@@ -1,6 +1,6 @@
 /** @module plugin-errors – error codes plugins declare: checked at start-up, thrown through `deps.error`. */
 import type { GatewayPlugin, PluginErrorSpec } from './plugin.ts'
-import { ERRORS, gwError, pluginError, type ErrorSpec, type GatewayError, type GatewayErrorOptions } from './errors.ts'
+import { ERRORS, gwError, pluginError, type ErrorSpec, type GatewayError, type GatewayErrorOptions } from '../errors/errors.ts'
 
 /** Plugin error codes by code, with the plugin that declared each. */
 export type PluginErrorTable = ReadonlyMap<string, { readonly plugin: string, readonly spec: ErrorSpec }>
@@ -42,7 +42,7 @@ export function checkPluginErrors (plugins: readonly GatewayPlugin[]): PluginErr
   const table = new Map<string, { plugin: string, spec: ErrorSpec }>()
   for (const plugin of plugins) {
     for (const [code, e] of Object.entries(plugin.errors ?? {}) as [string, PluginErrorSpec][]) {
-      if (code in ERRORS) invalid(plugin.name, code, 'core already defines this code (core/errors.ts)')
+      if (code in ERRORS) invalid(plugin.name, code, 'core already defines this code (core/errors/errors.ts)')
       const other = table.get(code)
       if (other) invalid(plugin.name, code, `plugin "${other.plugin}" already declares this code`)
       table.set(code, { plugin: plugin.name, spec: specOf(plugin.name, code, e) })

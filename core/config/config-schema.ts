@@ -1,6 +1,6 @@
 /** @module config-schema – the config file's envelope schema (plugin and provider configs have their own). */
 import { Type, type Static } from '@sinclair/typebox'
-import { ROUTE_NAMES } from './context.ts'
+import { ROUTE_NAMES } from '../types/context.ts'
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 

@@ -1,11 +1,11 @@
 /** @module context – GatewayContext: the only object a plugin sees of a request. */
 import type { Logger } from 'pino'
 import type { Phase } from './phases.ts'
-import type { ClientProtocol, ModelEntry } from './types/model.ts'
-import type { Principal } from './types/principal.ts'
-import type { Usage } from './types/usage.ts'
-import type { GatewayError } from './errors.ts'
-import type { OutputOf } from './plugin.ts'
+import type { ClientProtocol, ModelEntry } from './model.ts'
+import type { Principal } from './principal.ts'
+import type { Usage } from './usage.ts'
+import type { GatewayError } from '../errors/errors.ts'
+import type { OutputOf } from '../pipeline/plugin.ts'
 
 /** Route names used for `routes` scoping in config. */
 /** `other` is any path no route matches (it still passes the `connect` phase, e.g. the IP limit). */
@@ -32,7 +32,7 @@ export interface Outcome {
   provider?: string
 }
 
-/** The request as plugins see it. Fields appear as phases advance (see core/phases.ts). */
+/** The request as plugins see it. Fields appear as phases advance (see core/types/phases.ts). */
 export interface GatewayContext {
   readonly requestId: string
   readonly route: RouteName

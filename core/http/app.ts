@@ -7,37 +7,37 @@ import { createHash } from 'node:crypto'
 import { nextRequestId } from './request-id.ts'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import pino, { type Logger } from 'pino'
-import type { GatewayConfig } from './config-schema.ts'
-import type { GatewayPlugin, HostResolver, PluginDeps } from './plugin.ts'
-import type { ProviderAdapter, ProviderInstance, Translator, TranslatorKey } from './provider.ts'
-import type { KvStore, StoreSet } from './stores/kv.ts'
-import type { Ledger } from './ledger/ledger.ts'
-import { gatewayOf, type Gateway } from './gateway.ts'
-import type { CallTracker } from './lifecycle.ts'
-import type { RouteName } from './context.ts'
-import type { ClientProtocol } from './types/model.ts'
-import { Catalog } from './catalog.ts'
-import { Registry, loadDefinition } from './registry.ts'
-import { buildPipeline, type Pipeline } from './pipeline.ts'
-import type { Phase } from './phases.ts'
-import { RequestContext } from './runner.ts'
-import { UpstreamClient } from './upstream.ts'
-import { Circuits, type CircuitOptions } from './routing.ts'
-import { compileOrThrow, describeErrors } from './schema.ts'
-import { coerceSubstituted, deepFreeze, substitutedIn } from './config.ts'
+import type { GatewayConfig } from '../config/config-schema.ts'
+import type { GatewayPlugin, HostResolver, PluginDeps } from '../pipeline/plugin.ts'
+import type { ProviderAdapter, ProviderInstance, Translator, TranslatorKey } from '../dispatch/provider.ts'
+import type { KvStore, StoreSet } from '../stores/kv.ts'
+import type { Ledger } from '../ledger/ledger.ts'
+import { gatewayOf, type Gateway } from '../routes/gateway.ts'
+import type { CallTracker } from '../pipeline/lifecycle.ts'
+import type { RouteName } from '../types/context.ts'
+import type { ClientProtocol } from '../types/model.ts'
+import { Catalog } from '../dispatch/catalog.ts'
+import { Registry, loadDefinition } from '../pipeline/registry.ts'
+import { buildPipeline, type Pipeline } from '../pipeline/pipeline.ts'
+import type { Phase } from '../types/phases.ts'
+import { RequestContext } from '../pipeline/runner.ts'
+import { UpstreamClient } from '../dispatch/upstream.ts'
+import { Circuits, type CircuitOptions } from '../dispatch/routing.ts'
+import { compileOrThrow, describeErrors } from '../config/schema.ts'
+import { coerceSubstituted, deepFreeze, substitutedIn } from '../config/config.ts'
 import { lookupAll } from './resolve-host.ts'
-import { gwError } from './errors.ts'
-import { renderError, toGatewayError } from './error-reply.ts'
+import { gwError } from '../errors/errors.ts'
+import { renderError, toGatewayError } from '../errors/error-reply.ts'
 import { registerBodyParsers } from './body.ts'
 import { clientErrorHandler, discardRestOfBody } from './connection.ts'
 import { openBackends } from './backends.ts'
-import { prepareInference, inferenceRoutes } from './routes/inference.ts'
-import { modelRoutes } from './routes/models.ts'
-import { probeRoutes } from './routes/probes.ts'
-import { reservedRoutes } from './routes/reserved.ts'
-import { Observer, isExpectedError } from './observe/observer.ts'
-import { registerMetricsRoute } from './observe/metrics-route.ts'
-import { loadOtlpExporter } from './observe/spans.ts'
+import { prepareInference, inferenceRoutes } from '../routes/inference.ts'
+import { modelRoutes } from '../routes/models.ts'
+import { probeRoutes } from '../routes/probes.ts'
+import { reservedRoutes } from '../routes/reserved.ts'
+import { Observer, isExpectedError } from '../observe/observer.ts'
+import { registerMetricsRoute } from '../observe/metrics-route.ts'
+import { loadOtlpExporter } from '../observe/spans.ts'
 
 export interface BuildAppOptions {
   /** Every plugin the config's pipeline may name (server.ts: the built-in list, plugins/index.ts). */
@@ -188,7 +188,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   const { translators } = opts
   const providerRegistry = new Registry<ProviderAdapter<any>>('provider adapter', opts.providers)
   const pluginRegistry = new Registry<GatewayPlugin<any>>('plugin', opts.plugins)
-  const { singleStore } = await import('./stores/index.ts')
+  const { singleStore } = await import('../stores/index.ts')
   const given = { stores: opts.stores ?? (opts.store ? singleStore(opts.store) : undefined), ledger: opts.ledger }
   const { stores, ledger } = await openBackends(config, given, now)
   const upstream = new UpstreamClient()
@@ -266,7 +266,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
       accessLog: config.logging.access,
       propagate: config.tracing.propagate,
       // prom-client (which loads @opentelemetry/api) and the OpenTelemetry SDK are imported only when used.
-      metrics: config.metrics.listen === 'off' ? null : new (await import('./observe/metrics.ts')).GatewayMetrics(currentGw, config.metrics),
+      metrics: config.metrics.listen === 'off' ? null : new (await import('../observe/metrics.ts')).GatewayMetrics(currentGw, config.metrics),
       exporter: otlp.url === undefined ? null : await loadOtlpExporter({ ...otlp, url: otlp.url }),
     })
     current.gw.observer = observer

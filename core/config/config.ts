@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { parse as parseYaml } from 'yaml'
 import { GatewayConfigSchema, type GatewayConfig } from './config-schema.ts'
 import { compileOrThrow, describeErrors } from './schema.ts'
-import { gwError } from './errors.ts'
+import { gwError } from '../errors/errors.ts'
 import { embeddedDefault } from './default-config.ts'
 
 export type Env = Readonly<Record<string, string | undefined>>

@@ -1,7 +1,7 @@
 /** @module registry – Registry<T>: name → definition, with duplicate and unknown-name errors; definitions loaded from `module:` paths. */
 import { isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { gwError, type ErrorCode } from './errors.ts'
+import { gwError, type ErrorCode } from '../errors/errors.ts'
 
 export class Registry<T extends { name: string }> {
   readonly #items = new Map<string, T>()

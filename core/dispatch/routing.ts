@@ -1,5 +1,5 @@
 /** @module routing – deployment order (priority, weighted among equals) and per-deployment circuits. */
-import type { Deployment } from './types/model.ts'
+import type { Deployment } from '../types/model.ts'
 
 export interface CircuitOptions {
   /** Consecutive failures (connect error, timeout, 5xx) that open a circuit. */

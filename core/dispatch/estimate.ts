@@ -1,5 +1,5 @@
 /** @module estimate – cheap token estimates: the prompt (message_start), a call's estimated usage, and what a reservation must cover. */
-import type { Usage } from './types/usage.ts'
+import type { Usage } from '../types/usage.ts'
 
 const CHARS_PER_TOKEN = 4
 /**

@@ -1,6 +1,6 @@
 /** @module upstream-errors – an upstream's non-2xx answer → gateway error, and whether to fail over. */
 import type { Readable } from 'node:stream'
-import { gwError, type GatewayError } from './errors.ts'
+import { gwError, type GatewayError } from '../errors/errors.ts'
 import type { UpstreamResponse } from './provider.ts'
 
 /** Reads a body to a string, keeping at most `max` bytes (the rest is drained and dropped). */

@@ -1,8 +1,8 @@
 /** @module catalog – the model catalog: public model objects, deployments, aliases, key allow-lists. */
-import type { ModelConfigT } from './config-schema.ts'
-import type { CircuitOverrides, Deployment, ModelEntry, PublicModel } from './types/model.ts'
-import type { Principal } from './types/principal.ts'
-import { gwError } from './errors.ts'
+import type { ModelConfigT } from '../config/config-schema.ts'
+import type { CircuitOverrides, Deployment, ModelEntry, PublicModel } from '../types/model.ts'
+import type { Principal } from '../types/principal.ts'
+import { gwError } from '../errors/errors.ts'
 
 function toEntry (m: ModelConfigT, providers: ReadonlySet<string>, providerCircuits: ReadonlyMap<string, CircuitOverrides>, source: string, i: number): ModelEntry {
   const pub: PublicModel = {

@@ -2,9 +2,9 @@
 import type { TSchema, Static } from '@sinclair/typebox'
 import type { Logger } from 'pino'
 import type { Readable } from 'node:stream'
-import type { ClientProtocol, Deployment, ModelEntry, Protocol } from './types/model.ts'
-import type { Usage } from './types/usage.ts'
-import type { GatewayError } from './errors.ts'
+import type { ClientProtocol, Deployment, ModelEntry, Protocol } from '../types/model.ts'
+import type { Usage } from '../types/usage.ts'
+import type { GatewayError } from '../errors/errors.ts'
 
 /** One call to make upstream, as core hands it to an adapter's `prepare`. */
 export interface UpstreamCall {

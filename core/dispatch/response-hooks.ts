@@ -2,9 +2,9 @@
  * @module response-hooks – what plugins see of an answer: the non-streamed answer and each
  * streamed event, parsed, in the client's protocol; and the rewriting of a stream they watch.
  */
-import type { ClientProtocol } from './types/model.ts'
+import type { ClientProtocol } from '../types/model.ts'
 import type { SseEvent } from './provider.ts'
-import type { GatewayError } from './errors.ts'
+import type { GatewayError } from '../errors/errors.ts'
 import { SseParser, sseData, sseEvent, SSE_DONE } from './sse.ts'
 
 /** A JSON object as parsed from the wire. */

@@ -3,10 +3,10 @@
  * state, builds the outcome settle gets, and settles it, exactly once.
  */
 import type { Logger } from 'pino'
-import type { Outcome } from './context.ts'
-import type { GatewayError } from './errors.ts'
-import type { Phase } from './phases.ts'
-import type { Usage } from './types/usage.ts'
+import type { Outcome } from '../types/context.ts'
+import type { GatewayError } from '../errors/errors.ts'
+import type { Phase } from '../types/phases.ts'
+import type { Usage } from '../types/usage.ts'
 
 /** A call's states, in the order a call passes them. */
 export const CALL_STATES = ['connect', 'authenticate', 'inspect', 'admit', 'dispatch', 'responding', 'streaming', 'settled'] as const

@@ -1,13 +1,13 @@
 /** @module pipeline – config entries → plugin instances, sorted by phase; dependency and duplicate checks. */
 import type { Logger } from 'pino'
-import type { PipelineEntryT } from './config-schema.ts'
-import { ROUTE_NAMES, type RouteName } from './context.ts'
-import { PHASES, type Phase } from './phases.ts'
+import type { PipelineEntryT } from '../config/config-schema.ts'
+import { ROUTE_NAMES, type RouteName } from '../types/context.ts'
+import { PHASES, type Phase } from '../types/phases.ts'
 import { isGatewayPlugin, OUTPUT_NAME, type GatewayPlugin, type PluginDeps, type PluginHooks, type PluginOutput } from './plugin.ts'
 import { Registry, loadDefinition } from './registry.ts'
-import { compileOrThrow, describeErrors } from './schema.ts'
-import { coerceSubstituted, deepFreeze } from './config.ts'
-import { gwError } from './errors.ts'
+import { compileOrThrow, describeErrors } from '../config/schema.ts'
+import { coerceSubstituted, deepFreeze } from '../config/config.ts'
+import { gwError } from '../errors/errors.ts'
 import { checkPluginErrors, errorHelper, type PluginErrorTable } from './plugin-errors.ts'
 
 /** How long one plugin's `create()` may take (avvio's pluginTimeout idea). */
