@@ -33,6 +33,7 @@ import { clientErrorHandler, discardRestOfBody } from './connection.ts'
 import { openBackends } from './backends.ts'
 import { prepareInference, inferenceRoutes } from './routes/inference.ts'
 import { modelRoutes } from './routes/models.ts'
+import { prepareCountTokens, countTokensRoutes } from './routes/count-tokens.ts'
 import { probeRoutes } from './routes/probes.ts'
 import { reservedRoutes } from './routes/reserved.ts'
 
@@ -401,6 +402,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     if (ctx.route === 'probes' && gw.config.server.exemptProbesFromPlugins) return done()
     try {
       if (ctx.route === 'chat' || ctx.route === 'messages' || ctx.route === 'responses') prepareInference(gw, ctx, request.body)
+      else if (ctx.route === 'count_tokens') prepareCountTokens(gw, ctx, request.body)
       else if (request.body !== undefined) ctx.body = deepFreeze(request.body)
     } catch (err) {
       return done(err as Error)
@@ -427,6 +429,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   modelRoutes(app)
   reservedRoutes(app)
   inferenceRoutes(app)
+  countTokensRoutes(app)
 
   // Graceful shutdown: fastify's close() stops accepting and waits for every open connection, so
   // in-flight calls and streams run on; past server.shutdownGraceMs the ones still running are cut
