@@ -122,6 +122,8 @@ export const RESPONSES_GOLDEN_CASES: readonly ResponsesGoldenCase[] = [
 ]
 
 const GOLDEN_USAGE: Usage = { inputTokens: 20, cachedInputTokens: 4, cacheWriteTokens: 0, outputTokens: 7 }
+/** Prompt caching: 4 tokens read from the cache and 6 written to it, out of 30. */
+const CACHE_USAGE: Usage = { inputTokens: 30, cachedInputTokens: 4, cacheWriteTokens: 6, outputTokens: 7 }
 const GOLDEN_RESPONSES_USAGE = { input_tokens: 20, input_tokens_details: { cached_tokens: 4 }, output_tokens: 7, total_tokens: 27 }
 const call = (id: string, name: string, city: string) => ({ id, type: 'function', function: { name, arguments: JSON.stringify({ city }) } })
 const use = (id: string, name: string, city: string) => ({ type: 'tool_use', id, name, input: { city } })
@@ -164,6 +166,17 @@ export const RESPONSES_GOLDEN_ANSWERS: readonly ResponsesGoldenAnswer[] = [
     upstream: 'chat', answer: { message: { role: 'assistant', content: 'Hi', reasoning_content: 'think' }, finish_reason: 'stop' }, usage: GOLDEN_USAGE,
     expect: { output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'think' }] }, { type: 'message' }] },
   },
+  {
+    name: 'responses ← chat: reasoning (OpenRouter) is a reasoning item before the function_call',
+    upstream: 'chat', answer: { message: { role: 'assistant', content: null, reasoning: 'Need weather.', tool_calls: [call('call_1', 'get_weather', 'Paris')] }, finish_reason: 'tool_calls' }, usage: GOLDEN_USAGE,
+    expect: { output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Need weather.' }] }, { type: 'function_call', call_id: 'call_1', name: 'get_weather' }] },
+  },
+  ...(['chat', 'messages'] as const).map((upstream): ResponsesGoldenAnswer => ({
+    name: `responses ← ${upstream}: cache reads and writes: input_tokens include both, cached_tokens the reads`,
+    upstream, usage: CACHE_USAGE,
+    answer: upstream === 'chat' ? { message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' } : { content: [{ type: 'text', text: 'Hello' }], stop_reason: 'end_turn' },
+    expect: { usage: { input_tokens: 30, input_tokens_details: { cached_tokens: 4 }, output_tokens: 7, total_tokens: 37 } },
+  })),
 ]
 
 const TEXT_SHAPE = [
@@ -236,6 +249,27 @@ export const RESPONSES_GOLDEN_STREAMS: readonly ResponsesGoldenStream[] = [
       'response.completed',
     ],
     final: { output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'think' }] }, { type: 'message', content: [{ type: 'output_text', text: 'Hi' }] }] },
+  },
+  {
+    name: 'responses ← chat stream: reasoning (OpenRouter) deltas are a reasoning item; cache reads and writes in the final usage', upstream: 'chat',
+    stream: { deltas: [{ role: 'assistant', content: '' }, { reasoning: 'thi' }, { reasoning: 'nk' }, { content: 'Hi' }], finish_reason: 'stop' }, usage: CACHE_USAGE,
+    shape: [
+      'response.created', 'response.in_progress',
+      'response.output_item.added', 'response.content_part.added', 'response.reasoning_text.delta', 'response.reasoning_text.delta',
+      'response.reasoning_text.done', 'response.content_part.done', 'response.output_item.done',
+      'response.output_item.added', 'response.content_part.added', 'response.output_text.delta',
+      'response.output_text.done', 'response.content_part.done', 'response.output_item.done',
+      'response.completed',
+    ],
+    final: {
+      output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'think' }] }, { type: 'message', content: [{ type: 'output_text', text: 'Hi' }] }],
+      usage: { input_tokens: 30, input_tokens_details: { cached_tokens: 4 }, output_tokens: 7, total_tokens: 37 },
+    },
+  },
+  {
+    name: 'responses ← messages stream: cache reads and writes in the final usage', upstream: 'messages',
+    stream: { events: [['content_block_start', { index: 0, content_block: { type: 'text', text: '' } }], ['content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Hel' } }], ['content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'lo' } }], ['content_block_stop', { index: 0 }]], stop_reason: 'end_turn' },
+    usage: CACHE_USAGE, shape: TEXT_SHAPE, final: { status: 'completed', usage: { input_tokens: 30, input_tokens_details: { cached_tokens: 4 }, output_tokens: 7, total_tokens: 37 } },
   },
 ]
 

@@ -17,7 +17,7 @@ import type { Usage } from '../core/types/usage.ts'
 import { SseParser } from '../core/dispatch/sse.ts'
 
 /** The parameters the golden model lists: a case may only use these (others are dropped before the upstream). */
-export const GOLDEN_PARAMS = ['temperature', 'top_p', 'max_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'stop_sequences', 'metadata', 'user'] as const
+export const GOLDEN_PARAMS = ['temperature', 'top_p', 'max_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'stop_sequences', 'metadata', 'user', 'reasoning_effort', 'thinking'] as const
 
 /** The client body every case starts from (a case's `body` is merged over it). */
 export function goldenBody (client: Protocol, model: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
@@ -25,6 +25,15 @@ export function goldenBody (client: Protocol, model: string, extra: Record<strin
     ? { model, messages: [{ role: 'user', content: 'hi' }], ...extra }
     : { model, max_tokens: 64, messages: [{ role: 'user', content: 'hi' }], ...extra }
 }
+
+/** Every client/upstream protocol pair. */
+const PAIRS_ALL: ReadonlyArray<readonly [Protocol, Protocol]> = [['chat', 'chat'], ['messages', 'chat'], ['messages', 'messages'], ['chat', 'messages']]
+
+/** A messages `thinking` (client) → the chat `reasoning_effort` the upstream gets. */
+export const THINKING_TO_EFFORT: ReadonlyArray<readonly [unknown, string]> = [
+  [{ type: 'enabled', budget_tokens: 1024 }, 'low'], [{ type: 'enabled', budget_tokens: 2048 }, 'medium'],
+  [{ type: 'enabled', budget_tokens: 4096 }, 'high'], [{ type: 'enabled', budget_tokens: 32000 }, 'high'], [{ type: 'adaptive' }, 'medium'],
+]
 
 export interface GoldenCase {
   name: string
@@ -265,6 +274,35 @@ export const GOLDEN_CASES: readonly GoldenCase[] = [
     body: { tools: [MESSAGES_TOOL], messages: MESSAGES_TOOL_TURNS },
     expect: { messages: MESSAGES_TOOL_TURNS },
   },
+  // reasoning and prompt caching across protocols
+  ...THINKING_TO_EFFORT.map(([thinking, effort]): GoldenCase => ({
+    name: `messages → chat: thinking ${JSON.stringify(thinking)} becomes reasoning_effort ${effort}`,
+    client: 'messages', upstream: 'chat', body: { thinking }, expect: { reasoning_effort: effort },
+  })),
+  {
+    name: 'messages → chat: thinking blocks in the history are dropped, the text and tool_use around them kept',
+    client: 'messages', upstream: 'chat',
+    body: { messages: [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: [{ type: 'thinking', thinking: 'Short answer.', signature: 'EqQBCgIYAhIM' }, { type: 'redacted_thinking', data: 'EmwKAhgB' }, { type: 'text', text: 'Hello' }] },
+      { role: 'user', content: 'more' },
+    ] },
+    expect: { messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'Hello' }, { role: 'user', content: 'more' }] },
+  },
+  {
+    name: 'messages → messages: cache_control on system, tools and message blocks reaches the upstream untouched',
+    client: 'messages', upstream: 'messages',
+    body: {
+      system: [{ type: 'text', text: 'long rules', cache_control: { type: 'ephemeral' } }],
+      tools: [{ ...MESSAGES_TOOL, cache_control: { type: 'ephemeral', ttl: '1h' } }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }] }],
+    },
+    expect: {
+      system: [{ type: 'text', text: 'long rules', cache_control: { type: 'ephemeral' } }],
+      tools: [{ name: 'get_weather', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }] }],
+    },
+  },
 ]
 
 // ── answers (non-streamed) ────────────────────────────────────────────────────────────────────
@@ -290,6 +328,8 @@ export interface GoldenAnswer {
 
 /** Counts with cached input: what billing must see, whatever the protocol. */
 export const GOLDEN_USAGE: Usage = { inputTokens: 20, cachedInputTokens: 4, cacheWriteTokens: 0, outputTokens: 7 }
+/** Counts with cache reads and cache writes (prompt caching): both must reach every protocol's usage. */
+export const GOLDEN_CACHE_USAGE: Usage = { inputTokens: 30, cachedInputTokens: 4, cacheWriteTokens: 6, outputTokens: 7 }
 
 const CHAT_TOOL_ANSWER = { role: 'assistant', content: 'Checking.', tool_calls: [call('call_1', 'Paris'), call('call_2', 'Rome')] }
 const MESSAGES_TOOL_ANSWER = [{ type: 'text', text: 'Checking.' }, use('toolu_1', 'Paris'), use('toolu_2', 'Rome')]
@@ -348,6 +388,25 @@ export const GOLDEN_ANSWERS: readonly GoldenAnswer[] = [
     client: 'chat', upstream: 'messages',
     answer: { content: [{ type: 'text', text: 'x' }], stop_reason: stop }, usage: GOLDEN_USAGE,
     expect: { choices: [{ finish_reason: finish }] },
+  })),
+  // reasoning and prompt caching across protocols
+  {
+    name: 'messages ← chat: reasoning_content (DeepSeek, vLLM) becomes a thinking block before the text',
+    client: 'messages', upstream: 'chat',
+    answer: { message: { role: 'assistant', content: 'Hello', reasoning_content: 'Short answer.' }, finish_reason: 'stop' }, usage: GOLDEN_USAGE,
+    expect: { content: [{ type: 'thinking', thinking: 'Short answer.', signature: '' }, { type: 'text', text: 'Hello' }], stop_reason: 'end_turn' },
+  },
+  {
+    name: 'messages ← chat: reasoning (OpenRouter) becomes a thinking block before the tool_use',
+    client: 'messages', upstream: 'chat',
+    answer: { message: { role: 'assistant', content: null, reasoning: 'Need weather.', tool_calls: [call('call_1', 'Paris')] }, finish_reason: 'tool_calls' }, usage: GOLDEN_USAGE,
+    expect: { content: [{ type: 'thinking', thinking: 'Need weather.' }, use('call_1', 'Paris')], stop_reason: 'tool_use' },
+  },
+  ...PAIRS_ALL.map(([client, upstream]): GoldenAnswer => ({
+    name: `${client} ← ${upstream}: cache reads and cache writes reach the client's usage and billing`,
+    client, upstream, usage: GOLDEN_CACHE_USAGE,
+    answer: upstream === 'chat' ? { message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' } : { content: [{ type: 'text', text: 'Hello' }], stop_reason: 'end_turn' },
+    expect: { usage: clientUsage(client, GOLDEN_CACHE_USAGE) },
   })),
 ]
 
@@ -446,7 +505,7 @@ const ODDITIES: ReadonlyArray<readonly [string, SseFraming]> = [
 ]
 const TEXT_SHAPE = { chat: ['role assistant', 'text Hel', 'text lo', 'finish stop', '[DONE]'], messages: ['message_start', 'start 0 text', 'delta 0 text_delta Hel', 'delta 0 text_delta lo', 'stop 0', 'message_delta end_turn', 'message_stop'] }
 const UTF8_SHAPE = { chat: ['role assistant', 'text Grüße, ', 'text 世界', 'finish stop', '[DONE]'], messages: ['message_start', 'start 0 text', 'delta 0 text_delta Grüße, ', 'delta 0 text_delta 世界', 'stop 0', 'message_delta end_turn', 'message_stop'] }
-const PAIRS: ReadonlyArray<readonly [Protocol, Protocol]> = [['chat', 'chat'], ['messages', 'chat'], ['messages', 'messages'], ['chat', 'messages']]
+const PAIRS: ReadonlyArray<readonly [Protocol, Protocol]> = PAIRS_ALL
 
 /** Every protocol pair through each SSE oddity; a chat upstream also without its closing [DONE]. */
 const SSE_ODDITY_STREAMS: GoldenStream[] = PAIRS.flatMap(([client, upstream]): GoldenStream[] => [
@@ -544,22 +603,50 @@ export const GOLDEN_STREAMS: readonly GoldenStream[] = [
     stream: { events: textBlock(0, ['a']), stop_reason: stop }, usage: GOLDEN_USAGE,
     shape: ['role assistant', 'text a', `finish ${finish}`, '[DONE]'],
   })),
+  // reasoning and prompt caching across protocols
+  ...(['reasoning_content', 'reasoning'] as const).map((field): GoldenStream => ({
+    name: `messages ← chat: streamed ${field} deltas become a thinking block before the text`, client: 'messages', upstream: 'chat', usage: GOLDEN_USAGE,
+    stream: { deltas: [{ role: 'assistant', content: '' }, { [field]: 'thi' }, { [field]: 'nk' }, { content: 'Hel' }, { content: 'lo' }], finish_reason: 'stop' },
+    shape: ['message_start', 'start 0 thinking', 'delta 0 thinking_delta thi', 'delta 0 thinking_delta nk', 'stop 0', 'start 1 text', 'delta 1 text_delta Hel', 'delta 1 text_delta lo', 'stop 1', 'message_delta end_turn', 'message_stop'],
+  })),
+  {
+    name: 'messages ← chat: streamed reasoning then a tool call: a thinking block, then the tool_use block', client: 'messages', upstream: 'chat', usage: GOLDEN_USAGE,
+    stream: { deltas: [{ role: 'assistant', content: null }, { reasoning_content: 'Need weather.' }, tc(0, { name: 'get_weather', arguments: '' }, 'call_1'), tc(0, { arguments: '{"city":"Paris"}' })], finish_reason: 'tool_calls' },
+    shape: ['message_start', 'start 0 thinking', 'delta 0 thinking_delta Need weather.', 'stop 0', 'start 1 tool_use call_1 get_weather', 'delta 1 input_json_delta {"city":"Paris"}', 'stop 1', 'message_delta tool_use', 'message_stop'],
+  },
+  {
+    name: 'messages ← messages: a stream with cache reads and writes passes with both counts', client: 'messages', upstream: 'messages', stream: MESSAGES_TEXT, usage: GOLDEN_CACHE_USAGE,
+    shape: ['message_start', 'start 0 text', 'delta 0 text_delta Hel', 'delta 0 text_delta lo', 'stop 0', 'message_delta end_turn', 'message_stop'],
+  },
+  {
+    name: 'messages ← chat: a stream with cache reads and writes splits them into the messages usage', client: 'messages', upstream: 'chat', stream: CHAT_TEXT, usage: GOLDEN_CACHE_USAGE,
+    shape: ['message_start', 'start 0 text', 'delta 0 text_delta Hel', 'delta 0 text_delta lo', 'stop 0', 'message_delta end_turn', 'message_stop'],
+  },
+  {
+    name: 'chat ← messages: a stream with cache reads and writes: prompt_tokens include both, details name each', client: 'chat', upstream: 'messages', body: WITH_USAGE, stream: MESSAGES_TEXT, usage: GOLDEN_CACHE_USAGE,
+    shape: ['role assistant', 'text Hel', 'text lo', 'finish stop', 'usage', '[DONE]'],
+  },
 ]
 
 // ── building the upstream's side, reading the client's ────────────────────────────────────────
 
+function chatDetails (u: Usage): Record<string, number> {
+  return u.cacheWriteTokens ? { cached_tokens: u.cachedInputTokens, cache_write_tokens: u.cacheWriteTokens } : { cached_tokens: u.cachedInputTokens }
+}
+
 /** The `usage` object of `protocol`'s standard fields for normalized counts. */
 export function standardUsage (protocol: Protocol, u: Usage): Record<string, unknown> {
+  // Chat has no standard cache-write field: `prompt_tokens_details.cache_write_tokens` (OpenRouter's) when there are writes.
   return protocol === 'chat'
-    ? { prompt_tokens: u.inputTokens, completion_tokens: u.outputTokens, total_tokens: u.inputTokens + u.outputTokens, prompt_tokens_details: { cached_tokens: u.cachedInputTokens } }
+    ? { prompt_tokens: u.inputTokens, completion_tokens: u.outputTokens, total_tokens: u.inputTokens + u.outputTokens, prompt_tokens_details: chatDetails(u) }
     : { input_tokens: u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens, cache_read_input_tokens: u.cachedInputTokens, cache_creation_input_tokens: u.cacheWriteTokens, output_tokens: u.outputTokens }
 }
 
 /** The usage a client of `client` must see in a translated answer (or the final usage of a translated stream). */
 export function clientUsage (client: Protocol, u: Usage): Record<string, unknown> {
   return client === 'chat'
-    ? { prompt_tokens: u.inputTokens, completion_tokens: u.outputTokens, total_tokens: u.inputTokens + u.outputTokens, prompt_tokens_details: { cached_tokens: u.cachedInputTokens } }
-    : { input_tokens: u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens, cache_read_input_tokens: u.cachedInputTokens, output_tokens: u.outputTokens }
+    ? { prompt_tokens: u.inputTokens, completion_tokens: u.outputTokens, total_tokens: u.inputTokens + u.outputTokens, prompt_tokens_details: chatDetails(u) }
+    : { input_tokens: u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens, cache_read_input_tokens: u.cachedInputTokens, cache_creation_input_tokens: u.cacheWriteTokens, output_tokens: u.outputTokens }
 }
 
 /** The whole upstream answer body for a golden answer, with `usage` the upstream's own usage object. */

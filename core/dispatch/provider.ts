@@ -47,6 +47,11 @@ export interface ProviderInstance {
   readonly protocol: ClientProtocol
   /** Pure: URL, auth header, body bytes. */
   prepare (call: UpstreamCall): UpstreamRequest
+  /**
+   * Optional, messages-protocol upstreams: the request for Anthropic's count tokens API
+   * (`/v1/messages/count_tokens`); `call.body` is the client's count body with the upstream model.
+   */
+  prepareCountTokens? (call: UpstreamCall): UpstreamRequest
   /** Maps an upstream non-2xx answer to a gateway error (core has a default). */
   mapError? (status: number, headers: UpstreamResponse['headers'], bodyText: string): GatewayError
   /**

@@ -33,6 +33,7 @@ import { clientErrorHandler, discardRestOfBody } from './connection.ts'
 import { openBackends } from './backends.ts'
 import { prepareInference, inferenceRoutes } from '../routes/inference.ts'
 import { modelRoutes } from '../routes/models.ts'
+import { prepareCountTokens, countTokensRoutes } from '../routes/count-tokens.ts'
 import { probeRoutes } from '../routes/probes.ts'
 import { reservedRoutes } from '../routes/reserved.ts'
 import { Observer, isExpectedError } from '../observe/observer.ts'
@@ -428,6 +429,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     if (ctx.route === 'probes' && gw.config.server.exemptProbesFromPlugins) return done()
     try {
       if (ctx.route === 'chat' || ctx.route === 'messages' || ctx.route === 'responses') prepareInference(gw, ctx, request.body)
+      else if (ctx.route === 'count_tokens') prepareCountTokens(gw, ctx, request.body)
       else if (request.body !== undefined) ctx.body = deepFreeze(request.body)
     } catch (err) {
       return done(err as Error)
@@ -454,6 +456,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   modelRoutes(app)
   reservedRoutes(app)
   inferenceRoutes(app)
+  countTokensRoutes(app)
   // On the main listener the metrics route is a probe: no key asked, the connect-phase plugins
   // (the IP limit) still apply. For the admin listener, see registerMetricsRoute.
   if (config.metrics.listen === 'main') registerMetricsRoute(app, currentGw, config.metrics.path, { gwRoute: 'probes', protocol: 'none' })

@@ -58,3 +58,16 @@ export const ResponsesBody = Type.Object({
   include: Type.Optional(Type.Union([Type.Array(Type.String()), Type.Null()])),
   user: Type.Optional(Type.String()),
 }, { additionalProperties: true })
+
+/** Count-tokens body (`POST /v1/messages/count_tokens`): a messages body without `max_tokens` or sampling fields. */
+export const CountTokensBody = Type.Object({
+  model: Type.String({ minLength: 1 }),
+  messages: Type.Array(Type.Object({
+    role: Type.Union([Type.Literal('user'), Type.Literal('assistant')]),
+    content: Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }))]),
+  }, { additionalProperties: true })),
+  system: Type.Optional(Type.Union([Type.String(), Type.Array(Type.Object({}, { additionalProperties: true }))])),
+  tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
+  tool_choice: Type.Optional(Type.Object({}, { additionalProperties: true })),
+  thinking: Type.Optional(Type.Object({}, { additionalProperties: true })),
+}, { additionalProperties: true })

@@ -41,7 +41,7 @@ export default definePlugin({
   name: 'auth',
   phase: 'authenticate',
   provides: ['principal'],
-  defaultRoutes: ['chat', 'messages', 'responses', 'models', 'reserved'],
+  defaultRoutes: ['chat', 'messages', 'responses', 'count_tokens', 'models', 'reserved'],
   configSchema: AuthConfig,
   // Plain keys are hashed and dropped before the config is frozen: only hashes stay in memory.
   prepareConfig (config) {

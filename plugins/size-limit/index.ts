@@ -14,7 +14,7 @@ import { SizeLimitConfig } from './schema.ts'
 export default definePlugin({
   name: 'size-limit',
   phase: 'connect',
-  defaultRoutes: ['chat', 'messages', 'responses', 'reserved', 'other'],
+  defaultRoutes: ['chat', 'messages', 'responses', 'count_tokens', 'reserved', 'other'],
   configSchema: SizeLimitConfig,
   create (config) {
     const max = config.maxBytes

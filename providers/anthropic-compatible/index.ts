@@ -2,7 +2,7 @@
  * @module providers/anthropic-compatible – any messages-protocol server (Anthropic, and the
  * vendors that expose an Anthropic-compatible endpoint). The spec's `msgvendor/` models.
  */
-import { defineProvider } from '../../index.ts'
+import { defineProvider, type UpstreamCall } from '../../index.ts'
 import { splitBaseUrl } from '../base-url.ts'
 import { AnthropicCompatibleConfig } from './schema.ts'
 
@@ -34,13 +34,20 @@ export default defineProvider({
       if (kept.length < items.length) deps.log.debug({ dropped: items.filter(b => !allowed.has(b)) }, 'anthropic-beta values not on the allow-list dropped')
       return kept.length > 0 ? kept.join(',') : undefined
     }
+    function headersFor (call: UpstreamCall): Record<string, string> {
+      const headers: Record<string, string> = { ...base, accept: call.stream ? 'text/event-stream' : 'application/json' }
+      const beta = config.forwardBeta ? allowedBetas(call.clientHeaders['anthropic-beta']) : undefined
+      if (beta) headers['anthropic-beta'] = beta
+      return headers
+    }
     return {
       protocol: 'messages',
       prepare (call) {
-        const headers: Record<string, string> = { ...base, accept: call.stream ? 'text/event-stream' : 'application/json' }
-        const beta = config.forwardBeta ? allowedBetas(call.clientHeaders['anthropic-beta']) : undefined
-        if (beta) headers['anthropic-beta'] = beta
-        return { origin, path, headers, body: call.bodyText ?? JSON.stringify(call.body) }
+        return { origin, path, headers: headersFor(call), body: call.bodyText ?? JSON.stringify(call.body) }
+      },
+      // Anthropic's count tokens API sits next to the messages path; same headers and betas.
+      prepareCountTokens (call) {
+        return { origin, path: `${path}/count_tokens`, headers: headersFor(call), body: JSON.stringify(call.body) }
       },
     }
   },

@@ -7,6 +7,10 @@
  * Response and stream: content blocks ↔ message and tool calls, stop reasons and usage mapped,
  * the stream rebuilt event by event (message_start first with an input estimate, one content
  * block per text run or tool call, message_delta with the final usage, then message_stop).
+ * Reasoning: `thinking` → `reasoning_effort` (thinkingEffort); thinking blocks in the history are
+ * dropped (a chat upstream cannot take another vendor's signed thinking); the upstream's
+ * `reasoning_content` / `reasoning` (DeepSeek, vLLM, OpenRouter) comes back as a thinking block
+ * ahead of the text, with an empty signature.
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
 import type { Usage } from '../../core/types/usage.ts'
@@ -131,6 +135,26 @@ function convertTools (tools: any[]): unknown[] {
   return out
 }
 
+/**
+ * The client's `thinking` as a chat `reasoning_effort`: a budget under 2048 tokens is `low`, under
+ * 4096 `medium`, more `high` (the inverse of the chat → messages budgets 1024/2048/4096);
+ * `adaptive` is `medium`; `disabled` or none sets nothing.
+ */
+export function thinkingEffort (thinking: unknown): string | undefined {
+  const t = thinking as { type?: unknown, budget_tokens?: unknown } | null | undefined
+  if (t?.type === 'adaptive') return 'medium'
+  if (t?.type !== 'enabled') return undefined
+  const budget = typeof t.budget_tokens === 'number' ? t.budget_tokens : 0
+  return budget < 2048 ? 'low' : budget < 4096 ? 'medium' : 'high'
+}
+
+/** The reasoning text of a chat message or delta: `reasoning_content` (DeepSeek, vLLM) or `reasoning` (OpenRouter). */
+function reasoningText (m: any): string {
+  if (typeof m?.reasoning_content === 'string') return m.reasoning_content
+  if (typeof m?.reasoning === 'string') return m.reasoning
+  return ''
+}
+
 function request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
   const out: Record<string, unknown> = { model: opts.upstreamModel }
   out.messages = convertMessages(body, opts.upstream?.systemRole ?? 'system')
@@ -154,6 +178,8 @@ function request (body: Record<string, any>, opts: TranslateOptions): Record<str
   if (fmt?.type === 'json_schema' && fmt.schema) {
     out.response_format = { type: 'json_schema', json_schema: { name: 'structured_output', schema: fmt.schema, strict: true } }
   }
+  const effort = thinkingEffort(body.thinking)
+  if (effort !== undefined) out.reasoning_effort = effort
   if (body.stream === true) {
     out.stream = true
     out.stream_options = { include_usage: true }
@@ -183,6 +209,8 @@ function response (body: any, opts: TranslateOptions): { body: unknown, usage: U
   const choice = body?.choices?.[0] ?? {}
   const m = choice.message ?? {}
   const content: unknown[] = []
+  const reasoning = reasoningText(m)
+  if (reasoning !== '') content.push({ type: 'thinking', thinking: reasoning, signature: '' })
   const text = typeof m.content === 'string' ? m.content : textOf(m.content)
   if (text !== '') content.push({ type: 'text', text })
   if (typeof m.refusal === 'string' && m.refusal !== '') content.push({ type: 'text', text: m.refusal })
@@ -219,7 +247,7 @@ class MessagesClientStream implements StreamTranslator {
   #started = false
   #done = false
   #next = 0
-  #open: { kind: 'text', index: number } | undefined
+  #open: { kind: 'text' | 'thinking', index: number } | undefined
   readonly #tools = new Map<number, ToolBuf>()
   #finish: unknown = null
   #refusal = false
@@ -248,8 +276,18 @@ class MessagesClientStream implements StreamTranslator {
     return sseEvent('content_block_stop', { type: 'content_block_stop', index: i })
   }
 
+  #thinking (t: string): string {
+    let out = this.#open?.kind === 'text' ? this.#closeOpen() : ''
+    if (!this.#open) {
+      const index = this.#next++
+      this.#open = { kind: 'thinking', index }
+      out += sseEvent('content_block_start', { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } })
+    }
+    return out + sseEvent('content_block_delta', { type: 'content_block_delta', index: this.#open.index, delta: { type: 'thinking_delta', thinking: t } })
+  }
+
   #text (t: string): string {
-    let out = ''
+    let out = this.#open?.kind === 'thinking' ? this.#closeOpen() : ''
     if (!this.#open) {
       const index = this.#next++
       this.#open = { kind: 'text', index }
@@ -305,6 +343,8 @@ class MessagesClientStream implements StreamTranslator {
     if (!choice) return out // usage-only chunk: no block logic
     const d = choice.delta ?? {}
     this.outputChars += chatDeltaChars(d)
+    const reasoning = reasoningText(d)
+    if (reasoning !== '') out += this.#thinking(reasoning)
     if (typeof d.content === 'string' && d.content !== '') out += this.#text(d.content)
     if (typeof d.refusal === 'string' && d.refusal !== '') { this.#refusal = true; out += this.#text(d.refusal) }
     if (Array.isArray(d.tool_calls)) {

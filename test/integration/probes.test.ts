@@ -39,7 +39,7 @@ t.test('probes', async t => {
     const res = await app.inject({ url: '/v1/nothing', headers: auth() })
     t.equal(res.statusCode, 404)
     t.equal(res.json().error.code, 404)
-    const msg = await app.inject({ method: 'POST', url: '/v1/messages/count_tokens', headers: auth(), payload: {} })
+    const msg = await app.inject({ method: 'POST', url: '/v1/messages/batches', headers: auth(), payload: {} })
     t.equal(msg.statusCode, 404)
     t.equal(msg.json().type, 'error')
     t.equal(msg.json().error.type, 'not_found_error')

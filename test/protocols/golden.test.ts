@@ -23,7 +23,7 @@ t.test('golden answers', async t => {
     const { body, usage } = translators[`${c.client}-to-${c.upstream}`].response(upstreamAnswerBody(c.answer, standardUsage(c.upstream, c.usage)), opts) as { body: any, usage: any }
     t.equal(matches(body, c.expect), undefined, c.name)
     if (c.client !== c.upstream) t.equal(matches(body.usage, clientUsage(c.client, c.usage)), undefined, `${c.name}: the client's usage`)
-    t.match(usage, { inputTokens: c.usage.inputTokens, cachedInputTokens: c.usage.cachedInputTokens, outputTokens: c.usage.outputTokens }, `${c.name}: normalized usage`)
+    t.match(usage, { inputTokens: c.usage.inputTokens, cachedInputTokens: c.usage.cachedInputTokens, cacheWriteTokens: c.usage.cacheWriteTokens, outputTokens: c.usage.outputTokens }, `${c.name}: normalized usage`)
   }
 })
 
@@ -41,7 +41,7 @@ t.test('golden streams', async t => {
     const { shape, usage } = streamShape(c.client, out)
     t.same(shape, c.shape, c.name)
     if (c.client !== c.upstream && (c.client === 'messages' || shape.includes('usage'))) t.equal(matches(usage, clientUsage(c.client, c.usage)), undefined, `${c.name}: the client's usage`)
-    t.match(st.usage, { inputTokens: c.usage.inputTokens, cachedInputTokens: c.usage.cachedInputTokens, outputTokens: c.usage.outputTokens }, `${c.name}: normalized usage`)
+    t.match(st.usage, { inputTokens: c.usage.inputTokens, cachedInputTokens: c.usage.cachedInputTokens, cacheWriteTokens: c.usage.cacheWriteTokens, outputTokens: c.usage.outputTokens }, `${c.name}: normalized usage`)
     t.equal(st.finished, true, `${c.name}: finished`)
   }
 })

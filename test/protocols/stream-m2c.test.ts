@@ -36,7 +36,7 @@ function shape (evs: Ev[]): string[] {
   return evs.map(({ event, data }) => {
     switch (event) {
       case 'content_block_start': return `start ${data.index} ${data.content_block.type}${data.content_block.type === 'tool_use' ? ' ' + data.content_block.id + ' ' + data.content_block.name : ''}`
-      case 'content_block_delta': return `delta ${data.index} ${data.delta.type} ${data.delta.text ?? data.delta.partial_json}`
+      case 'content_block_delta': return `delta ${data.index} ${data.delta.type} ${data.delta.text ?? data.delta.partial_json ?? data.delta.thinking}`
       case 'content_block_stop': return `stop ${data.index}`
       case 'message_delta': return `message_delta ${data.delta.stop_reason}`
       case 'error': return `error ${data.error.type}`
@@ -173,11 +173,11 @@ t.test('5b. text, tool call and finish all in one chunk', async t => {
   t.same(shape(events(t, out)), ['message_start', 'start 0 text', 'delta 0 text_delta x', 'stop 0', 'start 1 tool_use c f', 'delta 1 input_json_delta {"a":1}', 'stop 1', 'message_delta tool_use', 'message_stop'])
 })
 
-t.test('5c. `tool_calls: []` next to text is text, not a tool call; reasoning_content never becomes text', async t => {
+t.test('5c. `tool_calls: []` next to text is text, not a tool call; reasoning_content is a thinking block, never text', async t => {
   const { out } = run(chunk({ reasoning_content: 'hmm' }) + chunk({ content: 'hi', tool_calls: [] }) + chunk({}, 'stop') + DONE)
   const evs = events(t, out)
-  t.same(shape(evs), ['message_start', 'start 0 text', 'delta 0 text_delta hi', 'stop 0', 'message_delta end_turn', 'message_stop'])
-  t.notMatch(out, /hmm/)
+  t.same(shape(evs), ['message_start', 'start 0 thinking', 'delta 0 thinking_delta hmm', 'stop 0', 'start 1 text', 'delta 1 text_delta hi', 'stop 1', 'message_delta end_turn', 'message_stop'])
+  t.notOk(evs.some(e => e.data?.delta?.type === 'text_delta' && /hmm/.test(e.data.delta.text)), 'no reasoning in a text delta')
 })
 
 t.test('6. usage: legacy cache_creation_input_tokens, null details, cached > prompt floors at 0', async t => {

@@ -1,0 +1,74 @@
+/**
+ * @module routes/count-tokens – POST /v1/messages/count_tokens (Anthropic's count tokens API):
+ * forwarded to a messages-protocol upstream of the model, otherwise counted locally. Never billed.
+ */
+import type { FastifyInstance } from 'fastify'
+import { gatewayOf, type Gateway } from './gateway.ts'
+import type { RequestContext } from '../pipeline/runner.ts'
+import { compileOrThrow, describeErrors } from '../config/schema.ts'
+import { gwError } from '../errors/errors.ts'
+import { orderDeployments } from '../dispatch/routing.ts'
+import { readText } from '../dispatch/upstream-errors.ts'
+import { countInputTokens } from '../dispatch/token-count.ts'
+import { CountTokensBody } from './request-schemas.ts'
+
+const validate = compileOrThrow(CountTokensBody, 'count_tokens request')
+
+/** How long a forwarded count may take before the gateway counts locally instead. */
+export const COUNT_TOKENS_UPSTREAM_TIMEOUT_MS = 10_000
+/** Upstream count answers are small; anything larger is not one. */
+const MAX_COUNT_BODY = 64 * 1024
+
+/** Checks the body and resolves the model for the caller (preHandler, before `inspect`). */
+export function prepareCountTokens (gw: Gateway, ctx: RequestContext, body: unknown): void {
+  if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw gwError('GW_ERR_BAD_REQUEST', ['the body must be a JSON object'])
+  }
+  const b = body as Record<string, unknown>
+  if (typeof b.model !== 'string' || b.model === '') throw gwError('GW_ERR_MODEL_MISSING')
+  if (!validate(b)) {
+    const { path, message } = describeErrors(validate.errors)
+    throw gwError('GW_ERR_BAD_REQUEST', [`${path === '/' ? 'body' : path.slice(1).replace(/\//g, '.')}: ${message}`])
+  }
+  const model = gw.catalog.usable(b.model, ctx.principal)
+  if (!model) throw gwError('GW_ERR_MODEL_UNKNOWN', [b.model])
+  ctx.model = model
+  ctx.body = Object.freeze(b)
+}
+
+/**
+ * The count from the model's messages-protocol deployments, in routing order, with the model name
+ * replaced by the upstream's; undefined when none has one to give (no such deployment, the
+ * upstream unreachable, a non-2xx answer, or an answer without a numeric `input_tokens`).
+ */
+async function upstreamCount (gw: Gateway, ctx: RequestContext): Promise<number | undefined> {
+  const body = ctx.body as Record<string, unknown>
+  for (const d of orderDeployments(ctx.model!.deployments)) {
+    const provider = gw.providers.get(d.provider)
+    if (!provider?.prepareCountTokens) continue
+    const req = provider.prepareCountTokens({ model: ctx.model!, deployment: d, body: { ...body, model: d.upstreamModel }, stream: false, clientHeaders: ctx.headers, requestId: ctx.requestId })
+    try {
+      const res = await gw.upstream.send(req, AbortSignal.timeout(COUNT_TOKENS_UPSTREAM_TIMEOUT_MS))
+      const text = await readText(res.body, MAX_COUNT_BODY)
+      if (res.status >= 200 && res.status < 300) {
+        const n = (JSON.parse(text) as { input_tokens?: unknown }).input_tokens
+        if (typeof n === 'number' && Number.isInteger(n) && n >= 0) return n
+      }
+      ctx.log.warn({ provider: d.provider, status: res.status }, 'upstream gave no token count; counting locally')
+    } catch (err) {
+      ctx.log.warn({ err, provider: d.provider }, 'upstream token count failed; counting locally')
+    }
+  }
+  return undefined
+}
+
+export function countTokensRoutes (app: FastifyInstance): void {
+  app.post('/v1/messages/count_tokens', { config: { gwRoute: 'count_tokens', protocol: 'messages' } }, async (request, reply) => {
+    const ctx = (request as any).gw as RequestContext
+    const gw = gatewayOf(request)
+    const model = ctx.model!
+    const counted = await upstreamCount(gw, ctx)
+    const inputTokens = counted ?? await countInputTokens(ctx.body as Record<string, unknown>, model.deployments[0]?.upstreamModel ?? model.id)
+    return reply.header('content-type', 'application/json').send(JSON.stringify({ input_tokens: inputTokens }))
+  })
+}

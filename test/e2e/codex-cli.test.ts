@@ -1,0 +1,136 @@
+/**
+ * Codex CLI (`codex exec`, the @openai/codex dev dependency) against a listening gateway, offline:
+ * the gateway is a custom model provider (`wire_api = "responses"`) in a temporary CODEX_HOME, and
+ * the loopback fake upstream (chat, then messages) answers the first turn with a call of Codex's
+ * shell tool and the next, once the command's output came back, with text. The run must execute
+ * the command and finish the turn with that text.
+ *
+ * Nothing leaves loopback: OPENAI_API_KEY is unset, the provider is set explicitly, update checks
+ * and analytics are off, and every HTTP(S) proxy variable points at a closed local port (only
+ * 127.0.0.1 is exempt), so a call to any other host fails instead of reaching the internet.
+ */
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
+import { startFakeUpstream, upstreamDoc, sse, chatChunk, chatUsageChunk, chatTextStream, messagesTextStream, msgEvent, DONE, type Recorded } from '../helpers/fake-upstream.ts'
+
+const CODEX = resolve('node_modules/.bin/codex')
+// The command's output ("codex-42") is not in its text: finding it upstream proves the command ran.
+const COMMAND = 'echo codex-$((6*7))'
+const OUTPUT = 'codex-42'
+const FINAL = 'The command printed codex-42.'
+
+/** The shell tool's output as the upstream received it, if any. */
+function toolResultIn (kind: 'chat' | 'messages', body: any): string | undefined {
+  for (const m of body.messages as any[]) {
+    if (kind === 'chat' && m.role === 'tool') return typeof m.content === 'string' ? m.content : JSON.stringify(m.content)
+    if (kind === 'messages' && Array.isArray(m.content)) {
+      for (const b of m.content) if (b.type === 'tool_result') return typeof b.content === 'string' ? b.content : JSON.stringify(b.content)
+    }
+  }
+  return undefined
+}
+
+/** Codex's shell tool among the tools it sent: `exec_command` ({cmd}) in 0.169, older `shell` ({command: [...]}). */
+function shellCall (kind: 'chat' | 'messages', body: any): { name: string, args: Record<string, unknown> } {
+  const names: string[] = (body.tools ?? []).map((x: any) => kind === 'chat' ? x.function?.name : x.name)
+  if (names.includes('exec_command')) return { name: 'exec_command', args: { cmd: COMMAND } }
+  if (names.includes('shell_command')) return { name: 'shell_command', args: { command: COMMAND } }
+  if (names.includes('shell')) return { name: 'shell', args: { command: ['bash', '-lc', COMMAND] } }
+  throw new Error(`no shell tool among ${names.join(', ')}`)
+}
+
+function answer (kind: 'chat' | 'messages') {
+  return (req: Recorded, res: any) => {
+    const result = toolResultIn(kind, req.body)
+    if (result === undefined) {
+      const { name, args } = shellCall(kind, req.body)
+      const a = JSON.stringify(args)
+      if (kind === 'chat') {
+        return sse(res, [
+          chatChunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'call_sh1', type: 'function', function: { name, arguments: '' } }] }),
+          chatChunk({ tool_calls: [{ index: 0, function: { arguments: a } }] }),
+          chatChunk({}, 'tool_calls'), chatUsageChunk(900, 12), DONE,
+        ])
+      }
+      return sse(res, [
+        msgEvent('message_start', { message: { id: 'msg_sh1', type: 'message', role: 'assistant', model: 'up', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 900, output_tokens: 1 } } }),
+        msgEvent('content_block_start', { index: 0, content_block: { type: 'tool_use', id: 'toolu_sh1', name, input: {} } }),
+        msgEvent('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: a } }),
+        msgEvent('content_block_stop', { index: 0 }),
+        msgEvent('message_delta', { delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 12 } }),
+        msgEvent('message_stop', {}),
+      ])
+    }
+    const text = result.includes(OUTPUT) ? FINAL : `The command output was not seen: ${result.slice(0, 200)}`
+    return sse(res, kind === 'chat' ? chatTextStream([text.slice(0, 10), text.slice(10)]) : messagesTextStream([text.slice(0, 10), text.slice(10)]))
+  }
+}
+
+interface RunResult { code: number | null, stdout: string, stderr: string }
+
+function runCodex (args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<RunResult> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(CODEX, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', d => { stdout += d })
+    child.stderr.on('data', d => { stderr += d })
+    // A hung run fails the test instead of holding the suite (not a speed assertion).
+    const guard = setTimeout(() => child.kill('SIGKILL'), 120_000)
+    child.on('error', reject)
+    child.on('close', code => { clearTimeout(guard); resolvePromise({ code, stdout, stderr }) })
+  })
+}
+
+const missing = !existsSync(CODEX)
+t.test('codex exec completes a turn that runs a shell command, on a chat and a messages upstream', { skip: missing && !process.env.CI ? `the Codex CLI binary is not installed (${CODEX})` : false }, async t => {
+  const chatUp = await startFakeUpstream(answer('chat'))
+  const msgUp = await startFakeUpstream(answer('messages'))
+  const app = await buildTestApp({ doc: upstreamDoc(chatUp.origin, msgUp.origin), pipeline: [AUTH_ENTRY] })
+  const url = await listen(app)
+  const dir = mkdtempSync(join(tmpdir(), 'gw-codex-'))
+  t.teardown(async () => { await app.close(); await chatUp.close(); await msgUp.close(); rmSync(dir, { recursive: true, force: true }) })
+  const home = join(dir, 'home')
+  const work = join(dir, 'work')
+  mkdirSync(home)
+  mkdirSync(work)
+  writeFileSync(join(home, 'config.toml'), [
+    'model_provider = "gw"',
+    'check_for_update_on_startup = false',
+    '[model_providers.gw]',
+    'name = "model-gateway"',
+    `base_url = "${url}/v1"`,
+    'env_key = "GW_TEST_KEY"',
+    'wire_api = "responses"',
+    'request_max_retries = 0',
+    'stream_max_retries = 0',
+    '[analytics]',
+    'enabled = false',
+    '',
+  ].join('\n'))
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: dir, CODEX_HOME: home, GW_TEST_KEY: TEST_KEY }
+  for (const v of ['HTTPS_PROXY', 'HTTP_PROXY', 'ALL_PROXY', 'https_proxy', 'http_proxy', 'all_proxy']) env[v] = 'http://127.0.0.1:9'
+  env.NO_PROXY = env.no_proxy = '127.0.0.1,localhost'
+
+  for (const [kind, model, up] of [['chat', 'vendor/chat-model', chatUp], ['messages', 'msgvendor/msg-model', msgUp]] as const) {
+    const before = up.requests.length
+    const r = await runCodex(['exec', '--skip-git-repo-check', '--ephemeral', '--sandbox', 'danger-full-access', '--json', '-m', model, '-c', 'model_provider="gw"', 'Run the echo command and tell me what it printed.'], env, work)
+    const events = r.stdout.split('\n').filter(l => l.startsWith('{')).map(l => JSON.parse(l))
+    t.equal(r.code, 0, r.code === 0 ? `${kind}: codex exec exited 0` : `${kind}: codex exec exited ${r.code}; stderr: ${r.stderr.slice(-1000)}`)
+    const exec = events.find(e => e.type === 'item.completed' && e.item?.type === 'command_execution')
+    t.ok(exec, `${kind}: Codex ran a command`)
+    t.match(exec?.item?.command, /echo codex-/, `${kind}: the command the upstream asked for`)
+    t.match(exec?.item?.aggregated_output, OUTPUT, `${kind}: and read its output`)
+    const message = events.filter(e => e.type === 'item.completed' && e.item?.type === 'agent_message').at(-1)
+    t.equal(message?.item?.text, FINAL, `${kind}: the turn ends with the upstream's text after the tool result`)
+    t.ok(events.some(e => e.type === 'turn.completed'), `${kind}: turn completed`)
+    const reqs = up.requests.slice(before)
+    t.ok(reqs.length >= 2, `${kind}: at least two model calls went upstream`)
+    t.ok(reqs.every(q => q.body.model === 'up-model'), `${kind}: under the upstream model name`)
+    t.ok(reqs.some(q => (toolResultIn(kind, q.body) ?? '').includes(OUTPUT)), `${kind}: the command's output went back upstream`)
+  }
+})
