@@ -12,6 +12,7 @@ execFileSync(process.execPath, ['scripts/build-console.mjs'], { stdio: 'inherit'
 
 t.test('the HTML is no-cache, hashed assets immutable with an ETag, unknown names 404', async t => {
   const ledger = await openLedger({ backend: 'sqlite', path: ':memory:' })
+  await ledger.migrate()
   t.teardown(() => ledger.close())
   const { admin } = await running(t, ledger)
   const dir = consoleDir()
@@ -56,6 +57,7 @@ t.test('the HTML is no-cache, hashed assets immutable with an ETag, unknown name
 
 t.test('no path traversal: encoded or raw dot segments never reach the file system', async t => {
   const ledger = await openLedger({ backend: 'sqlite', path: ':memory:' })
+  await ledger.migrate()
   t.teardown(() => ledger.close())
   const { admin } = await running(t, ledger)
   const url = new URL(admin)
