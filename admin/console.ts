@@ -38,13 +38,19 @@ export function consoleRoutes (app: FastifyInstance, dir: string | undefined = c
   const assets = new Map<string, Asset>()
   let html: Buffer | undefined
   if (dir) {
-    html = readFileSync(`${dir}/index.html`)
-    for (const name of readdirSync(`${dir}/assets`)) {
-      const ext = name.slice(name.lastIndexOf('.'))
-      const type = TYPES[ext]
-      if (!type) continue
-      const body = readFileSync(`${dir}/assets/${name}`)
-      assets.set(name, { body, type, etag: etagOf(body) })
+    // A directory swapped away while it is read (a rebuild) serves as "not built", never a start-up failure.
+    try {
+      html = readFileSync(`${dir}/index.html`)
+      for (const name of readdirSync(`${dir}/assets`)) {
+        const ext = name.slice(name.lastIndexOf('.'))
+        const type = TYPES[ext]
+        if (!type) continue
+        const body = readFileSync(`${dir}/assets/${name}`)
+        assets.set(name, { body, type, etag: etagOf(body) })
+      }
+    } catch {
+      html = undefined
+      assets.clear()
     }
   }
   const page = async (_: unknown, reply: any) => {

@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process'
 import { openLedger } from '../../core/ledger/index.ts'
 import { consoleDir } from '../../admin/console.ts'
 import { running } from '../helpers/admin.ts'
-import { getRaw } from './raw.ts'
+import { getRaw } from '../helpers/raw-get.ts'
 
 // The routes serve what `npm run build` bundled: build the console first.
 execFileSync(process.execPath, ['scripts/build-console.mjs'], { stdio: 'inherit' })

@@ -1,4 +1,4 @@
-/** @module test/console/raw – one GET with the path sent byte for byte (fetch would normalise dot segments). */
+/** @module test/helpers/raw-get – one GET with the path sent byte for byte (fetch would normalise dot segments). */
 import { request } from 'node:http'
 
 export function getRaw (host: string, port: number, path: string): Promise<{ status: number, body: string }> {
