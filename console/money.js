@@ -1,6 +1,7 @@
 // Money in the console is exact: the API gives decimal strings of integer micro-units ("12.500000");
 // they are parsed to BigInt micro-units, summed as integers and formatted from the integer, never
 // through a float.
+/** @param {string} s @returns {bigint} */
 export function toMicros (s) {
   const m = /^(-)?(\d+)(?:\.(\d{1,6}))?$/.exec(String(s).trim())
   if (!m) return 0n
@@ -8,6 +9,7 @@ export function toMicros (s) {
   return m[1] ? -v : v
 }
 /** Micro-units → "1234.56" (trailing zeros past 2 decimals dropped, never rounded). */
+/** @param {bigint} micros @returns {string} */
 export function formatMoney (micros) {
   const neg = micros < 0n
   const a = neg ? -micros : micros
