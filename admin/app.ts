@@ -22,6 +22,7 @@ import { maskSecrets } from './mask.ts'
 import { AdminError, constraintError, validationPath } from './errors.ts'
 import { bearer, configClientHashes, findDigest, sha256, type AdminKey } from './guard.ts'
 import { usageRoutes } from './usage.ts'
+import { consoleRoutes, isConsolePath } from './console.ts'
 
 export { AdminError }
 
@@ -120,7 +121,9 @@ export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: Adm
   // The guard: admin keys only (constant-time, every key compared). A client key is recognised
   // and refused with 403, as is a revoked admin key; anything else is 401.
   app.addHook('onRequest', async request => {
-    if (publicPaths.has(request.url.split('?')[0]!)) return
+    const path = request.url.split('?')[0]!
+    // The console's page and assets are public (no data in them); its data calls send the admin key.
+    if (publicPaths.has(path) || isConsolePath(path)) return
     const secret = bearer(request)
     if (secret === undefined) throw new AdminError(401, 'Missing admin key. Send "Authorization: Bearer <ADMIN_KEY>".')
     const digest = sha256(secret)
@@ -277,6 +280,9 @@ export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: Adm
   app.get('/admin/config', { schema: { tags: ['config'], summary: 'Version and running config (secrets masked)', response: { 200: S.ConfigView, ...errorResponses } } }, async () => ({
     version: VERSION, node: process.version, source: gw.config.source, config: maskSecrets(gw.config) as Record<string, unknown>,
   }))
+
+  // The operator console (admin/console.ts): /console and /console/assets/*.
+  consoleRoutes(app)
 
   // ── Extra routes (one place): the lead mounts the Prometheus /metrics route here through
   // opts.extraRoutes (e.g. `extraRoutes: app => registerMetricsRoute(app, ...)`). ──
