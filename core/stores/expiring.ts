@@ -121,6 +121,11 @@ export class ExpiringMemoryStore implements KvStore {
   }
 
   async incr (key: string, by: number, windowMs: number): Promise<CounterResult> {
+    return this.incrSync(key, by, windowMs)
+  }
+
+  /** Throws StoreFullError like `incr` (synchronously) when a new key finds no room. */
+  incrSync (key: string, by: number, windowMs: number): CounterResult {
     const now = this.#now()
     const e = this.#live(key, now)
     if (e === undefined) {

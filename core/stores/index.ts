@@ -71,6 +71,8 @@ export function namespaced (store: KvStore, ns: string): KvStore {
   return {
     shared: store.shared,
     incr: (k: string, by: number, w: number): Promise<CounterResult> => store.incr(p + k, by, w),
+    // The synchronous path is offered only when the backend has one (in-process stores).
+    incrSync: store.incrSync === undefined ? undefined : (k: string, by: number, w: number): CounterResult => store.incrSync!(p + k, by, w),
     peek: (k: string) => store.peek(p + k),
     setIfAbsent: (k: string, v: string, t: number) => store.setIfAbsent(p + k, v, t),
     get: (k: string) => store.get(p + k),

@@ -19,6 +19,11 @@ export interface KvStore {
   readonly shared?: boolean
   /** Adds `by` (an integer; may be negative) to a counter; a new key lives `windowMs` from now. */
   incr (key: string, by: number, windowMs: number): Promise<CounterResult>
+  /**
+   * In-process backends only: `incr` done and answered in the same tick, so a hook that counts
+   * can stay synchronous. Absent on shared (network) backends; callers fall back to `incr`.
+   */
+  incrSync?: (key: string, by: number, windowMs: number) => CounterResult
   /** Current counter value and time to reset, or value 0 when absent. */
   peek (key: string): Promise<CounterResult>
   /** Sets `key` to `value` only if absent; true when this call set it. */

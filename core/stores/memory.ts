@@ -32,6 +32,10 @@ export class MemoryStore implements KvStore {
   }
 
   async incr (key: string, by: number, windowMs: number): Promise<CounterResult> {
+    return this.incrSync(key, by, windowMs)
+  }
+
+  incrSync (key: string, by: number, windowMs: number): CounterResult {
     const now = this.#now()
     const e = this.#live(key)
     if (e === undefined) {

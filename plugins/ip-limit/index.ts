@@ -7,6 +7,7 @@
  * window can be passed by at most lease.maxUnsynced requests per replica.
  */
 import { definePlugin, gwError, ROUTE_NAMES } from '../../index.ts'
+import type { GatewayContext } from '../../index.ts'
 import { blockListOf, clientIp, clientSubject } from './net.ts'
 import { IpLimitConfig } from './schema.ts'
 import { LocalCounters } from './sync.ts'
@@ -28,42 +29,68 @@ export default definePlugin({
     const local = config.mode === 'lease' && deps.store.shared === true
       ? new LocalCounters(deps.store, limit, windowMs, config.lease, err => { deps.log.error({ err }, 'ip-limit: could not add counts to the store') }, deps.now)
       : undefined
-    return {
+    const store = deps.store
+    const sync = store.incrSync !== undefined
+    const hooks: { close: () => void | Promise<void>, onRequest: (ctx: GatewayContext) => void | Promise<void> } = {
       close: () => local?.close(),
-      async onRequest (ctx) {
-        const ip = clientSubject(clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted), config.ipv6PrefixLength)
-        const now = deps.now()
-        const window = Math.floor(now / windowMs)
-        if (local) {
-          let verdict
+      onRequest (ctx) {
+        // Synchronous when the store is in-process (incrSync): the pipeline then runs this phase
+        // without a promise. Lease mode and network stores take the async path.
+        if (local === undefined && sync) {
+          const ip = clientSubject(clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted), config.ipv6PrefixLength)
+          const now = deps.now()
+          const window = Math.floor(now / windowMs)
+          let count: number
           try {
-            verdict = await local.hit(ip, window)
+            count = store.incrSync!(`${ip}:${window}`, 1, windowMs + 5000).value
           } catch (err) {
             deps.log.error({ err }, 'ip-limit: store unreachable')
             if (config.onStoreError === 'open') return
             throw gwError('GW_ERR_NOT_READY', [], { cause: err })
           }
-          if (verdict === 'admit') return
-          if (verdict === 'refuse') {
+          if (count > limit) {
             ctx.setHeader('retry-after', String(Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))))
             throw gwError('GW_ERR_RATE_LIMITED')
           }
+          return
         }
-        let count: number
+        return onRequestAsync(ctx)
+      },
+    }
+    async function onRequestAsync (ctx: GatewayContext): Promise<void> {
+      const ip = clientSubject(clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted), config.ipv6PrefixLength)
+      const now = deps.now()
+      const window = Math.floor(now / windowMs)
+      if (local) {
+        let verdict
         try {
-          // The key outlives its window a little so clock skew between replicas cannot reset it early.
-          count = (await deps.store.incr(`${ip}:${window}`, 1, windowMs + 5000)).value
+          verdict = await local.hit(ip, window)
         } catch (err) {
           deps.log.error({ err }, 'ip-limit: store unreachable')
           if (config.onStoreError === 'open') return
           throw gwError('GW_ERR_NOT_READY', [], { cause: err })
         }
-        if (count > limit) {
+        if (verdict === 'admit') return
+        if (verdict === 'refuse') {
           ctx.setHeader('retry-after', String(Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))))
           throw gwError('GW_ERR_RATE_LIMITED')
         }
-      },
+      }
+      let count: number
+      try {
+        // The key outlives its window a little so clock skew between replicas cannot reset it early.
+        count = (await deps.store.incr(`${ip}:${window}`, 1, windowMs + 5000)).value
+      } catch (err) {
+        deps.log.error({ err }, 'ip-limit: store unreachable')
+        if (config.onStoreError === 'open') return
+        throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+      }
+      if (count > limit) {
+        ctx.setHeader('retry-after', String(Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))))
+        throw gwError('GW_ERR_RATE_LIMITED')
+      }
     }
+    return hooks
   },
 })
 
