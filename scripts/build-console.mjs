@@ -37,7 +37,8 @@ const html = readFileSync(join(root, 'console', 'index.html'), 'utf8')
   .replace('%CSS%', `/console/assets/${css}`).replace('%JS%', `/console/assets/${js}`)
 writeFileSync(join(out, 'index.html'), html)
 const gz = gzipSync(readFileSync(join(out, 'assets', js))).length
-console.log(`console: ${js} ${(gz / 1024).toFixed(1)} KB gzipped, ${css}`)
+// On stderr: `npm pack --json` runs this build (prepack) and its stdout must stay pure JSON.
+console.error(`console: ${js} ${(gz / 1024).toFixed(1)} KB gzipped, ${css}`)
 const old = `${final}.old-${process.pid}`
 if (existsSync(final)) renameSync(final, old)
 renameSync(out, final)
