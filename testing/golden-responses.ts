@@ -63,6 +63,23 @@ const TURNS = [
   { type: 'function_call_output', call_id: 'call_2', output: [{ type: 'input_text', text: 'rainy' }] },
 ]
 
+const PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='
+const PDF_B64 = 'JVBERi0xLjQKJcTl8uXrCjEgMCBvYmoKPDwvVHlwZS9DYXRhbG9nPj4KZW5kb2JqCnRyYWlsZXIKPDwvUm9vdCAxIDAgUj4+CiUlRU9G'
+/** A Responses user message with an image by URL, a PNG labelled image/jpg, and a PDF. */
+const RESPONSES_MEDIA_PARTS = [
+  { type: 'input_text', text: 'What do these show?' },
+  { type: 'input_image', image_url: 'https://example.com/cat.png', detail: 'low' },
+  { type: 'input_image', image_url: `data:image/jpg;base64,${PNG_B64}`, detail: 'auto' },
+  { type: 'input_file', filename: 'doc.pdf', file_data: `data:application/pdf;base64,${PDF_B64}` },
+]
+/** The same as messages blocks. */
+const MESSAGES_MEDIA_BLOCKS = [
+  { type: 'text', text: 'What do these show?' },
+  { type: 'image', source: { type: 'url', url: 'https://example.com/cat.png' } },
+  { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG_B64 } },
+  { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF_B64 }, title: 'doc.pdf' },
+]
+
 export const RESPONSES_GOLDEN_CASES: readonly ResponsesGoldenCase[] = [
   { name: 'responses → chat: a string input is one user message; instructions the system message', upstream: 'chat', body: { instructions: 'Be brief.', max_output_tokens: 50 }, expect: { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hi' }], max_tokens: 50 } },
   { name: 'responses → messages: instructions become system, max_output_tokens max_tokens', upstream: 'messages', body: { instructions: 'Be brief.', max_output_tokens: 50 }, expect: { system: 'Be brief.', messages: [{ role: 'user', content: 'hi' }], max_tokens: 50 } },
@@ -118,6 +135,49 @@ export const RESPONSES_GOLDEN_CASES: readonly ResponsesGoldenCase[] = [
     upstream: 'chat', body: { input: [{ role: 'user', content: [{ type: 'input_text', text: 'What is this?' }, { type: 'input_image', image_url: 'https://example.com/a.png', detail: 'low' }] }] },
     expect: { messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: 'https://example.com/a.png', detail: 'low' } }] }] },
   },
+  {
+    name: 'responses → messages: reasoning.effort with a tool loop in progress (calls and their outputs last) sends no thinking',
+    upstream: 'messages', body: { input: TURNS, reasoning: { effort: 'low' } }, expect: { messages: [{ role: 'user' }, { role: 'assistant' }, { role: 'user' }] }, absent: ['thinking'],
+  },
+  {
+    name: 'responses → chat: an allowed_tools choice names a namespaced tool by its upstream name',
+    upstream: 'chat', body: { tools: NS_TOOLS, tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'lookup', namespace: 'crm' }] } },
+    expect: { tool_choice: { type: 'allowed_tools', allowed_tools: { mode: 'required', tools: [{ type: 'function', function: { name: 'crm__lookup' } }] } } },
+  },
+  {
+    name: 'responses → messages: an allowed_tools choice keeps the namespaced tool it names',
+    upstream: 'messages', body: { tools: NS_TOOLS, tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'lookup', namespace: 'crm' }] } },
+    expect: { tools: [{ name: 'crm__lookup' }], tool_choice: { type: 'any' } },
+  },
+  {
+    name: 'responses → messages: input_image by URL and by data URI become image blocks (image/jpg read as what the bytes are), an input_file PDF a document block',
+    upstream: 'messages', body: { input: [{ role: 'user', content: RESPONSES_MEDIA_PARTS }] },
+    expect: { messages: [{ role: 'user', content: MESSAGES_MEDIA_BLOCKS }] },
+  },
+  {
+    name: 'responses → messages: text and an image in a function_call_output become the tool_result\'s content blocks',
+    upstream: 'messages',
+    body: { input: [
+      { role: 'user', content: 'Take a screenshot.' },
+      { type: 'function_call', call_id: 'call_1', name: 'screenshot', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'call_1', output: [{ type: 'input_text', text: 'Here it is:' }, { type: 'input_image', image_url: `data:image/png;base64,${PNG_B64}` }] },
+    ] },
+    expect: { messages: [
+      { role: 'user', content: 'Take a screenshot.' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'call_1', name: 'screenshot', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: [{ type: 'text', text: 'Here it is:' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG_B64 } }] }] },
+    ] },
+  },
+  {
+    name: 'responses → messages: a text-only function_call_output stays a string',
+    upstream: 'messages',
+    body: { input: [
+      { role: 'user', content: 'ls' },
+      { type: 'function_call', call_id: 'call_1', name: 'shell', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'call_1', output: [{ type: 'input_text', text: 'a.txt' }, { type: 'input_text', text: 'b.txt' }] },
+    ] },
+    expect: { messages: [{ role: 'user' }, { role: 'assistant' }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: 'a.txt\nb.txt' }] }] },
+  },
   { name: 'responses → chat: stream asks for usage', upstream: 'chat', body: { stream: true }, expect: { stream: true, stream_options: { include_usage: true } } },
 ]
 
@@ -171,6 +231,18 @@ export const RESPONSES_GOLDEN_ANSWERS: readonly ResponsesGoldenAnswer[] = [
     upstream: 'chat', answer: { message: { role: 'assistant', content: null, reasoning: 'Need weather.', tool_calls: [call('call_1', 'get_weather', 'Paris')] }, finish_reason: 'tool_calls' }, usage: GOLDEN_USAGE,
     expect: { output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Need weather.' }] }, { type: 'function_call', call_id: 'call_1', name: 'get_weather' }] },
   },
+  {
+    name: 'responses ← messages: thinking blocks are a reasoning item before the message (redacted_thinking has no text)',
+    upstream: 'messages', usage: GOLDEN_USAGE,
+    answer: { content: [{ type: 'thinking', thinking: 'Short answer.', signature: 'EqQBCgIYAhIM' }, { type: 'redacted_thinking', data: 'EmwKAhgB' }, { type: 'text', text: 'Hello' }], stop_reason: 'end_turn' },
+    expect: { output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Short answer.' }] }, { type: 'message', content: [{ type: 'output_text', text: 'Hello' }] }] },
+  },
+  {
+    name: 'responses ← messages: thinking before a tool_use is a reasoning item before the function_call',
+    upstream: 'messages', usage: GOLDEN_USAGE,
+    answer: { content: [{ type: 'thinking', thinking: 'Need weather.', signature: 'EqQB' }, use('toolu_1', 'get_weather', 'Paris')], stop_reason: 'tool_use' },
+    expect: { output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Need weather.' }] }, { type: 'function_call', call_id: 'toolu_1', name: 'get_weather' }] },
+  },
   ...(['chat', 'messages'] as const).map((upstream): ResponsesGoldenAnswer => ({
     name: `responses ← ${upstream}: cache reads and writes: input_tokens include both, cached_tokens the reads`,
     upstream, usage: CACHE_USAGE,
@@ -191,6 +263,15 @@ const TOOL_SHAPE = [
   'response.output_text.done', 'response.content_part.done', 'response.output_item.done',
   'response.output_item.added', 'response.function_call_arguments.delta', 'response.function_call_arguments.delta',
   'response.function_call_arguments.done', 'response.output_item.done',
+  'response.completed',
+]
+
+const REASONING_SHAPE = [
+  'response.created', 'response.in_progress',
+  'response.output_item.added', 'response.content_part.added', 'response.reasoning_text.delta', 'response.reasoning_text.delta',
+  'response.reasoning_text.done', 'response.content_part.done', 'response.output_item.done',
+  'response.output_item.added', 'response.content_part.added', 'response.output_text.delta',
+  'response.output_text.done', 'response.content_part.done', 'response.output_item.done',
   'response.completed',
 ]
 
@@ -265,6 +346,19 @@ export const RESPONSES_GOLDEN_STREAMS: readonly ResponsesGoldenStream[] = [
       output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'think' }] }, { type: 'message', content: [{ type: 'output_text', text: 'Hi' }] }],
       usage: { input_tokens: 30, input_tokens_details: { cached_tokens: 4 }, output_tokens: 7, total_tokens: 37 },
     },
+  },
+  {
+    name: 'responses ← messages stream: a thinking block is a reasoning item before the message', upstream: 'messages', usage: GOLDEN_USAGE,
+    stream: { events: [
+      ['content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '' } }],
+      ['content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'thi' } }],
+      ['content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'nk' } }],
+      ['content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: 'EqQB' } }],
+      ['content_block_stop', { index: 0 }],
+      ['content_block_start', { index: 1, content_block: { type: 'text', text: '' } }], ['content_block_delta', { index: 1, delta: { type: 'text_delta', text: 'Hi' } }], ['content_block_stop', { index: 1 }],
+    ], stop_reason: 'end_turn' },
+    shape: REASONING_SHAPE,
+    final: { status: 'completed', output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'think' }] }, { type: 'message', content: [{ type: 'output_text', text: 'Hi' }] }], usage: GOLDEN_RESPONSES_USAGE },
   },
   {
     name: 'responses ← messages stream: cache reads and writes in the final usage', upstream: 'messages',

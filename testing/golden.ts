@@ -290,6 +290,18 @@ export const GOLDEN_CASES: readonly GoldenCase[] = [
     expect: { messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'Hello' }, { role: 'user', content: 'more' }] },
   },
   {
+    name: 'chat → messages: reasoning_effort in a tool loop (the last assistant turn called tools, with no thinking block to give back) sends no thinking',
+    client: 'chat', upstream: 'messages',
+    body: { reasoning_effort: 'low', temperature: 0.5, tools: [CHAT_TOOL], tool_choice: 'required', messages: CHAT_TOOL_TURNS },
+    expect: { thinking: undefined, temperature: 0.5, tool_choice: { type: 'any' }, messages: [{ role: 'user' }, { role: 'assistant', content: [use('call_1', 'Paris'), use('call_2', 'Rome')] }, { role: 'user' }] },
+  },
+  {
+    name: 'chat → messages: reasoning_effort after a finished tool loop (a new user turn) turns thinking on',
+    client: 'chat', upstream: 'messages',
+    body: { reasoning_effort: 'low', tools: [CHAT_TOOL], messages: [...CHAT_TOOL_TURNS, { role: 'assistant', content: '18C and 21C.' }, { role: 'user', content: 'and Oslo?' }] },
+    expect: { thinking: { type: 'enabled', budget_tokens: 1024 } },
+  },
+  {
     name: 'messages → messages: cache_control on system, tools and message blocks reaches the upstream untouched',
     client: 'messages', upstream: 'messages',
     body: {
@@ -402,6 +414,18 @@ export const GOLDEN_ANSWERS: readonly GoldenAnswer[] = [
     answer: { message: { role: 'assistant', content: null, reasoning: 'Need weather.', tool_calls: [call('call_1', 'Paris')] }, finish_reason: 'tool_calls' }, usage: GOLDEN_USAGE,
     expect: { content: [{ type: 'thinking', thinking: 'Need weather.' }, use('call_1', 'Paris')], stop_reason: 'tool_use' },
   },
+  {
+    name: 'chat ← messages: thinking blocks become message.reasoning_content (redacted_thinking has no text to show)',
+    client: 'chat', upstream: 'messages',
+    answer: { content: THINKING_ANSWER, stop_reason: 'end_turn' }, usage: GOLDEN_USAGE,
+    expect: { choices: [{ message: { role: 'assistant', content: 'Hello', reasoning_content: 'Short answer.' }, finish_reason: 'stop' }] },
+  },
+  {
+    name: 'chat ← messages: thinking before a tool_use becomes reasoning_content beside the tool_calls',
+    client: 'chat', upstream: 'messages',
+    answer: { content: [THINKING_ANSWER[0], use('toolu_1', 'Paris')], stop_reason: 'tool_use' }, usage: GOLDEN_USAGE,
+    expect: { choices: [{ message: { role: 'assistant', content: null, reasoning_content: 'Short answer.', tool_calls: [call('toolu_1', 'Paris')] }, finish_reason: 'tool_calls' }] },
+  },
   ...PAIRS_ALL.map(([client, upstream]): GoldenAnswer => ({
     name: `${client} ← ${upstream}: cache reads and cache writes reach the client's usage and billing`,
     client, upstream, usage: GOLDEN_CACHE_USAGE,
@@ -494,6 +518,17 @@ const MESSAGES_TOOLS = {
   stop_reason: 'tool_use',
 }
 const WITH_USAGE = { stream_options: { include_usage: true } }
+/** A thinking block (text in two deltas, then its signature), a redacted_thinking block, then text. */
+const THINKING_EVENTS = [
+  ['content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '' } }] as const,
+  ['content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'User wants' } }] as const,
+  ['content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: ' hi.' } }] as const,
+  ['content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: 'EqQBCgIYAhIM' } }] as const,
+  ['content_block_stop', { index: 0 }] as const,
+  ['content_block_start', { index: 1, content_block: { type: 'redacted_thinking', data: 'EmwKAhgBEgy3' } }] as const,
+  ['content_block_stop', { index: 1 }] as const,
+  ...textBlock(2, ['Hi']),
+]
 
 /** Text with two- and three-byte UTF-8 characters, for streams cut mid-character. */
 const CHAT_UTF8 = { deltas: [{ role: 'assistant', content: '' }, { content: 'Grüße, ' }, { content: '世界' }], finish_reason: 'stop' }
@@ -539,16 +574,8 @@ export const GOLDEN_STREAMS: readonly GoldenStream[] = [
   },
   {
     name: 'messages → messages: a thinking block with its signature, then text, passes', client: 'messages', upstream: 'messages', usage: GOLDEN_USAGE,
-    stream: { events: [
-      ['content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '' } }],
-      ['content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'User wants hi.' } }],
-      ['content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: 'EqQBCgIYAhIM' } }],
-      ['content_block_stop', { index: 0 }],
-      ['content_block_start', { index: 1, content_block: { type: 'redacted_thinking', data: 'EmwKAhgBEgy3' } }],
-      ['content_block_stop', { index: 1 }],
-      ...textBlock(2, ['Hi']),
-    ], stop_reason: 'end_turn' },
-    shape: ['message_start', 'start 0 thinking', 'delta 0 thinking_delta User wants hi.', 'delta 0 signature_delta EqQBCgIYAhIM', 'stop 0', 'start 1 redacted_thinking', 'stop 1', 'start 2 text', 'delta 2 text_delta Hi', 'stop 2', 'message_delta end_turn', 'message_stop'],
+    stream: { events: THINKING_EVENTS, stop_reason: 'end_turn' },
+    shape: ['message_start', 'start 0 thinking', 'delta 0 thinking_delta User wants', 'delta 0 thinking_delta  hi.', 'delta 0 signature_delta EqQBCgIYAhIM', 'stop 0', 'start 1 redacted_thinking', 'stop 1', 'start 2 text', 'delta 2 text_delta Hi', 'stop 2', 'message_delta end_turn', 'message_stop'],
   },
   {
     name: 'messages → messages: stop_reason refusal passes in the stream', client: 'messages', upstream: 'messages', usage: GOLDEN_USAGE,
@@ -570,6 +597,20 @@ export const GOLDEN_STREAMS: readonly GoldenStream[] = [
   {
     name: 'messages → messages: stop_reason max_tokens passes', client: 'messages', upstream: 'messages', stream: { events: textBlock(0, ['Hel']), stop_reason: 'max_tokens' }, usage: GOLDEN_USAGE,
     shape: ['message_start', 'start 0 text', 'delta 0 text_delta Hel', 'stop 0', 'message_delta max_tokens', 'message_stop'],
+  },
+  {
+    name: 'chat ← messages: a thinking block streams as reasoning_content deltas before the text; signature and redacted_thinking dropped', client: 'chat', upstream: 'messages', usage: GOLDEN_USAGE,
+    stream: { events: THINKING_EVENTS, stop_reason: 'end_turn' },
+    shape: ['role assistant', 'reasoning User wants', 'reasoning  hi.', 'text Hi', 'finish stop', '[DONE]'],
+  },
+  {
+    name: 'chat ← messages: thinking text on the block start streams too, then the tool call', client: 'chat', upstream: 'messages', usage: GOLDEN_USAGE,
+    stream: { events: [
+      ['content_block_start', { index: 0, content_block: { type: 'thinking', thinking: 'Need weather.', signature: '' } }],
+      ['content_block_stop', { index: 0 }],
+      ...toolBlock(1, 'toolu_1', ['{"city":"Paris"}']),
+    ], stop_reason: 'tool_use' },
+    shape: ['role assistant', 'reasoning Need weather.', 'tool 0 toolu_1 get_weather', 'args 0 {"city":"Paris"}', 'finish tool_calls', '[DONE]'],
   },
   // chat upstream, messages client
   {
@@ -685,7 +726,7 @@ function parse (text: string) {
 
 /**
  * A client stream (SSE text) as one line per event: chat `role assistant`, `text …`,
- * `tool <i> <id> <name>`, `args <i> …`, `finish <reason>`, `usage`, `error`, `[DONE]`; messages
+ * `tool <i> <id> <name>`, `args <i> …`, `reasoning …`, `finish <reason>`, `usage`, `error`, `[DONE]`; messages
  * `message_start`, `start <i> <type>[ <id> <name>]`, `delta <i> <type> …`, `stop <i>`,
  * `message_delta <stop_reason>`, `message_stop`, `error <type>`, or the event's name. Also returns
  * the last usage object the client saw.
@@ -708,6 +749,7 @@ export function streamShape (client: Protocol, text: string): { shape: string[],
         for (const x of d.tool_calls) shape.push(x.id ? `tool ${x.index} ${x.id} ${x.function?.name}` : `args ${x.index} ${x.function?.arguments}`)
       } else if (typeof d.content === 'string') shape.push(`text ${d.content}`)
       else if (typeof d.refusal === 'string') shape.push(`refusal ${d.refusal}`)
+      else if (typeof d.reasoning_content === 'string') shape.push(`reasoning ${d.reasoning_content}`)
       else shape.push('other ' + JSON.stringify(d))
       continue
     }

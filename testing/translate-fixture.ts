@@ -5,14 +5,14 @@ import type { ModelEntry } from '../core/types/model.ts'
 
 const STREAM_PARAMS = ['temperature', 'top_p', 'max_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'response_format', 'user', 'stop_sequences', 'metadata', 'thinking']
 
-/** Model `m/x` (text and image, output cap 4096) listing `params`; options call it upstream as `up-x`. */
+/** Model `m/x` (text, image and file input, output cap 4096) listing `params`; options call it upstream as `up-x`. */
 export function translateFixture (params: string[] = STREAM_PARAMS): { model: ModelEntry, opts: TranslateOptions } {
   const model: ModelEntry = {
     id: 'm/x',
-    public: { id: 'm/x', object: 'model', created: 0, owned_by: 'm', name: 'x', context_length: 1000, architecture: { input_modalities: ['text', 'image'], output_modalities: ['text'] }, supported_parameters: params, default_parameters: {} } as any,
+    public: { id: 'm/x', object: 'model', created: 0, owned_by: 'm', name: 'x', context_length: 1000, architecture: { input_modalities: ['text', 'image', 'file'], output_modalities: ['text'] }, supported_parameters: params, default_parameters: {} } as any,
     deployments: [],
     maxOutputTokens: 4096,
-    inputModalities: new Set(['text', 'image']),
+    inputModalities: new Set(['text', 'image', 'file']),
     supportedParameters: new Set(params),
   }
   return { model, opts: { model, clientModel: 'm/x', upstreamModel: 'up-x', estimatedInputTokens: 42 } }

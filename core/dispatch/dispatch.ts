@@ -136,10 +136,12 @@ async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply,
     return false
   }
   a.circuit.success()
-  const out = a.translator.response(json, a.opts)
   // No usage in the answer: bill the estimate, with the whole answer's characters as output
-  // (more than its text alone, so never less than what the client gets).
-  const usage = out.usage ?? estimateUsage(a.opts.estimatedInputTokens, text.length)
+  // (more than its text alone, so never less than what the client gets); a translated answer
+  // shows the client that same estimate.
+  const fallback = estimateUsage(a.opts.estimatedInputTokens, text.length)
+  const out = a.translator.response(json, a.opts, fallback)
+  const usage = out.usage ?? fallback
   ctx.accepted(a.d.provider)
   // Recorded before the response hooks run: an answer they refuse is still billed.
   ctx.used(usage, !out.usage)

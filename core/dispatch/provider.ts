@@ -156,8 +156,12 @@ export interface Translator {
    * undefined when that is not exact (then the adapter serializes `request()`'s result).
    */
   requestText? (body: { [key: string]: unknown }, opts: TranslateOptions): string | undefined
-  /** Upstream JSON answer (any JSON value, unchecked) → client JSON answer plus normalized usage. */
-  response (body: unknown, opts: TranslateOptions): { body: unknown, usage: Usage | undefined }
+  /**
+   * Upstream JSON answer (any JSON value, unchecked) → client JSON answer plus normalized usage
+   * (undefined when the answer has none). `fallback` is what the call is billed when the answer
+   * has no usage: a translated answer shows exactly that.
+   */
+  response (body: unknown, opts: TranslateOptions, fallback?: Usage): { body: unknown, usage: Usage | undefined }
   /** A stream translator for one call; `clientBody` tells e.g. whether usage was asked for. */
   stream (clientBody: { [key: string]: unknown }, opts: TranslateOptions): StreamTranslator
 }

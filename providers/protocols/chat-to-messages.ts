@@ -2,11 +2,14 @@
  * @module protocols/chat-to-messages – chat client, messages-protocol upstream (C→M).
  *
  * Request: the spec's rule 2 as the default: message content is flattened
- * to plain text and images (and other media parts) are dropped silently. System and developer
+ * to plain text and images (and other media parts) are dropped silently. In media mode (the
+ * Responses route's intermediate body) messages image and document blocks already built from the
+ * client's parts pass on, in user turns and as tool_result content. System and developer
  * messages, tools, tool_choice, tool calls and tool results, stop sequences, the output cap and
- * sampling parameters are translated faithfully. Response and stream: content blocks → message
- * content and tool calls, stop reasons and usage mapped, events → chunks (a usage chunk with
- * `choices: []` only when the client asked for it).
+ * sampling parameters are translated faithfully; `reasoning_effort` becomes a thinking budget
+ * except in a tool loop (see thinkingAllowed). Response and stream: content blocks → message
+ * content, tool calls and `reasoning_content` (thinking text), stop reasons and usage mapped,
+ * events → chunks (a usage chunk with `choices: []` only when the client asked for it).
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
 import type { Usage } from '../../core/types/usage.ts'
@@ -16,6 +19,7 @@ import { estimateUsage } from '../../core/dispatch/estimate.ts'
 import { gwError } from '../../core/errors/errors.ts'
 import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeErrorType, safeToolId, textOf } from './common.ts'
+import { isMediaBlock } from './media-blocks.ts'
 
 type Block = Record<string, unknown>
 interface Turn { role: 'user' | 'assistant', content: Block[] }
@@ -31,7 +35,19 @@ function pushTurn (turns: Turn[], role: Turn['role'], blocks: Block[]): void {
   else turns.push({ role, content: blocks })
 }
 
-function convert (body: Record<string, any>): { system: string[], turns: Turn[] } {
+/** A user or tool message's content as blocks: text joined into one block, plus media blocks in media mode. */
+function contentBlocks (content: unknown, media: boolean): Block[] {
+  const t = textOf(content, '\n')
+  if (!media || !Array.isArray(content) || !content.some(isMediaBlock)) return t !== '' ? [{ type: 'text', text: t }] : []
+  const blocks: Block[] = []
+  for (const p of content) {
+    if (isMediaBlock(p)) blocks.push(p)
+    else if (p?.type === 'text' && typeof p.text === 'string' && p.text !== '') blocks.push({ type: 'text', text: p.text })
+  }
+  return blocks
+}
+
+function convert (body: Record<string, any>, media: boolean): { system: string[], turns: Turn[] } {
   const system: string[] = []
   const turns: Turn[] = []
   for (const [i, m] of (body.messages as any[]).entries()) {
@@ -42,11 +58,9 @@ function convert (body: Record<string, any>): { system: string[], turns: Turn[] 
         if (t !== '') system.push(t)
         break
       }
-      case 'user': {
-        const t = textOf(m.content, '\n')
-        if (t !== '') pushTurn(turns, 'user', [{ type: 'text', text: t }])
+      case 'user':
+        pushTurn(turns, 'user', contentBlocks(m.content, media))
         break
-      }
       case 'assistant': {
         const blocks: Block[] = []
         const t = textOf(m.content, '')
@@ -63,9 +77,10 @@ function convert (body: Record<string, any>): { system: string[], turns: Turn[] 
         break
       }
       case 'tool': case 'function': {
-        const t = textOf(m.content, '\n')
+        const content = contentBlocks(m.content, media)
         const block: Block = { type: 'tool_result', tool_use_id: safeToolId(m.tool_call_id ?? m.name) }
-        if (t !== '') block.content = t
+        if (content.length === 1 && content[0].type === 'text') block.content = content[0].text
+        else if (content.length > 0) block.content = content
         const last = turns[turns.length - 1]
         // Tool results open their user turn: put them before any text already merged into it.
         if (last && last.role === 'user') {
@@ -87,9 +102,25 @@ function simplify (turns: Turn[]): unknown[] {
   return turns.map(t => t.content.length === 1 && t.content[0].type === 'text' ? { role: t.role, content: t.content[0].text } : t)
 }
 
-function request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
+/**
+ * Whether thinking may be turned on for these turns. A messages upstream with thinking on requires
+ * the assistant turn of a tool loop in progress (tool_use answered by tool_result, no new user
+ * text since) to start with its thinking block, and a chat history has none to give back: such a
+ * request is sent without thinking. A new user turn closes the loop; earlier turns need none.
+ */
+function thinkingAllowed (turns: Turn[]): boolean {
+  for (let i = turns.length - 1; i >= 0; i--) {
+    const t = turns[i]
+    if (t.role === 'user' && !t.content.some(b => b.type === 'tool_result')) return true
+    if (t.role === 'assistant' && t.content.some(b => b.type === 'tool_use')) return t.content[0].type === 'thinking' || t.content[0].type === 'redacted_thinking'
+  }
+  return true
+}
+
+/** A chat body → a messages body; `media`: the Responses route's intermediate body, whose image and document blocks pass on. */
+export function chatToMessagesRequest (body: Record<string, any>, opts: TranslateOptions, media = false): Record<string, unknown> {
   if (typeof body.n === 'number' && body.n > 1) throw gwError('GW_ERR_BAD_REQUEST', ['n > 1 is not supported for this model'])
-  const { system, turns } = convert(body)
+  const { system, turns } = convert(body, media)
   const out: Record<string, unknown> = { model: opts.upstreamModel }
   if (system.length > 0) out.system = system.join('\n\n')
   out.messages = simplify(turns)
@@ -125,7 +156,7 @@ function request (body: Record<string, any>, opts: TranslateOptions): Record<str
     if (choice) out.tool_choice = choice
   }
   const effort = body.reasoning_effort
-  if (typeof effort === 'string' && REASONING_BUDGET[effort]) {
+  if (typeof effort === 'string' && REASONING_BUDGET[effort] && thinkingAllowed(turns)) {
     const budget = REASONING_BUDGET[effort]
     out.thinking = { type: 'enabled', budget_tokens: budget }
     if (maxTokens <= budget) maxTokens = budget + 1024
@@ -147,15 +178,19 @@ function chatId (upstreamId: unknown): string {
     : 'chatcmpl-' + newId()
 }
 
-function response (body: any, opts: TranslateOptions): { body: unknown, usage: Usage | undefined } {
+function response (body: any, opts: TranslateOptions, fallback?: Usage): { body: unknown, usage: Usage | undefined } {
   let text = ''
   let hasText = false
+  let reasoning = ''
   const calls: unknown[] = []
   for (const b of Array.isArray(body?.content) ? body.content : []) {
     if (b?.type === 'text' && typeof b.text === 'string') { text += b.text; hasText = true }
+    else if (b?.type === 'thinking' && typeof b.thinking === 'string') reasoning += b.thinking
     else if (b?.type === 'tool_use') calls.push({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } })
   }
   const message: Record<string, unknown> = { role: 'assistant', content: hasText || calls.length === 0 ? text : null, refusal: null }
+  // Thinking text in the field DeepSeek and vLLM use (redacted thinking has none to show).
+  if (reasoning !== '') message.reasoning_content = reasoning
   if (calls.length > 0) message.tool_calls = calls
   const usage = body?.usage ? (opts.upstream?.readUsage ?? usageFromMessages)(body.usage) : undefined
   return {
@@ -165,7 +200,7 @@ function response (body: any, opts: TranslateOptions): { body: unknown, usage: U
       created: Math.floor(Date.now() / 1000),
       model: opts.clientModel,
       choices: [{ index: 0, message, logprobs: null, finish_reason: finishFromStop(body?.stop_reason) }],
-      usage: usageToChat(usage ?? estimateUsage(opts.estimatedInputTokens)),
+      usage: usageToChat(usage ?? fallback ?? estimateUsage(opts.estimatedInputTokens)),
     },
     usage,
   }
@@ -188,9 +223,11 @@ class ChatClientStream implements StreamTranslator {
   #roleSent = false
 
   readonly #readUsage: (u: any) => Usage
+  readonly #estimatedInputTokens: number
 
   constructor (clientBody: Record<string, any>, opts: TranslateOptions) {
     this.#model = opts.clientModel
+    this.#estimatedInputTokens = opts.estimatedInputTokens
     this.#includeUsage = clientBody.stream_options?.include_usage === true
     this.#readUsage = opts.upstream?.readUsage ?? usageFromMessages
   }
@@ -241,6 +278,7 @@ class ChatClientStream implements StreamTranslator {
           return this.#role() + this.#chunk({ tool_calls: [{ index: toolIdx, id: b.id, type: 'function', function: { name: b.name, arguments: '' } }] })
         }
         this.#blocks.set(d.index, { kind: String(b.type) })
+        if (b.type === 'thinking' && typeof b.thinking === 'string' && b.thinking !== '') return this.#role() + this.#chunk({ reasoning_content: b.thinking })
         return ''
       }
       case 'content_block_delta': {
@@ -248,6 +286,7 @@ class ChatClientStream implements StreamTranslator {
         const delta = d.delta ?? {}
         this.outputChars += messagesDeltaChars(delta)
         if (delta.type === 'text_delta' && blk?.kind === 'text' && typeof delta.text === 'string' && delta.text !== '') return this.#chunk({ content: delta.text })
+        if (delta.type === 'thinking_delta' && blk?.kind === 'thinking' && typeof delta.thinking === 'string' && delta.thinking !== '') return this.#chunk({ reasoning_content: delta.thinking })
         if (delta.type === 'input_json_delta' && blk?.kind === 'tool_use' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
           return this.#chunk({ tool_calls: [{ index: blk.toolIdx, function: { arguments: delta.partial_json } }] })
         }
@@ -277,7 +316,7 @@ class ChatClientStream implements StreamTranslator {
     if (this.#includeUsage) {
       out += sseData({
         id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model, choices: [],
-        usage: usageToChat(this.usage ?? this.startUsage ?? { inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0 }),
+        usage: usageToChat(this.usage ?? estimateUsage(this.#estimatedInputTokens, this.outputChars, this.startUsage)),
       })
     }
     return out + SSE_DONE
@@ -296,7 +335,7 @@ class ChatClientStream implements StreamTranslator {
 }
 
 export const chatToMessages: Translator = {
-  request,
+  request: (body, opts) => chatToMessagesRequest(body, opts),
   response,
   stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
     return new ChatClientStream(clientBody, opts)

@@ -112,7 +112,7 @@ function finishOf (status: unknown, reason: unknown, hasCalls: boolean): string 
   return hasCalls ? 'tool_calls' : 'stop'
 }
 
-function response (body: any, opts: TranslateOptions): { body: unknown, usage: Usage | undefined } {
+function response (body: any, opts: TranslateOptions, fallback?: Usage): { body: unknown, usage: Usage | undefined } {
   let text = ''
   let refusal = ''
   let reasoning = ''
@@ -140,7 +140,7 @@ function response (body: any, opts: TranslateOptions): { body: unknown, usage: U
       created: typeof body?.created_at === 'number' ? body.created_at : Math.floor(Date.now() / 1000),
       model: opts.clientModel,
       choices: [{ index: 0, message, logprobs: null, finish_reason: finishOf(body?.status, body?.incomplete_details?.reason, calls.length > 0) }],
-      usage: usageToChat(usage ?? estimateUsage(opts.estimatedInputTokens)),
+      usage: usageToChat(usage ?? fallback ?? estimateUsage(opts.estimatedInputTokens)),
     },
     usage,
   }
@@ -170,10 +170,12 @@ export class ChatFromResponsesStream implements StreamTranslator {
   readonly #includeUsage: boolean
   readonly #readUsage: (u: any) => Usage
   readonly #calls = new Map<number, number>()
+  readonly #estimatedInputTokens: number
   #roleSent = false
 
   constructor (includeUsage: boolean, opts: TranslateOptions) {
     this.#model = opts.clientModel
+    this.#estimatedInputTokens = opts.estimatedInputTokens
     this.#includeUsage = includeUsage
     this.#readUsage = opts.upstream?.readUsage ?? usageFromResponses
   }
@@ -217,7 +219,8 @@ export class ChatFromResponsesStream implements StreamTranslator {
         this.finished = true
         if (d.response?.usage) this.usage = this.#readUsage(d.response.usage)
         let out = this.#role() + this.#chunk({}, finishOf(d.response?.status, d.response?.incomplete_details?.reason, this.#calls.size > 0))
-        if (this.#includeUsage) out += sseData({ id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model, choices: [], usage: usageToChat(this.usage ?? estimateUsage(0, this.outputChars)) })
+        // Without the upstream's final count: the estimate billing uses (see stream-out's billedStreamUsage).
+        if (this.#includeUsage) out += sseData({ id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model, choices: [], usage: usageToChat(this.usage ?? estimateUsage(this.#estimatedInputTokens, this.outputChars, this.startUsage)) })
         return out + SSE_DONE
       }
       case 'response.failed': case 'error': {

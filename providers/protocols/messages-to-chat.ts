@@ -205,7 +205,7 @@ function msgId (upstreamId: unknown): string {
     : 'msg_' + newId()
 }
 
-function response (body: any, opts: TranslateOptions): { body: unknown, usage: Usage | undefined } {
+function response (body: any, opts: TranslateOptions, fallback?: Usage): { body: unknown, usage: Usage | undefined } {
   const choice = body?.choices?.[0] ?? {}
   const m = choice.message ?? {}
   const content: unknown[] = []
@@ -226,7 +226,7 @@ function response (body: any, opts: TranslateOptions): { body: unknown, usage: U
       content,
       stop_reason: stop,
       stop_sequence: null,
-      usage: usageToMessages(usage ?? estimateUsage(opts.estimatedInputTokens)),
+      usage: usageToMessages(usage ?? fallback ?? estimateUsage(opts.estimatedInputTokens)),
     },
     usage,
   }
@@ -313,7 +313,8 @@ class MessagesClientStream implements StreamTranslator {
     this.finished = true
     let out = this.#started ? '' : this.#start(undefined)
     out += this.#flushTools()
-    const usage = usageToMessages(this.usage ?? estimateUsage(this.#opts.estimatedInputTokens))
+    // Without the upstream's final count: the estimate billing uses (see stream-out's billedStreamUsage).
+    const usage = usageToMessages(this.usage ?? estimateUsage(this.#opts.estimatedInputTokens, this.outputChars, this.startUsage))
     const stop = this.#refusal && this.#finish !== 'tool_calls' ? 'refusal' : stopFromFinish(this.#finish)
     out += sseEvent('message_delta', { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage })
     out += sseEvent('message_stop', { type: 'message_stop' })

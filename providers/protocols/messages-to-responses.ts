@@ -51,9 +51,9 @@ export const messagesToResponses: Translator = {
     // messages-to-chat already applied the model's parameters (in chat form).
     return chatToResponsesBody(messagesToChat.request(body, opts), opts)
   },
-  response (body: any, opts: TranslateOptions) {
-    const chat = chatToResponses.response(body, opts)
-    const { body: out } = messagesToChat.response(chat.body, opts)
+  response (body: any, opts: TranslateOptions, fallback?: Usage) {
+    const chat = chatToResponses.response(body, opts, fallback)
+    const { body: out } = messagesToChat.response(chat.body, opts, chat.usage ?? fallback)
     return { body: out, usage: chat.usage }
   },
   stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {

@@ -12,6 +12,9 @@
  *   `<namespace>__<name>` (over 64 characters: the first 55, `_`, 8 hex of its sha256), mapped
  *   back to `name` + `namespace` in the answer; built-in tools (`web_search`, `file_search`,
  *   `custom`, `local_shell`, `mcp`...) and tool choices naming them are dropped, never a 400;
+ * - images and files: chat `image_url` / `file` parts toward a chat upstream; toward a messages
+ *   upstream, messages `image` / `document` blocks (in user messages and in function_call_output,
+ *   which becomes the tool_result's content), when the model lists the `image` / `file` modality;
  * - `reasoning` items given back, `include`, `client_metadata`, `truncation`, `max_tool_calls`
  *   are ignored (no chat upstream can take or produce encrypted reasoning);
  * - `max_output_tokens` → the output cap, `text.format` → `response_format`, `reasoning.effort`
@@ -25,6 +28,7 @@ import { gwError } from '../../core/errors/errors.ts'
 import { estimateUsage } from '../../core/dispatch/estimate.ts'
 import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 import { applyModelParameters, CHAT_STANDARD, newId, textOf } from './common.ts'
+import { documentBlock, imageBlock } from './media-blocks.ts'
 
 /** Upstream function names: OpenAI and Anthropic both accept `^[a-zA-Z0-9_-]{1,64}$`. */
 const MAX_NAME = 64
@@ -80,20 +84,27 @@ function bad (why: string): never {
   throw gwError('GW_ERR_BAD_REQUEST', [why])
 }
 
-/** A user (or system) content part → a chat part; undefined to drop it. */
-function userPart (p: any, where: string): Record<string, unknown> | undefined {
+/**
+ * A user (or system) content part → a chat part; undefined to drop it. With `media` (the model's
+ * input modalities, given when the upstream speaks messages) images and files become messages
+ * image and document blocks, which the chat → messages translator passes on in media mode; a
+ * modality the model does not list is dropped, as on the chat route.
+ */
+function userPart (p: any, where: string, media?: ReadonlySet<string>): Record<string, unknown> | undefined {
   switch (p?.type) {
     case 'input_text': case 'output_text': case 'text':
       return typeof p.text === 'string' ? { type: 'text', text: p.text } : undefined
     case 'refusal':
       return typeof p.refusal === 'string' ? { type: 'text', text: p.refusal } : undefined
     case 'input_image': {
+      if (media) return media.has('image') ? imageBlock(p.image_url, where) : undefined
       if (typeof p.image_url !== 'string' || p.image_url === '') bad(`${where}: an input_image needs image_url (file_id needs stored files, which this gateway does not keep)`)
       const img: Record<string, unknown> = { url: p.image_url }
       if (p.detail === 'low' || p.detail === 'high' || p.detail === 'auto') img.detail = p.detail
       return { type: 'image_url', image_url: img }
     }
     case 'input_file': {
+      if (media) return media.has('file') ? documentBlock(p, where) : undefined
       const f: Record<string, unknown> = {}
       if (typeof p.file_data === 'string') f.file_data = p.file_data
       else if (typeof p.file_id === 'string') f.file_id = p.file_id
@@ -106,12 +117,12 @@ function userPart (p: any, where: string): Record<string, unknown> | undefined {
   }
 }
 
-function chatContent (content: unknown, where: string): unknown {
+function chatContent (content: unknown, where: string, media?: ReadonlySet<string>): unknown {
   if (typeof content === 'string') return content
   if (!Array.isArray(content)) return ''
   const parts: Record<string, unknown>[] = []
   for (const [j, p] of content.entries()) {
-    const c = userPart(p, `${where}.content[${j}]`)
+    const c = userPart(p, `${where}[${j}]`, media)
     if (c) parts.push(c)
   }
   if (parts.every(p => p.type === 'text')) return parts.map(p => p.text).join('\n')
@@ -130,8 +141,8 @@ function outputText (v: unknown): string {
   return texts.join('\n')
 }
 
-/** `input` (a string or items) and `instructions` → chat messages. */
-function convertInput (body: Record<string, any>, systemRole: string): Record<string, unknown>[] {
+/** `input` (a string or items) and `instructions` → chat messages; `media` as in userPart. */
+function convertInput (body: Record<string, any>, systemRole: string, media?: ReadonlySet<string>): Record<string, unknown>[] {
   const out: Record<string, any>[] = []
   if (typeof body.instructions === 'string' && body.instructions !== '') out.push({ role: systemRole, content: body.instructions })
   const input = body.input
@@ -150,7 +161,7 @@ function convertInput (body: Record<string, any>, systemRole: string): Record<st
           const t = outputText(item.content)
           if (t !== '') out.push({ role: systemRole, content: t })
         } else if (role === 'user') {
-          out.push({ role: 'user', content: chatContent(item.content, where) })
+          out.push({ role: 'user', content: chatContent(item.content, `${where}.content`, media) })
         } else if (role === 'assistant') {
           const t = outputText(item.content)
           if (t !== '') out.push({ role: 'assistant', content: t })
@@ -172,7 +183,8 @@ function convertInput (body: Record<string, any>, systemRole: string): Record<st
       }
       case 'function_call_output':
         if (typeof item.call_id !== 'string') bad(`${where}: a function_call_output needs call_id`)
-        out.push({ role: 'tool', tool_call_id: item.call_id, content: outputText(item.output) })
+        // Toward a messages upstream a tool result can hold images and documents too.
+        out.push({ role: 'tool', tool_call_id: item.call_id, content: media && Array.isArray(item.output) ? chatContent(item.output, `${where}.output`, media) : outputText(item.output) })
         break
       case 'item_reference':
         bad(`${where}: item_reference needs stored responses; this gateway is stateless, send the items themselves`)
@@ -211,7 +223,8 @@ function convertToolChoice (tc: unknown, known: Set<string>): unknown {
     return known.has(name) ? { type: 'function', function: { name } } : undefined
   }
   if (c?.type === 'allowed_tools' && Array.isArray(c.tools)) {
-    const tools = c.tools.filter((t: any) => t?.type === 'function' && typeof t.name === 'string').map((t: any) => ({ type: 'function', function: { name: upstreamName(t.name) } }))
+    const tools = c.tools.filter((t: any) => t?.type === 'function' && typeof t.name === 'string')
+      .map((t: any) => ({ type: 'function', function: { name: upstreamName(t.name, typeof t.namespace === 'string' ? t.namespace : undefined) } }))
     if (tools.length === 0) return undefined
     return { type: 'allowed_tools', allowed_tools: { mode: c.mode === 'required' ? 'required' : 'auto', tools } }
   }
@@ -221,12 +234,13 @@ function convertToolChoice (tc: unknown, known: Set<string>): unknown {
 /**
  * A Responses request → a chat-completions request for `opts`' upstream; records the call's
  * CallInfo under `opts`. `forChatUpstream` false: the chat body is an intermediate one (the chat
- * → messages translator runs next and applies the model's parameters itself).
+ * → messages translator runs next, in media mode, and applies the model's parameters itself); its
+ * images and files are already messages image and document blocks.
  */
 export function responsesToChatRequest (body: Record<string, any>, opts: TranslateOptions, forChatUpstream = true): Record<string, unknown> {
   const info = describeCall(body)
   const out: Record<string, unknown> = { model: opts.upstreamModel }
-  out.messages = convertInput(body, opts.upstream?.systemRole ?? 'system')
+  out.messages = convertInput(body, opts.upstream?.systemRole ?? 'system', forChatUpstream ? undefined : opts.model.inputModalities)
   const cap = Math.min(typeof body.max_output_tokens === 'number' ? body.max_output_tokens : opts.model.maxOutputTokens, opts.model.maxOutputTokens)
   const capField = opts.upstream?.maxTokensField ?? 'max_tokens'
   out[capField] = cap
@@ -341,7 +355,7 @@ function reasoningOf (m: any): string {
   return ''
 }
 
-/** A chat `chat.completion` → the `response` object; `usage` is what billing read (undefined: the estimate is shown). */
+/** A chat `chat.completion` → the `response` object; `usage` is what the call is billed (undefined: the input estimate is shown). */
 export function chatAnswerToResponse (body: any, usage: Usage | undefined, opts: TranslateOptions): Record<string, unknown> {
   const info = callInfo(opts)
   const choice = body?.choices?.[0] ?? {}

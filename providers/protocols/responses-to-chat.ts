@@ -8,6 +8,7 @@
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
 import type { Usage } from '../../core/types/usage.ts'
 import { usageFromChat } from './usage.ts'
+import { estimateUsage } from '../../core/dispatch/estimate.ts'
 import { chatDeltaChars } from './common.ts'
 import { chatAnswerToResponse, ResponsesEmitter, responsesToChatRequest } from './responses-common.ts'
 
@@ -19,10 +20,17 @@ class ResponsesClientStream implements StreamTranslator {
   finished = false
   readonly #emit: ResponsesEmitter
   readonly #readUsage: (u: any) => Usage
+  readonly #estimatedInputTokens: number
 
   constructor (clientBody: Record<string, any>, opts: TranslateOptions) {
+    this.#estimatedInputTokens = opts.estimatedInputTokens
     this.#emit = new ResponsesEmitter(opts, clientBody)
     this.#readUsage = opts.upstream?.readUsage ?? usageFromChat
+  }
+
+  /** The final usage, else the estimate billing uses (see stream-out's billedStreamUsage). */
+  #billed (): Usage {
+    return this.usage ?? estimateUsage(this.#estimatedInputTokens, this.outputChars, this.startUsage)
   }
 
   push (ev: SseEvent): string {
@@ -30,7 +38,7 @@ class ResponsesClientStream implements StreamTranslator {
     if (ev.data === '[DONE]') {
       if (!this.#emit.finishSeen) return ''
       this.finished = true
-      return this.#emit.complete(this.usage ?? this.startUsage)
+      return this.#emit.complete(this.#billed())
     }
     let chunk: any
     try { chunk = JSON.parse(ev.data) } catch { return '' }
@@ -53,7 +61,7 @@ class ResponsesClientStream implements StreamTranslator {
     if (this.#emit.ended) return ''
     if (this.#emit.finishSeen) {
       this.finished = true
-      return this.#emit.complete(this.usage ?? this.startUsage)
+      return this.#emit.complete(this.#billed())
     }
     return this.#emit.fail('The model service ended the stream before it finished.', 502)
   }
@@ -65,9 +73,9 @@ class ResponsesClientStream implements StreamTranslator {
 
 export const responsesToChat: Translator = {
   request: responsesToChatRequest,
-  response (body: any, opts: TranslateOptions) {
+  response (body: any, opts: TranslateOptions, fallback?: Usage) {
     const usage = body?.usage ? (opts.upstream?.readUsage ?? usageFromChat)(body.usage) : undefined
-    return { body: chatAnswerToResponse(body, usage, opts), usage }
+    return { body: chatAnswerToResponse(body, usage ?? fallback, opts), usage }
   },
   stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
     return new ResponsesClientStream(clientBody, opts)

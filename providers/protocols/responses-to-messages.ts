@@ -3,22 +3,26 @@
  *
  * Composed: the Responses request becomes a chat request (responses-common.ts), which the chat
  * client's translator (chat-to-messages.ts) turns into a messages request, with that file's rules
- * (text-only content, reasoning effort → a thinking budget...). Answers and streams go back the
- * same way: messages → chat (chat-to-messages) → Responses. Usage and billing are the messages
- * translator's own (the upstream's counts, or the estimate of a cut stream).
+ * (reasoning effort → a thinking budget...), in media mode: images and files reach the upstream as
+ * image and document blocks. Answers and streams go back the same way: messages → chat
+ * (chat-to-messages) → Responses. Usage and billing are the messages translator's own (the
+ * upstream's counts, or the estimate billed when there are none, which the client is shown).
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
 import type { Usage } from '../../core/types/usage.ts'
 import { SseParser } from '../../core/dispatch/sse.ts'
-import { chatToMessages } from './chat-to-messages.ts'
+import { estimateUsage } from '../../core/dispatch/estimate.ts'
+import { chatToMessages, chatToMessagesRequest } from './chat-to-messages.ts'
 import { chatAnswerToResponse, ResponsesEmitter, responsesToChatRequest } from './responses-common.ts'
 
 class ResponsesOverMessagesStream implements StreamTranslator {
   readonly #inner: StreamTranslator
   readonly #emit: ResponsesEmitter
   readonly #parser = new SseParser()
+  readonly #estimatedInputTokens: number
 
   constructor (clientBody: Record<string, any>, opts: TranslateOptions) {
+    this.#estimatedInputTokens = opts.estimatedInputTokens
     // The inner chat stream always carries its usage chunk: the final event shows it.
     this.#inner = chatToMessages.stream({ stream: true, stream_options: { include_usage: true } }, opts)
     this.#emit = new ResponsesEmitter(opts, clientBody)
@@ -35,7 +39,7 @@ class ResponsesOverMessagesStream implements StreamTranslator {
     let out = ''
     for (const ev of this.#parser.push(chat)) {
       if (ev.data === '[DONE]') {
-        out += this.#emit.complete(this.#inner.usage ?? this.#inner.startUsage)
+        out += this.#emit.complete(this.#inner.usage ?? estimateUsage(this.#estimatedInputTokens, this.#inner.outputChars, this.#inner.startUsage))
         continue
       }
       let chunk: any
@@ -65,11 +69,11 @@ class ResponsesOverMessagesStream implements StreamTranslator {
 
 export const responsesToMessages: Translator = {
   request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
-    return chatToMessages.request(responsesToChatRequest(body, opts, false), opts)
+    return chatToMessagesRequest(responsesToChatRequest(body, opts, false), opts, true)
   },
-  response (body: any, opts: TranslateOptions) {
-    const chat = chatToMessages.response(body, opts)
-    return { body: chatAnswerToResponse(chat.body, chat.usage, opts), usage: chat.usage }
+  response (body: any, opts: TranslateOptions, fallback?: Usage) {
+    const chat = chatToMessages.response(body, opts, fallback)
+    return { body: chatAnswerToResponse(chat.body, chat.usage ?? fallback, opts), usage: chat.usage }
   },
   stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
     return new ResponsesOverMessagesStream(clientBody, opts)

@@ -128,3 +128,29 @@ t.test('a stream made without its request (other options object) maps names from
   const { final } = responsesStreamShape(out)
   t.match(final, { status: 'completed', output: [{ type: 'function_call', name: 'lookup', namespace: 'crm' }], tools: body.tools })
 })
+
+t.test('media toward a messages upstream: what the upstream cannot take is a 400 naming the part; a modality the model does not list is dropped', async t => {
+  const tr = translators['responses-to-messages']
+  const image = (image_url: string) => responsesGoldenBody('m/x', { input: [{ role: 'user', content: [{ type: 'input_text', text: 'see' }, { type: 'input_image', image_url }] }] })
+  t.throws(() => tr.request(image('data:image/svg+xml;base64,PHN2Zz48L3N2Zz4='), fresh()), { code: 'GW_ERR_BAD_REQUEST', message: /input\[0\]\.content\[1\].*image\/svg\+xml/ })
+  t.throws(() => tr.request(image('http://example.com/a.png'), fresh()), { code: 'GW_ERR_BAD_REQUEST', message: /https URL/ })
+  t.throws(() => tr.request(responsesGoldenBody('m/x', { input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file_1' }] }] }), fresh()), { code: 'GW_ERR_BAD_REQUEST', message: /input\[0\]\.content\[0\].*file_id/ })
+  t.throws(() => tr.request(responsesGoldenBody('m/x', { input: [{ type: 'function_call_output', call_id: 'c', output: [{ type: 'input_file', file_data: 'data:application/zip;base64,UEsDBA==' }] }] }), fresh()), { code: 'GW_ERR_BAD_REQUEST', message: /input\[0\]\.output\[0\].*application\/zip/ })
+  // A plain-text file is a text document; a PDF by https URL a url document.
+  const docs = tr.request(responsesGoldenBody('m/x', { input: [{ role: 'user', content: [
+    { type: 'input_file', filename: 'notes.txt', file_data: `data:text/plain;base64,${Buffer.from('héllo').toString('base64')}` },
+    { type: 'input_file', file_url: 'https://example.com/a.pdf' },
+  ] }] }), fresh()) as any
+  t.same(docs.messages[0].content, [
+    { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'héllo' }, title: 'notes.txt' },
+    { type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } },
+  ])
+  // A model that lists text only: images and files are dropped, as on the chat route.
+  const { model } = translateFixture(PARAMS)
+  const textOnly = { ...model, inputModalities: new Set(['text']) }
+  const sent = tr.request(image('https://example.com/a.png'), { ...base, model: textOnly }) as any
+  t.same(sent.messages, [{ role: 'user', content: 'see' }])
+  // The chat route keeps its own contract: content flattened to text, media dropped.
+  const chat = translators['chat-to-messages'].request({ model: 'm/x', messages: [{ role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image_url', image_url: { url: 'https://example.com/a.png' } }, { type: 'image', source: { type: 'url', url: 'https://example.com/b.png' } }] }] }, fresh()) as any
+  t.same(chat.messages, [{ role: 'user', content: 'see' }])
+})

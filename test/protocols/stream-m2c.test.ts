@@ -2,6 +2,7 @@
 import t, { type Test } from 'tap'
 import type { StreamTranslator } from '../../core/dispatch/provider.ts'
 import { messagesToChat } from '../../providers/protocols/messages-to-chat.ts'
+import { billedStreamUsage } from '../../core/dispatch/stream-out.ts'
 import { translateFixture, parseSse as parse } from '../helpers/translate-fixture.ts'
 import { FINISH_TO_STOP_REASON } from '../../testing.ts'
 
@@ -71,11 +72,13 @@ t.test('1. plain text: message_start … message_delta, message_stop; usage spli
   t.equal(evs.filter(e => e.event === 'message_start').length, 1, 'exactly one message_start')
 })
 
-t.test('1b. EOF after a finish without [DONE] still closes properly; no usage → estimate', async t => {
+t.test('1b. EOF after a finish without [DONE] still closes properly; no usage → the estimate billed', async t => {
   const { out, st } = run(chunk({ content: 'Hi' }) + chunk({}, 'stop'))
   const evs = events(t, out)
   t.same(shape(evs), ['message_start', 'start 0 text', 'delta 0 text_delta Hi', 'stop 0', 'message_delta end_turn', 'message_stop'])
-  t.same(evs[4].data.usage, { input_tokens: 42, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 })
+  // The input estimate and the 2 characters relayed (1 token): what billedStreamUsage bills.
+  t.same(evs[4].data.usage, { input_tokens: 42, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 })
+  t.same(billedStreamUsage(st, 42).usage, { inputTokens: 42, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 1 })
   t.equal(st.usage, undefined)
   t.equal(st.finished, true)
 })
