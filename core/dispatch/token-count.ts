@@ -1,9 +1,11 @@
 /**
  * @module token-count – local input-token counts for `POST /v1/messages/count_tokens` when no
- * messages-protocol upstream can count them: real OpenAI tokenizers (js-tiktoken), documented
- * approximations for everything else.
+ * messages-protocol upstream can count them: real OpenAI tokenizers (js-tiktoken's tables, see
+ * tokenizer.ts), documented approximations for everything else.
  */
-import { Tiktoken } from 'js-tiktoken/lite'
+import { encodingFor, tokenCounter } from './tokenizer.ts'
+
+export { encodingFor, type EncodingName } from './tokenizer.ts'
 
 /** Tokens one image costs, whatever its size (Anthropic's cost of a ~1.15 megapixel image). */
 export const IMAGE_TOKENS = 1600
@@ -14,36 +16,6 @@ export const MESSAGE_OVERHEAD = 3
 /** Framing per tool definition. */
 export const TOOL_OVERHEAD = 8
 
-export type EncodingName = 'o200k_base' | 'cl100k_base'
-
-/**
- * Which tokenizer a model name counts with: o200k_base for the OpenAI gpt-4o / gpt-4.1 / gpt-4.5 /
- * gpt-5 / o-series families, cl100k_base for older OpenAI models (gpt-4, gpt-3.5, text-embedding),
- * and o200k_base as the approximation for every other vendor (their tokenizers are not public).
- * A vendor prefix (`openai/gpt-4o`) is ignored.
- */
-export function encodingFor (modelName: string): EncodingName {
-  const name = modelName.slice(modelName.lastIndexOf('/') + 1).toLowerCase()
-  if (/^(gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|chatgpt-4o|o\d)/.test(name)) return 'o200k_base'
-  if (/^(gpt-4|gpt-3\.5|gpt-35|text-embedding)/.test(name)) return 'cl100k_base'
-  return 'o200k_base'
-}
-
-const encoders = new Map<EncodingName, Tiktoken>()
-
-/** The rank tables are large: each is loaded on first use only. */
-async function encoder (name: EncodingName): Promise<Tiktoken> {
-  let enc = encoders.get(name)
-  if (!enc) {
-    const ranks = name === 'o200k_base'
-      ? (await import('js-tiktoken/ranks/o200k_base')).default
-      : (await import('js-tiktoken/ranks/cl100k_base')).default
-    enc = new Tiktoken(ranks)
-    encoders.set(name, enc)
-  }
-  return enc
-}
-
 type Json = Record<string, unknown>
 
 /**
@@ -53,7 +25,7 @@ type Json = Record<string, unknown>
  * (name, description and input_schema JSON) plus TOOL_OVERHEAD per tool.
  */
 export async function countInputTokens (body: Json, modelName: string): Promise<number> {
-  const enc = await encoder(encodingFor(modelName))
+  const enc = await tokenCounter(encodingFor(modelName))
   let fixed = 0
   const texts: string[] = []
   const block = (b: unknown): void => {
@@ -102,6 +74,6 @@ export async function countInputTokens (body: Json, modelName: string): Promise<
     if (x.input_schema !== undefined) texts.push(JSON.stringify(x.input_schema))
   }
   let n = fixed
-  for (const s of texts) if (s !== '') n += enc.encode(s).length
+  for (const s of texts) if (s !== '') n += enc.count(s)
   return n
 }

@@ -2,8 +2,9 @@
  * @module plugins/balance – prepaid balance per organization, and billing.
  *
  * admit: reserve the call's worst-case cost atomically in the ledger (input estimate × input rate
- * + output cap × n × output rate, see core/dispatch/estimate.ts): 402 when it does not fit, 403 when the
- * key has no organization.
+ * + output cap × n × output rate; the input estimate is the larger of 4 bytes per token and the
+ * tokenizer's count, see core/dispatch/reserve-estimate.ts): 402 when it does not fit, 403 when
+ * the key has no organization.
  * settle: when an upstream answered, shrink the hold to the real cost at once, then charge it and
  * write the usage record in ONE (batched) transaction that also drops the hold; otherwise release
  * the hold. Charges and releases are retried.
@@ -16,12 +17,15 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { definePlugin, gwError, type Reservation, type ModelPrice } from '../../index.ts'
 import { PriceBook } from '../../money/pricing.ts'
 import { costMicros, reserveMicros } from '../../money/billing.ts'
-import { requestedChoices, requestedOutputCap, reservedInputTokens } from '../../core/dispatch/estimate.ts'
+import { requestedChoices, requestedOutputCap } from '../../core/dispatch/estimate.ts'
+import { reservationInputTokens } from '../../core/dispatch/reserve-estimate.ts'
 import { BalanceConfig } from './schema.ts'
 import { Slice, type Ticket } from './slice.ts'
 
 /** Attempts at a charge or a release before giving up (with 100 ms × attempt between them). */
 const LEDGER_ATTEMPTS = 4
+/** Characters of prompt text tokenized per call when the config did not go through the schema. */
+const DEFAULT_TOKENIZE_MAX_CHARS = 8192
 
 interface Slot { reservation?: Reservation, price: ModelPrice, shrunk?: boolean, slice?: Slice, ticket?: Ticket }
 
@@ -136,9 +140,10 @@ export default definePlugin({
         state.slot = slot
         if (!config.enforce || !org) return
         const body = ctx.body as Record<string, unknown>
-        // Input: the whole body as received, capped by the context window; output: the cap for
-        // each of the `n` completions asked for.
-        const input = reservedInputTokens(body, ctx.bodyBytes, model.public.context_length)
+        // Input: the whole body as received at 4 bytes per token, or the prompt's tokens when the
+        // tokenizer counts more, capped by the context window; output: the cap for each of the
+        // `n` completions asked for.
+        const input = await reservationInputTokens(body, ctx.bodyBytes, model.public.context_length, model.deployments[0]?.upstreamModel ?? model.id, config.tokenizeMaxChars ?? DEFAULT_TOKENIZE_MAX_CHARS)
         const amount = reserveMicros(input, requestedOutputCap(body, model.maxOutputTokens) * requestedChoices(body), price)
         if (leasing) {
           const slice = sliceOf(org)

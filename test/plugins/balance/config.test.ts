@@ -8,7 +8,7 @@ const validate = compileOrThrow(balance.configSchema, 'balance')
 t.test('balance config – enforced by default, prices cached 30 s, no organizations created', async t => {
   const config: Record<string, unknown> = {}
   t.ok(validate(config))
-  t.same(config, { enforce: true, priceCacheMs: 30000, organizations: [], mode: 'exact', lease: { horizonMs: 2000, maxSlice: 10, idleMs: 5000, lowMs: 1000 } }, 'exact by default; lease tunables defaulted')
+  t.same(config, { enforce: true, priceCacheMs: 30000, tokenizeMaxChars: 8192, organizations: [], mode: 'exact', lease: { horizonMs: 2000, maxSlice: 10, idleMs: 5000, lowMs: 1000 } }, 'exact by default; lease tunables defaulted')
 })
 
 t.test('balance config – an organization\'s initial balance defaults to 0', async t => {
@@ -22,6 +22,7 @@ t.test('balance config – bad values are refused with the path named', async t 
     [{ enforce: 'yes' }, '/enforce'],
     [{ priceCacheMs: -1 }, '/priceCacheMs'],
     [{ priceCacheMs: 1.5 }, '/priceCacheMs'],
+    [{ tokenizeMaxChars: -1 }, '/tokenizeMaxChars'],
     [{ organizations: {} }, '/organizations'],
     [{ organizations: [{ id: '' }] }, '/organizations/0/id'],
     [{ organizations: [{ name: 'no id' }] }, '/organizations/0'],

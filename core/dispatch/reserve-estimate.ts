@@ -1,0 +1,104 @@
+/**
+ * @module reserve-estimate – the input tokens a balance reservation covers: the larger of the
+ * byte rule (estimate.ts `reservedInputTokens`: every byte of the body at 4 per token, which no
+ * shaping of the request can bring down) and the prompt's text counted with the model's
+ * tokenizer, which is the higher one for text that tokenizes at fewer than 4 bytes per token
+ * (CJK scripts, code, numbers, random strings). Counting is bounded: about `maxChars`
+ * characters are tokenized per call; a longer prompt is sampled (see countText).
+ */
+import { IMAGE_TOKENS, reservedInputTokens } from './estimate.ts'
+import { MESSAGE_OVERHEAD, TOOL_OVERHEAD } from './token-count.ts'
+import { reservationEncodingFor, tokenCounter, type TokenCounter } from './tokenizer.ts'
+
+/** A sampled string is read in windows of at least this many characters, at most SAMPLE_WINDOWS of them. */
+const SAMPLE_WINDOW = 256
+const SAMPLE_WINDOWS = 32
+
+/** The text of a request: every string an upstream reads as text, in body order. */
+interface Texts { strings: string[], chars: number, images: number, messages: number, tools: number }
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null
+
+/**
+ * Every string value of the body except inline media payloads (data: URIs, base64 sources,
+ * `file_data`, audio data), which upstreams bill per image or page, not as text, and which the
+ * byte rule already covers. Keys and `cache_control` markers are not text. Iterative: any depth.
+ */
+function collect (body: Record<string, unknown>): Texts {
+  const acc: Texts = { strings: [], chars: 0, images: 0, messages: 0, tools: 0 }
+  const list = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : undefined
+  acc.messages = list?.length ?? 1
+  acc.tools = Array.isArray(body.tools) ? body.tools.length : 0
+  const stack: unknown[] = [body]
+  const strings: string[] = []
+  while (stack.length > 0) {
+    const v = stack.pop()
+    if (typeof v === 'string') {
+      if (!v.startsWith('data:')) { strings.push(v); acc.chars += v.length }
+      continue
+    }
+    if (!isObject(v)) continue
+    if (Array.isArray(v)) { for (let i = v.length - 1; i >= 0; i--) stack.push(v[i]); continue }
+    const t = v.type
+    if (t === 'image_url' || t === 'image' || t === 'input_image') acc.images++
+    const inline = t === 'base64' || 'format' in v
+    const keys = Object.keys(v)
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const k = keys[i]
+      if (k === 'cache_control' || k === 'file_data' || (k === 'data' && inline)) continue
+      stack.push(v[k])
+    }
+  }
+  acc.strings = strings
+  return acc
+}
+
+/**
+ * Tokens of `texts`' strings: all of them up to `maxChars` characters in all. Beyond that each
+ * string is sampled in proportion to its length (so every message is read, whatever its kind),
+ * in up to SAMPLE_WINDOWS windows spread over it, and its count scaled to its whole length.
+ */
+function countText (counter: TokenCounter, texts: Texts, maxChars: number): number {
+  if (texts.chars <= maxChars) {
+    let n = 0
+    for (const s of texts.strings) n += counter.count(s)
+    return n
+  }
+  const share = maxChars / texts.chars
+  let n = 0
+  for (const s of texts.strings) {
+    const budget = Math.max(1, Math.round(s.length * share))
+    if (budget >= s.length) { n += counter.count(s); continue }
+    const windows = Math.min(SAMPLE_WINDOWS, Math.max(1, Math.floor(budget / SAMPLE_WINDOW)))
+    const size = Math.ceil(budget / windows)
+    let tokens = 0
+    for (let w = 0; w < windows; w++) {
+      const from = Math.floor(w * s.length / windows)
+      tokens += counter.count(s.slice(from, from + size))
+    }
+    n += tokens * s.length / (size * windows)
+  }
+  return Math.ceil(n)
+}
+
+/**
+ * The prompt as the model's tokenizer counts it (reservationEncodingFor `modelName`): the text of every
+ * string in the body, plus IMAGE_TOKENS per image, MESSAGE_OVERHEAD per message and
+ * TOOL_OVERHEAD per tool. A prompt of more than `maxChars` characters is sampled.
+ */
+export async function countedInputTokens (body: Record<string, unknown>, modelName: string, maxChars: number): Promise<number> {
+  const texts = collect(body)
+  const counter = await tokenCounter(reservationEncodingFor(modelName))
+  return countText(counter, texts, maxChars) + IMAGE_TOKENS * texts.images + MESSAGE_OVERHEAD * texts.messages + TOOL_OVERHEAD * texts.tools
+}
+
+/**
+ * The input tokens to reserve for a call: the larger of the byte rule and the tokenizer's count
+ * (see the module doc), capped by the model's context length. `maxChars` 0: the byte rule alone.
+ */
+export async function reservationInputTokens (body: Record<string, unknown>, bodyBytes: number, contextLength: number, modelName: string, maxChars: number): Promise<number> {
+  const floor = reservedInputTokens(body, bodyBytes, contextLength)
+  const cap = contextLength > 0 ? contextLength : Number.POSITIVE_INFINITY
+  if (maxChars <= 0 || floor >= cap) return floor
+  return Math.min(cap, Math.max(floor, await countedInputTokens(body, modelName, maxChars)))
+}
