@@ -7,7 +7,8 @@
 import t, { type Test } from 'tap'
 import { Tiktoken } from 'js-tiktoken/lite'
 import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
-import { startFakeUpstream, upstreamDoc, json, chatCompletion, type FakeUpstream } from '../helpers/fake-upstream.ts'
+import type { ServerResponse } from 'node:http'
+import { startFakeUpstream, upstreamDoc, json, chatCompletion, type FakeUpstream, type Recorded } from '../helpers/fake-upstream.ts'
 import { openLedger } from '../../core/ledger/index.ts'
 import type { Ledger } from '../../core/ledger/ledger.ts'
 import { reservedInputTokens } from '../../core/dispatch/estimate.ts'
@@ -31,13 +32,13 @@ let enc: Tiktoken
 t.before(async () => { enc = new Tiktoken((await import('js-tiktoken/ranks/cl100k_base')).default) })
 
 /** What the upstream bills for a chat body: the tokens of every message's text, 3 more per message. */
-function promptTokens (body: any): number {
-  return body.messages.reduce((n: number, m: any) => n + enc.encode(m.content).length + 3, 0)
+function promptTokens (body: { messages: Array<{ content: string }> }): number {
+  return body.messages.reduce((n, m) => n + enc.encode(m.content).length + 3, 0)
 }
 
 /** Bills like the real upstream: the prompt's exact token count, the whole output cap. */
 function billing (opts: { gate?: Promise<void> } = {}) {
-  return async (req: any, res: any) => {
+  return async (req: Recorded, res: ServerResponse) => {
     await opts.gate
     setTimeout(() => json(res, 200, chatCompletion('好', { prompt: promptTokens(req.body), completion: req.body.max_tokens, cached: 0 })), 20)
   }
@@ -58,7 +59,7 @@ async function gateway (t: Test, ledger: Ledger, up: FakeUpstream): Promise<stri
 }
 
 const call = (url: string, text: string) => fetch(url + '/v1/chat/completions', { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: text })
-  .then(async r => ({ status: r.status, body: await r.json() as any }))
+  .then(async r => ({ status: r.status, body: await r.json() as unknown }))
 
 async function run (t: Test, makeLedger: (t: Test) => Promise<Ledger>): Promise<void> {
   const payload = { model: MODEL.id, max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: PROMPT }] }

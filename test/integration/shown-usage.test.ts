@@ -36,9 +36,10 @@ interface Shown { input: number, cached: number, output: number }
 
 /** The usage the client was shown, read the way its SDK reads it. */
 function shownUsage (route: 'chat' | 'messages' | 'responses', payload: string, streamed: boolean): Shown | undefined {
-  const fromChat = (u: any): Shown => ({ input: u.prompt_tokens, cached: u.prompt_tokens_details?.cached_tokens ?? 0, output: u.completion_tokens })
-  const fromMessages = (u: any): Shown => ({ input: u.input_tokens + (u.cache_read_input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0), cached: u.cache_read_input_tokens ?? 0, output: u.output_tokens })
-  const fromResponses = (u: any): Shown => ({ input: u.input_tokens, cached: u.input_tokens_details.cached_tokens, output: u.output_tokens })
+  type U = Record<string, number | undefined> & { prompt_tokens_details?: { cached_tokens?: number }, input_tokens_details?: { cached_tokens: number } }
+  const fromChat = (u: U): Shown => ({ input: u.prompt_tokens!, cached: u.prompt_tokens_details?.cached_tokens ?? 0, output: u.completion_tokens! })
+  const fromMessages = (u: U): Shown => ({ input: u.input_tokens! + (u.cache_read_input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0), cached: u.cache_read_input_tokens ?? 0, output: u.output_tokens! })
+  const fromResponses = (u: U): Shown => ({ input: u.input_tokens!, cached: u.input_tokens_details!.cached_tokens, output: u.output_tokens! })
   if (!streamed) {
     const b = JSON.parse(payload)
     return route === 'chat' ? fromChat(b.usage) : route === 'messages' ? fromMessages(b.usage) : fromResponses(b.usage)
