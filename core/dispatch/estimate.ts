@@ -109,7 +109,7 @@ export function estimateUsage (estimatedInputTokens: number, outputChars = 0, kn
 /**
  * Rough prompt tokens of a chat, messages or Responses request, for a client's context meter (message_start):
  * the text of messages (Responses: input items), system (instructions) and tools at 4 characters per token, plus 3 per message and
- * IMAGE_TOKENS per image, video or file by reference. Not a reservation: see reservedInputTokens.
+ * IMAGE_TOKENS per image, video or file by reference. Not a reservation: see reserve-estimate.ts.
  */
 export function estimateInputTokens (body: Record<string, unknown>): number {
   const acc = scan([body.messages, body.system, body.tools, body.input, body.instructions])
@@ -119,7 +119,8 @@ export function estimateInputTokens (body: Record<string, unknown>): number {
 }
 
 /**
- * The input tokens a reservation must cover: everything the upstream will see. Rule: the whole
+ * The floor of a reservation's input tokens (reserve-estimate.ts reserves the larger of this and
+ * the prompt's token count): everything the upstream will see. Rule: the whole
  * body at 4 bytes per token (the received body's byte count, or the characters of every string
  * and key when it is unknown), where an image part counts IMAGE_TOKENS instead of its inline
  * payload's bytes; a part whose size the gateway cannot see (a video or a file by URL or id)
