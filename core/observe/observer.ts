@@ -6,7 +6,6 @@
  */
 import type { Logger } from 'pino'
 import type { GatewayConfig } from '../config/config-schema.ts'
-import type { Gateway } from '../routes/gateway.ts'
 import type { CallObserver, CallState } from '../pipeline/lifecycle.ts'
 import type { RequestContext } from '../pipeline/runner.ts'
 import type { Usage } from '../types/usage.ts'
@@ -62,13 +61,16 @@ function attemptErrorKind (a: Attempt, last: boolean, call: RequestContext): str
   return undefined
 }
 
-export interface ObserverOptions {
-  accessLog: GatewayConfig['logging']['access']
-  propagate: boolean
+/** What outlives config versions: one metrics registry and one span exporter per app (restart-only). */
+export interface ObserverParts {
   metrics: GatewayMetrics | null
   exporter: SpanExporter | null
 }
 
+/**
+ * One config version's observer: its own access-log and trace-propagation settings (a reload
+ * applies them to new requests) over the app's metrics and exporter.
+ */
 export class Observer {
   readonly metrics: GatewayMetrics | null
   readonly exporter: SpanExporter | null
@@ -76,12 +78,13 @@ export class Observer {
   readonly #access: GatewayConfig['logging']['access'] | null
   readonly #accessLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 
-  constructor (readonly gw: Gateway, opts: ObserverOptions) {
-    this.metrics = opts.metrics
-    this.exporter = opts.exporter
-    this.propagate = opts.propagate
-    this.#access = opts.accessLog.enabled ? opts.accessLog : null
-    this.#accessLevel = opts.accessLog.level
+  constructor (config: GatewayConfig, parts: ObserverParts) {
+    this.metrics = parts.metrics
+    this.exporter = parts.exporter
+    this.propagate = config.tracing.propagate
+    const access = config.logging.access
+    this.#access = access.enabled ? access : null
+    this.#accessLevel = access.level
   }
 
   /** true when at least one of access log, metrics, tracing is on (else no observer is built). */
@@ -139,10 +142,6 @@ export class Observer {
     ;(call.log as Logger)[this.#accessLevel](line, 'access')
   }
 
-  close (): Promise<void> {
-    this.metrics?.close()
-    return this.exporter?.shutdown() ?? Promise.resolve()
-  }
 }
 
 const round = (ms: number): number => Math.round(ms * 1000) / 1000
