@@ -181,6 +181,10 @@ export function buildConfig (doc: unknown, source: string, baseDir: string, env:
   if (withEnv.server.headersTimeoutMs > withEnv.server.bodyTimeoutMs) {
     throw gwError('GW_ERR_CONFIG_INVALID', [source, '/server/headersTimeoutMs', 'must not exceed server.bodyTimeoutMs'])
   }
+  // Metrics collected but served nowhere would be a silent loss: refused at start-up.
+  if (withEnv.metrics.listen === 'admin' && withEnv.admin === undefined) {
+    throw gwError('GW_ERR_CONFIG_INVALID', [source, '/metrics/listen', '"admin" serves the metrics on the admin listener, which needs an admin block (or use "main" or "off")'])
+  }
   Object.defineProperty(withEnv, 'source', { value: source, enumerable: false })
   Object.defineProperty(withEnv, 'baseDir', { value: baseDir, enumerable: false })
   substitutedPaths.set(withEnv, substituted)

@@ -158,7 +158,7 @@ t.test('off: no route, no observer; registerMetricsRoute mounts on any fastify i
   t.equal(off.gateway.observer, null, 'nothing observes when all is off')
   t.equal((await off.inject({ url: '/metrics' })).statusCode, 404)
 
-  const { app: gw, url } = await app(t, { metrics: { listen: 'admin' } })
+  const { app: gw, url } = await app(t, { metrics: { listen: 'admin' }, admin: { keys: [{ id: 'ops', key: 'admin-key-0123456789abcdef' }] } })
   t.equal((await gw.inject({ url: '/metrics' })).statusCode, 404, 'listen admin: not on the main listener')
   const admin = Fastify()
   registerMetricsRoute(admin, gw.gateway)
