@@ -92,7 +92,7 @@ export const GatewayConfigSchema = Type.Object({
     port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'Listen port (env PORT).' }),
     bodyLimitBytes: Type.Integer({ minimum: 1, default: 67108864, description: 'Hard cap on any request body (env GATEWAY_OPENAPI_MAX_REQUEST_BODY_BYTES).' }),
     shutdownGraceMs: Type.Integer({ minimum: 0, default: 30000, description: 'SIGTERM: how long in-flight calls may take to finish.' }),
-    exemptProbesFromPlugins: Type.Boolean({ default: true, description: 'When true (the default), /healthz and /readyz skip every plugin, the IP limit included: a load balancer probing every second is never rate limited. false: probes go through the plugins whose routes include them.' }),
+    exemptProbesFromPlugins: Type.Boolean({ default: true, description: 'When true (the default), /healthz and /readyz skip every plugin, the IP limit included: a load balancer probing every second is never rate limited. false: probes go through the plugins whose routes include them. /metrics on the main listener is never exempt from the connect phase (the IP limit).' }),
     maxUpstreamBodyBytes: Type.Integer({ minimum: 1, default: 33554432, description: 'Largest non-streamed upstream answer read (bytes); past it the call fails with 502.' }),
     maxUpstreamEventBytes: Type.Integer({ minimum: 1, default: 8388608, description: 'Largest single event (or line) of an upstream stream (bytes); past it the call fails with 502 (an error event once streaming).' }),
     headersTimeoutMs: Type.Integer({ minimum: 1, default: 30000, description: 'A request\'s headers must arrive whole within this (408, connection closed).' }),

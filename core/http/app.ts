@@ -112,7 +112,12 @@ interface Runtime {
   refs: number
 }
 
-interface RouteConfig { gwRoute?: RouteName, protocol?: ClientProtocol | 'none' }
+interface RouteConfig {
+  gwRoute?: RouteName
+  protocol?: ClientProtocol | 'none'
+  /** A probe that costs work to answer (/metrics): its connect phase (the IP limit) runs even when probes are exempt. */
+  connectAlways?: boolean
+}
 
 /** How long shutdown waits for the settles of calls it cut at the end of the grace period. */
 const SETTLE_AFTER_CUT_MS = 5000
@@ -177,9 +182,14 @@ function runPhases (pipeline: Pipeline, ctx: RequestContext, first: Phase, secon
 
 function runSecond (pipeline: Pipeline, ctx: RequestContext, second: Phase, refuse: FastifyRequest | undefined, done: (err?: Error) => void): void {
   if (refuse !== undefined) return done(gwError('GW_ERR_ROUTE_NOT_FOUND', [refuse.method, refuse.url.split('?')[0]]))
+  runPhase(pipeline, ctx, second, done)
+}
+
+/** Runs one phase of `ctx`'s pipeline and calls `done` (with the error that stopped it, if any). */
+function runPhase (pipeline: Pipeline, ctx: RequestContext, phase: Phase, done: (err?: Error) => void): void {
   let pending: Promise<void> | undefined
   try {
-    pending = ctx.runPhase(pipeline, second)
+    pending = ctx.runPhase(pipeline, phase)
   } catch (err) {
     return done(err as Error)
   }
@@ -422,7 +432,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     raw.gwRuntime = rt
     raw.on('close', onResponseClose)
     const { pipeline } = gw
-    if (route === 'probes' && gw.config.server.exemptProbesFromPlugins) return done()
+    if (route === 'probes' && gw.config.server.exemptProbesFromPlugins) return rc.connectAlways === true ? runPhase(pipeline, ctx, 'connect', done) : done()
     runPhases(pipeline, ctx, 'connect', 'authenticate', route === 'other' ? request : undefined, done)
   })
 
@@ -460,9 +470,10 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   reservedRoutes(app)
   inferenceRoutes(app)
   countTokensRoutes(app)
-  // On the main listener the metrics route is a probe: no key asked, the connect-phase plugins
-  // (the IP limit) still apply. For the admin listener, see registerMetricsRoute.
-  if (config.metrics.listen === 'main') registerMetricsRoute(app, currentGw, config.metrics.path, { gwRoute: 'probes', protocol: 'none' })
+  // On the main listener the metrics route is a probe (no key asked) whose connect-phase plugins
+  // (the IP limit) run even when probes are exempt: rendering the metrics costs CPU, so a stranger
+  // must not be able to hammer it. For the admin listener, see registerMetricsRoute.
+  if (config.metrics.listen === 'main') registerMetricsRoute(app, currentGw, config.metrics.path, { gwRoute: 'probes', protocol: 'none', connectAlways: true } satisfies RouteConfig)
 
   // Graceful shutdown: fastify's close() stops accepting and waits for every open connection, so
   // in-flight calls and streams run on; past server.shutdownGraceMs the ones still running are cut

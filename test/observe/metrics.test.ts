@@ -168,3 +168,17 @@ t.test('off: no route, no observer; registerMetricsRoute mounts on any fastify i
   const m = await scrape(adminUrl)
   t.equal(find(m, 'gw_requests_total', { route: 'chat', status: '200' })?.value, '1', 'the admin listener serves the gateway\'s metrics')
 })
+
+t.test('metrics on the main listener: the IP limit applies even though probes are exempt', async t => {
+  const { url } = await app(t, { metrics: { listen: 'main' } }, {
+    pipeline: [{ plugin: 'ip-limit', config: { limit: 2, windowMs: 60000 } }, AUTH_ENTRY],
+  })
+  for (let i = 0; i < 5; i++) t.equal((await request(url + '/healthz')).statusCode, 200, 'probes skip the IP limit (and use up no window)')
+  t.equal((await request(url + '/metrics')).statusCode, 200)
+  t.equal((await request(url + '/metrics')).statusCode, 200)
+  const over = await request(url + '/metrics')
+  t.equal(over.statusCode, 429, 'past the limit, a stranger is refused before any metric is rendered')
+  t.match(over.headers['retry-after'], /^\d+$/)
+  t.match(await over.body.json(), { error: { code: 429 } })
+  t.equal((await request(url + '/healthz')).statusCode, 200, 'probes are still exempt')
+})
