@@ -26,6 +26,7 @@ import { Circuits, type CircuitOptions } from '../dispatch/routing.ts'
 import { compileOrThrow, describeErrors } from '../config/schema.ts'
 import { coerceSubstituted, deepFreeze, substitutedIn } from '../config/config.ts'
 import { lookupAll } from './resolve-host.ts'
+import { blockListOf, clientIp } from '../config/trusted-proxies.ts'
 import { gwError } from '../errors/errors.ts'
 import { renderError, toGatewayError } from '../errors/error-reply.ts'
 import { registerBodyParsers } from './body.ts'
@@ -86,7 +87,7 @@ export interface ReloadResult {
 const RESTART_ONLY = ['server', 'stores', 'circuit', 'admin', 'metrics', 'tracing'] as const
 /** Settings of those sections read per request from the serving version, so a reload applies them. */
 const RELOADABLE: Partial<Record<(typeof RESTART_ONLY)[number], ReadonlySet<string>>> = {
-  server: new Set(['exemptProbesFromPlugins', 'maxUpstreamBodyBytes', 'maxUpstreamEventBytes']),
+  server: new Set(['exemptProbesFromPlugins', 'maxUpstreamBodyBytes', 'maxUpstreamEventBytes', 'trustedProxies']),
   metrics: new Set(['maxOrganizations']),
   tracing: new Set(['propagate']),
 }
@@ -255,6 +256,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     const gw: Gateway = {
       config: cfg, catalog, pipeline, providers, translators, stores, ledger, log, now, upstream, circuits,
       configVersion, configLoadedAt,
+      trustedProxies: cfg.server.trustedProxies.length > 0 ? blockListOf(cfg.server.trustedProxies) : undefined,
       observer: observerFor(cfg),
       get inFlight () { return totals.inFlight },
       set inFlight (v: number) { own.inFlight += v - totals.inFlight; totals.inFlight = v },
@@ -416,7 +418,9 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     // The request keeps the config version serving when it starts, to its end (reloads swap `current`).
     const rt = current
     const gw = rt.gw
-    const ctx = new RequestContext(request.id, route, protocol, request.method, request.url, request.ip, request.headers, request.log as unknown as Logger, now, gw)
+    // The client: the socket's address, or behind server.trustedProxies the X-Forwarded-For hop they vouch for.
+    const ip = gw.trustedProxies === undefined ? request.ip : clientIp(request.ip, request.headers['x-forwarded-for'], gw.trustedProxies)
+    const ctx = new RequestContext(request.id, route, protocol, request.method, request.url, ip, request.headers, request.log as unknown as Logger, now, gw)
     ;(request as any).gw = ctx
     ;(request as any).gwRuntime = gw
     rt.refs++

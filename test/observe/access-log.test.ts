@@ -133,3 +133,23 @@ t.test('sampling: 2xx sampled at sampleRate, errors always; level and off switch
   await new Promise(resolve => setTimeout(resolve, 50))
   t.equal(off.access().length, 0, 'access log off: no line')
 })
+
+t.test('behind trusted proxies the access log shows the client IP the IP limit counts', async t => {
+  const lines: Line[] = []
+  const logger = pino({ level: 'info' }, { write (s: string) { lines.push(JSON.parse(s)) } })
+  const app = await buildTestApp({
+    logger,
+    pipeline: [{ plugin: 'ip-limit', config: { limit: 1, windowMs: 60000 } }, AUTH_ENTRY],
+    doc: { logging: { level: 'info' }, server: { trustedProxies: ['127.0.0.1', '10.0.0.0/8'] } },
+  })
+  const url = await listen(app)
+  t.teardown(() => app.close())
+  const from = (xff: string) => post(url, '/v1/chat/completions', chatBody(), { ...auth(), 'x-forwarded-for': xff })
+  t.equal((await from('203.0.113.7')).status, 200)
+  t.equal((await from('203.0.113.8, 10.1.2.3')).status, 200, 'another client behind two trusted proxies: its own window')
+  t.equal((await from('203.0.113.7')).status, 429, 'the same client again: over its limit')
+  t.equal((await from('203.0.113.9, not-an-address')).status, 200, 'a hop that is not an address: nothing of the header is believed, the proxy is the client')
+  const access = () => lines.filter(l => l.msg === 'access')
+  t.ok(await until(() => access().length === 4))
+  t.same(access().map(l => [l.status, l.ip]), [[200, '203.0.113.7'], [200, '203.0.113.8'], [429, '203.0.113.7'], [200, '127.0.0.1']])
+})
