@@ -102,8 +102,11 @@ export class Observer {
     return new CallObs(this, call, parent?.traceId ?? newTraceId(), newSpanId(), parent?.spanId, parent?.flags ?? (this.exporter?.sampleNew() === false ? '00' : '01'))
   }
 
-  /** The access-log line: what the call was and cost, never a key, a prompt or a completion. */
-  log (o: CallObs, end: number, upstreamMs: number): void {
+  /**
+   * The access-log line: what the call was and cost, never a key, a prompt or a completion. `end`
+   * is the response's end (what the client waited for), `settled` the end of the settle after it.
+   */
+  log (o: CallObs, end: number, settled: number, upstreamMs: number): void {
     const a = this.#access
     if (a === null) return
     const call = o.call
@@ -132,6 +135,7 @@ export class Observer {
       durationMs: round(end - o.t0),
       upstreamMs: round(upstreamMs),
       overheadMs: round(end - o.t0 - upstreamMs),
+      settleMs: round(settled - end),
       inputTokens: u?.inputTokens,
       cachedInputTokens: u?.cachedInputTokens,
       outputTokens: u?.outputTokens,
@@ -151,6 +155,8 @@ export class CallObs implements CallObserver {
   readonly t0 = performance.now()
   /** When the response started (status line out): the client's time to first byte. */
   respondAt: number | undefined = undefined
+  /** When the call ended for the client (its response's or stream's end, or the client left): the settle starts. */
+  settleAt: number | undefined = undefined
   readonly attempts: Attempt[] = []
   /** [state, performance.now()] of each move, for phase spans (kept only when spans are exported). */
   readonly #moves: (CallState | number)[] | null
@@ -174,6 +180,7 @@ export class CallObs implements CallObserver {
   moved (to: CallState): void {
     const t = performance.now()
     if (this.#moves !== null) this.#moves.push(to, t)
+    if (to === 'settled') this.settleAt = t
     if ((to === 'responding' || to === 'streaming') && this.respondAt === undefined) {
       this.respondAt = t
       // A non-streamed answer was read whole before its response starts: its attempt is over.
@@ -202,15 +209,20 @@ export class CallObs implements CallObserver {
     if (a !== undefined && a.end === undefined) a.end = t
   }
 
+  /**
+   * The settle is over. Latency, overhead and the request span end with the response (settleAt):
+   * the settle (the ledger's charge) runs after it and is timed apart.
+   */
   settled (): void {
-    const end = performance.now()
+    const settled = performance.now()
+    const end = this.settleAt ?? settled
     this.#closeAttempt(end)
     const { metrics, exporter } = this.o
     let upstreamMs = 0
     for (const a of this.attempts) upstreamMs += a.end! - a.start
-    this.o.log(this, end, upstreamMs)
+    this.o.log(this, end, settled, upstreamMs)
     if (metrics !== null) this.#metrics(metrics, end, upstreamMs)
-    if (exporter !== null && (parseInt(this.flags, 16) & 1) === 1) exporter.export(this.#spans(end))
+    if (exporter !== null && (parseInt(this.flags, 16) & 1) === 1) exporter.export(this.#spans(end, settled))
   }
 
   #metrics (m: GatewayMetrics, end: number, upstreamMs: number): void {
@@ -244,8 +256,8 @@ export class CallObs implements CallObserver {
     }
   }
 
-  /** The request span, one span per state the call passed, one per upstream attempt. */
-  #spans (end: number): SpanRecord[] {
+  /** The request span, one span per state the call passed and one for its settle, one per upstream attempt. */
+  #spans (end: number, settled: number): SpanRecord[] {
     const call = this.call
     const out = call.outcome
     const p = call.principal
@@ -285,6 +297,8 @@ export class CallObs implements CallObserver {
       const stop = i + 3 < moves.length ? moves[i + 3] as number : end
       spans.push({ name: `phase ${state}`, kind: 'internal', traceId: this.traceId, spanId: newSpanId(), parentSpanId: this.spanId, start: epoch(start), end: epoch(stop), attributes: { 'gw.phase': state } })
     }
+    // After the request span's end: the settle hooks (the ledger's charge) the client does not wait for.
+    spans.push({ name: 'phase settle', kind: 'internal', traceId: this.traceId, spanId: newSpanId(), parentSpanId: this.spanId, start: epoch(end), end: epoch(settled), attributes: { 'gw.phase': 'settle' } })
     for (let i = 0; i < this.attempts.length; i++) {
       const a = this.attempts[i]
       const kind = attemptErrorKind(a, i === this.attempts.length - 1, call)
