@@ -229,8 +229,9 @@ export class CallObs implements CallObserver {
     const call = this.call
     const out = call.outcome
     const last = this.attempts.length > 0 ? this.attempts[this.attempts.length - 1] : undefined
-    const inference = call.route === 'chat' || call.route === 'messages'
-    const model = call.model?.id ?? (inference ? 'other' : 'none')
+    // Routes that name a model: one the catalog does not know is "other"; the rest have none.
+    const named = call.route === 'chat' || call.route === 'messages' || call.route === 'responses' || call.route === 'count_tokens'
+    const model = call.model?.id ?? (named ? 'other' : 'none')
     const u = out.usage
     m.call({
       route: call.route,

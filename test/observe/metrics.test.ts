@@ -142,9 +142,18 @@ t.test('label values never come from client input', async t => {
   t.equal(await post(url, chat(hostile), {}), 404)
   const orgs = Array.from({ length: 6 }, () => randomBytes(8).toString('hex'))
   for (const org of orgs) t.equal(await post(url, chat(), { 'x-org': org }), 200)
+  const postTo = async (path: string, body: unknown) => {
+    const res = await request(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    await res.body.text()
+    return res.statusCode
+  }
+  t.equal(await postTo('/v1/responses', { model: hostile, input: 'hi' }), 404)
+  t.equal(await postTo('/v1/messages/count_tokens', { model: hostile, messages: [{ role: 'user', content: 'hi' }] }), 404)
   t.equal((await request(url + '/metrics')).statusCode, 404, 'served at the configured path only')
   const m = await scrape(url, '/prom')
   t.equal(find(m, 'gw_requests_total', { route: 'chat', model: 'other', status: '404' })?.value, '1', 'an unknown model counts as other')
+  t.equal(find(m, 'gw_requests_total', { route: 'responses', model: 'other', status: '404' })?.value, '1', 'on responses too')
+  t.equal(find(m, 'gw_requests_total', { route: 'count_tokens', model: 'other', status: '404' })?.value, '1', 'and on count_tokens')
   const values = [...m.values()].flatMap(f => f.metrics.flatMap(s => Object.values(s.labels ?? {})))
   t.notOk(values.some(v => v.includes('evil') || v.includes('script')), 'nothing of the hostile model name')
   const orgLabels = new Set(m.get('gw_tokens_total')!.metrics.map(s => s.labels?.organization))
