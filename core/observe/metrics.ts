@@ -7,7 +7,6 @@
 import { createHash } from 'node:crypto'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Gateway } from '../routes/gateway.ts'
-import { onChargeBatch } from '../ledger/batch.ts'
 
 /** Latency buckets (seconds): 1 ms to 2 min, for whole calls and upstream first bytes. */
 const LATENCY = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
@@ -146,10 +145,11 @@ export class GatewayMetrics {
         this.set({ version: configVersion(gw) }, 1)
       },
     })
-    this.#stopBatches = onChargeBatch((size, ms, ok) => {
+    // The app's own ledger (the same in every config version), never another app's in the process.
+    this.#stopBatches = gw.ledger.onChargeBatch?.((size, ms, ok) => {
       this.batchSize.observe(size)
       this.commitSeconds.observe({ result: ok ? 'ok' : 'failed' }, ms / 1000)
-    })
+    }) ?? (() => {})
   }
 
   /**

@@ -16,6 +16,7 @@ import { embeddedDefault } from '../../core/config/default-config.ts'
 import { definePlugin } from '../../core/pipeline/plugin.ts'
 import { registerMetricsRoute } from '../../core/observe/metrics-route.ts'
 import type { GatewayApp } from '../../core/http/app.ts'
+import { until } from '../helpers/until.ts'
 
 interface Sample { labels: Record<string, string>, value?: string, count?: string, sum?: string, buckets?: Record<string, string> }
 interface Family { name: string, type: string, metrics: Sample[] }
@@ -190,4 +191,21 @@ t.test('metrics on the main listener: the IP limit applies even though probes ar
   t.match(over.headers['retry-after'], /^\d+$/)
   t.match(await over.body.json(), { error: { code: 429 } })
   t.equal((await request(url + '/healthz')).statusCode, 200, 'probes are still exempt')
+})
+
+t.test('ledger batch metrics count the app\'s own ledger only (two apps in one process)', async t => {
+  const pipeline = [AUTH_ENTRY, { plugin: 'balance', config: { organizations: [{ id: 'org-test', initialBalance: 100 }] } }]
+  const a = await app(t, { metrics: { listen: 'main' } }, { pipeline })
+  const b = await app(t, { metrics: { listen: 'main' } }, { pipeline })
+  t.same(await Promise.all(Array.from({ length: 4 }, () => post(a.url, chat()))), [200, 200, 200, 200])
+  const batches = async (url: string) => {
+    const s = (await scrape(url)).get('gw_ledger_batch_size')?.metrics[0]
+    return { count: Number(s?.count ?? 0), sum: Number(s?.sum ?? 0) }
+  }
+  // The charges commit in the settle, after the answers: polled, not assumed.
+  t.ok(await until(async () => (await batches(a.url)).sum === 4), 'the app that charged counts its charges')
+  t.same(await batches(b.url), { count: 0, sum: 0 }, 'the other app counts none of them')
+  t.equal(await post(b.url, chat()), 200)
+  t.ok(await until(async () => (await batches(b.url)).sum === 1), 'and then its own')
+  t.equal((await batches(a.url)).sum, 4, 'which the first does not count')
 })
