@@ -92,6 +92,8 @@ t.test('metrics on the admin listener, behind an admin key', async t => {
   t.ok(families.some(f => f.name === 'gw_config_info'), 'the config version is there')
 
   t.equal((await fetch(`${main}/metrics`)).status, 404, 'not on the main listener')
+  const api = await (await fetch(`${admin}/admin/openapi.json`)).json()
+  t.equal(api.paths['/metrics'], undefined, 'not in the admin API\'s OpenAPI document (Prometheus text, not JSON)')
 
   child.kill('SIGTERM')
   const [code] = await once(child, 'exit')
