@@ -7,6 +7,19 @@
 /** The oldest Node major the gateway runs on (its HTTP client and SQLite binding need 22.19+). */
 const MIN_NODE = [22, 19]
 
+/** Errors of binding an address: the listener's settings are at fault, not the gateway. */
+const LISTEN_CODES = new Set(['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EINVAL'])
+
+/** The one line a listener that cannot bind prints: the address, the settings that named it and why. */
+function cannotListen (host: string, port: number, settings: string, source: string, err: NodeJS.ErrnoException): string {
+  const why = err.code === 'EADDRINUSE' ? 'the port is already in use'
+    : err.code === 'EACCES' ? 'permission denied'
+      : err.code === 'EADDRNOTAVAIL' ? 'the address is not one of this machine\'s'
+        : err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN' ? 'the host name does not resolve'
+          : err.message
+  return `gateway: cannot listen on ${host}:${port} (${settings} in ${source}): ${why}${err.code ? ` (${err.code})` : ''}\n`
+}
+
 async function main (): Promise<void> {
   // Checked before anything else loads: on an older Node the native SQLite binding crashes the
   // process at load time instead of failing with a message.
@@ -46,7 +59,12 @@ async function main (): Promise<void> {
       ? { extraRoutes: a => { registerMetricsRoute(a, app.gateway, config.metrics.path) } }
       : {})
   } catch (err) {
-    process.stderr.write(`gateway: admin API start-up failed: ${(err as Error).message}\n`)
+    const e = err as NodeJS.ErrnoException
+    const admin = config.admin!
+    process.stderr.write(e.code !== undefined && LISTEN_CODES.has(e.code)
+      ? cannotListen(admin.host, admin.port, 'admin.host, admin.port', config.source, e)
+      : `gateway: admin API start-up failed: ${e.message}\n`)
+    await app.close().catch(() => {})
     process.exit(1)
   }
   if (admin) app.log.info({ address: admin.address }, 'admin API listening')
@@ -54,13 +72,7 @@ async function main (): Promise<void> {
   try {
     address = await app.listen({ host: config.server.host, port: config.server.port })
   } catch (err) {
-    const e = err as NodeJS.ErrnoException
-    const why = e.code === 'EADDRINUSE' ? 'the port is already in use'
-      : e.code === 'EACCES' ? 'permission denied'
-        : e.code === 'EADDRNOTAVAIL' ? 'the address is not one of this machine\'s'
-          : e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' ? 'the host name does not resolve'
-            : e.message
-    process.stderr.write(`gateway: cannot listen on ${config.server.host}:${config.server.port} (server.host, server.port in ${config.source}): ${why}${e.code ? ` (${e.code})` : ''}\n`)
+    process.stderr.write(cannotListen(config.server.host, config.server.port, 'server.host, server.port', config.source, err as NodeJS.ErrnoException))
     await app.close().catch(() => {})
     process.exit(1)
   }

@@ -276,9 +276,14 @@ export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: Adm
     return circuitView(request.body.key, e)
   })
 
-  // The running config and version, secrets masked.
-  app.get('/admin/config', { schema: { tags: ['config'], summary: 'Version and running config (secrets masked)', response: { 200: S.ConfigView, ...errorResponses } } }, async () => ({
-    version: VERSION, node: process.version, source: gw.config.source, config: maskSecrets(gw.config) as Record<string, unknown>,
+  // The package version, the config version serving (a reload swaps it) and its config, secrets masked.
+  app.get('/admin/config', { schema: { tags: ['config'], summary: 'Package and config version, running config (secrets masked)', response: { 200: S.ConfigView, ...errorResponses } } }, async () => ({
+    version: VERSION,
+    configVersion: gw.configVersion,
+    loadedAt: new Date(gw.configLoadedAt).toISOString(),
+    node: process.version,
+    source: gw.config.source,
+    config: maskSecrets(gw.config) as Record<string, unknown>,
   }))
 
   // The operator console (admin/console.ts): /console and /console/assets/*.

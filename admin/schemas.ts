@@ -139,7 +139,9 @@ export const Circuit = Type.Object({
 export const CircuitReset = Type.Object({ key: Type.String({ minLength: 1, description: 'provider/upstreamModel' }) }, { additionalProperties: false })
 
 export const ConfigView = Type.Object({
-  version: Type.String(),
+  version: Type.String({ description: 'The gateway package version.' }),
+  configVersion: Type.String({ description: 'The config version serving: the first 12 hex digits of the SHA-256 of its settings (changes with each reload that changes them).' }),
+  loadedAt: Type.String({ format: 'date-time', description: 'When the config version serving was loaded (start-up or reload).' }),
   node: Type.String(),
   source: Type.String(),
   config: Type.Object({}, { additionalProperties: true, description: 'The running config, secrets masked.' }),

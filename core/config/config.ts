@@ -6,6 +6,7 @@ import { parse as parseYaml } from 'yaml'
 import { GatewayConfigSchema, type GatewayConfig } from './config-schema.ts'
 import { compileOrThrow, describeErrors } from './schema.ts'
 import { gwError } from '../errors/errors.ts'
+import { badProxyEntry } from './trusted-proxies.ts'
 import { embeddedDefault } from './default-config.ts'
 
 export type Env = Readonly<Record<string, string | undefined>>
@@ -180,6 +181,14 @@ export function buildConfig (doc: unknown, source: string, baseDir: string, env:
   // node's HTTP server refuses a headers timeout longer than the whole-request timeout.
   if (withEnv.server.headersTimeoutMs > withEnv.server.bodyTimeoutMs) {
     throw gwError('GW_ERR_CONFIG_INVALID', [source, '/server/headersTimeoutMs', 'must not exceed server.bodyTimeoutMs'])
+  }
+  for (const [i, entry] of (withEnv.server.trustedProxies as string[]).entries()) {
+    const bad = badProxyEntry(entry)
+    if (bad !== undefined) throw gwError('GW_ERR_CONFIG_INVALID', [source, `/server/trustedProxies/${i}`, bad])
+  }
+  // Metrics collected but served nowhere would be a silent loss: refused at start-up.
+  if (withEnv.metrics.listen === 'admin' && withEnv.admin === undefined) {
+    throw gwError('GW_ERR_CONFIG_INVALID', [source, '/metrics/listen', '"admin" serves the metrics on the admin listener, which needs an admin block (or use "main" or "off")'])
   }
   Object.defineProperty(withEnv, 'source', { value: source, enumerable: false })
   Object.defineProperty(withEnv, 'baseDir', { value: baseDir, enumerable: false })

@@ -26,6 +26,7 @@ import { Circuits, type CircuitOptions } from '../dispatch/routing.ts'
 import { compileOrThrow, describeErrors } from '../config/schema.ts'
 import { coerceSubstituted, deepFreeze, substitutedIn } from '../config/config.ts'
 import { lookupAll } from './resolve-host.ts'
+import { blockListOf, clientIp } from '../config/trusted-proxies.ts'
 import { gwError } from '../errors/errors.ts'
 import { renderError, toGatewayError } from '../errors/error-reply.ts'
 import { registerBodyParsers } from './body.ts'
@@ -36,7 +37,7 @@ import { modelRoutes } from '../routes/models.ts'
 import { prepareCountTokens, countTokensRoutes } from '../routes/count-tokens.ts'
 import { probeRoutes } from '../routes/probes.ts'
 import { reservedRoutes } from '../routes/reserved.ts'
-import { Observer, isExpectedError } from '../observe/observer.ts'
+import { Observer, isExpectedError, type ObserverParts } from '../observe/observer.ts'
 import { registerMetricsRoute } from '../observe/metrics-route.ts'
 import { loadOtlpExporter } from '../observe/spans.ts'
 
@@ -80,11 +81,16 @@ export interface ReloadResult {
 
 /**
  * Settings a running process cannot change: the listener and its HTTP limits, the body parser,
- * shutdown, the stores and the circuit defaults. A reload keeps the running values for these.
+ * shutdown, the stores, the circuit defaults, the admin listener, the metrics registry and route,
+ * and the span exporter. A reload keeps the running values for these.
  */
-const RESTART_ONLY = ['server', 'stores', 'circuit', 'admin'] as const
-/** Server settings read per request from the serving version, so a reload applies them. */
-const SERVER_RELOADABLE = new Set(['exemptProbesFromPlugins', 'maxUpstreamBodyBytes', 'maxUpstreamEventBytes'])
+const RESTART_ONLY = ['server', 'stores', 'circuit', 'admin', 'metrics', 'tracing'] as const
+/** Settings of those sections read per request from the serving version, so a reload applies them. */
+const RELOADABLE: Partial<Record<(typeof RESTART_ONLY)[number], ReadonlySet<string>>> = {
+  server: new Set(['exemptProbesFromPlugins', 'maxUpstreamBodyBytes', 'maxUpstreamEventBytes', 'trustedProxies']),
+  metrics: new Set(['maxOrganizations']),
+  tracing: new Set(['propagate']),
+}
 
 /** Leaf pointers where two JSON values differ. */
 function differences (a: unknown, b: unknown, path: string, out: string[]): void {
@@ -107,7 +113,12 @@ interface Runtime {
   refs: number
 }
 
-interface RouteConfig { gwRoute?: RouteName, protocol?: ClientProtocol | 'none' }
+interface RouteConfig {
+  gwRoute?: RouteName
+  protocol?: ClientProtocol | 'none'
+  /** A probe that costs work to answer (/metrics): its connect phase (the IP limit) runs even when probes are exempt. */
+  connectAlways?: boolean
+}
 
 /** How long shutdown waits for the settles of calls it cut at the end of the grace period. */
 const SETTLE_AFTER_CUT_MS = 5000
@@ -172,9 +183,14 @@ function runPhases (pipeline: Pipeline, ctx: RequestContext, first: Phase, secon
 
 function runSecond (pipeline: Pipeline, ctx: RequestContext, second: Phase, refuse: FastifyRequest | undefined, done: (err?: Error) => void): void {
   if (refuse !== undefined) return done(gwError('GW_ERR_ROUTE_NOT_FOUND', [refuse.method, refuse.url.split('?')[0]]))
+  runPhase(pipeline, ctx, second, done)
+}
+
+/** Runs one phase of `ctx`'s pipeline and calls `done` (with the error that stopped it, if any). */
+function runPhase (pipeline: Pipeline, ctx: RequestContext, phase: Phase, done: (err?: Error) => void): void {
   let pending: Promise<void> | undefined
   try {
-    pending = ctx.runPhase(pipeline, second)
+    pending = ctx.runPhase(pipeline, phase)
   } catch (err) {
     return done(err as Error)
   }
@@ -197,8 +213,13 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   const circuits = new Circuits({ ...config.circuit, ...opts.circuit }, now, stores.shared ? { store: stores.open('circuit', 'counters') } : undefined)
   /** Calls in flight and settles running, all versions together (shutdown waits for them). */
   const totals: CallTracker = { inFlight: 0, settling: 0 }
-  /** Access log, metrics and tracing: one for the app, null when all three are off. */
-  let observer: Observer | null = null
+  /**
+   * The metrics registry and span exporter outlive config versions (their settings need a
+   * restart); each version gets an Observer over them with its own access-log and propagation
+   * settings, or none when all of it is off. Set once the first version is built.
+   */
+  let observed: ObserverParts | undefined
+  const observerFor = (cfg: GatewayConfig): Observer | null => observed !== undefined && Observer.wanted(cfg) ? new Observer(cfg, observed) : null
 
   /**
    * Builds one config version: provider instances, catalog, plugin instances. Stores, ledger,
@@ -235,8 +256,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     const gw: Gateway = {
       config: cfg, catalog, pipeline, providers, translators, stores, ledger, log, now, upstream, circuits,
       configVersion, configLoadedAt,
-      // One observer for the app (its metrics outlive reloads); set once it exists.
-      observer,
+      trustedProxies: cfg.server.trustedProxies.length > 0 ? blockListOf(cfg.server.trustedProxies) : undefined,
+      observer: observerFor(cfg),
       get inFlight () { return totals.inFlight },
       set inFlight (v: number) { own.inFlight += v - totals.inFlight; totals.inFlight = v },
       get settling () { return totals.settling },
@@ -261,17 +282,13 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   }
   // The observer reads the version serving now (a proxy over `current`): metrics follow reloads.
   const currentGw = new Proxy({} as Gateway, { get: (_, key) => Reflect.get(current.gw, key) })
-  if (Observer.wanted(config)) {
-    const { otlp } = config.tracing
-    observer = new Observer(currentGw, {
-      accessLog: config.logging.access,
-      propagate: config.tracing.propagate,
-      // prom-client (which loads @opentelemetry/api) and the OpenTelemetry SDK are imported only when used.
-      metrics: config.metrics.listen === 'off' ? null : new (await import('../observe/metrics.ts')).GatewayMetrics(currentGw, config.metrics),
-      exporter: otlp.url === undefined ? null : await loadOtlpExporter({ ...otlp, url: otlp.url }),
-    })
-    current.gw.observer = observer
+  const { otlp } = config.tracing
+  observed = {
+    // prom-client (which loads @opentelemetry/api) and the OpenTelemetry SDK are imported only when used.
+    metrics: config.metrics.listen === 'off' ? null : new (await import('../observe/metrics.ts')).GatewayMetrics(currentGw, config.metrics),
+    exporter: otlp.url === undefined ? null : await loadOtlpExporter({ ...otlp, url: otlp.url }),
   }
+  current.gw.observer = observerFor(config)
   const logVersion = (rt: Runtime): void => {
     log.info({ configVersion: rt.gw.configVersion, configLoadedAt: new Date(rt.gw.configLoadedAt).toISOString(), config: rt.gw.config.source },
       `config version ${rt.gw.configVersion} (loaded ${new Date(rt.gw.configLoadedAt).toISOString()}) serves`)
@@ -300,15 +317,13 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
       for (const section of RESTART_ONLY) {
         const diffs: string[] = []
         differences(running[section], next[section], `/${section}`, diffs)
-        for (const d of diffs) {
-          if (section === 'server' && SERVER_RELOADABLE.has(d.split('/')[2])) continue
-          ignored.push(d)
-        }
+        const reloadable = RELOADABLE[section]
+        for (const d of diffs) if (reloadable?.has(d.split('/')[2]) !== true) ignored.push(d)
         // The running values stay, so the new version's config says what is in force.
-        if (section === 'server') {
-          const server: Record<string, unknown> = { ...running.server }
-          for (const k of SERVER_RELOADABLE) server[k] = (next.server as Record<string, unknown>)[k]
-          ;(next as { server: unknown }).server = server
+        if (reloadable !== undefined) {
+          const kept: Record<string, unknown> = { ...running[section] }
+          for (const k of reloadable) kept[k] = (next[section] as Record<string, unknown>)[k]
+          ;(next as Record<string, unknown>)[section] = kept
         } else (next as Record<string, unknown>)[section] = structuredClone(running[section])
       }
       const rt = await buildRuntime(next)
@@ -403,7 +418,9 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     // The request keeps the config version serving when it starts, to its end (reloads swap `current`).
     const rt = current
     const gw = rt.gw
-    const ctx = new RequestContext(request.id, route, protocol, request.method, request.url, request.ip, request.headers, request.log as unknown as Logger, now, gw)
+    // The client: the socket's address, or behind server.trustedProxies the X-Forwarded-For hop they vouch for.
+    const ip = gw.trustedProxies === undefined ? request.ip : clientIp(request.ip, request.headers['x-forwarded-for'], gw.trustedProxies)
+    const ctx = new RequestContext(request.id, route, protocol, request.method, request.url, ip, request.headers, request.log as unknown as Logger, now, gw)
     ;(request as any).gw = ctx
     ;(request as any).gwRuntime = gw
     rt.refs++
@@ -419,7 +436,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     raw.gwRuntime = rt
     raw.on('close', onResponseClose)
     const { pipeline } = gw
-    if (route === 'probes' && gw.config.server.exemptProbesFromPlugins) return done()
+    if (route === 'probes' && gw.config.server.exemptProbesFromPlugins) return rc.connectAlways === true ? runPhase(pipeline, ctx, 'connect', done) : done()
     runPhases(pipeline, ctx, 'connect', 'authenticate', route === 'other' ? request : undefined, done)
   })
 
@@ -457,9 +474,10 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   reservedRoutes(app)
   inferenceRoutes(app)
   countTokensRoutes(app)
-  // On the main listener the metrics route is a probe: no key asked, the connect-phase plugins
-  // (the IP limit) still apply. For the admin listener, see registerMetricsRoute.
-  if (config.metrics.listen === 'main') registerMetricsRoute(app, currentGw, config.metrics.path, { gwRoute: 'probes', protocol: 'none' })
+  // On the main listener the metrics route is a probe (no key asked) whose connect-phase plugins
+  // (the IP limit) run even when probes are exempt: rendering the metrics costs CPU, so a stranger
+  // must not be able to hammer it. For the admin listener, see registerMetricsRoute.
+  if (config.metrics.listen === 'main') registerMetricsRoute(app, currentGw, config.metrics.path, { gwRoute: 'probes', protocol: 'none', connectAlways: true } satisfies RouteConfig)
 
   // Graceful shutdown: fastify's close() stops accepting and waits for every open connection, so
   // in-flight calls and streams run on; past server.shutdownGraceMs the ones still running are cut
@@ -486,7 +504,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     await Promise.allSettled([current, ...retiring].map(closeRuntime))
     retiring.clear()
     await upstream.close()
-    await observer?.close()
+    observed?.metrics?.close()
+    await observed?.exporter?.shutdown()
     if (!given.stores) await stores.close()
     if (!opts.ledger) await ledger.close()
   })

@@ -57,24 +57,14 @@ export interface ChargeBatcherOptions {
 /** Told of every batch written: its size, how long its transaction took (ms), and whether it committed. */
 export type BatchListener = (size: number, ms: number, ok: boolean) => void
 
-/**
- * Listeners of every batcher in the process (the metrics of each app that has metrics on). A
- * process without one pays a size check per batch.
- */
-const batchListeners = new Set<BatchListener>()
-
-/** Listens to every batch written in this process; returns the function that stops it. */
-export function onChargeBatch (listener: BatchListener): () => void {
-  batchListeners.add(listener)
-  return () => { batchListeners.delete(listener) }
-}
-
 export class ChargeBatcher {
   readonly #write: WriteCharges
   readonly #maxBatch: number
   readonly #retryItems: (err: unknown) => boolean
   readonly #delayMs: number
   #queue: Pending[] = []
+  /** Told of this batcher's batches (its ledger's metrics); none: a size check per batch. */
+  readonly #listeners = new Set<BatchListener>()
   #scheduled = false
   #running: Promise<void> | undefined = undefined
 
@@ -83,6 +73,12 @@ export class ChargeBatcher {
     this.#maxBatch = opts.maxBatch ?? 256
     this.#retryItems = opts.retryItems ?? (() => true)
     this.#delayMs = opts.delayMs ?? 0
+  }
+
+  /** Listens to every batch this batcher writes; returns the function that stops it. */
+  onBatch (listener: BatchListener): () => void {
+    this.#listeners.add(listener)
+    return () => { this.#listeners.delete(listener) }
   }
 
   /** Queues one charge; resolves when the transaction holding it has committed. */
@@ -136,13 +132,14 @@ export class ChargeBatcher {
       while (this.#queue.length > 0) {
         const batch = this.#queue.length <= this.#maxBatch ? this.#queue : this.#queue.slice(0, this.#maxBatch)
         this.#queue = batch === this.#queue ? [] : this.#queue.slice(this.#maxBatch)
-        const t0 = batchListeners.size > 0 ? performance.now() : 0
+        const listeners = this.#listeners
+        const t0 = listeners.size > 0 ? performance.now() : 0
         try {
           await this.#write(batch)
-          if (batchListeners.size > 0) for (const l of batchListeners) l(batch.length, performance.now() - t0, true)
+          if (listeners.size > 0) for (const l of listeners) l(batch.length, performance.now() - t0, true)
           for (const p of batch) p.resolve()
         } catch (err) {
-          if (batchListeners.size > 0) for (const l of batchListeners) l(batch.length, performance.now() - t0, false)
+          if (listeners.size > 0) for (const l of listeners) l(batch.length, performance.now() - t0, false)
           if (!this.#mayRetry(err)) {
             const unknown = new ChargeOutcomeUnknown(err)
             for (const p of batch) p.reject(unknown)

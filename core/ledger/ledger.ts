@@ -1,5 +1,6 @@
 /** @module ledger/ledger – the ledger contract: organizations, keys, balances, prices, usage records. */
 import type { ModelPrice } from '../types/model.ts'
+import type { BatchListener } from './batch.ts'
 
 /**
  * Money is held as integer micro-units (1 unit = 1,000,000 micro-units) so that sums are exact.
@@ -171,5 +172,10 @@ export interface Ledger {
   /** Every ledger price (they override the config's). */
   listPrices (): Promise<Array<{ model: string, price: ModelPrice }>>
   ping (): Promise<boolean>
+  /**
+   * Tells `listener` of every charge batch this ledger writes (size, transaction time, committed
+   * or not); returns the function that stops it. Optional: a ledger without batches has none.
+   */
+  onChargeBatch? (listener: BatchListener): () => void
   close (): Promise<void>
 }

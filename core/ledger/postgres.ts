@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import pg from 'pg'
 import type { ModelPrice } from '../types/model.ts'
-import { ChargeBatcher, type ChargeItem } from './batch.ts'
+import { ChargeBatcher, type BatchListener, type ChargeItem } from './batch.ts'
 import type { Hold, KeyRecord, Ledger, LeaseGrant, Micros, OrganizationRecord, ProjectRecord, ReserveOptions, Reservation, UsageQuery, UsageRecord, UsageRow } from './ledger.ts'
 import { POSTGRES_MIGRATIONS } from './migrations.ts'
 import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, usageFromRow, usageParams, usageWhere } from './rows.ts'
@@ -418,6 +418,10 @@ export class PostgresLedger implements Ledger {
 
   async listPrices (): Promise<Array<{ model: string, price: ModelPrice }>> {
     return (await this.#pool.query('SELECT * FROM prices ORDER BY model')).rows.map(r => ({ model: r.model, price: priceFromRow(r) }))
+  }
+
+  onChargeBatch (listener: BatchListener): () => void {
+    return this.#batcher.onBatch(listener)
   }
 
   async ping (): Promise<boolean> {

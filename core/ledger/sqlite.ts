@@ -7,7 +7,7 @@ import type { ModelPrice } from '../types/model.ts'
 import type { Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, Reservation, UsageQuery, UsageRecord, UsageRow } from './ledger.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
 import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, usageFromRow, usageParams, usageWhere } from './rows.ts'
-import { ChargeBatcher, type ChargeItem } from './batch.ts'
+import { ChargeBatcher, type BatchListener, type ChargeItem } from './batch.ts'
 
 export interface SqliteLedgerOptions {
   now?: () => number
@@ -282,6 +282,10 @@ export class SqliteLedger implements Ledger {
 
   async listPrices (): Promise<Array<{ model: string, price: ModelPrice }>> {
     return (this.#db.prepare('SELECT * FROM prices ORDER BY model').all() as any[]).map(r => ({ model: r.model, price: priceFromRow(r) }))
+  }
+
+  onChargeBatch (listener: BatchListener): () => void {
+    return this.#batcher.onBatch(listener)
   }
 
   async ping (): Promise<boolean> {

@@ -15,7 +15,8 @@ import type { Gateway } from '../routes/gateway.ts'
 export function registerMetricsRoute (app: FastifyInstance, gw: Gateway, path?: string, routeConfig: Record<string, unknown> = {}): void {
   const metrics = gw.observer?.metrics
   if (!metrics) return
-  app.get(path ?? gw.config.metrics.path, { config: routeConfig }, async (_request, reply) => {
+  // Prometheus text, not part of any JSON API: hidden from an OpenAPI document (the admin listener's).
+  app.get(path ?? gw.config.metrics.path, { config: routeConfig, schema: { hide: true } }, async (_request, reply) => {
     const text = await metrics.render()
     return reply.header('content-type', metrics.registry.contentType).send(text)
   })

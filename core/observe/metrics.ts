@@ -7,7 +7,6 @@
 import { createHash } from 'node:crypto'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Gateway } from '../routes/gateway.ts'
-import { onChargeBatch } from '../ledger/batch.ts'
 
 /** Latency buckets (seconds): 1 ms to 2 min, for whole calls and upstream first bytes. */
 const LATENCY = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
@@ -17,8 +16,8 @@ const OVERHEAD = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 
 const PING_TIMEOUT_MS = 1000
 
 export interface MetricsOptions {
+  /** Prefix of every metric name (fixed for the registry's life). */
   prefix: string
-  maxOrganizations: number
 }
 
 /** One call's numbers, as the observer measured them at settle. */
@@ -79,9 +78,12 @@ async function ping (check: () => Promise<boolean>): Promise<number> {
 
 export class GatewayMetrics {
   readonly registry = new Registry()
-  readonly #orgs: Set<string>
+  /** The gateway serving now: its config names organizations and bounds the others (reloads change both). */
+  readonly #gw: Gateway
+  /** The organizations `#orgsOf` (a config) names. */
+  #orgs = new Set<string>()
+  #orgsOf: object | undefined = undefined
   readonly #learned = new Set<string>()
-  readonly #maxOrgs: number
   readonly #stopBatches: () => void
   readonly requests: Counter<'route' | 'model' | 'provider' | 'status'>
   readonly duration: Histogram<'route' | 'model' | 'provider' | 'status'>
@@ -97,10 +99,9 @@ export class GatewayMetrics {
   constructor (gw: Gateway, opts: MetricsOptions) {
     const p = opts.prefix
     const registers = [this.registry]
-    this.#maxOrgs = opts.maxOrganizations
-    this.#orgs = configOrganizations(gw.config.pipeline, new Set())
+    this.#gw = gw
     this.requests = new Counter({ name: `${p}requests_total`, help: 'Requests answered, by route, catalog model, provider and HTTP status.', labelNames: ['route', 'model', 'provider', 'status'], registers })
-    this.duration = new Histogram({ name: `${p}request_duration_seconds`, help: 'Whole call time, from the request to its settle (a stream: to its end).', labelNames: ['route', 'model', 'provider', 'status'], buckets: LATENCY, registers })
+    this.duration = new Histogram({ name: `${p}request_duration_seconds`, help: 'Whole call time, from the request to the end of its response (a stream: its last event); the settle after it is not counted.', labelNames: ['route', 'model', 'provider', 'status'], buckets: LATENCY, registers })
     this.upstreamTtfb = new Histogram({ name: `${p}upstream_ttfb_seconds`, help: 'Upstream time to response headers, per attempt.', labelNames: ['provider', 'model'], buckets: LATENCY, registers })
     this.overhead = new Histogram({ name: `${p}gateway_overhead_seconds`, help: 'Call time not spent waiting on an upstream (total minus upstream time).', labelNames: ['route'], buckets: OVERHEAD, registers })
     this.tokens = new Counter({ name: `${p}tokens_total`, help: 'Tokens billed, by catalog model, organization and type (input, cached_input, output).', labelNames: ['model', 'organization', 'type'], registers })
@@ -144,21 +145,27 @@ export class GatewayMetrics {
         this.set({ version: configVersion(gw) }, 1)
       },
     })
-    this.#stopBatches = onChargeBatch((size, ms, ok) => {
+    // The app's own ledger (the same in every config version), never another app's in the process.
+    this.#stopBatches = gw.ledger.onChargeBatch?.((size, ms, ok) => {
       this.batchSize.observe(size)
       this.commitSeconds.observe({ result: ok ? 'ok' : 'failed' }, ms / 1000)
-    })
+    }) ?? (() => {})
   }
 
   /**
-   * The label of an organization: its own for one named in the config, or for the first
+   * The label of an organization: its own for one named in the config serving now, or for the first
    * `maxOrganizations` others seen (they come from the principal, which auth takes from the
    * config or the ledger); "other" past that, "none" without one.
    */
   orgLabel (org: string | undefined): string {
     if (org === undefined) return 'none'
+    const config = this.#gw.config
+    if (this.#orgsOf !== config) {
+      this.#orgs = configOrganizations(config.pipeline, new Set())
+      this.#orgsOf = config
+    }
     if (this.#orgs.has(org) || this.#learned.has(org)) return org
-    if (this.#learned.size < this.#maxOrgs) {
+    if (this.#learned.size < config.metrics.maxOrganizations) {
       this.#learned.add(org)
       return org
     }

@@ -6,7 +6,6 @@
  */
 import type { Logger } from 'pino'
 import type { GatewayConfig } from '../config/config-schema.ts'
-import type { Gateway } from '../routes/gateway.ts'
 import type { CallObserver, CallState } from '../pipeline/lifecycle.ts'
 import type { RequestContext } from '../pipeline/runner.ts'
 import type { Usage } from '../types/usage.ts'
@@ -62,13 +61,16 @@ function attemptErrorKind (a: Attempt, last: boolean, call: RequestContext): str
   return undefined
 }
 
-export interface ObserverOptions {
-  accessLog: GatewayConfig['logging']['access']
-  propagate: boolean
+/** What outlives config versions: one metrics registry and one span exporter per app (restart-only). */
+export interface ObserverParts {
   metrics: GatewayMetrics | null
   exporter: SpanExporter | null
 }
 
+/**
+ * One config version's observer: its own access-log and trace-propagation settings (a reload
+ * applies them to new requests) over the app's metrics and exporter.
+ */
 export class Observer {
   readonly metrics: GatewayMetrics | null
   readonly exporter: SpanExporter | null
@@ -76,12 +78,13 @@ export class Observer {
   readonly #access: GatewayConfig['logging']['access'] | null
   readonly #accessLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 
-  constructor (readonly gw: Gateway, opts: ObserverOptions) {
-    this.metrics = opts.metrics
-    this.exporter = opts.exporter
-    this.propagate = opts.propagate
-    this.#access = opts.accessLog.enabled ? opts.accessLog : null
-    this.#accessLevel = opts.accessLog.level
+  constructor (config: GatewayConfig, parts: ObserverParts) {
+    this.metrics = parts.metrics
+    this.exporter = parts.exporter
+    this.propagate = config.tracing.propagate
+    const access = config.logging.access
+    this.#access = access.enabled ? access : null
+    this.#accessLevel = access.level
   }
 
   /** true when at least one of access log, metrics, tracing is on (else no observer is built). */
@@ -99,8 +102,11 @@ export class Observer {
     return new CallObs(this, call, parent?.traceId ?? newTraceId(), newSpanId(), parent?.spanId, parent?.flags ?? (this.exporter?.sampleNew() === false ? '00' : '01'))
   }
 
-  /** The access-log line: what the call was and cost, never a key, a prompt or a completion. */
-  log (o: CallObs, end: number, upstreamMs: number): void {
+  /**
+   * The access-log line: what the call was and cost, never a key, a prompt or a completion. `end`
+   * is the response's end (what the client waited for), `settled` the end of the settle after it.
+   */
+  log (o: CallObs, end: number, settled: number, upstreamMs: number): void {
     const a = this.#access
     if (a === null) return
     const call = o.call
@@ -129,6 +135,7 @@ export class Observer {
       durationMs: round(end - o.t0),
       upstreamMs: round(upstreamMs),
       overheadMs: round(end - o.t0 - upstreamMs),
+      settleMs: round(settled - end),
       inputTokens: u?.inputTokens,
       cachedInputTokens: u?.cachedInputTokens,
       outputTokens: u?.outputTokens,
@@ -139,10 +146,6 @@ export class Observer {
     ;(call.log as Logger)[this.#accessLevel](line, 'access')
   }
 
-  close (): Promise<void> {
-    this.metrics?.close()
-    return this.exporter?.shutdown() ?? Promise.resolve()
-  }
 }
 
 const round = (ms: number): number => Math.round(ms * 1000) / 1000
@@ -152,6 +155,8 @@ export class CallObs implements CallObserver {
   readonly t0 = performance.now()
   /** When the response started (status line out): the client's time to first byte. */
   respondAt: number | undefined = undefined
+  /** When the call ended for the client (its response's or stream's end, or the client left): the settle starts. */
+  settleAt: number | undefined = undefined
   readonly attempts: Attempt[] = []
   /** [state, performance.now()] of each move, for phase spans (kept only when spans are exported). */
   readonly #moves: (CallState | number)[] | null
@@ -175,6 +180,7 @@ export class CallObs implements CallObserver {
   moved (to: CallState): void {
     const t = performance.now()
     if (this.#moves !== null) this.#moves.push(to, t)
+    if (to === 'settled') this.settleAt = t
     if ((to === 'responding' || to === 'streaming') && this.respondAt === undefined) {
       this.respondAt = t
       // A non-streamed answer was read whole before its response starts: its attempt is over.
@@ -203,23 +209,29 @@ export class CallObs implements CallObserver {
     if (a !== undefined && a.end === undefined) a.end = t
   }
 
+  /**
+   * The settle is over. Latency, overhead and the request span end with the response (settleAt):
+   * the settle (the ledger's charge) runs after it and is timed apart.
+   */
   settled (): void {
-    const end = performance.now()
+    const settled = performance.now()
+    const end = this.settleAt ?? settled
     this.#closeAttempt(end)
     const { metrics, exporter } = this.o
     let upstreamMs = 0
     for (const a of this.attempts) upstreamMs += a.end! - a.start
-    this.o.log(this, end, upstreamMs)
+    this.o.log(this, end, settled, upstreamMs)
     if (metrics !== null) this.#metrics(metrics, end, upstreamMs)
-    if (exporter !== null && (parseInt(this.flags, 16) & 1) === 1) exporter.export(this.#spans(end))
+    if (exporter !== null && (parseInt(this.flags, 16) & 1) === 1) exporter.export(this.#spans(end, settled))
   }
 
   #metrics (m: GatewayMetrics, end: number, upstreamMs: number): void {
     const call = this.call
     const out = call.outcome
     const last = this.attempts.length > 0 ? this.attempts[this.attempts.length - 1] : undefined
-    const inference = call.route === 'chat' || call.route === 'messages'
-    const model = call.model?.id ?? (inference ? 'other' : 'none')
+    // Routes that name a model: one the catalog does not know is "other"; the rest have none.
+    const named = call.route === 'chat' || call.route === 'messages' || call.route === 'responses' || call.route === 'count_tokens'
+    const model = call.model?.id ?? (named ? 'other' : 'none')
     const u = out.usage
     m.call({
       route: call.route,
@@ -245,8 +257,8 @@ export class CallObs implements CallObserver {
     }
   }
 
-  /** The request span, one span per state the call passed, one per upstream attempt. */
-  #spans (end: number): SpanRecord[] {
+  /** The request span, one span per state the call passed and one for its settle, one per upstream attempt. */
+  #spans (end: number, settled: number): SpanRecord[] {
     const call = this.call
     const out = call.outcome
     const p = call.principal
@@ -286,6 +298,8 @@ export class CallObs implements CallObserver {
       const stop = i + 3 < moves.length ? moves[i + 3] as number : end
       spans.push({ name: `phase ${state}`, kind: 'internal', traceId: this.traceId, spanId: newSpanId(), parentSpanId: this.spanId, start: epoch(start), end: epoch(stop), attributes: { 'gw.phase': state } })
     }
+    // After the request span's end: the settle hooks (the ledger's charge) the client does not wait for.
+    spans.push({ name: 'phase settle', kind: 'internal', traceId: this.traceId, spanId: newSpanId(), parentSpanId: this.spanId, start: epoch(end), end: epoch(settled), attributes: { 'gw.phase': 'settle' } })
     for (let i = 0; i < this.attempts.length; i++) {
       const a = this.attempts[i]
       const kind = attemptErrorKind(a, i === this.attempts.length - 1, call)

@@ -1,5 +1,6 @@
 /** @module gateway – the services one app holds; routes and the dispatcher read them. */
 import type { FastifyRequest } from 'fastify'
+import type { BlockList } from 'node:net'
 import type { Logger } from 'pino'
 import type { GatewayConfig } from '../config/config-schema.ts'
 import type { Catalog } from '../dispatch/catalog.ts'
@@ -22,6 +23,8 @@ export interface Gateway {
   readonly configVersion: string
   /** When this version was loaded (ms since the epoch). */
   readonly configLoadedAt: number
+  /** `config.server.trustedProxies` compiled; undefined when empty (the socket address is the client). */
+  readonly trustedProxies?: BlockList
   readonly catalog: Catalog
   readonly pipeline: Pipeline
   readonly providers: ReadonlyMap<string, ProviderInstance>

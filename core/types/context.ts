@@ -40,7 +40,7 @@ export interface GatewayContext {
   readonly protocol: ClientProtocol | 'none'
   readonly method: string
   readonly url: string
-  /** Client address (socket address; see the ip-limit plugin for trusted proxies). */
+  /** Client address: the socket's, or behind `server.trustedProxies` the X-Forwarded-For hop they vouch for. */
   readonly ip: string
   readonly headers: Headers
   /** Parsed JSON body, read-only (top level frozen); undefined before `inspect` and on routes without a body. */

@@ -25,6 +25,7 @@ export default definePlugin({
   configSchema: IpLimitConfig,
   create (config, deps) {
     const trusted = config.trustedProxies.length > 0 ? blockListOf(config.trustedProxies) : undefined
+    if (trusted) deps.log.warn('ip-limit: trustedProxies is deprecated; set server.trustedProxies, so that the access log and every plugin see the client address this limit counts')
     const { limit, windowMs } = config
     const local = config.mode === 'lease' && deps.store.shared === true
       ? new LocalCounters(deps.store, limit, windowMs, config.lease, err => { deps.log.error({ err }, 'ip-limit: could not add counts to the store') }, deps.now)

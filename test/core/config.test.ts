@@ -77,3 +77,21 @@ t.test('config – circuit thresholds: defaults at the top level, optional overr
   t.throws(() => buildConfig({ models: [{ id: 'v/m', circuit: { coolDownMs: -1 }, deployments: [{ provider: 'p' }] }] }, 'c', dir, {}),
     { code: 'GW_ERR_CONFIG_INVALID', message: /at \/models\/0\/circuit\/coolDownMs/ })
 })
+
+t.test('config – metrics served by the admin listener need an admin block', async t => {
+  const p = file('metrics-admin.yaml', 'metrics:\n  listen: admin\n')
+  t.throws(() => loadConfig({ GATEWAY_CONFIG: p }), {
+    code: 'GW_ERR_CONFIG_INVALID',
+    message: `Invalid config in ${p} at /metrics/listen: "admin" serves the metrics on the admin listener, which needs an admin block (or use "main" or "off")`,
+  })
+  const ok = file('metrics-admin-ok.yaml', 'metrics:\n  listen: admin\nadmin:\n  keys: [{ id: ops, key: admin-key-0123456789abcdef }]\n')
+  t.equal(loadConfig({ GATEWAY_CONFIG: ok }).config.metrics.listen, 'admin')
+})
+
+t.test('config – server.trustedProxies entries are addresses or CIDRs', async t => {
+  const p = file('proxies.yaml', 'server:\n  trustedProxies: [10.0.0.0/8, "::1", 10.0.0.0/33]\n')
+  t.throws(() => loadConfig({ GATEWAY_CONFIG: p }), { code: 'GW_ERR_CONFIG_INVALID', message: `Invalid config in ${p} at /server/trustedProxies/2: bad prefix length in "10.0.0.0/33"` })
+  const q = file('proxies-name.yaml', 'server:\n  trustedProxies: [lb.internal]\n')
+  t.throws(() => loadConfig({ GATEWAY_CONFIG: q }), { message: `Invalid config in ${q} at /server/trustedProxies/0: not an IP address or CIDR: "lb.internal"` })
+  t.same(loadConfig({ GATEWAY_CONFIG: file('proxies-ok.yaml', 'server:\n  trustedProxies: [10.0.0.0/8, "fd00::/8"]\n') }).config.server.trustedProxies, ['10.0.0.0/8', 'fd00::/8'])
+})

@@ -2,7 +2,9 @@
  * SIGHUP reloads the config file of the built server (dist/server.js), a real process: a new key
  * works and a removed one gets 401; a stream started before the reload finishes on the version it
  * started under; an invalid file leaves the running version serving and logs one line naming the
- * file and the path; calls in flight across reloads are neither dropped nor billed twice.
+ * file and the path; calls in flight across reloads are neither dropped nor billed twice. The
+ * observability settings: the access log's switch, level and sampling apply; metrics settings are
+ * reported as needing a restart; gw_config_info names the version serving after each reload.
  */
 import t, { type Test } from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -11,6 +13,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { once } from 'node:events'
 import Database from 'better-sqlite3'
+import parsePrometheusTextFormat from 'parse-prometheus-text-format'
 
 const SERVER = resolve('dist/server.js')
 const KEY_A = 'sk-gw-reload-key-aaaa'
@@ -191,4 +194,54 @@ t.test('SIGHUP reloads the config file', async t => {
   t.teardown(() => db.close())
   const rows = db.prepare('SELECT trace_id FROM usage_records').all() as { trace_id: string }[]
   t.same(rows.map(r => r.trace_id).sort(), [...billed].sort(), 'one usage record per call answered, none twice, none lost')
+})
+
+t.test('SIGHUP: access-log settings apply, metrics settings wait for a restart, gw_config_info follows', async t => {
+  if (!existsSync(SERVER)) {
+    if (process.env.CI === 'true') t.fail('dist/server.js is missing: CI must run `npm run build` before `npm test`')
+    else t.skip('dist/server.js not built (run `npm run build`)', () => {})
+    return
+  }
+  const obs = (access: string, path = '/metrics') => `logging:\n  level: info\n  access: ${access}\nmetrics:\n  listen: main\n  path: ${path}\n`
+  const s = await start(t, { keys: [KEY_A], extra: obs('{ enabled: true }') })
+  if (!s) return
+  const configInfo = async (): Promise<string[]> => {
+    const res = await fetch(`${s.base}/metrics`)
+    if (res.status !== 200) return [`status ${res.status}`]
+    const info = parsePrometheusTextFormat(await res.text()).find(f => f.name === 'gw_config_info')
+    return info?.metrics.filter(m => m.value === '1').map(m => m.labels!.version) ?? []
+  }
+  // The calls' lines (the scrapes of /metrics have their own).
+  const access = () => s.lines().filter(l => l.msg === 'access' && l.route === 'chat')
+  const settle = () => new Promise(resolve => setTimeout(resolve, 100))
+
+  t.equal((await chat(s.base, KEY_A)).status, 200)
+  t.ok(await until(() => access().length === 1), 'an access line at start')
+  t.same(await configInfo(), [versions(s)[0]], 'gw_config_info names the version serving')
+
+  // Level and sampling apply; the metrics path needs a restart.
+  await reload(t, s, configText({ keys: [KEY_A], extra: obs('{ enabled: true, level: warn, sampleRate: 0 }', '/prom') }))
+  const v2 = versions(s).at(-1)!
+  t.not(v2, versions(s)[0])
+  t.same(s.lines().filter(l => /ignored until restart$/.test(l.msg ?? '')).at(-1)?.ignored, ['/metrics/path'], 'metrics.path is reported as needing a restart')
+  t.equal((await fetch(`${s.base}/prom`)).status, 404, 'the new path is not in force')
+  t.same(await configInfo(), [v2], 'gw_config_info names the new version')
+  t.equal((await chat(s.base, KEY_A)).status, 200)
+  t.equal((await chat(s.base, KEY_B)).status, 401)
+  t.ok(await until(() => access().length === 2), 'the error is logged')
+  await settle()
+  t.equal(access().length, 2, 'the 2xx is sampled out')
+  t.match(access()[1], { status: 401, level: 40 }, 'at the new level')
+
+  // Off.
+  await reload(t, s, configText({ keys: [KEY_A], extra: obs('{ enabled: false }') }))
+  const v3 = versions(s).at(-1)!
+  t.same(await configInfo(), [v3])
+  t.equal((await chat(s.base, KEY_B)).status, 401)
+  await settle()
+  t.equal(access().length, 2, 'access log switched off: no line')
+
+  s.child.kill('SIGTERM')
+  const [code] = await once(s.child, 'exit')
+  t.equal(code, 0)
 })

@@ -95,3 +95,20 @@ t.test('delayMs: charges that arrive within the window share one batch; flush() 
   await Promise.all(['c', 'd'].map(id => short.charge(undefined, record(id))))
   t.strictSame(batches, [['a', 'b'], ['c', 'd']])
 })
+
+t.test('batch listeners belong to one batcher: another batcher\'s batches are not told', async t => {
+  const a = new ChargeBatcher(() => {})
+  const b = new ChargeBatcher(items => { if (items.some(i => i.record.traceId === 'bad')) throw new Error('bad') })
+  const seenA: Array<[number, boolean]> = []
+  const seenB: Array<[number, boolean]> = []
+  const stopA = a.onBatch((size, ms, ok) => { t.ok(ms >= 0); seenA.push([size, ok]) })
+  b.onBatch((size, _ms, ok) => { seenB.push([size, ok]) })
+  await Promise.all(['x', 'y'].map(id => a.charge(undefined, record(id))))
+  await b.charge(undefined, record('z'))
+  await t.rejects(b.charge(undefined, record('bad')))
+  t.strictSame(seenA, [[2, true]], 'a is told of its own batch only')
+  t.strictSame(seenB, [[1, true], [1, false]], 'b of its own, committed or not')
+  stopA()
+  await a.charge(undefined, record('w'))
+  t.strictSame(seenA, [[2, true]], 'a stopped listener is told no more')
+})

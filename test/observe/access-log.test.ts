@@ -11,6 +11,8 @@ import { buildTestApp, listen, auth, TEST_KEY, AUTH_ENTRY } from '../helpers/bui
 import { startFakeUpstream, json } from '../helpers/fake-upstream.ts'
 import { embeddedDefault } from '../../core/config/default-config.ts'
 import { until } from '../helpers/until.ts'
+import { definePlugin } from '../../core/pipeline/plugin.ts'
+import { Type } from '@sinclair/typebox'
 
 const SECRET_PROMPT = 'PROMPT-MARKER-7f3a9c'
 const UPSTREAM_KEY = 'sk-upstream-secret-42'
@@ -132,4 +134,56 @@ t.test('sampling: 2xx sampled at sampleRate, errors always; level and off switch
   t.equal((await post(off.url, '/v1/chat/completions', chatBody())).status, 200)
   await new Promise(resolve => setTimeout(resolve, 50))
   t.equal(off.access().length, 0, 'access log off: no line')
+})
+
+t.test('behind trusted proxies the access log shows the client IP the IP limit counts', async t => {
+  const lines: Line[] = []
+  const logger = pino({ level: 'info' }, { write (s: string) { lines.push(JSON.parse(s)) } })
+  const app = await buildTestApp({
+    logger,
+    pipeline: [{ plugin: 'ip-limit', config: { limit: 1, windowMs: 60000 } }, AUTH_ENTRY],
+    doc: { logging: { level: 'info' }, server: { trustedProxies: ['127.0.0.1', '10.0.0.0/8'] } },
+  })
+  const url = await listen(app)
+  t.teardown(() => app.close())
+  const from = (xff: string) => post(url, '/v1/chat/completions', chatBody(), { ...auth(), 'x-forwarded-for': xff })
+  t.equal((await from('203.0.113.7')).status, 200)
+  t.equal((await from('203.0.113.8, 10.1.2.3')).status, 200, 'another client behind two trusted proxies: its own window')
+  t.equal((await from('203.0.113.7')).status, 429, 'the same client again: over its limit')
+  t.equal((await from('203.0.113.9, not-an-address')).status, 200, 'a hop that is not an address: nothing of the header is believed, the proxy is the client')
+  const access = () => lines.filter(l => l.msg === 'access')
+  t.ok(await until(() => access().length === 4))
+  t.same(access().map(l => [l.status, l.ip]), [[200, '203.0.113.7'], [200, '203.0.113.8'], [429, '203.0.113.7'], [200, '127.0.0.1']])
+})
+
+t.test('the settle is timed apart: durationMs ends with the response, settleMs is the settle after it', async t => {
+  const lines: Line[] = []
+  const logger = pino({ level: 'info' }, { write (s: string) { lines.push(JSON.parse(s)) } })
+  let release: () => void = () => {}
+  const held = new Promise<void>(resolve => { release = resolve })
+  let settling = false
+  // A settle the client never waits for (like the ledger's charge), held until the test releases it.
+  const slowSettle = definePlugin({
+    name: 'slow-settle',
+    phase: 'admit',
+    configSchema: Type.Object({}),
+    create: () => ({ onRequest () {}, async onSettle () { settling = true; await held } }),
+  })
+  const app = await buildTestApp({ logger, plugins: [slowSettle], pipeline: [AUTH_ENTRY, { plugin: 'slow-settle' }], doc: { logging: { level: 'info' } } })
+  const url = await listen(app)
+  t.teardown(async () => { release(); await app.close() })
+  const sent = performance.now()
+  const res = await post(url, '/v1/chat/completions', chatBody())
+  const clientMs = performance.now() - sent
+  t.equal(res.status, 200, 'the client has its whole answer while the settle is still held')
+  t.ok(await until(() => settling))
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.equal(lines.filter(l => l.msg === 'access').length, 0, 'the line is written once the settle is over')
+  release()
+  t.ok(await until(() => lines.some(l => l.msg === 'access')))
+  const line = lines.find(l => l.msg === 'access')!
+  t.match(line, { status: 200, durationMs: Number, overheadMs: Number, settleMs: Number })
+  t.ok(line.settleMs >= 250, `settleMs (${line.settleMs}) holds the settle the test held for 300 ms`)
+  t.ok(line.durationMs < clientMs + 150, `durationMs (${line.durationMs}) does not: it ends with the response the client got in ${clientMs.toFixed(1)} ms`)
+  t.ok(Math.abs(line.overheadMs - (line.durationMs - line.upstreamMs)) < 0.01, 'overhead = total − upstream, settle excluded')
 })

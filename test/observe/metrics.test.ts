@@ -16,6 +16,7 @@ import { embeddedDefault } from '../../core/config/default-config.ts'
 import { definePlugin } from '../../core/pipeline/plugin.ts'
 import { registerMetricsRoute } from '../../core/observe/metrics-route.ts'
 import type { GatewayApp } from '../../core/http/app.ts'
+import { until } from '../helpers/until.ts'
 
 interface Sample { labels: Record<string, string>, value?: string, count?: string, sum?: string, buckets?: Record<string, string> }
 interface Family { name: string, type: string, metrics: Sample[] }
@@ -142,9 +143,18 @@ t.test('label values never come from client input', async t => {
   t.equal(await post(url, chat(hostile), {}), 404)
   const orgs = Array.from({ length: 6 }, () => randomBytes(8).toString('hex'))
   for (const org of orgs) t.equal(await post(url, chat(), { 'x-org': org }), 200)
+  const postTo = async (path: string, body: unknown) => {
+    const res = await request(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    await res.body.text()
+    return res.statusCode
+  }
+  t.equal(await postTo('/v1/responses', { model: hostile, input: 'hi' }), 404)
+  t.equal(await postTo('/v1/messages/count_tokens', { model: hostile, messages: [{ role: 'user', content: 'hi' }] }), 404)
   t.equal((await request(url + '/metrics')).statusCode, 404, 'served at the configured path only')
   const m = await scrape(url, '/prom')
   t.equal(find(m, 'gw_requests_total', { route: 'chat', model: 'other', status: '404' })?.value, '1', 'an unknown model counts as other')
+  t.equal(find(m, 'gw_requests_total', { route: 'responses', model: 'other', status: '404' })?.value, '1', 'on responses too')
+  t.equal(find(m, 'gw_requests_total', { route: 'count_tokens', model: 'other', status: '404' })?.value, '1', 'and on count_tokens')
   const values = [...m.values()].flatMap(f => f.metrics.flatMap(s => Object.values(s.labels ?? {})))
   t.notOk(values.some(v => v.includes('evil') || v.includes('script')), 'nothing of the hostile model name')
   const orgLabels = new Set(m.get('gw_tokens_total')!.metrics.map(s => s.labels?.organization))
@@ -158,7 +168,7 @@ t.test('off: no route, no observer; registerMetricsRoute mounts on any fastify i
   t.equal(off.gateway.observer, null, 'nothing observes when all is off')
   t.equal((await off.inject({ url: '/metrics' })).statusCode, 404)
 
-  const { app: gw, url } = await app(t, { metrics: { listen: 'admin' } })
+  const { app: gw, url } = await app(t, { metrics: { listen: 'admin' }, admin: { keys: [{ id: 'ops', key: 'admin-key-0123456789abcdef' }] } })
   t.equal((await gw.inject({ url: '/metrics' })).statusCode, 404, 'listen admin: not on the main listener')
   const admin = Fastify()
   registerMetricsRoute(admin, gw.gateway)
@@ -167,4 +177,35 @@ t.test('off: no route, no observer; registerMetricsRoute mounts on any fastify i
   t.equal(await post(url, chat()), 200)
   const m = await scrape(adminUrl)
   t.equal(find(m, 'gw_requests_total', { route: 'chat', status: '200' })?.value, '1', 'the admin listener serves the gateway\'s metrics')
+})
+
+t.test('metrics on the main listener: the IP limit applies even though probes are exempt', async t => {
+  const { url } = await app(t, { metrics: { listen: 'main' } }, {
+    pipeline: [{ plugin: 'ip-limit', config: { limit: 2, windowMs: 60000 } }, AUTH_ENTRY],
+  })
+  for (let i = 0; i < 5; i++) t.equal((await request(url + '/healthz')).statusCode, 200, 'probes skip the IP limit (and use up no window)')
+  t.equal((await request(url + '/metrics')).statusCode, 200)
+  t.equal((await request(url + '/metrics')).statusCode, 200)
+  const over = await request(url + '/metrics')
+  t.equal(over.statusCode, 429, 'past the limit, a stranger is refused before any metric is rendered')
+  t.match(over.headers['retry-after'], /^\d+$/)
+  t.match(await over.body.json(), { error: { code: 429 } })
+  t.equal((await request(url + '/healthz')).statusCode, 200, 'probes are still exempt')
+})
+
+t.test('ledger batch metrics count the app\'s own ledger only (two apps in one process)', async t => {
+  const pipeline = [AUTH_ENTRY, { plugin: 'balance', config: { organizations: [{ id: 'org-test', initialBalance: 100 }] } }]
+  const a = await app(t, { metrics: { listen: 'main' } }, { pipeline })
+  const b = await app(t, { metrics: { listen: 'main' } }, { pipeline })
+  t.same(await Promise.all(Array.from({ length: 4 }, () => post(a.url, chat()))), [200, 200, 200, 200])
+  const batches = async (url: string) => {
+    const s = (await scrape(url)).get('gw_ledger_batch_size')?.metrics[0]
+    return { count: Number(s?.count ?? 0), sum: Number(s?.sum ?? 0) }
+  }
+  // The charges commit in the settle, after the answers: polled, not assumed.
+  t.ok(await until(async () => (await batches(a.url)).sum === 4), 'the app that charged counts its charges')
+  t.same(await batches(b.url), { count: 0, sum: 0 }, 'the other app counts none of them')
+  t.equal(await post(b.url, chat()), 200)
+  t.ok(await until(async () => (await batches(b.url)).sum === 1), 'and then its own')
+  t.equal((await batches(a.url)).sum, 4, 'which the first does not count')
 })

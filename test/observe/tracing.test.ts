@@ -116,7 +116,7 @@ t.test('tracing.propagate false: no traceparent upstream, no traceresponse', asy
   t.equal(res.headers.traceresponse, undefined)
 })
 
-interface OtlpSpan { traceId: string, spanId: string, parentSpanId?: string, name: string, kind: number, attributes: { key: string, value: Record<string, unknown> }[], status?: { code?: number } }
+interface OtlpSpan { traceId: string, spanId: string, parentSpanId?: string, name: string, kind: number, startTimeUnixNano: string, endTimeUnixNano: string, attributes: { key: string, value: Record<string, unknown> }[], status?: { code?: number } }
 
 t.test('OTLP/HTTP export: request, phase and attempt spans with their links and attributes', async t => {
   const bodies: any[] = []
@@ -162,8 +162,12 @@ t.test('OTLP/HTTP export: request, phase and attempt spans with their links and 
   t.equal(attr(root, 'gw.provider'), 'up-b')
   t.equal(attr(root, 'gw.key_id'), 'key-test')
   const phases = spans.filter(s => s.name.startsWith('phase '))
-  t.same(phases.map(s => s.name), ['phase connect', 'phase authenticate', 'phase inspect', 'phase admit', 'phase dispatch', 'phase responding'], 'one span per phase, in order')
+  t.same(phases.map(s => s.name), ['phase connect', 'phase authenticate', 'phase inspect', 'phase admit', 'phase dispatch', 'phase responding', 'phase settle'], 'one span per phase, in order, the settle last')
   t.ok(phases.every(s => s.parentSpanId === gwSpan), 'phases are children of the request span')
+  const settle = phases.at(-1)!
+  t.equal(settle.startTimeUnixNano, root.endTimeUnixNano, 'the request span ends with the response; the settle starts there')
+  t.equal(settle.startTimeUnixNano, phases.at(-2)!.endTimeUnixNano, 'right after the responding phase')
+  t.equal(attr(settle, 'gw.phase'), 'settle')
   const attempts = spans.filter(s => s.name.startsWith('upstream '))
   t.same(attempts.map(s => s.name), ['upstream up-a', 'upstream up-b'])
   t.same(attempts.map(s => s.spanId), upstreamParents, 'the span ids the upstreams saw as parent')
