@@ -4,7 +4,7 @@
  * /admin/calls/summary; the recorder's bounds (tiers, groups) on a fake clock; GET /admin/providers
  * (adapter, protocol, masked base URL, circuits, reset) never showing a secret.
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { startAdmin } from '../../admin/app.ts'
 import { CallRecorder, MAX_GROUPS } from '../../admin/calls.ts'
 import { AUTH_ENTRY, auth, buildTestApp, LIMITED_KEY, listen, TEST_KEY } from '../helpers/build-test-app.ts'
@@ -14,7 +14,7 @@ import { embeddedDefault } from '../../core/config/default-config.ts'
 const UPSTREAM_SECRET = 'sk-upstream-secret-0123456789'
 const base = embeddedDefault('sk-gw-unused-demo') as { providers: unknown[], models: unknown[] }
 
-async function gatewayWithAdmin (t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+async function gatewayWithAdmin (t: Test) {
   const app = await buildTestApp({
     pipeline: [AUTH_ENTRY],
     doc: {
