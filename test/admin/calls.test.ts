@@ -5,7 +5,7 @@
  * (adapter, protocol, masked base URL, circuits, reset) never showing a secret.
  */
 import t, { type Test } from 'tap'
-import { startAdmin } from '../../admin/app.ts'
+import { buildAdminApp, startAdmin } from '../../admin/app.ts'
 import { CallRecorder, MAX_GROUPS } from '../../admin/calls.ts'
 import { AUTH_ENTRY, auth, buildTestApp, LIMITED_KEY, listen, TEST_KEY } from '../helpers/build-test-app.ts'
 import { ADMIN_KEY, adminCall as call } from '../helpers/admin.ts'
@@ -124,4 +124,14 @@ t.test('providers: adapter, protocol, masked base URL, circuits and reset; no se
   t.equal(r.status, 200)
   r = await call(admin, 'GET', '/admin/providers')
   t.match(r.body.data.find((p: any) => p.name === 'down').deployments[0], { state: 'closed', failures: 0 }, 'reset closes it')
+})
+
+t.test('an admin app built without a gateway app to watch has no calls summary: 404, not a 500', async t => {
+  const app = await buildTestApp({})
+  t.teardown(() => app.close())
+  const adminApp = await buildAdminApp(app.gateway, { host: '127.0.0.1', port: 0, keys: [{ id: 'ops', key: ADMIN_KEY, revoked: false }] })
+  t.teardown(() => adminApp.close())
+  const r = await adminApp.inject({ method: 'GET', url: `/admin/calls/summary?from=${new Date().toISOString()}`, headers: { authorization: `Bearer ${ADMIN_KEY}` } })
+  t.equal(r.statusCode, 404)
+  t.match(r.json(), { error: { code: 404, message: /counts no calls/ } })
 })
