@@ -39,7 +39,7 @@ async function main (): Promise<void> {
     process.stderr.write(`gateway: ${(err as Error).message}\n`)
     process.exit(1)
   }
-  const { config, demoKey } = loaded
+  const { config, demoKey, adminKey } = loaded
   let app
   try {
     app = await buildApp(config, { plugins: builtinPlugins, providers: builtinProviders, translators })
@@ -80,7 +80,8 @@ async function main (): Promise<void> {
   if (demoKey) {
     process.stdout.write(`\nGateway on ${address} (embedded default config).\nDemo key: ${demoKey}\n` +
       `Try: curl ${address}/v1/chat/completions -H "Authorization: Bearer ${demoKey}" -H "Content-Type: application/json" ` +
-      `-d '{"model":"echo/echo-1","messages":[{"role":"user","content":"Hello"}]}'\n\n`)
+      `-d '{"model":"echo/echo-1","messages":[{"role":"user","content":"Hello"}]}'\n` +
+      (admin && adminKey ? `Console: ${admin.address}/console (sign in with the admin key ${adminKey})\n` : '') + '\n')
   }
   let closing = false
   const shutdown = (signal: string): void => {

@@ -23,6 +23,9 @@ import { AdminError, constraintError, validationPath } from './errors.ts'
 import { bearer, configClientHashes, findDigest, sha256, type AdminKey } from './guard.ts'
 import { usageRoutes } from './usage.ts'
 import { consoleRoutes, isConsolePath } from './console.ts'
+import { CallRecorder } from './calls.ts'
+import { summaryRoutes } from './summary.ts'
+import { providerRoutes } from './providers.ts'
 
 export { AdminError }
 
@@ -35,6 +38,8 @@ export interface AdminAppOptions {
   extraRoutes?: (app: FastifyInstance) => void | Promise<void>
   /** Paths served without an admin key (besides /admin/openapi.json), e.g. ['/metrics']. */
   publicPaths?: readonly string[]
+  /** The ended calls GET /admin/calls/summary reports (startAdmin records the gateway app's); absent: that route is 404. */
+  recorder?: CallRecorder
 }
 
 /** The package's version: package.json one level up from the sources, two from dist/. */
@@ -246,8 +251,11 @@ export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: Adm
     return { model: b.model, inCatalog: !!m, source: 'ledger' as const, price, configPrice: m?.price ? { ...m.price } : null, ledgerPrice: price }
   })
 
-  // Usage records (admin/usage.ts).
+  // Usage records (admin/usage.ts), their sums and this replica's ended calls (admin/summary.ts).
   usageRoutes(app, ledger, errorResponses)
+  summaryRoutes(app, ledger, opts.recorder, errorResponses)
+  // Providers with their deployments' circuits (admin/providers.ts).
+  providerRoutes(app, gw, errorResponses)
 
   // Reservations: the holds the admin CLI's `holds list|release` shows (PostgreSQL only).
   app.get<{ Querystring: Static<typeof S.HoldQuery> }>('/admin/reservations', { schema: { tags: ['reservations'], summary: 'Balance holds of calls in flight', querystring: S.HoldQuery, response: { 200: S.HoldList, ...errorResponses } } }, async request => {
@@ -314,7 +322,10 @@ export async function startAdmin (gateway: GatewayApp, opts: AdminAppOptions = {
   // The admin API always reads the config version serving now (a SIGHUP reload swaps it): its
   // catalog, prices and config view follow reloads; stores and ledger are the same in every version.
   const current = new Proxy({} as Gateway, { get: (_, key) => Reflect.get(gateway.gateway, key) })
-  const app = await buildAdminApp(current, cfg, opts)
+  // The error rate's source: every inference call the gateway app ends (admin/calls.ts).
+  const recorder = opts.recorder ?? new CallRecorder()
+  gateway.addHook('onResponse', recorder.onResponse)
+  const app = await buildAdminApp(current, cfg, { ...opts, recorder })
   gateway.addHook('onClose', async () => { await app.close() })
   const address = await app.listen({ host: cfg.host, port: cfg.port })
   return { app, address }

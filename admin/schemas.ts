@@ -1,7 +1,7 @@
 /** @module admin/schemas – request and response schemas of the admin HTTP API (TypeBox; the OpenAPI document is generated from them). */
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 
-const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()])
+export const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()])
 
 /** Ids an operator chooses: what the CLI accepts for key ids, for every id. */
 export const Id = Type.String({ pattern: '^[\\w.:@-]{1,128}$', description: 'Letters, digits and _ . : @ - (1 to 128).' })
@@ -10,7 +10,7 @@ export const Amount = Type.String({ pattern: '^\\d{1,12}(\\.\\d{1,6})?$', descri
 /** A price per million tokens (non-negative). */
 const Rate = Type.Number({ minimum: 0, maximum: 1e9, description: 'Currency units per million tokens, at most 6 decimals.' })
 /** ISO 8601 date or date-time. */
-const Time = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}', description: 'ISO 8601 date or time, e.g. 2025-01-31 or 2025-01-31T12:00:00Z.' })
+export const Time = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}', description: 'ISO 8601 date or time, e.g. 2025-01-31 or 2025-01-31T12:00:00Z.' })
 
 export const ErrorBody = Type.Object({
   error: Type.Object({

@@ -7,7 +7,7 @@ import { AdminError } from './errors.ts'
 import * as S from './schemas.ts'
 import { USAGE_CSV_HEADER, usageCsvRow, usageView } from './views.ts'
 
-function timeParam (s: string | undefined, field: string): number | undefined {
+export function timeParam (s: string | undefined, field: string): number | undefined {
   if (s === undefined) return undefined
   const ms = Date.parse(s)
   if (!Number.isFinite(ms)) throw new AdminError(400, `Invalid request: /querystring/${field} is not an ISO 8601 date or time`, { path: `/querystring/${field}` })

@@ -142,10 +142,12 @@ function envInt (env: Env, name: string, source: string): number | undefined {
 const substitutedPaths = new WeakMap<object, ReadonlySet<string>>()
 export function substitutedIn (config: object): ReadonlySet<string> { return substitutedPaths.get(config) ?? new Set() }
 
-/** Result of loading: the frozen config, and the demo key when the embedded default made one. */
+/** Result of loading: the frozen config, and the demo and admin keys when the embedded default made them. */
 export interface LoadedConfig {
   config: GatewayConfig
   demoKey?: string
+  /** The embedded default's admin key (env GATEWAY_ADMIN_KEY, else random): the console's sign-in. */
+  adminKey?: string
 }
 
 /**
@@ -171,6 +173,12 @@ export function buildConfig (doc: unknown, source: string, baseDir: string, env:
         if (entry?.plugin === 'size-limit') entry.config = { ...(entry.config ?? {}), maxBytes: limit }
       }
     }
+  }
+  // ADMIN_PORT moves the admin listener like PORT moves the main one (when there is an admin block).
+  const admin = withEnv.admin
+  if (admin !== null && typeof admin === 'object' && !Array.isArray(admin)) {
+    const port = envInt(env, 'ADMIN_PORT', source)
+    if (port !== undefined) admin.port = port
   }
   coerceSubstituted(withEnv, GatewayConfigSchema, substituted)
   const validate = compileOrThrow(GatewayConfigSchema, 'config')
@@ -201,7 +209,8 @@ export function loadConfig (env: Env = process.env): LoadedConfig {
   const file = env.GATEWAY_CONFIG
   if (!file) {
     const demoKey = env.GATEWAY_DEMO_KEY || `sk-gw-demo-${randomBytes(18).toString('base64url')}`
-    return { config: buildConfig(embeddedDefault(demoKey), 'embedded default', process.cwd(), env), demoKey }
+    const adminKey = env.GATEWAY_ADMIN_KEY || `gw-admin-${randomBytes(24).toString('base64url')}`
+    return { config: buildConfig(embeddedDefault(demoKey, adminKey), 'embedded default', process.cwd(), env), demoKey, adminKey }
   }
   const path = resolve(file)
   let text: string

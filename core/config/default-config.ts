@@ -4,11 +4,13 @@
  * The config used when GATEWAY_CONFIG is not set. It serves three built-in echo models (a chat
  * one that takes images, a text-only one, and a messages-protocol one under the spec's
  * `msgvendor/` prefix) and accepts one demo key, whose `demo` organization starts with a balance
- * of 100 units in the SQLite ledger (./data/gateway.db).
+ * of 100 units in the SQLite ledger (./data/gateway.db). With `adminKey`, the admin listener (and
+ * its console) serves on loopback, port 8081 (env ADMIN_PORT), with that one admin key.
  */
-export function embeddedDefault (demoKey: string): Record<string, unknown> {
+export function embeddedDefault (demoKey: string, adminKey?: string): Record<string, unknown> {
   const price = { input: 1, cachedInput: 0.1, output: 2 }
   return {
+    ...(adminKey !== undefined ? { admin: { host: '127.0.0.1', keys: [{ id: 'console', key: adminKey }] } } : {}),
     providers: [
       { name: 'echo', adapter: 'echo', config: { protocol: 'chat' } },
       { name: 'echo-messages', adapter: 'echo', config: { protocol: 'messages' } },

@@ -71,6 +71,37 @@ export interface UsageQuery {
   limit: number
 }
 
+/** Bucket widths a usage summary may use (ms): a minute, an hour, a day (UTC). */
+export const SUMMARY_BUCKETS = [60_000, 3_600_000, 86_400_000] as const
+
+/** Usage records summed per time bucket (and per model or organization), in the database. */
+export interface UsageSummaryQuery {
+  /** from <= time < to (ms). */
+  from: number
+  to: number
+  /** One of SUMMARY_BUCKETS; a bucket starts at a multiple of it since the epoch. */
+  bucketMs: number
+  /** Sums per bucket and per this column; absent: per bucket only. */
+  groupBy?: 'model' | 'organization'
+  organization?: string
+  project?: string
+  keyId?: string
+  model?: string
+}
+
+/** One bucket (and group) of a usage summary: exact integer sums. */
+export interface UsageSummaryRow {
+  /** Start of the bucket (ms since the epoch). */
+  bucket: number
+  /** The model or organization; null without groupBy, or for records without an organization. */
+  group: string | null
+  requests: number
+  inputTokens: number
+  cachedInputTokens: number
+  outputTokens: number
+  cost: Micros
+}
+
 /** A usage record with its row id, the tie-breaker of the (time, id) order pages follow. */
 export type UsageRow = UsageRecord & { id: number }
 
@@ -165,6 +196,12 @@ export interface Ledger {
   listUsage (range: { from?: number, to?: number }): Promise<UsageRecord[]>
   /** One page of usage records matching `q`, in (time, id) order. */
   queryUsage (q: UsageQuery): Promise<UsageRow[]>
+  /**
+   * Counts and sums of the usage records matching `q`, per bucket (and group), computed by the
+   * database (GROUP BY), in (bucket, group) order with null groups first; buckets without records
+   * are absent.
+   */
+  summarizeUsage (q: UsageSummaryQuery): Promise<UsageSummaryRow[]>
   listOrganizations (): Promise<OrganizationRecord[]>
   getOrganization (id: string): Promise<OrganizationRecord | undefined>
   /** Projects, of one organization when given. */

@@ -4,9 +4,9 @@ import { hostname } from 'node:os'
 import pg from 'pg'
 import type { ModelPrice } from '../types/model.ts'
 import { ChargeBatcher, type BatchListener, type ChargeItem } from './batch.ts'
-import type { Hold, KeyRecord, Ledger, LeaseGrant, Micros, OrganizationRecord, ProjectRecord, ReserveOptions, Reservation, UsageQuery, UsageRecord, UsageRow } from './ledger.ts'
+import type { Hold, KeyRecord, Ledger, LeaseGrant, Micros, OrganizationRecord, ProjectRecord, ReserveOptions, Reservation, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
 import { POSTGRES_MIGRATIONS } from './migrations.ts'
-import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, usageFromRow, usageParams, usageWhere } from './rows.ts'
+import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, summaryFromRows, usageFromRow, usageParams, usageSummarySql, usageWhere } from './rows.ts'
 
 export interface PostgresLedgerOptions {
   url: string
@@ -398,6 +398,11 @@ export class PostgresLedger implements Ledger {
   async queryUsage (q: UsageQuery): Promise<UsageRow[]> {
     const { where, params } = usageWhere(q, i => `$${i}`)
     return (await this.#pool.query(`SELECT * FROM usage_records WHERE ${where}`, params)).rows.map(r => ({ ...usageFromRow(r), id: Number(r.id) }))
+  }
+
+  async summarizeUsage (q: UsageSummaryQuery): Promise<UsageSummaryRow[]> {
+    const { sql, params } = usageSummarySql(q, i => `$${i}`)
+    return summaryFromRows((await this.#pool.query(sql, params)).rows)
   }
 
   async listOrganizations (): Promise<OrganizationRecord[]> {

@@ -1,6 +1,6 @@
 /** @module ledger/rows – row ↔ record mapping shared by the SQLite and PostgreSQL ledgers. */
 import type { ModelPrice } from '../types/model.ts'
-import type { KeyRecord, OrganizationRecord, ProjectRecord, UsageQuery, UsageRecord } from './ledger.ts'
+import { SUMMARY_BUCKETS, type KeyRecord, type OrganizationRecord, type ProjectRecord, type UsageQuery, type UsageRecord, type UsageSummaryQuery, type UsageSummaryRow } from './ledger.ts'
 
 const num = (v: unknown): number => typeof v === 'number' ? v : Number(v)
 const opt = (v: unknown): string | undefined => v === null || v === undefined ? undefined : String(v)
@@ -63,11 +63,8 @@ export function projectFromRow (r: any): ProjectRecord {
   return p
 }
 
-/**
- * The WHERE clause and parameters of a usage query; `ph(i)` renders the i-th placeholder (1-based)
- * in the database's syntax. Pages follow (time, id): a cursor is the last (time, id) read.
- */
-export function usageWhere (q: UsageQuery, ph: (i: number) => string): { where: string, params: unknown[] } {
+/** The filter part (time range and equalities) of a usage query or summary, from parameter 1 on. */
+function usageFilter (q: Omit<UsageQuery, 'limit' | 'after'>, ph: (i: number) => string): { parts: string[], params: unknown[] } {
   const params: unknown[] = [q.from ?? 0, q.to ?? Number.MAX_SAFE_INTEGER]
   const parts = [`time >= ${ph(1)}`, `time < ${ph(2)}`]
   const eq = (column: string, v: string | undefined): void => {
@@ -79,6 +76,15 @@ export function usageWhere (q: UsageQuery, ph: (i: number) => string): { where: 
   eq('project', q.project)
   eq('key_id', q.keyId)
   eq('model', q.model)
+  return { parts, params }
+}
+
+/**
+ * The WHERE clause and parameters of a usage query; `ph(i)` renders the i-th placeholder (1-based)
+ * in the database's syntax. Pages follow (time, id): a cursor is the last (time, id) read.
+ */
+export function usageWhere (q: UsageQuery, ph: (i: number) => string): { where: string, params: unknown[] } {
+  const { parts, params } = usageFilter(q, ph)
   if (q.after) {
     // Each placeholder once: SQLite's ? are positional.
     params.push(q.after.time, q.after.time, q.after.id)
@@ -87,4 +93,35 @@ export function usageWhere (q: UsageQuery, ph: (i: number) => string): { where: 
   }
   params.push(q.limit)
   return { where: parts.join(' AND ') + ` ORDER BY time, id LIMIT ${ph(params.length)}`, params }
+}
+
+/**
+ * The summary statement, the same text for both databases: integer division of the integer
+ * `time` column puts each record in its bucket (both databases truncate integer division), and
+ * GROUP BY sums in the database. The bucket width is written into the text as a literal after it
+ * was checked to be one of SUMMARY_BUCKETS (never a client's string).
+ */
+export function usageSummarySql (q: UsageSummaryQuery, ph: (i: number) => string): { sql: string, params: unknown[] } {
+  if (!(SUMMARY_BUCKETS as readonly number[]).includes(q.bucketMs)) throw new Error(`summarizeUsage: bucketMs must be one of ${SUMMARY_BUCKETS.join(', ')}`)
+  const { parts, params } = usageFilter(q, ph)
+  const group = q.groupBy === 'model' ? 'model' : q.groupBy === 'organization' ? 'organization' : 'NULL'
+  const b = q.bucketMs
+  const sql = `SELECT (time / ${b}) * ${b} AS bucket, ${group} AS grp, count(*) AS requests, sum(input_tokens) AS input_tokens,
+    sum(cached_input_tokens) AS cached_input_tokens, sum(output_tokens) AS output_tokens, sum(cost) AS cost
+    FROM usage_records WHERE ${parts.join(' AND ')} GROUP BY 1${group === 'NULL' ? '' : ', 2'}`
+  return { sql, params }
+}
+
+/** Summary rows as records, in (bucket, group) order, null groups first (the databases order NULLs differently). */
+export function summaryFromRows (rows: any[]): UsageSummaryRow[] {
+  const out = rows.map(r => ({
+    bucket: num(r.bucket),
+    group: r.grp === null || r.grp === undefined ? null : String(r.grp),
+    requests: num(r.requests),
+    inputTokens: num(r.input_tokens),
+    cachedInputTokens: num(r.cached_input_tokens),
+    outputTokens: num(r.output_tokens),
+    cost: num(r.cost),
+  }))
+  return out.sort((a, b) => a.bucket - b.bucket || (a.group === b.group ? 0 : a.group === null ? -1 : b.group === null ? 1 : a.group < b.group ? -1 : 1))
 }

@@ -4,9 +4,9 @@ import { dirname } from 'node:path'
 import { randomUUID } from 'node:crypto'
 import Database from 'better-sqlite3'
 import type { ModelPrice } from '../types/model.ts'
-import type { Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, Reservation, UsageQuery, UsageRecord, UsageRow } from './ledger.ts'
+import type { Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, Reservation, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
-import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, usageFromRow, usageParams, usageWhere } from './rows.ts'
+import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, summaryFromRows, usageFromRow, usageParams, usageSummarySql, usageWhere } from './rows.ts'
 import { ChargeBatcher, type BatchListener, type ChargeItem } from './batch.ts'
 
 export interface SqliteLedgerOptions {
@@ -262,6 +262,11 @@ export class SqliteLedger implements Ledger {
   async queryUsage (q: UsageQuery): Promise<UsageRow[]> {
     const { where, params } = usageWhere(q, () => '?')
     return (this.#db.prepare(`SELECT * FROM usage_records WHERE ${where}`).all(...params) as any[]).map(r => ({ ...usageFromRow(r), id: Number(r.id) }))
+  }
+
+  async summarizeUsage (q: UsageSummaryQuery): Promise<UsageSummaryRow[]> {
+    const { sql, params } = usageSummarySql(q, () => '?')
+    return summaryFromRows(this.#db.prepare(sql).all(...params) as any[])
   }
 
   async listOrganizations (): Promise<OrganizationRecord[]> {

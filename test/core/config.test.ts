@@ -20,6 +20,26 @@ t.test('config – embedded default when GATEWAY_CONFIG is unset', async t => {
   t.equal(config.server.bodyLimitBytes, 67108864)
 })
 
+t.test('config – the embedded default serves the admin API on loopback with a generated admin key; ADMIN_PORT moves it', async t => {
+  const { config, adminKey } = loadConfig({})
+  t.match(adminKey, /^gw-admin-[\w-]{32}$/)
+  t.notOk(config.pipeline.some(e => JSON.stringify(e).includes(adminKey!)), 'the admin key is no client key')
+  t.match(config.admin, { host: '127.0.0.1', port: 8081, keys: [{ id: 'console', key: adminKey, revoked: false }] })
+  t.not(loadConfig({}).adminKey, adminKey, 'a new key each start')
+  t.equal(loadConfig({ GATEWAY_ADMIN_KEY: 'adm-fixed-0123456789' }).adminKey, 'adm-fixed-0123456789', 'GATEWAY_ADMIN_KEY fixes it')
+  t.equal(loadConfig({ ADMIN_PORT: '0' }).config.admin?.port, 0)
+  t.equal(loadConfig({ ADMIN_PORT: '9191' }).config.admin?.port, 9191)
+  t.throws(() => loadConfig({ ADMIN_PORT: 'x' }), { message: /ADMIN_PORT.*whole number/ })
+  t.throws(() => loadConfig({ ADMIN_PORT: '70000' }), { message: /\/admin\/port/ })
+  t.throws(() => loadConfig({ GATEWAY_ADMIN_KEY: 'short' }), { message: /\/admin\/keys\/0\/key/ }, 'an admin key of under 16 characters is refused')
+  const withAdmin = file('admin.yaml', 'admin:\n  port: 9000\n  keys: [{ id: ops, key: adm-0123456789abcdef }]\n')
+  t.equal(loadConfig({ GATEWAY_CONFIG: withAdmin, ADMIN_PORT: '7002' }).config.admin?.port, 7002, 'over a file\'s admin.port too')
+  const noAdmin = file('no-admin.yaml', '{}')
+  const loaded = loadConfig({ GATEWAY_CONFIG: noAdmin, ADMIN_PORT: '7002' })
+  t.equal(loaded.config.admin, undefined, 'no admin block: ADMIN_PORT adds none')
+  t.equal(loaded.adminKey, undefined)
+})
+
 t.test('config – GATEWAY_DEMO_KEY fixes the demo key', async t => {
   const { demoKey } = loadConfig({ GATEWAY_DEMO_KEY: 'sk-gw-fixed' })
   t.equal(demoKey, 'sk-gw-fixed')

@@ -15,7 +15,7 @@ const SERVER = resolve('dist/server.js')
 
 async function run (env: Record<string, string>): Promise<{ code: number | null, stderr: string }> {
   const cwd = mkdtempSync(join(tmpdir(), 'gw-listen-'))
-  const child = spawn(process.execPath, [SERVER], { cwd, env: { ...process.env, GATEWAY_CONFIG: '', GATEWAY_DEMO_KEY: 'sk-gw-demo-listen-test', GATEWAY_OPENAPI_MAX_REQUEST_BODY_BYTES: '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn(process.execPath, [SERVER], { cwd, env: { ...process.env, GATEWAY_CONFIG: '', ADMIN_PORT: '0', GATEWAY_DEMO_KEY: 'sk-gw-demo-listen-test', GATEWAY_OPENAPI_MAX_REQUEST_BODY_BYTES: '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] })
   const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
   let stderr = ''
   child.stderr!.on('data', d => { stderr += d })

@@ -16,7 +16,8 @@ t.test('the README quick start: built server on the embedded default', async t =
     return
   }
   const cwd = mkdtempSync(join(tmpdir(), 'gw-start-'))
-  const child = spawn(process.execPath, [SERVER], { cwd, env: { ...process.env, PORT: '0', GATEWAY_CONFIG: '', GATEWAY_DEMO_KEY: KEY, GATEWAY_OPENAPI_MAX_REQUEST_BODY_BYTES: '' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  // ADMIN_PORT=0: the embedded default's admin listener takes any free port (8081 may be taken).
+  const child = spawn(process.execPath, [SERVER], { cwd, env: { ...process.env, PORT: '0', ADMIN_PORT: '0', GATEWAY_CONFIG: '', GATEWAY_DEMO_KEY: KEY, GATEWAY_ADMIN_KEY: '', GATEWAY_OPENAPI_MAX_REQUEST_BODY_BYTES: '' }, stdio: ['ignore', 'pipe', 'pipe'] })
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
   let out = ''
   child.stdout.on('data', d => { out += d })
@@ -41,6 +42,25 @@ t.test('the README quick start: built server on the embedded default', async t =
   t.equal(msg.status, 200)
   t.equal((await msg.json()).content[0].text, 'Echo: Hello')
   t.ok(existsSync(join(cwd, 'data', 'gateway.db')), 'the embedded ledger is a SQLite file under ./data/')
+
+  // The console on the embedded default: its URL and a generated admin key printed once.
+  const m = /Console: (http:\/\/127\.0\.0\.1:\d+)\/console \(sign in with the admin key (gw-admin-[\w-]{32})\)/.exec(out)
+  t.ok(m, `the console's URL and admin key are printed (${out.slice(0, 600)})`)
+  if (m) {
+    const [, admin, adminKey] = m as unknown as [string, string, string]
+    const page = await fetch(`${admin}/console`)
+    t.equal(page.status, 200, 'the console is served on loopback')
+    t.match(await page.text(), /<div id="app">/)
+    const cfg = await fetch(`${admin}/admin/config`, { headers: { authorization: `Bearer ${adminKey}` } })
+    t.equal(cfg.status, 200, 'the printed admin key signs in')
+    const body = await cfg.json()
+    t.equal(body.source, 'embedded default')
+    t.notMatch(JSON.stringify(body), adminKey, 'and is masked in the config view')
+    const demo = await fetch(`${admin}/admin/config`, { headers: { authorization: `Bearer ${KEY}` } })
+    t.equal(demo.status, 403, 'the demo key is a client key: refused')
+    await demo.arrayBuffer()
+    t.equal(out.split(adminKey).length - 1, 1, 'the admin key is printed once')
+  }
 
   child.kill('SIGTERM')
   const [code, signal] = await once(child, 'exit')

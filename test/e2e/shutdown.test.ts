@@ -24,7 +24,7 @@ t.test('SIGTERM after SQLite writes under concurrency: exit 0, no signal, all us
   const cwd = mkdtempSync(join(tmpdir(), 'gw-shutdown-'))
   const child = spawn(process.execPath, [SERVER], {
     cwd,
-    env: { ...process.env, PORT: '0', GATEWAY_CONFIG: '', GATEWAY_DEMO_KEY: KEY, GATEWAY_OPENAPI_MAX_REQUEST_BODY_BYTES: '' },
+    env: { ...process.env, PORT: '0', GATEWAY_CONFIG: '', ADMIN_PORT: '0', GATEWAY_DEMO_KEY: KEY, GATEWAY_OPENAPI_MAX_REQUEST_BODY_BYTES: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })

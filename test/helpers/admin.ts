@@ -26,3 +26,18 @@ export async function running (t: Test, ledger: Ledger): Promise<Running> {
 
 export const adminAuth = (key = ADMIN_KEY): Record<string, string> => ({ authorization: `Bearer ${key}` })
 
+
+export interface AdminRes { status: number, body: any, text: string, headers: Headers }
+
+/** One admin API call with the admin key (or `headers`): status, parsed JSON body, raw text. */
+export async function adminCall (base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = adminAuth()): Promise<AdminRes> {
+  const r = await fetch(base + path, {
+    method,
+    headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+  })
+  const text = await r.text()
+  let parsed: unknown
+  try { parsed = JSON.parse(text) } catch { parsed = undefined }
+  return { status: r.status, body: parsed, text, headers: r.headers }
+}

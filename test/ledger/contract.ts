@@ -4,6 +4,7 @@
  */
 import type { Test } from 'tap'
 import type { Ledger, UsageRecord } from '../../core/ledger/ledger.ts'
+import { summaryContract } from './summary-contract.ts'
 
 /** A fresh, EMPTY and NOT yet migrated ledger per call; the contract migrates and closes it. */
 export type MakeLedger = (t: Test) => Promise<Ledger>
@@ -292,4 +293,6 @@ export function ledgerContract (t: Test, makeLedger: MakeLedger): void {
     }))
     t.same(await l.getBalance('org'), { balance: 1400, reserved: 0 })
   })
+
+  summaryContract(t, open)
 }

@@ -1,0 +1,71 @@
+/** @module admin/summary-schemas – schemas of the summary routes (usage from the ledger, calls from this replica) and of the providers view. */
+import { Type, type Static } from '@sinclair/typebox'
+import { Circuit, Nullable, Time, UsageFilter } from './schemas.ts'
+
+const Bucket = Type.Union([Type.Literal('minute'), Type.Literal('hour'), Type.Literal('day')], { default: 'hour', description: 'Bucket width; buckets start at whole UTC minutes, hours or days.' })
+const GroupBy = Type.Union([Type.Literal('model'), Type.Literal('organization')], { description: 'Sums per bucket and per this; absent: per bucket only.' })
+const Top = Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'Groups with a series of their own (the largest by cost, then requests); the others are summed into series entries marked other.' })
+const range = {
+  from: Time,
+  to: Type.Optional(Time),
+  bucket: Bucket,
+  groupBy: Type.Optional(GroupBy),
+  top: Top,
+}
+
+export const UsageSummaryQuery = Type.Object({
+  ...range,
+  organization: UsageFilter.organization,
+  project: UsageFilter.project,
+  key: UsageFilter.key,
+  model: UsageFilter.model,
+}, { additionalProperties: false })
+export const CallSummaryQuery = Type.Object(range, { additionalProperties: false })
+export type UsageSummaryQueryT = Static<typeof UsageSummaryQuery>
+export type CallSummaryQueryT = Static<typeof CallSummaryQuery>
+
+const UsageSums = {
+  requests: Type.Integer({ description: 'Usage records (billed calls).' }),
+  inputTokens: Type.Integer(),
+  cachedInputTokens: Type.Integer(),
+  outputTokens: Type.Integer(),
+  cost: Type.String({ description: 'Currency units, exact (a sum of integer micro-units).' }),
+}
+const CallSums = {
+  requests: Type.Integer({ description: 'Ended inference calls (chat, messages, responses).' }),
+  clientErrors: Type.Integer({ description: 'Answered 4xx: refused (key, balance, limits) or bad requests.' }),
+  serverErrors: Type.Integer({ description: 'Answered 5xx, or a stream its upstream cut after a 2xx.' }),
+}
+const Key = Nullable(Type.String({ description: 'The model or organization; null: none (no grouping, or no organization).' }))
+const Other = Type.Boolean({ description: 'true: the sum of the groups past `top`.' })
+const frame = {
+  from: Type.String(),
+  to: Type.String(),
+  bucket: Type.String(),
+  groupBy: Nullable(Type.String()),
+}
+
+export const UsageSummary = Type.Object({
+  ...frame,
+  total: Type.Object(UsageSums),
+  groups: Type.Array(Type.Object({ key: Key, ...UsageSums }), { description: 'Every group over the whole range, largest cost first.' }),
+  series: Type.Array(Type.Object({ time: Type.String({ description: 'Bucket start.' }), key: Key, other: Other, ...UsageSums }), { description: 'Non-empty buckets only, in time order.' }),
+})
+export const CallSummary = Type.Object({
+  scope: Type.Literal('replica', { description: 'Counted in this gateway process: other replicas count their own.' }),
+  since: Type.String({ description: 'When this replica started counting.' }),
+  heldFrom: Type.String({ description: 'The earliest time this bucket width still holds (minute buckets are kept 3 hours, hour buckets 50 hours, day buckets 32 days).' }),
+  ...frame,
+  total: Type.Object(CallSums),
+  groups: Type.Array(Type.Object({ key: Key, ...CallSums }), { description: 'Every group over the whole range, most requests first.' }),
+  series: Type.Array(Type.Object({ time: Type.String(), key: Key, other: Other, ...CallSums }), { description: 'Non-empty buckets only, in time order.' }),
+})
+
+export const ProviderView = Type.Object({
+  name: Type.String({ description: 'providers[].name' }),
+  adapter: Type.String(),
+  module: Nullable(Type.String({ description: 'The custom adapter module, when not built in.' })),
+  protocol: Type.String({ description: 'The wire protocol the upstream speaks (chat, messages, responses).' }),
+  baseUrl: Nullable(Type.String({ description: 'The adapter config\'s baseUrl, a password in it masked; null: none (built-in or default URL).' })),
+  deployments: Type.Array(Circuit, { description: 'Each deployment of the catalog on this provider, with its circuit on this replica.' }),
+})
