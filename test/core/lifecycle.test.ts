@@ -158,6 +158,35 @@ t.test('the machine: outcome facts, answered once, and the counts shutdown waits
   t.equal(l.answeredHooks, 1, 'never after settle')
 })
 
+t.test('the machine: once settled, no writer changes the outcome settle got', async t => {
+  const usage = { inputTokens: 5, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 7 }
+  const l = lifeAt('dispatch')
+  await l.finish()
+  const before = structuredClone(l.outcome)
+  t.same(before, { status: 200, usageEstimated: false, upstreamSucceeded: false, clientAborted: false })
+  l.accepted('late-provider')
+  l.used(usage, true)
+  await l.answered(usage, true)
+  l.failed(gwError('GW_ERR_UPSTREAM_FAILED'))
+  l.clientGone(new Error('gone'))
+  l.responding(502)
+  l.streaming()
+  await l.responded(500)
+  t.same(l.outcome, before, 'accepted, used, answered, failed, clientGone, responding, streaming and responded all refused')
+  t.equal(l.answeredHooks, 0)
+  t.equal(l.settles, 1)
+  t.equal(l.state, 'settled')
+  // A settled stream, too: what a stream's unwinding reports after a cut settled it changes nothing.
+  const s = lifeAt('streaming')
+  s.used(usage, true)
+  await s.finish()
+  s.used({ ...usage, outputTokens: 99 }, false)
+  s.accepted('late')
+  t.same(s.outcome.usage, usage)
+  t.equal(s.outcome.usageEstimated, true)
+  t.equal(s.outcome.provider, undefined)
+})
+
 // ── every way a call ends, through a listening gateway ──────────────────────────────────────
 
 interface Seen { settles: number, answered: number, outcome?: Outcome }
