@@ -14,8 +14,6 @@ import type { KvStore, StoreSet } from '../stores/kv.ts'
 import type { Ledger } from '../ledger/ledger.ts'
 import { gatewayOf, type Gateway } from '../routes/gateway.ts'
 import type { CallTracker } from '../pipeline/lifecycle.ts'
-import type { RouteName } from '../types/context.ts'
-import type { ClientProtocol } from '../types/model.ts'
 import { Catalog } from '../dispatch/catalog.ts'
 import { Registry, loadDefinition } from '../pipeline/registry.ts'
 import { buildPipeline, type Pipeline } from '../pipeline/pipeline.ts'
@@ -89,7 +87,9 @@ const SERVER_RELOADABLE = new Set(['exemptProbesFromPlugins', 'maxUpstreamBodyBy
 /** Leaf pointers where two JSON values differ. */
 function differences (a: unknown, b: unknown, path: string, out: string[]): void {
   if (a !== null && b !== null && typeof a === 'object' && typeof b === 'object' && !Array.isArray(a) && !Array.isArray(b)) {
-    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) differences((a as any)[k], (b as any)[k], `${path}/${k}`, out)
+    const ra = a as Record<string, unknown>
+    const rb = b as Record<string, unknown>
+    for (const k of new Set([...Object.keys(ra), ...Object.keys(rb)])) differences(ra[k], rb[k], `${path}/${k}`, out)
   } else if (JSON.stringify(a) !== JSON.stringify(b)) out.push(path)
 }
 
@@ -106,8 +106,6 @@ interface Runtime {
   /** Requests that captured this version and whose response has not closed yet. */
   refs: number
 }
-
-interface RouteConfig { gwRoute?: RouteName, protocol?: ClientProtocol | 'none' }
 
 /** How long shutdown waits for the settles of calls it cut at the end of the grace period. */
 const SETTLE_AFTER_CUT_MS = 5000
@@ -390,22 +388,24 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   }) as unknown as GatewayApp
   app.decorate('gateway', { getter: () => current.gw })
   app.decorate('reloadConfig', reloadConfig)
-  app.decorateRequest('gw', null)
-  app.decorateRequest('gwRuntime', null)
+  // Declared in routes/gateway.ts; null until the first onRequest hook sets them (fastify's
+  // overload for a null initial value takes the dependency list).
+  app.decorateRequest('gw', null, [])
+  app.decorateRequest('gwRuntime', null, [])
   registerBodyParsers(app, { maxBytes: server.bodyLimitBytes, maxDepth: server.maxJsonDepth })
 
   // The hooks below are callback-style and run the phases synchronously when every plugin hook in
   // them is synchronous: no promise per hook or per phase unless a plugin returns one.
   app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
-    const rc = (request.routeOptions.config ?? {}) as RouteConfig
+    const rc = request.routeOptions.config
     const route = rc.gwRoute ?? 'other'
     const protocol = rc.protocol ?? (request.url.startsWith('/v1/messages') ? 'messages' : 'none')
     // The request keeps the config version serving when it starts, to its end (reloads swap `current`).
     const rt = current
     const gw = rt.gw
     const ctx = new RequestContext(request.id, route, protocol, request.method, request.url, request.ip, request.headers, request.log as unknown as Logger, now, gw)
-    ;(request as any).gw = ctx
-    ;(request as any).gwRuntime = gw
+    request.gw = ctx
+    request.gwRuntime = gw
     rt.refs++
     reply.header('x-gw-trace-id', request.id)
     if (gw.observer !== null) {
@@ -424,7 +424,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   })
 
   app.addHook('preHandler', (request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
-    const ctx = (request as any).gw as RequestContext
+    const ctx = request.gw
     const gw = gatewayOf(request)
     if (ctx.route === 'probes' && gw.config.server.exemptProbesFromPlugins) return done()
     try {
@@ -439,13 +439,16 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
 
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     // The reply's end is one of the call's ends; a stream (hijacked) ends with the stream instead.
-    const pending = ((request as any).gw as RequestContext | null)?.responded(reply.statusCode)
+    // null: the request failed before the onRequest hook made its context (fastify's initial value).
+    const ctx: RequestContext | null = request.gw
+    const pending = ctx?.responded(reply.statusCode)
     if (pending !== undefined) pending.then(() => done(), done)
     else done()
   })
 
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    return sendError(err, request, reply, (request as any).gw as RequestContext | null)
+    const ctx: RequestContext | null = request.gw
+    return sendError(err, request, reply, ctx)
   })
 
   app.setNotFoundHandler(async (request: FastifyRequest) => {

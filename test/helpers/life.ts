@@ -70,7 +70,11 @@ const guard = definePlugin({
 
 const PHASES = ['connect', 'authenticate', 'inspect', 'admit'] as const
 const TEST_PLUGINS = [guard, ...PHASES.map(stall), ...PHASES.map(refuse)]
-export const TIMEOUT_MS = 400
+/**
+ * The timeout plugin's bound: to the first byte, then between stream chunks. Generous, so that a
+ * loaded machine does not turn an answer into a 408; the deadline tests wait for it once each.
+ */
+export const TIMEOUT_MS = 1500
 
 /** The default test pipeline: every phase has a stall and a refuser, the timeout plugin on `timeoutRoutes`. */
 export function lifePipeline (timeoutRoutes: string[] = ['chat', 'messages', 'responses']): unknown[] {
