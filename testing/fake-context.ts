@@ -5,6 +5,7 @@ import type { ModelEntry, Protocol } from '../core/types/model.ts'
 import type { Principal } from '../core/types/principal.ts'
 import { deepFreeze } from '../core/config/config.ts'
 import type { GatewayPlugin, PluginDeps } from '../core/pipeline/plugin.ts'
+import type { TSchema } from '@sinclair/typebox'
 import { checkPluginErrors, errorHelper } from '../core/pipeline/plugin-errors.ts'
 
 export interface FakeContextInit {
@@ -74,7 +75,7 @@ export function fakeOutcome (o: Partial<Outcome> = {}): Outcome {
  * through `error()` exactly as in a running gateway, a silent logger, the real clock. Stores, the
  * ledger, the catalog and DNS are not there unless given in `overrides`.
  */
-export function pluginDeps<E extends string> (plugin: GatewayPlugin<any, any, E>, overrides: Partial<PluginDeps<E>> = {}): PluginDeps<E> {
+export function pluginDeps<E extends string> (plugin: GatewayPlugin<TSchema, unknown, E>, overrides: Partial<PluginDeps<E>> = {}): PluginDeps<E> {
   const table = checkPluginErrors([plugin as GatewayPlugin])
   return {
     log: pino({ level: 'silent' }),

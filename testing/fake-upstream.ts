@@ -11,8 +11,12 @@ export interface Recorded {
   method: string
   path: string
   headers: IncomingMessage['headers']
-  /** The body parsed as JSON (its text when it is not JSON). */
-  body: any
+  /**
+   * The body parsed as JSON (its text when it is not JSON). Unchecked: narrow it, or read it as
+   * the wire type the test expects (e.g. `req.body as ChatCompletionCreateParams`, a type-only
+   * import from `openai`), then assert.
+   */
+  body: unknown
   /** The body's text exactly as received. */
   text: string
 }

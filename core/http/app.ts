@@ -40,9 +40,9 @@ import { loadOtlpExporter } from '../observe/spans.ts'
 
 export interface BuildAppOptions {
   /** Every plugin the config's pipeline may name (server.ts: the built-in list, plugins/index.ts). */
-  plugins: readonly GatewayPlugin<any>[]
+  plugins: readonly GatewayPlugin[]
   /** Every adapter the config's providers may name (server.ts: the built-in list, providers/index.ts). */
-  providers: readonly ProviderAdapter<any>[]
+  providers: readonly ProviderAdapter[]
   /** One translator per client-to-upstream protocol pair (server.ts: providers/protocols/index.ts). */
   translators: Readonly<Record<TranslatorKey, Translator>>
   /** Injected backends (tests); otherwise opened from config.stores. */
@@ -118,7 +118,7 @@ function isProviderAdapter (value: unknown): value is ProviderAdapter {
   return typeof a === 'object' && a !== null && typeof a.name === 'string' && typeof a.create === 'function' && typeof a.configSchema === 'object'
 }
 
-async function createProviders (config: GatewayConfig, registry: Registry<ProviderAdapter<any>>, log: Logger): Promise<Map<string, ProviderInstance>> {
+async function createProviders (config: GatewayConfig, registry: Registry<ProviderAdapter>, log: Logger): Promise<Map<string, ProviderInstance>> {
   const out = new Map<string, ProviderInstance>()
   for (const [i, p] of config.providers.entries()) {
     const adapter = p.module
@@ -185,8 +185,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   const now = opts.now ?? Date.now
   const resolveHost = opts.resolveHost ?? lookupAll
   const { translators } = opts
-  const providerRegistry = new Registry<ProviderAdapter<any>>('provider adapter', opts.providers)
-  const pluginRegistry = new Registry<GatewayPlugin<any>>('plugin', opts.plugins)
+  const providerRegistry = new Registry<ProviderAdapter>('provider adapter', opts.providers)
+  const pluginRegistry = new Registry<GatewayPlugin>('plugin', opts.plugins)
   const { singleStore } = await import('../stores/index.ts')
   const given = { stores: opts.stores ?? (opts.store ? singleStore(opts.store) : undefined), ledger: opts.ledger }
   const { stores, ledger } = await openBackends(config, given, now)
