@@ -18,15 +18,30 @@ export type { GatewayContext, Outcome, RouteName, Headers } from './core/types/c
 export { defineProvider } from './core/dispatch/provider.ts'
 export type {
   ProviderAdapter, ProviderInstance, ProviderDeps, UpstreamCall, UpstreamRequest, UpstreamResponse,
-  Translator, TranslatorKey, StreamTranslator, TranslateOptions, UpstreamTranslateOptions, SseEvent,
+  Translator, TranslatorKey, StreamTranslator, StreamFailDetail, TranslateOptions, UpstreamTranslateOptions, SseEvent,
 } from './core/dispatch/provider.ts'
+
+// ── what a protocol translator builds with ────────────────────────────────────────────────────
+// Reading an upstream's event stream and framing the client's (the chat framing `data:`, the
+// messages and Responses framing `event:` + `data:`).
+export { SseParser, SseEventTooLarge, sseData, sseEvent, SSE_DONE } from './core/dispatch/sse.ts'
+// The one estimate of a call's usage when the upstream reported none (an answer without usage, a
+// stream cut short), and the output-token guess it uses.
+export { estimateUsage, estimateOutputTokens } from './core/dispatch/estimate.ts'
+// The one sanitizer for upstream text shown to a client (an error message, an error event).
+export { sanitizeUpstreamMessage } from './core/dispatch/upstream-errors.ts'
+// Same-protocol fast path: where the client's body text holds its model, to send that text with
+// only the model name replaced (`Translator.requestText`).
+export { modelSpanOf, spliceModel } from './core/http/body.ts'
+export type { ModelSpan } from './core/http/body.ts'
 
 // ── errors ────────────────────────────────────────────────────────────────────────────────────
 export { GatewayError, gwError, isGatewayError, ERRORS } from './core/errors/errors.ts'
 export type { ErrorCode, ErrorSpec, GatewayErrorOptions } from './core/errors/errors.ts'
 
 // ── shared data shapes ────────────────────────────────────────────────────────────────────────
-export { usageFromChat, usageFromMessages } from './providers/protocols/usage.ts'
+// The protocols' usage objects to and from the normalized Usage.
+export { usageFromChat, usageFromMessages, usageToChat, usageToMessages } from './providers/protocols/usage.ts'
 export type { Usage } from './core/types/usage.ts'
 export type { ModelEntry, ModelPrice, Deployment, Protocol, ClientProtocol, PublicModel } from './core/types/model.ts'
 export type { Principal } from './core/types/principal.ts'

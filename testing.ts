@@ -1,15 +1,16 @@
 /**
  * @module model-gateway/testing – the test kit (`exports["./testing"]`): a fake request context for
- * calling plugin hooks directly, a loopback fake upstream for both protocols, an outcome spy, and
- * the provider conformance suite that the built-in adapters pass.
+ * calling plugin hooks directly, a loopback fake upstream for every wire protocol (chat completions,
+ * messages, the Responses API), an outcome spy, and the provider conformance suite that the built-in
+ * adapters pass.
  */
 export { fakeContext, fakeOutcome, pluginDeps } from './testing/fake-context.ts'
 export type { FakeContext, FakeContextInit } from './testing/fake-context.ts'
 export {
   startFakeUpstream, json, sse, chatChunk, chatUsageChunk, chatTextStream, chatCompletion, msgEvent,
-  messagesTextStream, messagesResponse, DONE,
+  messagesTextStream, messagesResponse, DONE, responsesResponse, responsesTextStream, responsesUsage, respEvent,
 } from './testing/fake-upstream.ts'
-export type { FakeUpstream, Recorded, Handler, SseOptions } from './testing/fake-upstream.ts'
+export type { FakeUpstream, Recorded, Handler, SseOptions, ResponsesUsageCounts } from './testing/fake-upstream.ts'
 export { memoryStore, memoryLedger } from './testing/backends.ts'
 export type { MemoryStoreOptions } from './testing/backends.ts'
 export { outcomeSpy } from './testing/outcome-spy.ts'
@@ -23,3 +24,9 @@ export {
   goldenBody, matches, standardUsage, clientUsage, upstreamAnswerBody, upstreamStreamEvents, frameUpstream, streamShape,
 } from './testing/golden.ts'
 export type { GoldenCase, GoldenAnswer, GoldenStream, GoldenUpstreamAnswer, GoldenUpstreamStream, SseFraming } from './testing/golden.ts'
+export {
+  RESPONSES_UPSTREAM_CASES, RESPONSES_UPSTREAM_ANSWERS, RESPONSES_UPSTREAM_STREAMS, responsesUpstreamUsage, responsesAnswerBody, responsesUpstreamEvents,
+} from './testing/conformance-responses.ts'
+export type { ResponsesOutputItem, ResponsesUpstreamCase, ResponsesUpstreamAnswer, ResponsesUpstreamStream } from './testing/conformance-responses.ts'
+export { RESPONSES_GOLDEN_CASES, RESPONSES_GOLDEN_ANSWERS, RESPONSES_GOLDEN_STREAMS, responsesGoldenBody, responsesStreamShape } from './testing/golden-responses.ts'
+export type { ResponsesGoldenCase, ResponsesGoldenAnswer, ResponsesGoldenStream } from './testing/golden-responses.ts'

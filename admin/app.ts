@@ -6,7 +6,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import swagger from '@fastify/swagger'
 import type { Static } from '@sinclair/typebox'
 import type { AdminConfigT } from '../core/config/config-schema.ts'
@@ -104,7 +104,9 @@ export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: Adm
       .send(JSON.stringify({ error }))
   }
 
-  app.setErrorHandler((err: any, request, reply) => {
+  // Fastify's own errors carry code, statusCode and validation; other errors (a ledger's, a
+  // SyntaxError) may carry a code; each field is checked before use.
+  app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof AdminError) return sendError(err, request, reply)
     if (err.validation) {
       const { path, message } = validationPath(err)

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 
 interface Asset { body: Buffer, type: string, etag: string }
 
@@ -53,7 +53,7 @@ export function consoleRoutes (app: FastifyInstance, dir: string | undefined = c
       assets.clear()
     }
   }
-  const page = async (_: unknown, reply: any) => {
+  const page = async (_: unknown, reply: FastifyReply) => {
     if (!html) {
       return reply.code(404).header('content-type', 'application/json; charset=utf-8')
         .send(JSON.stringify({ error: { code: 404, message: 'The console is not built: run npm run build.' } }))

@@ -575,6 +575,7 @@ function report (systems, results, extra) {
     'BENCH_LOADER=autocannon npm run bench           # the fallback load generator (ratios may be inflated)',
     'BENCH_DURATION=2 BENCH_RUNS=1 npm run bench     # quicker',
     'npm run bench:alloc                             # bytes allocated, GCs and CPU per call of the embedded gateway only (node bench/alloc.mjs [calls] [connections] [--profile] [--no-idempotency])',
+    'node bench/hooks-cost.mjs 10 3 ... --write      # response hooks cost: writes its table into bench/analysis.md (see its section above), then --render',
     'BENCH_SYSTEMS=direct,bare,embedded BENCH_OUT=/tmp/b.md npm run bench   # a subset (keep direct and bare: the validity check needs both)',
     'BENCH_SYSTEMS=direct,bare,embedded-obs-off,embedded-obs-on npm run bench   # observability off vs on (opt-in systems)',
     'bench/obs-cost.sh                               # instructions per call, observability off / default / on (cachegrind, slow)',

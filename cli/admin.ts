@@ -202,7 +202,10 @@ function writeHolds (holds: HoldView[], json: boolean, out: Writer): void {
   out.write(table([head, ...holds.map(h => [h.id, h.organization, h.amount, h.state, h.expiresAt, h.owner ?? '-', h.traceId ?? '-'])]))
 }
 
-function writeBalance (v: { organization: string, balance: string, reserved: string, available: string }, json: boolean, out: Writer): void {
+/** What GET /admin/organizations/{id}/balance answers. */
+interface BalanceView { organization: string, balance: string, reserved: string, available: string }
+
+function writeBalance (v: BalanceView, json: boolean, out: Writer): void {
   out.write(json ? JSON.stringify(v) + '\n' : table([['organization', v.organization], ['balance', v.balance], ['reserved', v.reserved], ['available', v.available]]))
 }
 
@@ -398,8 +401,9 @@ class AdminClient {
     return r
   }
 
-  async json (method: string, path: string, body?: unknown): Promise<any> {
-    return (await this.#fetch(method, path, body)).json()
+  /** The admin API's JSON answer, as `T`: the shape its route documents (the CLI and the API ship together). */
+  async json<T = unknown> (method: string, path: string, body?: unknown): Promise<T> {
+    return await (await this.#fetch(method, path, body)).json() as T
   }
 
   /** Copies a (streamed) answer to `out` chunk by chunk. */
@@ -435,11 +439,11 @@ function planRemote (p: Parsed): Remote {
       out.write(`created project ${rest[0]} in organization ${get('org')}\n`)
     }
     case 'balance topup': return async (c, out) => {
-      const r = await c.json('POST', `/admin/organizations/${enc(rest[0]!)}/topup`, { amount: rest[1]!.trim() })
+      const r = await c.json<{ balance: string }>('POST', `/admin/organizations/${enc(rest[0]!)}/topup`, { amount: rest[1]!.trim() })
       out.write(`${rest[0]} balance ${r.balance}\n`)
     }
     case 'balance show': return async (c, out) => {
-      writeBalance(await c.json('GET', `/admin/organizations/${enc(rest[0]!)}/balance`), json, out)
+      writeBalance(await c.json<BalanceView>('GET', `/admin/organizations/${enc(rest[0]!)}/balance`), json, out)
     }
     case 'key create': return async (c, out, err) => {
       const modelsArg = get('models')
@@ -447,7 +451,7 @@ function planRemote (p: Parsed): Remote {
       const body: Record<string, unknown> = { organization: get('org') }
       for (const f of ['project', 'name', 'id']) if (get(f) !== undefined) body[f] = get(f)
       if (models !== undefined) body.models = models
-      const k = await c.json('POST', '/admin/keys', body)
+      const k = await c.json<{ id: string, secret: string }>('POST', '/admin/keys', body)
       out.write(`id      ${k.id}\nsecret  ${k.secret}\n`)
       err.write('The secret is shown only now (the ledger keeps its sha256): store it safely.\n')
     }
@@ -455,7 +459,7 @@ function planRemote (p: Parsed): Remote {
       await c.json('POST', `/admin/keys/${enc(rest[0]!)}/revoke`)
       out.write(`revoked key ${rest[0]}\n`)
     }
-    case 'key list': return async (c, out) => { writeKeys((await c.json('GET', '/admin/keys')).data, json, out) }
+    case 'key list': return async (c, out) => { writeKeys((await c.json<{ data: KeyView[] }>('GET', '/admin/keys')).data, json, out) }
     case 'price set': return async (c, out) => {
       const price: ModelPrice = { input: priceArg(get('input')!, 'input'), output: priceArg(get('output')!, 'output') }
       if (get('cached') !== undefined) price.cachedInput = priceArg(get('cached')!, 'cached')
@@ -463,14 +467,14 @@ function planRemote (p: Parsed): Remote {
       out.write(`price of ${rest[0]} set\n${priceText(price)}`)
     }
     case 'price show': return async (c, out) => {
-      const row = (await c.json('GET', '/admin/prices')).data.find((r: any) => r.model === rest[0])
-      const price = row?.ledgerPrice as ModelPrice | null | undefined
+      const { data } = await c.json<{ data: Array<{ model: string, ledgerPrice?: ModelPrice | null }> }>('GET', '/admin/prices')
+      const price = data.find(r => r.model === rest[0])?.ledgerPrice
       if (!price) throw new LedgerError(`no ledger price for "${rest[0]}" (the config's price, if any, applies)`)
       out.write(json ? JSON.stringify({ model: rest[0], ...price }) + '\n' : `model   ${rest[0]}\n${priceText(price)}`)
     }
     case 'holds list': return async (c, out) => {
       const org = get('org')
-      const r = await c.json('GET', `/admin/reservations${org !== undefined ? `?organization=${enc(org)}` : ''}`)
+      const r = await c.json<{ stored: boolean, data: HoldView[] }>('GET', `/admin/reservations${org !== undefined ? `?organization=${enc(org)}` : ''}`)
       if (!r.stored) throw new LedgerError(SQLITE_HOLDS)
       writeHolds(r.data, json, out)
     }

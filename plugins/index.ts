@@ -9,7 +9,7 @@ import quota from './quota/index.ts'
 import balance from './balance/index.ts'
 import idempotency from './idempotency/index.ts'
 
-export const builtinPlugins: readonly GatewayPlugin<any>[] = [
+export const builtinPlugins: readonly GatewayPlugin[] = [
   ipLimit,
   sizeLimit,
   timeout,

@@ -5,7 +5,7 @@ import openaiCompatible from './openai-compatible/index.ts'
 import anthropicCompatible from './anthropic-compatible/index.ts'
 import openaiResponses from './openai-responses/index.ts'
 
-export const builtinProviders: readonly ProviderAdapter<any>[] = [
+export const builtinProviders: readonly ProviderAdapter[] = [
   echo,
   openaiCompatible,
   anthropicCompatible,

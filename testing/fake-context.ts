@@ -1,15 +1,17 @@
 /** @module testing/fake-context – a GatewayContext for calling plugin hooks directly. */
 import pino from 'pino'
 import type { GatewayContext, Outcome, RouteName } from '../core/types/context.ts'
-import type { ModelEntry, Protocol } from '../core/types/model.ts'
+import type { ClientProtocol, ModelEntry } from '../core/types/model.ts'
 import type { Principal } from '../core/types/principal.ts'
 import { deepFreeze } from '../core/config/config.ts'
 import type { GatewayPlugin, PluginDeps } from '../core/pipeline/plugin.ts'
+import type { TSchema } from '@sinclair/typebox'
 import { checkPluginErrors, errorHelper } from '../core/pipeline/plugin-errors.ts'
 
 export interface FakeContextInit {
   route?: RouteName
-  protocol?: Protocol | 'none'
+  /** Default: the route's protocol (`messages`, `responses`), else `chat`. */
+  protocol?: ClientProtocol | 'none'
   ip?: string
   method?: string
   url?: string
@@ -38,7 +40,7 @@ export function fakeContext (init: FakeContextInit = {}): FakeContext {
   const ctx = {
     requestId: init.requestId ?? 'trace-test',
     route: init.route ?? 'chat',
-    protocol: init.protocol ?? (init.route === 'messages' ? 'messages' : 'chat'),
+    protocol: init.protocol ?? (init.route === 'messages' || init.route === 'responses' ? init.route : 'chat'),
     method: init.method ?? 'POST',
     url: init.url ?? '/v1/chat/completions',
     ip: init.ip ?? '127.0.0.1',
@@ -74,7 +76,7 @@ export function fakeOutcome (o: Partial<Outcome> = {}): Outcome {
  * through `error()` exactly as in a running gateway, a silent logger, the real clock. Stores, the
  * ledger, the catalog and DNS are not there unless given in `overrides`.
  */
-export function pluginDeps<E extends string> (plugin: GatewayPlugin<any, any, E>, overrides: Partial<PluginDeps<E>> = {}): PluginDeps<E> {
+export function pluginDeps<E extends string> (plugin: GatewayPlugin<TSchema, unknown, E>, overrides: Partial<PluginDeps<E>> = {}): PluginDeps<E> {
   const table = checkPluginErrors([plugin as GatewayPlugin])
   return {
     log: pino({ level: 'silent' }),

@@ -1,6 +1,7 @@
 /**
- * @module testing/fake-upstream – a loopback HTTP server that speaks either wire protocol,
- * driven per test: answer JSON or SSE, fail, stall, cut a stream. It records every request.
+ * @module testing/fake-upstream – a loopback HTTP server that speaks any of the wire protocols
+ * (chat completions, messages, the Responses API), driven per test: answer JSON or SSE, fail,
+ * stall, cut a stream. It records every request.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
@@ -10,8 +11,12 @@ export interface Recorded {
   method: string
   path: string
   headers: IncomingMessage['headers']
-  /** The body parsed as JSON (its text when it is not JSON). */
-  body: any
+  /**
+   * The body parsed as JSON (its text when it is not JSON). Unchecked: narrow it, or read it as
+   * the wire type the test expects (e.g. `req.body as ChatCompletionCreateParams`, a type-only
+   * import from `openai`), then assert.
+   */
+  body: unknown
   /** The body's text exactly as received. */
   text: string
 }
@@ -94,7 +99,7 @@ export async function sse (res: ServerResponse, events: ReadonlyArray<string | U
   res.end()
 }
 
-// ── builders for the two wire formats ─────────────────────────────────────────────────────────
+// ── builders for the wire formats ───────────────────────────────────────────────────────────
 
 export const chatChunk = (delta: unknown, finish: string | null = null, extra: Record<string, unknown> = {}): string =>
   `data: ${JSON.stringify({ id: 'chatcmpl-up1', object: 'chat.completion.chunk', created: 1767225600, model: 'up-model', choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`
@@ -145,4 +150,50 @@ export function messagesResponse (text: string, usage = { input: 10, output: 3, 
     stop_reason: 'end_turn', stop_sequence: null,
     usage: { input_tokens: usage.input, cache_creation_input_tokens: usage.cacheWrite, cache_read_input_tokens: usage.cacheRead, output_tokens: usage.output },
   }
+}
+
+/** Token counts a fake Responses API upstream reports. */
+export interface ResponsesUsageCounts { input: number, output: number, cached: number }
+
+/** The Responses API `usage` object: input_tokens include the cached ones. */
+export function responsesUsage (u: ResponsesUsageCounts): Record<string, unknown> {
+  return { input_tokens: u.input, input_tokens_details: { cached_tokens: u.cached }, output_tokens: u.output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: u.input + u.output }
+}
+
+/** A Responses API `response` object holding one text message; `usage` is the object sent (see responsesUsage). */
+export function responsesResponse (text: string, usage: Record<string, unknown> | null = responsesUsage({ input: 10, output: 3, cached: 0 }), status = 'completed'): Record<string, unknown> {
+  const output = text === '' ? [] : [{ type: 'message', id: 'msg_up1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] }]
+  return {
+    id: 'resp_up1', object: 'response', created_at: 1767225600, status, error: null,
+    incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+    model: 'up-model', output, usage, parallel_tool_calls: true, tool_choice: 'auto', tools: [], store: false,
+  }
+}
+
+/** One Responses API stream event (`event:` line and `type` both set). */
+export const respEvent = (type: string, sequence: number, data: Record<string, unknown>): string =>
+  `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence, ...data })}\n\n`
+
+/**
+ * A Responses API text stream as an upstream sends it: response.created, in_progress, the message
+ * item with one output_text delta per piece, then response.completed carrying `usage`.
+ */
+export function responsesTextStream (pieces: string[], usage: Record<string, unknown> = responsesUsage({ input: 10, output: pieces.length, cached: 0 })): string[] {
+  let seq = 0
+  const ev = (type: string, data: Record<string, unknown>) => respEvent(type, seq++, data)
+  const text = pieces.join('')
+  const shell = { ...responsesResponse('', null), status: 'in_progress' }
+  const item = { type: 'message', id: 'msg_up1', status: 'in_progress', role: 'assistant', content: [] }
+  const part = { type: 'output_text', text: '', annotations: [] }
+  return [
+    ev('response.created', { response: shell }),
+    ev('response.in_progress', { response: shell }),
+    ev('response.output_item.added', { output_index: 0, item }),
+    ev('response.content_part.added', { item_id: 'msg_up1', output_index: 0, content_index: 0, part }),
+    ...pieces.map(delta => ev('response.output_text.delta', { item_id: 'msg_up1', output_index: 0, content_index: 0, delta, logprobs: [] })),
+    ev('response.output_text.done', { item_id: 'msg_up1', output_index: 0, content_index: 0, text, logprobs: [] }),
+    ev('response.content_part.done', { item_id: 'msg_up1', output_index: 0, content_index: 0, part: { ...part, text } }),
+    ev('response.output_item.done', { output_index: 0, item: { ...item, status: 'completed', content: [{ ...part, text }] } }),
+    ev('response.completed', { response: responsesResponse(text, usage) }),
+  ]
 }

@@ -78,15 +78,20 @@ function typesOf (nodes: SchemaNode[]): Set<string> {
  * `substituted`) and only where the schema accepts no string there. A value that does not parse
  * stays a string, so validation names the path and says what it must be.
  */
+/** An object or array whose members can be read and written by key (config documents are plain JSON). */
+function isRecord (v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null
+}
+
 export function coerceSubstituted (doc: unknown, schema: object, substituted: ReadonlySet<string>, base = ''): void {
   for (const pointer of substituted) {
     if (base !== '' && !pointer.startsWith(base + '/')) continue
     const segs = pointer.slice(base.length).split('/').slice(1).map(unescapePointer)
     if (segs.length === 0) continue
-    let parent: any = doc
-    for (const seg of segs.slice(0, -1)) parent = parent?.[seg]
+    let parent: unknown = doc
+    for (const seg of segs.slice(0, -1)) parent = isRecord(parent) ? parent[seg] : undefined
     const last = segs[segs.length - 1]
-    if (parent === null || typeof parent !== 'object' || typeof parent[last] !== 'string') continue
+    if (!isRecord(parent) || typeof parent[last] !== 'string') continue
     let nodes: SchemaNode[] = [schema as SchemaNode]
     for (const seg of segs) nodes = stepInto(nodes, seg)
     const types = typesOf(nodes)
@@ -156,27 +161,30 @@ export interface LoadedConfig {
  */
 export function buildConfig (doc: unknown, source: string, baseDir: string, env: Env): GatewayConfig {
   const substituted = new Set<string>()
-  const withEnv = substituteEnv(doc ?? {}, env, source, '', substituted) as Record<string, any>
-  if (withEnv === null || typeof withEnv !== 'object' || Array.isArray(withEnv)) {
+  const withEnv = substituteEnv(doc ?? {}, env, source, '', substituted)
+  if (!isRecord(withEnv) || Array.isArray(withEnv)) {
     throw gwError('GW_ERR_CONFIG_INVALID', [source, '/', 'must be an object'])
   }
   const server = (withEnv.server ??= {})
-  if (typeof server === 'object' && server !== null) {
+  if (isRecord(server)) {
     const port = envInt(env, 'PORT', source)
     if (port !== undefined) server.port = port
     if (env.HOST) server.host = env.HOST
     const limit = envInt(env, 'GATEWAY_OPENAPI_MAX_REQUEST_BODY_BYTES', source)
     if (limit !== undefined) {
       server.bodyLimitBytes = limit
-      // The spec names this variable for the size limit: it also sets size-limit's own maxBytes.
+      // This variable names the request size limit: it also sets size-limit's own maxBytes.
       for (const entry of (Array.isArray(withEnv.pipeline) ? withEnv.pipeline : [])) {
-        if (entry?.plugin === 'size-limit') entry.config = { ...(entry.config ?? {}), maxBytes: limit }
+        if (!isRecord(entry) || entry.plugin !== 'size-limit') continue
+        // A config that is not an object stays, for validation to name it.
+        const cfg = entry.config ?? {}
+        if (isRecord(cfg)) entry.config = { ...cfg, maxBytes: limit }
       }
     }
   }
   // ADMIN_PORT moves the admin listener like PORT moves the main one (when there is an admin block).
   const admin = withEnv.admin
-  if (admin !== null && typeof admin === 'object' && !Array.isArray(admin)) {
+  if (isRecord(admin)) {
     const port = envInt(env, 'ADMIN_PORT', source)
     if (port !== undefined) admin.port = port
   }
@@ -186,22 +194,23 @@ export function buildConfig (doc: unknown, source: string, baseDir: string, env:
     const { path, message } = describeErrors(validate.errors)
     throw gwError('GW_ERR_CONFIG_INVALID', [source, path, message])
   }
+  const valid = withEnv as unknown as GatewayConfig
   // node's HTTP server refuses a headers timeout longer than the whole-request timeout.
-  if (withEnv.server.headersTimeoutMs > withEnv.server.bodyTimeoutMs) {
+  if (valid.server.headersTimeoutMs > valid.server.bodyTimeoutMs) {
     throw gwError('GW_ERR_CONFIG_INVALID', [source, '/server/headersTimeoutMs', 'must not exceed server.bodyTimeoutMs'])
   }
-  for (const [i, entry] of (withEnv.server.trustedProxies as string[]).entries()) {
+  for (const [i, entry] of valid.server.trustedProxies.entries()) {
     const bad = badProxyEntry(entry)
     if (bad !== undefined) throw gwError('GW_ERR_CONFIG_INVALID', [source, `/server/trustedProxies/${i}`, bad])
   }
   // Metrics collected but served nowhere would be a silent loss: refused at start-up.
-  if (withEnv.metrics.listen === 'admin' && withEnv.admin === undefined) {
+  if (valid.metrics.listen === 'admin' && valid.admin === undefined) {
     throw gwError('GW_ERR_CONFIG_INVALID', [source, '/metrics/listen', '"admin" serves the metrics on the admin listener, which needs an admin block (or use "main" or "off")'])
   }
   Object.defineProperty(withEnv, 'source', { value: source, enumerable: false })
   Object.defineProperty(withEnv, 'baseDir', { value: baseDir, enumerable: false })
   substitutedPaths.set(withEnv, substituted)
-  return withEnv as GatewayConfig
+  return valid
 }
 
 /** Loads `GATEWAY_CONFIG` (YAML or JSON) or the embedded default. Not frozen: core freezes after plugin defaults fill in. */

@@ -2,8 +2,8 @@
 
 /**
  * The config used when GATEWAY_CONFIG is not set. It serves three built-in echo models (a chat
- * one that takes images, a text-only one, and a messages-protocol one under the spec's
- * `msgvendor/` prefix) and accepts one demo key, whose `demo` organization starts with a balance
+ * one that takes images, a text-only one, and `msgvendor/echo-1`, whose upstream speaks the
+ * messages protocol) and accepts one demo key, whose `demo` organization starts with a balance
  * of 100 units in the SQLite ledger (./data/gateway.db). With `adminKey`, the admin listener (and
  * its console) serves on loopback, port 8081 (env ADMIN_PORT), with that one admin key.
  */

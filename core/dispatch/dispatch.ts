@@ -34,7 +34,7 @@ function isSse (headers: UpstreamResponse['headers']): boolean {
  * the caller (an error reply, or the client gone).
  */
 export async function dispatch (gw: Gateway, ctx: RequestContext, reply: FastifyReply): Promise<void> {
-  const body = ctx.body as Record<string, any>
+  const body = ctx.body as Record<string, unknown>
   const model = ctx.model!
   const clientProtocol = ctx.protocol as ClientProtocol
   const wantsStream = body.stream === true

@@ -79,7 +79,7 @@ export async function streamResponse (
   controller: CallAbort, deadline: Deadline,
 ): Promise<'served' | 'retry'> {
   const parser = new SseParser({ maxEventBytes: gw.config.server.maxUpstreamEventBytes })
-  const st = a.translator.stream(ctx.body as Record<string, any>, a.opts)
+  const st = a.translator.stream(ctx.body as Record<string, unknown>, a.opts)
   const raw = reply.raw
   let started = false
   // Decided per route at start-up: with no stream hook the translator's bytes go out untouched.

@@ -6,11 +6,14 @@ export interface ErrorSpec {
   status: number
   /** English template; `%s` placeholders are filled in order from the constructor arguments. */
   message: string
-  /** The spec's string `error.code` where it names one; otherwise the status number is used. */
+  /** The string `error.code` of the numeric-code body for this error (e.g. `model_not_found`); when absent, the status number is the code. */
   publicCode?: string
   /** `error.type` in the messages-protocol body (the Anthropic API's type for this status). */
   messagesType?: string
-  /** Always rendered in the numeric-code body, even on /v1/messages (the IP limit: the spec gives it the numeric body on every route). */
+  /**
+   * Always rendered in the numeric-code body, even on /v1/messages: the IP limit answers every
+   * route (probes and unknown paths too) with one and the same 429 body, whatever the protocol.
+   */
   numericBodyEverywhere?: boolean
   /** Texts by locale of a code a plugin added (core's own codes take theirs from i18n.ts). */
   texts?: { readonly en: string, readonly 'zh-CN'?: string }

@@ -14,8 +14,6 @@ import type { KvStore, StoreSet } from '../stores/kv.ts'
 import type { Ledger } from '../ledger/ledger.ts'
 import { gatewayOf, type Gateway } from '../routes/gateway.ts'
 import type { CallTracker } from '../pipeline/lifecycle.ts'
-import type { RouteName } from '../types/context.ts'
-import type { ClientProtocol } from '../types/model.ts'
 import { Catalog } from '../dispatch/catalog.ts'
 import { Registry, loadDefinition } from '../pipeline/registry.ts'
 import { buildPipeline, type Pipeline } from '../pipeline/pipeline.ts'
@@ -43,9 +41,9 @@ import { loadOtlpExporter } from '../observe/spans.ts'
 
 export interface BuildAppOptions {
   /** Every plugin the config's pipeline may name (server.ts: the built-in list, plugins/index.ts). */
-  plugins: readonly GatewayPlugin<any>[]
+  plugins: readonly GatewayPlugin[]
   /** Every adapter the config's providers may name (server.ts: the built-in list, providers/index.ts). */
-  providers: readonly ProviderAdapter<any>[]
+  providers: readonly ProviderAdapter[]
   /** One translator per client-to-upstream protocol pair (server.ts: providers/protocols/index.ts). */
   translators: Readonly<Record<TranslatorKey, Translator>>
   /** Injected backends (tests); otherwise opened from config.stores. */
@@ -95,7 +93,9 @@ const RELOADABLE: Partial<Record<(typeof RESTART_ONLY)[number], ReadonlySet<stri
 /** Leaf pointers where two JSON values differ. */
 function differences (a: unknown, b: unknown, path: string, out: string[]): void {
   if (a !== null && b !== null && typeof a === 'object' && typeof b === 'object' && !Array.isArray(a) && !Array.isArray(b)) {
-    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) differences((a as any)[k], (b as any)[k], `${path}/${k}`, out)
+    const ra = a as Record<string, unknown>
+    const rb = b as Record<string, unknown>
+    for (const k of new Set([...Object.keys(ra), ...Object.keys(rb)])) differences(ra[k], rb[k], `${path}/${k}`, out)
   } else if (JSON.stringify(a) !== JSON.stringify(b)) out.push(path)
 }
 
@@ -113,13 +113,6 @@ interface Runtime {
   refs: number
 }
 
-interface RouteConfig {
-  gwRoute?: RouteName
-  protocol?: ClientProtocol | 'none'
-  /** A probe that costs work to answer (/metrics): its connect phase (the IP limit) runs even when probes are exempt. */
-  connectAlways?: boolean
-}
-
 /** How long shutdown waits for the settles of calls it cut at the end of the grace period. */
 const SETTLE_AFTER_CUT_MS = 5000
 
@@ -131,7 +124,7 @@ function isProviderAdapter (value: unknown): value is ProviderAdapter {
   return typeof a === 'object' && a !== null && typeof a.name === 'string' && typeof a.create === 'function' && typeof a.configSchema === 'object'
 }
 
-async function createProviders (config: GatewayConfig, registry: Registry<ProviderAdapter<any>>, log: Logger): Promise<Map<string, ProviderInstance>> {
+async function createProviders (config: GatewayConfig, registry: Registry<ProviderAdapter>, log: Logger): Promise<Map<string, ProviderInstance>> {
   const out = new Map<string, ProviderInstance>()
   for (const [i, p] of config.providers.entries()) {
     const adapter = p.module
@@ -203,8 +196,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   const now = opts.now ?? Date.now
   const resolveHost = opts.resolveHost ?? lookupAll
   const { translators } = opts
-  const providerRegistry = new Registry<ProviderAdapter<any>>('provider adapter', opts.providers)
-  const pluginRegistry = new Registry<GatewayPlugin<any>>('plugin', opts.plugins)
+  const providerRegistry = new Registry<ProviderAdapter>('provider adapter', opts.providers)
+  const pluginRegistry = new Registry<GatewayPlugin>('plugin', opts.plugins)
   const { singleStore } = await import('../stores/index.ts')
   const given = { stores: opts.stores ?? (opts.store ? singleStore(opts.store) : undefined), ledger: opts.ledger }
   const { stores, ledger } = await openBackends(config, given, now)
@@ -405,14 +398,16 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   }) as unknown as GatewayApp
   app.decorate('gateway', { getter: () => current.gw })
   app.decorate('reloadConfig', reloadConfig)
-  app.decorateRequest('gw', null)
-  app.decorateRequest('gwRuntime', null)
+  // Declared in routes/gateway.ts; null until the first onRequest hook sets them (fastify's
+  // overload for a null initial value takes the dependency list).
+  app.decorateRequest('gw', null, [])
+  app.decorateRequest('gwRuntime', null, [])
   registerBodyParsers(app, { maxBytes: server.bodyLimitBytes, maxDepth: server.maxJsonDepth })
 
   // The hooks below are callback-style and run the phases synchronously when every plugin hook in
   // them is synchronous: no promise per hook or per phase unless a plugin returns one.
   app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
-    const rc = (request.routeOptions.config ?? {}) as RouteConfig
+    const rc = request.routeOptions.config
     const route = rc.gwRoute ?? 'other'
     const protocol = rc.protocol ?? (request.url.startsWith('/v1/messages') ? 'messages' : 'none')
     // The request keeps the config version serving when it starts, to its end (reloads swap `current`).
@@ -421,8 +416,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     // The client: the socket's address, or behind server.trustedProxies the X-Forwarded-For hop they vouch for.
     const ip = gw.trustedProxies === undefined ? request.ip : clientIp(request.ip, request.headers['x-forwarded-for'], gw.trustedProxies)
     const ctx = new RequestContext(request.id, route, protocol, request.method, request.url, ip, request.headers, request.log as unknown as Logger, now, gw)
-    ;(request as any).gw = ctx
-    ;(request as any).gwRuntime = gw
+    request.gw = ctx
+    request.gwRuntime = gw
     rt.refs++
     reply.header('x-gw-trace-id', request.id)
     if (gw.observer !== null) {
@@ -441,7 +436,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   })
 
   app.addHook('preHandler', (request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
-    const ctx = (request as any).gw as RequestContext
+    const ctx = request.gw
     const gw = gatewayOf(request)
     if (ctx.route === 'probes' && gw.config.server.exemptProbesFromPlugins) return done()
     try {
@@ -456,13 +451,16 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
 
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     // The reply's end is one of the call's ends; a stream (hijacked) ends with the stream instead.
-    const pending = ((request as any).gw as RequestContext | null)?.responded(reply.statusCode)
+    // null: the request failed before the onRequest hook made its context (fastify's initial value).
+    const ctx: RequestContext | null = request.gw
+    const pending = ctx?.responded(reply.statusCode)
     if (pending !== undefined) pending.then(() => done(), done)
     else done()
   })
 
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    return sendError(err, request, reply, (request as any).gw as RequestContext | null)
+    const ctx: RequestContext | null = request.gw
+    return sendError(err, request, reply, ctx)
   })
 
   app.setNotFoundHandler(async (request: FastifyRequest) => {
@@ -477,7 +475,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   // On the main listener the metrics route is a probe (no key asked) whose connect-phase plugins
   // (the IP limit) run even when probes are exempt: rendering the metrics costs CPU, so a stranger
   // must not be able to hammer it. For the admin listener, see registerMetricsRoute.
-  if (config.metrics.listen === 'main') registerMetricsRoute(app, currentGw, config.metrics.path, { gwRoute: 'probes', protocol: 'none', connectAlways: true } satisfies RouteConfig)
+  if (config.metrics.listen === 'main') registerMetricsRoute(app, currentGw, config.metrics.path, { gwRoute: 'probes', protocol: 'none', connectAlways: true })
 
   // Graceful shutdown: fastify's close() stops accepting and waits for every open connection, so
   // in-flight calls and streams run on; past server.shutdownGraceMs the ones still running are cut

@@ -160,7 +160,8 @@ export interface BodyLimits {
 export function registerBodyParsers (app: FastifyInstance, limits: BodyLimits): void {
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', (request: FastifyRequest, payload: Readable, done: (err: Error | null, body?: unknown) => void) => {
-    const ctx = (request as any).gw as RequestContext | undefined
+    // null only for a request that failed before the onRequest hook made its context.
+    const ctx: RequestContext | null = request.gw
     const limit = Math.min(limits.maxBytes, ctx?.bodyLimit ?? Infinity)
     const declared = Number(request.headers['content-length'])
     if (declared > limit) return done(gwError('GW_ERR_BODY_TOO_LARGE', [limit]))

@@ -2,15 +2,47 @@
 import type { ModelPrice } from '../types/model.ts'
 import { SUMMARY_BUCKETS, type KeyRecord, type OrganizationRecord, type ProjectRecord, type UsageQuery, type UsageRecord, type UsageSummaryQuery, type UsageSummaryRow } from './ledger.ts'
 
-const num = (v: unknown): number => typeof v === 'number' ? v : Number(v)
-const opt = (v: unknown): string | undefined => v === null || v === undefined ? undefined : String(v)
+/**
+ * A numeric column as the drivers return it: SQLite gives numbers, PostgreSQL gives BIGINT and
+ * NUMERIC as strings (node-postgres keeps them exact); read with `num`.
+ */
+export type NumericColumn = number | string | bigint
 
-export function keyFromRow (r: any): KeyRecord {
+/** A row of `api_keys`. */
+export interface KeyColumns {
+  id: string, hash: string, prefix: string, name: string | null, organization: string | null, project: string | null
+  /** JSON array of model ids, or null for every model. */
+  models: string | null
+  created_at: NumericColumn, revoked_at: NumericColumn | null
+}
+
+/** A row of `prices`. */
+export interface PriceColumns { model: string, input: NumericColumn, cached_input: NumericColumn | null, output: NumericColumn, updated_at: NumericColumn }
+
+/** A row of `usage_records`. */
+export interface UsageColumns {
+  id: NumericColumn, time: NumericColumn, key_id: string, organization: string | null, project: string | null, model: string, provider: string
+  trace_id: string, idempotency_key: string | null, input_tokens: NumericColumn, cached_input_tokens: NumericColumn, output_tokens: NumericColumn
+  cost: NumericColumn, price_input: NumericColumn | null, price_cached_input: NumericColumn | null, price_output: NumericColumn | null
+  /** 1 when the usage was estimated, else 0. */
+  estimated: NumericColumn
+}
+
+/** A row of `organizations`. */
+export interface OrganizationColumns { id: string, name: string | null, balance: NumericColumn, reserved: NumericColumn, created_at: NumericColumn }
+
+/** A row of `projects`. */
+export interface ProjectColumns { id: string, organization: string, name: string | null, created_at: NumericColumn }
+
+const num = (v: NumericColumn): number => typeof v === 'number' ? v : Number(v)
+const opt = (v: string | null | undefined): string | undefined => v === null || v === undefined ? undefined : String(v)
+
+export function keyFromRow (r: KeyColumns): KeyRecord {
   const k: KeyRecord = { id: r.id, hash: r.hash, prefix: r.prefix, createdAt: num(r.created_at) }
   if (r.name !== null && r.name !== undefined) k.name = r.name
   if (r.organization !== null && r.organization !== undefined) k.organization = r.organization
   if (r.project !== null && r.project !== undefined) k.project = r.project
-  if (r.models !== null && r.models !== undefined) k.models = JSON.parse(r.models)
+  if (r.models !== null && r.models !== undefined) k.models = JSON.parse(r.models) as string[]
   if (r.revoked_at !== null && r.revoked_at !== undefined) k.revokedAt = num(r.revoked_at)
   return k
 }
@@ -19,7 +51,7 @@ export function keyParams (k: Omit<KeyRecord, 'createdAt' | 'revokedAt'>, now: n
   return [k.id, k.hash, k.prefix, k.name ?? null, k.organization ?? null, k.project ?? null, k.models ? JSON.stringify(k.models) : null, now]
 }
 
-export function priceFromRow (r: any): ModelPrice {
+export function priceFromRow (r: Pick<PriceColumns, 'input' | 'cached_input' | 'output'>): ModelPrice {
   const p: ModelPrice = { input: num(r.input), output: num(r.output) }
   if (r.cached_input !== null && r.cached_input !== undefined) p.cachedInput = num(r.cached_input)
   return p
@@ -35,7 +67,7 @@ export function usageParams (u: UsageRecord): unknown[] {
   ]
 }
 
-export function usageFromRow (r: any): UsageRecord {
+export function usageFromRow (r: UsageColumns): UsageRecord {
   const u: UsageRecord = {
     time: num(r.time), keyId: r.key_id, model: r.model, provider: r.provider, traceId: r.trace_id,
     inputTokens: num(r.input_tokens), cachedInputTokens: num(r.cached_input_tokens), outputTokens: num(r.output_tokens),
@@ -45,19 +77,19 @@ export function usageFromRow (r: any): UsageRecord {
   const proj = opt(r.project); if (proj) u.project = proj
   const idem = opt(r.idempotency_key); if (idem) u.idempotencyKey = idem
   if (r.price_input !== null && r.price_input !== undefined) {
-    u.price = { input: num(r.price_input), output: num(r.price_output) }
+    u.price = { input: num(r.price_input), output: num(r.price_output ?? 0) }
     if (r.price_cached_input !== null && r.price_cached_input !== undefined) u.price.cachedInput = num(r.price_cached_input)
   }
   return u
 }
 
-export function organizationFromRow (r: any): OrganizationRecord {
+export function organizationFromRow (r: OrganizationColumns): OrganizationRecord {
   const o: OrganizationRecord = { id: r.id, balance: num(r.balance), createdAt: num(r.created_at) }
   const name = opt(r.name); if (name !== undefined) o.name = name
   return o
 }
 
-export function projectFromRow (r: any): ProjectRecord {
+export function projectFromRow (r: ProjectColumns): ProjectRecord {
   const p: ProjectRecord = { id: r.id, organization: r.organization, createdAt: num(r.created_at) }
   const name = opt(r.name); if (name !== undefined) p.name = name
   return p

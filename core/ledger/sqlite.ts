@@ -6,8 +6,23 @@ import Database from 'better-sqlite3'
 import type { ModelPrice } from '../types/model.ts'
 import type { Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, Reservation, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
-import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, summaryFromRows, usageFromRow, usageParams, usageSummarySql, usageWhere } from './rows.ts'
+import {
+  keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, summaryFromRows, usageFromRow, usageParams, usageSummarySql, usageWhere,
+  type KeyColumns, type OrganizationColumns, type PriceColumns, type ProjectColumns, type UsageColumns,
+} from './rows.ts'
 import { ChargeBatcher, type BatchListener, type ChargeItem } from './batch.ts'
+
+/** The prepared statements the hot paths use, made once. */
+interface Statements {
+  findKey: Database.Statement<[string], KeyColumns>
+  reserve: Database.Statement
+  release: Database.Statement
+  resize: Database.Statement
+  debit: Database.Statement
+  insertUsage: Database.Statement
+  getPrice: Database.Statement<[string], PriceColumns>
+  balance: Database.Statement<[string], Pick<OrganizationColumns, 'balance' | 'reserved'>>
+}
 
 export interface SqliteLedgerOptions {
   now?: () => number
@@ -51,7 +66,7 @@ export class SqliteLedger implements Ledger {
   /** Memory reservations: organization → balance − reserved as last read from the file, and when. */
   readonly #known = new Map<string, { free: Micros, at: number }>()
   readonly #refreshMs: number
-  #stmts: Record<string, Database.Statement> | undefined
+  #stmts: Statements | undefined
   /** The batch transaction, built once: db.transaction() wraps four functions on every call. */
   #chargeTx: ((items: readonly ChargeItem[]) => boolean[]) | undefined
   readonly #batcher: ChargeBatcher
@@ -72,7 +87,7 @@ export class SqliteLedger implements Ledger {
   async migrate (): Promise<void> {
     const db = this.#db
     db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)')
-    const done = new Set((db.prepare('SELECT version FROM schema_migrations').all() as any[]).map(r => r.version))
+    const done = new Set(db.prepare<[], { version: number }>('SELECT version FROM schema_migrations').all().map(r => r.version))
     for (const m of SQLITE_MIGRATIONS) {
       if (done.has(m.version)) continue
       db.transaction(() => {
@@ -83,19 +98,19 @@ export class SqliteLedger implements Ledger {
     this.#stmts = undefined
   }
 
-  get #s (): Record<string, Database.Statement> {
+  get #s (): Statements {
     if (this.#stmts) return this.#stmts
     const p = (sql: string): Database.Statement => this.#db.prepare(sql)
     this.#stmts = {
-      findKey: p('SELECT * FROM api_keys WHERE hash = ?'),
+      findKey: this.#db.prepare<[string], KeyColumns>('SELECT * FROM api_keys WHERE hash = ?'),
       reserve: p('UPDATE organizations SET reserved = reserved + ? WHERE id = ? AND balance - reserved >= ?'),
       release: p('UPDATE organizations SET reserved = MAX(reserved - ?, 0) WHERE id = ?'),
       resize: p('UPDATE organizations SET reserved = MAX(reserved + ?, 0) WHERE id = ?'),
       debit: p('UPDATE organizations SET balance = balance - ? WHERE id = ?'),
       // A record whose trace id is there already was charged before: nothing to do (see migrations).
       insertUsage: p(`INSERT INTO usage_records (${USAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(trace_id) DO NOTHING`),
-      getPrice: p('SELECT * FROM prices WHERE model = ?'),
-      balance: p('SELECT balance, reserved FROM organizations WHERE id = ?'),
+      getPrice: this.#db.prepare<[string], PriceColumns>('SELECT * FROM prices WHERE model = ?'),
+      balance: this.#db.prepare<[string], Pick<OrganizationColumns, 'balance' | 'reserved'>>('SELECT balance, reserved FROM organizations WHERE id = ?'),
     }
     return this.#stmts
   }
@@ -119,7 +134,7 @@ export class SqliteLedger implements Ledger {
   }
 
   async listKeys (): Promise<KeyRecord[]> {
-    return (this.#db.prepare('SELECT * FROM api_keys ORDER BY created_at, id').all() as any[]).map(keyFromRow)
+    return this.#db.prepare<[], KeyColumns>('SELECT * FROM api_keys ORDER BY created_at, id').all().map(keyFromRow)
   }
 
   async findKeyByHash (hash: string): Promise<KeyRecord | undefined> {
@@ -128,14 +143,14 @@ export class SqliteLedger implements Ledger {
   }
 
   async topUp (organization: string, amount: Micros): Promise<Micros> {
-    const r = this.#db.prepare('UPDATE organizations SET balance = balance + ? WHERE id = ? RETURNING balance').get(amount, organization) as any
+    const r = this.#db.prepare<[Micros, string], Pick<OrganizationColumns, 'balance'>>('UPDATE organizations SET balance = balance + ? WHERE id = ? RETURNING balance').get(amount, organization)
     if (!r) throw new Error(`unknown organization "${organization}"`)
     this.#moved(organization, amount)
     return Number(r.balance)
   }
 
   async getBalance (organization: string): Promise<{ balance: Micros, reserved: Micros } | undefined> {
-    const r = this.#s.balance.get(organization) as any
+    const r = this.#s.balance.get(organization)
     return r ? { balance: Number(r.balance), reserved: Number(r.reserved) + (this.#held.get(organization) ?? 0) } : undefined
   }
 
@@ -188,7 +203,7 @@ export class SqliteLedger implements Ledger {
     const now = this.#now()
     const k = this.#known.get(organization)
     if (k !== undefined && now - k.at < this.#refreshMs) return k.free
-    const r = this.#s.balance.get(organization) as any
+    const r = this.#s.balance.get(organization)
     if (!r) {
       this.#known.delete(organization)
       return undefined
@@ -254,14 +269,14 @@ export class SqliteLedger implements Ledger {
   }
 
   async listUsage (range: { from?: number, to?: number }): Promise<UsageRecord[]> {
-    const rows = this.#db.prepare(`SELECT * FROM usage_records WHERE time >= ? AND time < ? ORDER BY time, id`)
-      .all(range.from ?? 0, range.to ?? Number.MAX_SAFE_INTEGER) as any[]
+    const rows = this.#db.prepare<[number, number], UsageColumns>(`SELECT * FROM usage_records WHERE time >= ? AND time < ? ORDER BY time, id`)
+      .all(range.from ?? 0, range.to ?? Number.MAX_SAFE_INTEGER)
     return rows.map(usageFromRow)
   }
 
   async queryUsage (q: UsageQuery): Promise<UsageRow[]> {
     const { where, params } = usageWhere(q, () => '?')
-    return (this.#db.prepare(`SELECT * FROM usage_records WHERE ${where}`).all(...params) as any[]).map(r => ({ ...usageFromRow(r), id: Number(r.id) }))
+    return this.#db.prepare<unknown[], UsageColumns>(`SELECT * FROM usage_records WHERE ${where}`).all(...params).map(r => ({ ...usageFromRow(r), id: Number(r.id) }))
   }
 
   async summarizeUsage (q: UsageSummaryQuery): Promise<UsageSummaryRow[]> {
@@ -270,23 +285,23 @@ export class SqliteLedger implements Ledger {
   }
 
   async listOrganizations (): Promise<OrganizationRecord[]> {
-    return (this.#db.prepare('SELECT * FROM organizations ORDER BY id').all() as any[]).map(organizationFromRow)
+    return this.#db.prepare<[], OrganizationColumns>('SELECT * FROM organizations ORDER BY id').all().map(organizationFromRow)
   }
 
   async getOrganization (id: string): Promise<OrganizationRecord | undefined> {
-    const r = this.#db.prepare('SELECT * FROM organizations WHERE id = ?').get(id)
+    const r = this.#db.prepare<[string], OrganizationColumns>('SELECT * FROM organizations WHERE id = ?').get(id)
     return r ? organizationFromRow(r) : undefined
   }
 
   async listProjects (organization?: string): Promise<ProjectRecord[]> {
     const rows = organization === undefined
-      ? this.#db.prepare('SELECT * FROM projects ORDER BY organization, id').all()
-      : this.#db.prepare('SELECT * FROM projects WHERE organization = ? ORDER BY id').all(organization)
-    return (rows as any[]).map(projectFromRow)
+      ? this.#db.prepare<[], ProjectColumns>('SELECT * FROM projects ORDER BY organization, id').all()
+      : this.#db.prepare<[string], ProjectColumns>('SELECT * FROM projects WHERE organization = ? ORDER BY id').all(organization)
+    return rows.map(projectFromRow)
   }
 
   async listPrices (): Promise<Array<{ model: string, price: ModelPrice }>> {
-    return (this.#db.prepare('SELECT * FROM prices ORDER BY model').all() as any[]).map(r => ({ model: r.model, price: priceFromRow(r) }))
+    return this.#db.prepare<[], PriceColumns>('SELECT * FROM prices ORDER BY model').all().map(r => ({ model: r.model, price: priceFromRow(r) }))
   }
 
   onChargeBatch (listener: BatchListener): () => void {

@@ -80,7 +80,10 @@ export abstract class CallLifecycle {
   #counted = false
   /** true once the client went away. */
   aborted = false
-  /** What the call came to so far: only this class writes it; settle hands it to plugins. */
+  /**
+   * What the call came to so far: only this class writes it; settle hands it to plugins. Every
+   * writer refuses once the call is settled, so what settle saw is final.
+   */
   readonly outcome: Outcome = { status: 200, usageEstimated: false, upstreamSucceeded: false, clientAborted: false }
   /** Access log, metrics and tracing of this call; null when all are off. */
   obs: CallObserver | null = null
@@ -155,14 +158,16 @@ export abstract class CallLifecycle {
     if (this.move('streaming')) this.outcome.status = 200
   }
 
-  /** An upstream accepted the call (2xx): a retry would call the model again. */
+  /** An upstream accepted the call (2xx): a retry would call the model again. Ignored once settled. */
   accepted (provider: string): void {
+    if (this.#state === 'settled') return
     this.outcome.upstreamSucceeded = true
     this.outcome.provider = provider
   }
 
-  /** What the call is billed for so far, without an answer (a stream cut short). */
+  /** What the call is billed for so far, without an answer (a stream cut short). Ignored once settled. */
   used (usage: Usage, estimated: boolean): void {
+    if (this.#state === 'settled') return
     this.outcome.usage = usage
     this.outcome.usageEstimated = estimated
   }
@@ -181,9 +186,9 @@ export abstract class CallLifecycle {
   /** true once `onAnswered` ran. */
   get hasAnswered (): boolean { return this.#answered }
 
-  /** The call failed with `err` (a rejection, an upstream failure, a deadline, a refused answer). */
+  /** The call failed with `err` (a rejection, an upstream failure, a deadline, a refused answer). Ignored once settled. */
   failed (err: GatewayError): void {
-    if (!this.settled) this.outcome.error = err
+    if (this.#state !== 'settled') this.outcome.error = err
   }
 
   /**

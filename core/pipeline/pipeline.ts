@@ -21,7 +21,7 @@ export interface PluginInstance {
   readonly requires: ReadonlySet<PluginOutput>
   /** The definition's `state()`: this plugin's per-request state, made on first use. */
   readonly makeState: (() => unknown) | undefined
-  readonly hooks: PluginHooks<any>
+  readonly hooks: PluginHooks<unknown>
   /** Position in the operator's pipeline array. */
   readonly index: number
 }

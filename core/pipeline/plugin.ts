@@ -109,7 +109,7 @@ export interface PluginHooks<L = undefined> {
   close? (): void | Promise<void>
 }
 
-export interface GatewayPlugin<S extends TSchema = TSchema, L = any, E extends string = string> {
+export interface GatewayPlugin<S extends TSchema = TSchema, L = unknown, E extends string = string> {
   /** kebab-case; equals the folder name and the config `plugin` key. */
   name: string
   phase: Phase

@@ -7,6 +7,7 @@ import { gatewayOf, type Gateway } from './gateway.ts'
 import type { RequestContext } from '../pipeline/runner.ts'
 import { compileOrThrow, describeErrors } from '../config/schema.ts'
 import { gwError } from '../errors/errors.ts'
+import { toGatewayError } from '../errors/error-reply.ts'
 import { orderDeployments } from '../dispatch/routing.ts'
 import { readText } from '../dispatch/upstream-errors.ts'
 import { countInputTokens } from '../dispatch/token-count.ts'
@@ -37,38 +38,78 @@ export function prepareCountTokens (gw: Gateway, ctx: RequestContext, body: unkn
 }
 
 /**
+ * How long the forward to one deployment may take: at most COUNT_TOKENS_UPSTREAM_TIMEOUT_MS, and
+ * never past the call's own deadline (the timeout plugin, when it runs on this route). 0: no time left.
+ */
+function forwardBoundMs (gw: Gateway, ctx: RequestContext): number {
+  if (ctx.deadlineMs === undefined) return COUNT_TOKENS_UPSTREAM_TIMEOUT_MS
+  return Math.max(0, Math.min(COUNT_TOKENS_UPSTREAM_TIMEOUT_MS, ctx.startedAt + ctx.deadlineMs - gw.now()))
+}
+
+/**
  * The count from the model's messages-protocol deployments, in routing order, with the model name
  * replaced by the upstream's; undefined when none has one to give (no such deployment, the
- * upstream unreachable, a non-2xx answer, or an answer without a numeric `input_tokens`).
+ * upstream unreachable, a non-2xx answer, an answer without a numeric `input_tokens`, or no time
+ * left). Each forward is aborted with the call (the client gone, shutdown) and at its bound.
  */
 async function upstreamCount (gw: Gateway, ctx: RequestContext): Promise<number | undefined> {
   const body = ctx.body as Record<string, unknown>
   for (const d of orderDeployments(ctx.model!.deployments)) {
+    if (ctx.aborted) return undefined
     const provider = gw.providers.get(d.provider)
     if (!provider?.prepareCountTokens) continue
+    const bound = forwardBoundMs(gw, ctx)
+    if (bound === 0) {
+      ctx.log.warn({ provider: d.provider }, 'the call\'s deadline passed before the token count was forwarded; counting locally')
+      return undefined
+    }
     const req = provider.prepareCountTokens({ model: ctx.model!, deployment: d, body: { ...body, model: d.upstreamModel }, stream: false, clientHeaders: ctx.headers, requestId: ctx.requestId })
     try {
-      const res = await gw.upstream.send(req, AbortSignal.timeout(COUNT_TOKENS_UPSTREAM_TIMEOUT_MS))
+      const res = await gw.upstream.send(req, AbortSignal.any([ctx.signal, AbortSignal.timeout(bound)]))
       const text = await readText(res.body, MAX_COUNT_BODY)
       if (res.status >= 200 && res.status < 300) {
         const n = (JSON.parse(text) as { input_tokens?: unknown }).input_tokens
-        if (typeof n === 'number' && Number.isInteger(n) && n >= 0) return n
+        if (typeof n === 'number' && Number.isInteger(n) && n >= 0) {
+          ctx.accepted(d.provider)
+          return n
+        }
       }
       ctx.log.warn({ provider: d.provider, status: res.status }, 'upstream gave no token count; counting locally')
     } catch (err) {
+      if (ctx.aborted) return undefined
       ctx.log.warn({ err, provider: d.provider }, 'upstream token count failed; counting locally')
     }
   }
   return undefined
 }
 
+/**
+ * From the handler on, the call is in `dispatch`: counted in flight (shutdown waits for it, and
+ * cuts it past the grace period), and ended by this handler when the client is gone (nobody is
+ * left to answer) or by the reply's end.
+ */
 export function countTokensRoutes (app: FastifyInstance): void {
   app.post('/v1/messages/count_tokens', { config: { gwRoute: 'count_tokens', protocol: 'messages' } }, async (request, reply) => {
-    const ctx = (request as any).gw as RequestContext
+    const ctx = request.gw
+    // A client that left during the phases ended its call there.
+    if (ctx.aborted) return reply
+    ctx.dispatching()
     const gw = gatewayOf(request)
     const model = ctx.model!
-    const counted = await upstreamCount(gw, ctx)
-    const inputTokens = counted ?? await countInputTokens(ctx.body as Record<string, unknown>, model.deployments[0]?.upstreamModel ?? model.id)
-    return reply.header('content-type', 'application/json').send(JSON.stringify({ input_tokens: inputTokens }))
+    try {
+      const counted = await upstreamCount(gw, ctx)
+      const inputTokens = counted ?? (ctx.aborted ? 0 : await countInputTokens(ctx.body as Record<string, unknown>, model.deployments[0]?.upstreamModel ?? model.id))
+      if (ctx.aborted) {
+        await ctx.finish()
+        return reply
+      }
+      ctx.responding(200)
+      return reply.header('content-type', 'application/json').send(JSON.stringify({ input_tokens: inputTokens }))
+    } catch (err) {
+      if (!ctx.aborted) throw err
+      ctx.failed(toGatewayError(err, ctx.requestId))
+      await ctx.finish()
+      return reply
+    }
   })
 }

@@ -11,6 +11,9 @@ import type { Circuits } from '../dispatch/routing.ts'
 import type { StoreSet } from '../stores/kv.ts'
 import type { Ledger } from '../ledger/ledger.ts'
 import type { Observer } from '../observe/observer.ts'
+import type { RequestContext } from '../pipeline/runner.ts'
+import type { RouteName } from '../types/context.ts'
+import type { ClientProtocol } from '../types/model.ts'
 
 /**
  * The services of one config version. Stores, ledger, upstream pool and circuits are the app's and
@@ -43,7 +46,26 @@ export interface Gateway {
   observer: Observer | null
 }
 
+declare module 'fastify' {
+  /** Every gateway route says which call it is: its pipeline route name and client protocol. */
+  interface FastifyContextConfig {
+    gwRoute?: RouteName
+    protocol?: ClientProtocol | 'none'
+    /** A probe that costs work to answer (/metrics): its connect phase (the IP limit) runs even when probes are exempt. */
+    connectAlways?: boolean
+  }
+  interface FastifyRequest {
+    /**
+     * The call's context and lifecycle. Set by the gateway's first onRequest hook, before any
+     * body parser, hook or handler of the main listener reads it (fastify's initial value is null).
+     */
+    gw: RequestContext
+    /** The config version the request started under (set with `gw`). */
+    gwRuntime: Gateway
+  }
+}
+
 /** The config version a request started under (set when the request arrives). */
 export function gatewayOf (request: FastifyRequest): Gateway {
-  return (request as unknown as { gwRuntime: Gateway }).gwRuntime
+  return request.gwRuntime
 }

@@ -1,5 +1,5 @@
 /** @module routes/inference – POST /v1/chat/completions, /v1/messages and /v1/responses: body checks, model, dispatch. */
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { gatewayOf, type Gateway } from './gateway.ts'
 import type { RequestContext } from '../pipeline/runner.ts'
 import { compileOrThrow, describeErrors } from '../config/schema.ts'
@@ -51,8 +51,8 @@ export function prepareInference (gw: Gateway, ctx: RequestContext, body: unknow
 
 /** The handlers use the config version each request started under (gatewayOf). */
 export function inferenceRoutes (app: FastifyInstance): void {
-  const handler = async (request: any, reply: any) => {
-    const ctx = request.gw as RequestContext
+  const handler = async (request: FastifyRequest, reply: FastifyReply) => {
+    const ctx = request.gw
     // A client that left during the phases ended its call there; never call the model for it.
     if (ctx.aborted) return reply
     ctx.dispatching()
@@ -70,8 +70,8 @@ export function inferenceRoutes (app: FastifyInstance): void {
   app.post('/v1/messages', { config: { gwRoute: 'messages', protocol: 'messages' } }, handler)
   app.post('/v1/responses', { config: { gwRoute: 'responses', protocol: 'responses' } }, handler)
   // Stored responses do not exist here: reading, deleting or cancelling one is a 404 that says why.
-  const notStored = async (request: any) => { throw gwError('GW_ERR_RESPONSE_NOT_STORED', [String(request.params.id)]) }
-  const stored = { config: { gwRoute: 'reserved', protocol: 'none' } }
+  const notStored = async (request: FastifyRequest<{ Params: { id: string } }>) => { throw gwError('GW_ERR_RESPONSE_NOT_STORED', [request.params.id]) }
+  const stored = { config: { gwRoute: 'reserved', protocol: 'none' } } as const
   app.get('/v1/responses/:id', stored, notStored)
   app.delete('/v1/responses/:id', stored, notStored)
   app.get('/v1/responses/:id/input_items', stored, notStored)

@@ -1,7 +1,6 @@
 /** @module routes/models – GET /v1/models (limit 1–1000, default 500) and GET /v1/models/{id} (slashes allowed). */
 import type { FastifyInstance } from 'fastify'
 import { gatewayOf } from './gateway.ts'
-import type { RequestContext } from '../pipeline/runner.ts'
 import { gwError } from '../errors/errors.ts'
 
 export const DEFAULT_LIMIT = 500
@@ -17,10 +16,10 @@ function parseLimit (raw: unknown): number {
 
 /** The catalog is the one of the config version each request started under (gatewayOf). */
 export function modelRoutes (app: FastifyInstance): void {
-  const config = { gwRoute: 'models', protocol: 'none' }
+  const config = { gwRoute: 'models', protocol: 'none' } as const
   app.get('/v1/models', { config }, async (request, reply) => {
     const limit = parseLimit((request.query as Record<string, unknown>).limit)
-    const ctx = (request as any).gw as RequestContext
+    const ctx = request.gw
     const data = gatewayOf(request).catalog.list(ctx.principal).slice(0, limit).map(m => m.public)
     return reply.header('content-type', 'application/json; charset=utf-8').send(JSON.stringify({ object: 'list', data }))
   })
@@ -28,7 +27,7 @@ export function modelRoutes (app: FastifyInstance): void {
     // The router has already percent-decoded the wildcard: decoding again breaks ids holding '%'.
     const id = (request.params as Record<string, string>)['*'] ?? ''
     if (!id) throw gwError('GW_ERR_MODEL_ID_MISSING')
-    const ctx = (request as any).gw as RequestContext
+    const ctx = request.gw
     const model = gatewayOf(request).catalog.usable(id, ctx.principal)
     if (!model) throw gwError('GW_ERR_MODEL_NOT_FOUND', [id])
     return reply.header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(model.public))

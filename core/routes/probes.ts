@@ -19,7 +19,7 @@ export async function firstDown (gw: Gateway): Promise<string | undefined> {
 }
 
 export function probeRoutes (app: FastifyInstance): void {
-  const config = { gwRoute: 'probes', protocol: 'none' }
+  const config = { gwRoute: 'probes', protocol: 'none' } as const
   app.get('/healthz', { config }, async () => ({ status: 'ok', service: SERVICE_NAME }))
   app.get('/readyz', { config }, async (request, reply) => {
     const down = await firstDown(gatewayOf(request))

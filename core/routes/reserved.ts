@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { gwError } from '../errors/errors.ts'
 
 export function reservedRoutes (app: FastifyInstance): void {
-  const config = { gwRoute: 'reserved', protocol: 'none' }
+  const config = { gwRoute: 'reserved', protocol: 'none' } as const
   const notImplemented = async () => { throw gwError('GW_ERR_NOT_IMPLEMENTED') }
   app.post('/v1/embeddings', { config }, notImplemented)
   app.post('/v1/images/generations', { config }, notImplemented)

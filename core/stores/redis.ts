@@ -12,6 +12,16 @@ if not v then return {0, 0} end
 return {tonumber(v) or 0, redis.call('PTTL', KEYS[1])}`
 const DEL_IF = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`
 
+/** The connection once the scripts above are defined on it (ioredis adds one method per script). */
+type ScriptedRedis = Redis & {
+  /** INCR: [value, pttl ms]. */
+  gwIncr (key: string, by: number, windowMs: number): Promise<[number, number]>
+  /** PEEK: [value, pttl ms], [0, 0] for a missing key. */
+  gwPeek (key: string): Promise<[number, number]>
+  /** DEL_IF: 1 when the key held `value` and was deleted, else 0. */
+  gwDelIf (key: string, value: string): Promise<number>
+}
+
 export interface RedisStoreOptions {
   url: string
   /** Prepended to every key (`gw:` by default), so several gateways can share one Redis. */
@@ -26,15 +36,15 @@ export interface RedisStoreOptions {
  */
 export class RedisStore implements KvStore {
   readonly shared = true
-  readonly #r: Redis
+  readonly #r: ScriptedRedis
   readonly #p: string
 
   private constructor (r: Redis, prefix: string) {
-    this.#r = r
-    this.#p = prefix
     r.defineCommand('gwIncr', { numberOfKeys: 1, lua: INCR })
     r.defineCommand('gwPeek', { numberOfKeys: 1, lua: PEEK })
     r.defineCommand('gwDelIf', { numberOfKeys: 1, lua: DEL_IF })
+    this.#r = r as ScriptedRedis
+    this.#p = prefix
   }
 
   static async open (opts: RedisStoreOptions): Promise<RedisStore> {
@@ -66,12 +76,12 @@ export class RedisStore implements KvStore {
   }
 
   async incr (key: string, by: number, windowMs: number): Promise<CounterResult> {
-    const [v, t] = await (this.#r as any).gwIncr(this.#p + key, by, Math.max(1, Math.ceil(windowMs))) as [number, number]
+    const [v, t] = await this.#r.gwIncr(this.#p + key, by, Math.max(1, Math.ceil(windowMs)))
     return { value: Number(v), resetMs: Math.max(0, Number(t)) }
   }
 
   async peek (key: string): Promise<CounterResult> {
-    const [v, t] = await (this.#r as any).gwPeek(this.#p + key) as [number, number]
+    const [v, t] = await this.#r.gwPeek(this.#p + key)
     return { value: Number(v), resetMs: Math.max(0, Number(t)) }
   }
 
@@ -92,7 +102,7 @@ export class RedisStore implements KvStore {
   }
 
   async delIfValue (key: string, value: string): Promise<boolean> {
-    return Number(await (this.#r as any).gwDelIf(this.#p + key, value)) === 1
+    return Number(await this.#r.gwDelIf(this.#p + key, value)) === 1
   }
 
   async ping (): Promise<boolean> {

@@ -1,4 +1,4 @@
-/** @module types/model – catalog entries: the spec's public model object plus private routing and prices. */
+/** @module types/model – catalog entries: the public model object the models routes return, plus private routing and prices. */
 
 /** Which wire protocol an upstream (or a client route) speaks. */
 export type Protocol = 'chat' | 'messages'
@@ -31,7 +31,7 @@ export interface CircuitOverrides {
   trialTimeoutMs?: number
 }
 
-/** The spec's public model object (the only fields any route returns). */
+/** The public model object: the only fields `GET /v1/models` and `GET /v1/models/{id}` return. */
 export interface PublicModel {
   id: string
   object: 'model'

@@ -28,6 +28,14 @@ function need (model: ModelEntry, modality: string, where: string, what: string)
   if (!model.inputModalities.has(modality)) bad(where, `model "${model.id}" does not accept ${what}`)
 }
 
+/**
+ * The members of a JSON object, or none. Request bodies are the client's: any member may be
+ * missing or of another type, so each is read as unknown and checked where it is used.
+ */
+function fields (v: unknown): Readonly<Record<string, unknown>> {
+  return typeof v === 'object' && v !== null ? v as Record<string, unknown> : {}
+}
+
 function checkBase64 (data: unknown, where: string): void {
   if (typeof data !== 'string' || data.length === 0 || !BASE64.test(data.replace(/\s+/g, ''))) bad(where, 'the data is not valid base64')
 }
@@ -58,19 +66,20 @@ export default definePlugin({
       fetchable(url, where, 'image_url.url', pending)
     }
 
-    function chatPart (model: ModelEntry, p: any, where: string, pending: PendingHosts): void {
-      switch (p?.type) {
+    function chatPart (model: ModelEntry, part: unknown, where: string, pending: PendingHosts): void {
+      const p = fields(part)
+      switch (p.type) {
         case 'image_url':
           need(model, 'image', where, 'images')
-          imageUrl(p.image_url?.url, where, pending)
+          imageUrl(fields(p.image_url).url, where, pending)
           break
         case 'video_url':
           need(model, 'video', where, 'video')
-          fetchable(p.video_url?.url, where, 'video_url.url', pending)
+          fetchable(fields(p.video_url).url, where, 'video_url.url', pending)
           break
         case 'audio_url': // an OpenAI-compatible extension (vLLM): the upstream fetches the URL
           need(model, 'audio', where, 'audio')
-          fetchable(p.audio_url?.url, where, 'audio_url.url', pending)
+          fetchable(fields(p.audio_url).url, where, 'audio_url.url', pending)
           break
         case 'input_audio':
           need(model, 'audio', where, 'audio')
@@ -79,12 +88,13 @@ export default definePlugin({
           need(model, 'file', where, 'files')
           break
         case 'video': case 'image':
-          bad(where, `"${p.type}" parts are not supported on this route`)
+          bad(where, `"${String(p.type)}" parts are not supported on this route`)
       }
     }
 
-    function responsesPart (model: ModelEntry, p: any, where: string, pending: PendingHosts): void {
-      switch (p?.type) {
+    function responsesPart (model: ModelEntry, part: unknown, where: string, pending: PendingHosts): void {
+      const p = fields(part)
+      switch (p.type) {
         case 'input_image':
           need(model, 'image', where, 'images')
           if (p.image_url !== undefined && p.image_url !== null) imageUrl(p.image_url, where, pending)
@@ -102,19 +112,20 @@ export default definePlugin({
     function responsesInput (model: ModelEntry, input: unknown, pending: PendingHosts): void {
       if (!Array.isArray(input)) return
       for (let i = 0; i < input.length; i++) {
-        const item = input[i]
-        const content = item?.type === 'function_call_output' ? item.output : item?.content
+        const item = fields(input[i])
+        const content = item.type === 'function_call_output' ? item.output : item.content
         if (!Array.isArray(content)) continue
-        const field = item?.type === 'function_call_output' ? 'output' : 'content'
+        const field = item.type === 'function_call_output' ? 'output' : 'content'
         for (let j = 0; j < content.length; j++) responsesPart(model, content[j], `input[${i}].${field}[${j}]`, pending)
       }
     }
 
-    function messagesBlock (model: ModelEntry, b: any, where: string, pending: PendingHosts): void {
-      switch (b?.type) {
+    function messagesBlock (model: ModelEntry, block: unknown, where: string, pending: PendingHosts): void {
+      const b = fields(block)
+      switch (b.type) {
         case 'image': {
           need(model, 'image', where, 'images')
-          const s = b.source ?? {}
+          const s = fields(b.source)
           if (s.type === 'base64') {
             if (typeof s.media_type !== 'string' || !imageTypes.has(s.media_type.toLowerCase())) bad(where, `"${String(s.media_type)}" is not an accepted image media type`)
             checkBase64(s.data, where)
@@ -129,7 +140,7 @@ export default definePlugin({
           bad(where, 'video is not supported on /v1/messages')
           break
         case 'document': {
-          const s = b.source ?? {}
+          const s = fields(b.source)
           if (s.type === 'url') fetchable(s.url, where, 'source.url', pending)
           else if (s.type === 'content' && Array.isArray(s.content)) for (const [k, c] of s.content.entries()) messagesBlock(model, c, `${where}.source.content[${k}]`, pending)
           break
@@ -145,15 +156,15 @@ export default definePlugin({
         if (!model) return
         const pending: PendingHosts = new Map()
         if (ctx.protocol === 'responses') {
-          responsesInput(model, (ctx.body as any)?.input, pending)
+          responsesInput(model, fields(ctx.body).input, pending)
           if (pending.size > 0) return policy.resolve(pending, ctx.signal).catch(refused)
           return
         }
-        const messages = (ctx.body as any)?.messages
+        const messages = fields(ctx.body).messages
         if (!Array.isArray(messages)) return
         const check = ctx.protocol === 'messages' ? messagesBlock : chatPart
         for (let i = 0; i < messages.length; i++) {
-          const content = messages[i]?.content
+          const content = fields(messages[i]).content
           if (!Array.isArray(content)) continue
           for (let j = 0; j < content.length; j++) check(model, content[j], `messages[${i}].content[${j}]`, pending)
         }

@@ -1,6 +1,6 @@
 /**
  * @module providers/anthropic-compatible – any messages-protocol server (Anthropic, and the
- * vendors that expose an Anthropic-compatible endpoint). The spec's `msgvendor/` models.
+ * vendors that expose an Anthropic-compatible endpoint).
  */
 import { defineProvider, type UpstreamCall } from '../../index.ts'
 import { splitBaseUrl } from '../base-url.ts'

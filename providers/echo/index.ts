@@ -56,9 +56,9 @@ export default defineProvider({
       },
       async invoke (req, signal) {
         if (config.latencyMs > 0) await sleep(config.latencyMs, undefined, { signal })
-        let body: any
+        let body: { model?: unknown, stream?: unknown, stream_options?: { include_usage?: unknown } | null }
         try {
-          body = JSON.parse(typeof req.body === 'string' ? req.body : req.body.toString('utf8'))
+          body = JSON.parse(typeof req.body === 'string' ? req.body : req.body.toString('utf8')) as typeof body
         } catch {
           return errorResponse(protocol, 'body is not valid JSON')
         }

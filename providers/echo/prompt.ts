@@ -20,13 +20,19 @@ export interface EchoPrompt {
 const CHAT_PARTS = new Set(['text', 'image_url', 'video_url', 'input_audio', 'file', 'refusal'])
 const MESSAGES_BLOCKS = new Set(['text', 'image', 'document', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking', 'search_result', 'server_tool_use', 'web_search_tool_result'])
 
+/** The members of a JSON object, or none (a request body is untrusted: every member is checked where read). */
+function fields (v: unknown): Readonly<Record<string, unknown>> {
+  return typeof v === 'object' && v !== null ? v as Record<string, unknown> : {}
+}
+
 function textOf (content: unknown, allowed: Set<string>, out: { images: number, bad?: string }): string {
   if (typeof content === 'string') return content
   if (!Array.isArray(content)) return ''
   const parts: string[] = []
-  for (const p of content) {
-    const type = p?.type
-    if (!allowed.has(type)) { out.bad ??= String(type); continue }
+  for (const part of content) {
+    const p = fields(part)
+    const type = p.type
+    if (typeof type !== 'string' || !allowed.has(type)) { out.bad ??= String(type); continue }
     if (type === 'text' && typeof p.text === 'string') parts.push(p.text)
     else if (type === 'image_url' || type === 'image') out.images++
     else if (type === 'tool_result') parts.push(textOf(p.content, allowed, out))
@@ -35,8 +41,10 @@ function textOf (content: unknown, allowed: Set<string>, out: { images: number, 
 }
 
 /** Reads a request body of the given protocol; throws a message string on a shape a real upstream would refuse. */
-export function readPrompt (body: any, protocol: 'chat' | 'messages'): EchoPrompt {
-  if (!Array.isArray(body?.messages) || body.messages.length === 0) throw new Error('messages must be a non-empty array')
+export function readPrompt (request: unknown, protocol: 'chat' | 'messages'): EchoPrompt {
+  const body = fields(request)
+  const messages = body.messages
+  if (!Array.isArray(messages) || messages.length === 0) throw new Error('messages must be a non-empty array')
   const allowed = protocol === 'chat' ? CHAT_PARTS : MESSAGES_BLOCKS
   const acc = { images: 0, bad: undefined as string | undefined }
   let promptChars = 0
@@ -46,24 +54,28 @@ export function readPrompt (body: any, protocol: 'chat' | 'messages'): EchoPromp
     const sys = typeof body.system === 'string' ? body.system : textOf(body.system, allowed, acc)
     promptChars += sys.length
   }
-  for (const m of body.messages) {
-    const text = textOf(m?.content, allowed, acc)
+  for (const message of messages) {
+    const m = fields(message)
+    const text = textOf(m.content, allowed, acc)
     promptChars += text.length
-    if (m?.role === 'tool') { toolResult = text; lastText = text; continue }
-    if (m?.role === 'user') {
+    if (m.role === 'tool') { toolResult = text; lastText = text; continue }
+    if (m.role === 'user') {
       lastText = text
-      const hasResult = Array.isArray(m.content) && m.content.some((b: any) => b?.type === 'tool_result')
+      const hasResult = Array.isArray(m.content) && m.content.some(b => fields(b).type === 'tool_result')
       toolResult = hasResult ? text : undefined
     }
   }
   const tools = Array.isArray(body.tools)
-    ? body.tools.map((t: any) => ({ name: String(protocol === 'chat' ? t?.function?.name : t?.name) }))
+    ? body.tools.map(t => ({ name: String(protocol === 'chat' ? fields(fields(t).function).name : fields(t).name) }))
     : []
   const tc = body.tool_choice
-  const toolChoice = typeof tc === 'string' ? tc : (tc?.type === 'function' ? `name:${tc.function?.name}` : tc?.type === 'tool' ? `name:${tc.name}` : tc?.type)
+  const choice = fields(tc)
+  const toolChoice = typeof tc === 'string'
+    ? tc
+    : choice.type === 'function' ? `name:${String(fields(choice.function).name)}` : choice.type === 'tool' ? `name:${String(choice.name)}` : choice.type === undefined ? undefined : String(choice.type)
   const maxTokens = body.max_completion_tokens ?? body.max_tokens
   return {
-    lastText, images: acc.images, promptChars, messageCount: body.messages.length, toolResult, tools, toolChoice,
+    lastText, images: acc.images, promptChars, messageCount: messages.length, toolResult, tools, toolChoice,
     maxTokens: typeof maxTokens === 'number' ? maxTokens : undefined, badPart: acc.bad,
   }
 }

@@ -1,8 +1,23 @@
 /** @module test/helpers/fake-upstream – the kit's loopback fake upstream, plus this repo's fixture files and config pieces. */
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
+import type { ServerResponse } from 'node:http'
+import * as kit from '../../testing/fake-upstream.ts'
 
 export * from '../../testing/fake-upstream.ts'
+
+/**
+ * This repo's tests read what the upstream received as the JSON they built the fixture for
+ * (`req.body.messages[0].content`), and a wrong guess fails the test's own assertion. The kit's
+ * `Recorded.body` is `unknown` (what an outside author narrows); here it is read loosely, in test
+ * code only.
+ */
+export type Recorded = Omit<kit.Recorded, 'body'> & { body: any }
+export type Handler = (req: Recorded, res: ServerResponse) => void | Promise<void>
+export type FakeUpstream = Omit<kit.FakeUpstream, 'requests' | 'handle'> & { requests: Recorded[], handle (fn: Handler): void }
+
+/** The kit's loopback upstream, its recorded bodies read loosely (see Recorded). */
+export const startFakeUpstream = kit.startFakeUpstream as (handler?: Handler) => Promise<FakeUpstream>
 
 /** A fixture file of test/fixtures/upstream split into events (blank-line separated, framing kept). */
 export function fixtureEvents (name: string): string[] {

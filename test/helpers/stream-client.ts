@@ -16,13 +16,15 @@ export interface StreamResult {
   hungUp: boolean
 }
 
-/** Generated characters in one SSE frame of either protocol. */
+/** Generated characters in one SSE frame of any of the protocols. */
 function frameChars (frame: string): number {
   const data = frame.split(/\r?\n/).filter(l => l.startsWith('data:')).map(l => l.slice(5).trimStart()).join('\n')
   if (!data.startsWith('{')) return 0
   let j: any
   try { j = JSON.parse(data) } catch { return 0 }
   if (j.type === 'content_block_delta') return String(j.delta?.text ?? j.delta?.partial_json ?? j.delta?.thinking ?? '').length
+  // Responses API: response.output_text.delta, response.function_call_arguments.delta, ...
+  if (typeof j.type === 'string' && j.type.startsWith('response.') && j.type.endsWith('.delta') && typeof j.delta === 'string') return j.delta.length
   let n = 0
   for (const c of Array.isArray(j.choices) ? j.choices : []) {
     n += typeof c.delta?.content === 'string' ? c.delta.content.length : 0

@@ -1,9 +1,11 @@
-// The provider conformance suite of the test kit, run against every built-in network adapter: what
+// The provider conformance suite of the test kit, run against every built-in network adapter (chat,
+// messages and Responses API upstreams): what
 // a third-party adapter must pass, the built-ins pass too.
 import t from 'tap'
 import { runProviderConformance } from '../../testing.ts'
 import openaiCompatible from '../../providers/openai-compatible/index.ts'
 import anthropicCompatible from '../../providers/anthropic-compatible/index.ts'
+import openaiResponses from '../../providers/openai-responses/index.ts'
 
 t.test('openai-compatible', async t => {
   await runProviderConformance(t, {
@@ -24,6 +26,17 @@ t.test('anthropic-compatible', async t => {
       if (req.path !== '/v1/messages') throw new Error(`path ${req.path}`)
       if (req.headers['x-api-key'] !== 'sk-ant-conformance') throw new Error('no x-api-key')
       if (!req.headers['anthropic-version']) throw new Error('no anthropic-version')
+    },
+  })
+})
+
+t.test('openai-responses', async t => {
+  await runProviderConformance(t, {
+    adapter: openaiResponses,
+    config: baseUrl => ({ baseUrl: `${baseUrl}/v1`, apiKey: 'sk-conformance' }),
+    checkRequest (req) {
+      if (req.path !== '/v1/responses') throw new Error(`path ${req.path}`)
+      if (req.headers.authorization !== 'Bearer sk-conformance') throw new Error('no bearer key')
     },
   })
 })

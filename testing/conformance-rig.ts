@@ -1,0 +1,155 @@
+/**
+ * @module testing/conformance-rig – what the conformance suite runs an adapter in: a real gateway
+ * (in-process, `app.inject`) whose one model is deployed on the adapter, and a loopback fake upstream
+ * answering like a vendor of the adapter's protocol (chat completions, messages or the Responses
+ * API), JSON or SSE as asked, with the vendor's usage; and how the suite reads the client's answers.
+ */
+import type { ServerResponse } from 'node:http'
+import pino from 'pino'
+import type { ProviderAdapter } from '../core/dispatch/provider.ts'
+import type { ClientProtocol } from '../core/types/model.ts'
+import type { Usage } from '../core/types/usage.ts'
+import type { GatewayApp } from '../core/http/app.ts'
+import type { SseEvent } from '../core/dispatch/provider.ts'
+import { SseParser } from '../core/dispatch/sse.ts'
+import { startFakeUpstream, json, sse, chatChunk, msgEvent, DONE, type FakeUpstream, type Recorded } from './fake-upstream.ts'
+import { outcomeSpy } from './outcome-spy.ts'
+import { GOLDEN_PARAMS, goldenBody } from './golden.ts'
+import { responsesAnswerBody, responsesUpstreamEvents } from './conformance-responses.ts'
+
+export const MODEL = 'conformance/model'
+export const UPSTREAM_MODEL = 'up-conformance'
+/** The counts the fake upstream reports; what the gateway must hand to billing, whatever the protocol. */
+export const USAGE: Usage = { inputTokens: 20, cachedInputTokens: 4, cacheWriteTokens: 0, outputTokens: 7 }
+export const PIECES = ['Hel', 'lo']
+/** A prompt holding this makes the fake upstream cut its stream after the first events. */
+export const CUT = 'conformance-cut-the-stream'
+/** Parameters the suite's model lists besides the golden ones: what the Responses API cases use. */
+const EXTRA_PARAMS = ['response_format', 'parallel_tool_calls']
+
+/** The client routes and the body each starts from (a case's `extra` is merged over it). */
+export const ROUTES: Readonly<Record<ClientProtocol, { url: string, body (extra?: Record<string, unknown>): Record<string, unknown> }>> = {
+  chat: { url: '/v1/chat/completions', body: (extra = {}) => goldenBody('chat', MODEL, extra) },
+  messages: { url: '/v1/messages', body: (extra = {}) => goldenBody('messages', MODEL, extra) },
+  responses: { url: '/v1/responses', body: (extra = {}) => ({ model: MODEL, input: 'hi', ...extra }) },
+}
+export const CLIENTS: readonly ClientProtocol[] = ['chat', 'messages', 'responses']
+
+/** The members of a JSON object, or none (what a fake upstream or a client receives is unchecked). */
+export function fields (v: unknown): Readonly<Record<string, unknown>> {
+  return typeof v === 'object' && v !== null ? v as Record<string, unknown> : {}
+}
+
+/** A fake upstream answering like a vendor of `protocol`: JSON or SSE as asked, with the vendor's usage. */
+export function answerLike (protocol: ClientProtocol, usageOf: (u: Usage) => Record<string, unknown>) {
+  return (req: Recorded, res: ServerResponse): void | Promise<void> => {
+    const stream = fields(req.body).stream === true
+    const cutAfter = req.text.includes(CUT) ? 3 : undefined
+    const pace = { cutAfter, delayMs: cutAfter ? 20 : 0 }
+    const text = PIECES.join('')
+    if (protocol === 'responses') {
+      const output = [{ type: 'message' as const, text }]
+      if (!stream) return json(res, 200, responsesAnswerBody(output, 'completed', usageOf(USAGE), UPSTREAM_MODEL))
+      return sse(res, responsesUpstreamEvents(output, 'completed', usageOf(USAGE), UPSTREAM_MODEL), pace)
+    }
+    if (protocol === 'chat') {
+      if (!stream) {
+        return json(res, 200, {
+          id: 'chatcmpl-c1', object: 'chat.completion', created: 1767225600, model: UPSTREAM_MODEL,
+          choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: usageOf(USAGE),
+        })
+      }
+      return sse(res, [
+        chatChunk({ role: 'assistant', content: '' }), ...PIECES.map(p => chatChunk({ content: p })), chatChunk({}, 'stop'),
+        `data: ${JSON.stringify({ id: 'chatcmpl-c1', object: 'chat.completion.chunk', created: 1767225600, model: UPSTREAM_MODEL, choices: [], usage: usageOf(USAGE) })}\n\n`,
+        DONE,
+      ], pace)
+    }
+    if (!stream) {
+      return json(res, 200, {
+        id: 'msg_c1', type: 'message', role: 'assistant', model: UPSTREAM_MODEL, content: [{ type: 'text', text }],
+        stop_reason: 'end_turn', stop_sequence: null, usage: usageOf(USAGE),
+      })
+    }
+    return sse(res, [
+      msgEvent('message_start', { message: { id: 'msg_c1', type: 'message', role: 'assistant', model: UPSTREAM_MODEL, content: [], stop_reason: null, stop_sequence: null, usage: usageOf({ ...USAGE, outputTokens: 1 }) } }),
+      msgEvent('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+      ...PIECES.map(p => msgEvent('content_block_delta', { index: 0, delta: { type: 'text_delta', text: p } })),
+      msgEvent('content_block_stop', { index: 0 }),
+      msgEvent('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: usageOf(USAGE) }),
+      msgEvent('message_stop', {}),
+    ], pace)
+  }
+}
+
+export interface Rig {
+  app: GatewayApp
+  up: FakeUpstream
+  spy: ReturnType<typeof outcomeSpy>
+  /** What the adapter's upstream speaks. */
+  protocol: ClientProtocol
+  close (): Promise<void>
+}
+
+/** A gateway with the adapter as its one provider, in front of a fake upstream; `up` answers nothing until given a handler. */
+export async function rig (adapter: ProviderAdapter, config: (baseUrl: string) => Record<string, unknown>): Promise<Rig> {
+  const { buildConfig } = await import('../core/config/config.ts')
+  const { buildApp } = await import('../core/http/app.ts')
+  const { openLedger } = await import('../core/ledger/index.ts')
+  const { builtinPlugins } = await import('../plugins/index.ts')
+  const { builtinProviders, translators } = await import('../providers/index.ts')
+  // A built-in adapter is already registered; a third-party one joins the registry.
+  const providers = builtinProviders.includes(adapter) ? builtinProviders : [...builtinProviders, adapter]
+  const up = await startFakeUpstream()
+  const spy = outcomeSpy()
+  const doc = {
+    // The suite provokes upstream failures on purpose: the circuit must not open between cases.
+    providers: [{ name: 'conformance', adapter: adapter.name, config: config(up.origin), circuit: { failureThreshold: 1_000_000 } }],
+    models: [{
+      id: MODEL, input_modalities: ['text', 'image'], price: { input: 1, cachedInput: 0.5, output: 2 },
+      supported_parameters: [...GOLDEN_PARAMS, ...EXTRA_PARAMS],
+      deployments: [{ provider: 'conformance', model: UPSTREAM_MODEL }],
+    }],
+    pipeline: [{ plugin: 'outcome-spy' }],
+    logging: { level: 'silent' },
+  }
+  const ledger = await openLedger({ backend: 'sqlite', path: ':memory:' })
+  let app: GatewayApp
+  try {
+    const cfg = buildConfig(doc, 'conformance config', process.cwd(), {})
+    cfg.stores.kv.backend = 'memory'
+    await ledger.migrate()
+    app = await buildApp(cfg, { ledger, providers, plugins: [...builtinPlugins, spy.plugin], translators, logger: pino({ level: 'silent' }) })
+  } catch (err) {
+    await ledger.close()
+    await up.close()
+    throw err
+  }
+  const protocol = app.gateway.providers.get('conformance')!.protocol
+  return { app, up, spy, protocol, async close () { await app.close(); await ledger.close(); await up.close() } }
+}
+
+/** The events of an SSE text. */
+export function events (text: string): SseEvent[] {
+  const p = new SseParser()
+  return [...p.push(Buffer.from(text)), ...p.end()]
+}
+
+/** Text of a client-protocol answer, JSON or SSE. */
+export function answerText (route: ClientProtocol, payload: string, streamed: boolean): string {
+  if (!streamed) {
+    const b = fields(JSON.parse(payload))
+    if (route === 'chat') return String(fields(fields((b.choices as unknown[])[0]).message).content)
+    const blocks = (route === 'messages' ? b.content : (b.output as unknown[]).flatMap(item => fields(item).content ?? [])) as unknown[]
+    return blocks.map(c => { const t = fields(c).text; return typeof t === 'string' ? t : '' }).join('')
+  }
+  let text = ''
+  for (const ev of events(payload)) {
+    if (ev.data === '[DONE]') continue
+    const d = fields(JSON.parse(ev.data))
+    if (route === 'chat') text += String(fields(fields((d.choices as unknown[] | undefined)?.[0]).delta).content ?? '')
+    else if (route === 'messages' && d.type === 'content_block_delta') text += String(fields(d.delta).text ?? '')
+    else if (route === 'responses' && d.type === 'response.output_text.delta') text += String(d.delta)
+  }
+  return text
+}
