@@ -6,7 +6,7 @@ import type { ModelPrice } from '../types/model.ts'
 import { ChargeBatcher, type BatchListener, type ChargeItem } from './batch.ts'
 import type { Hold, KeyRecord, Ledger, LeaseGrant, Micros, OrganizationRecord, ProjectRecord, ReserveOptions, Reservation, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
 import { POSTGRES_MIGRATIONS } from './migrations.ts'
-import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, summaryFromRows, usageFromRow, usageParams, usageSummarySql, usageWhere } from './rows.ts'
+import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, summaryFromRows, usageFromRow, usageParams, usageSummarySql, usageWhere, type SummaryColumns } from './rows.ts'
 
 export interface PostgresLedgerOptions {
   url: string
@@ -402,7 +402,7 @@ export class PostgresLedger implements Ledger {
 
   async summarizeUsage (q: UsageSummaryQuery): Promise<UsageSummaryRow[]> {
     const { sql, params } = usageSummarySql(q, i => `$${i}`)
-    return summaryFromRows((await this.#pool.query(sql, params)).rows)
+    return summaryFromRows((await this.#pool.query<SummaryColumns>(sql, params)).rows)
   }
 
   async listOrganizations (): Promise<OrganizationRecord[]> {

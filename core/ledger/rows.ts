@@ -144,8 +144,19 @@ export function usageSummarySql (q: UsageSummaryQuery, ph: (i: number) => string
   return { sql, params }
 }
 
+/** A row of usageSummarySql's query, as either database returns it (PostgreSQL sums are strings). */
+export interface SummaryColumns {
+  bucket: NumericColumn
+  grp: string | number | null | undefined
+  requests: NumericColumn
+  input_tokens: NumericColumn
+  cached_input_tokens: NumericColumn
+  output_tokens: NumericColumn
+  cost: NumericColumn
+}
+
 /** Summary rows as records, in (bucket, group) order, null groups first (the databases order NULLs differently). */
-export function summaryFromRows (rows: any[]): UsageSummaryRow[] {
+export function summaryFromRows (rows: readonly SummaryColumns[]): UsageSummaryRow[] {
   const out = rows.map(r => ({
     bucket: num(r.bucket),
     group: r.grp === null || r.grp === undefined ? null : String(r.grp),

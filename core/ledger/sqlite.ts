@@ -8,7 +8,7 @@ import type { Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord
 import { SQLITE_MIGRATIONS } from './migrations.ts'
 import {
   keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, summaryFromRows, usageFromRow, usageParams, usageSummarySql, usageWhere,
-  type KeyColumns, type OrganizationColumns, type PriceColumns, type ProjectColumns, type UsageColumns,
+  type KeyColumns, type OrganizationColumns, type PriceColumns, type ProjectColumns, type SummaryColumns, type UsageColumns,
 } from './rows.ts'
 import { ChargeBatcher, type BatchListener, type ChargeItem } from './batch.ts'
 
@@ -281,7 +281,7 @@ export class SqliteLedger implements Ledger {
 
   async summarizeUsage (q: UsageSummaryQuery): Promise<UsageSummaryRow[]> {
     const { sql, params } = usageSummarySql(q, () => '?')
-    return summaryFromRows(this.#db.prepare(sql).all(...params) as any[])
+    return summaryFromRows(this.#db.prepare<unknown[], SummaryColumns>(sql).all(...params))
   }
 
   async listOrganizations (): Promise<OrganizationRecord[]> {
