@@ -106,7 +106,7 @@ export async function rig (adapter: ProviderAdapter, config: (baseUrl: string) =
     // The suite provokes upstream failures on purpose: the circuit must not open between cases.
     providers: [{ name: 'conformance', adapter: adapter.name, config: config(up.origin), circuit: { failureThreshold: 1_000_000 } }],
     models: [{
-      id: MODEL, input_modalities: ['text', 'image'], price: { input: 1, cachedInput: 0.5, output: 2 },
+      id: MODEL, input_modalities: ['text', 'image', 'file'], price: { input: 1, cachedInput: 0.5, output: 2 },
       supported_parameters: [...GOLDEN_PARAMS, ...EXTRA_PARAMS],
       deployments: [{ provider: 'conformance', model: UPSTREAM_MODEL }],
     }],

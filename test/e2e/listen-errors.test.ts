@@ -69,7 +69,7 @@ t.test('admin listener failures: exit 1, one gateway: line naming admin.host, ad
   await once(taken, 'listening')
   t.teardown(() => taken.close())
   const port = (taken.address() as { port: number }).port
-  const env = (file: string) => ({ GATEWAY_CONFIG: file, HOST: '127.0.0.1', PORT: '0' })
+  const env = (file: string) => ({ GATEWAY_CONFIG: file, HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '' })
 
   const busy = adminConfig('127.0.0.1', port)
   const inUse = await run(env(busy))
