@@ -3,7 +3,7 @@
 // JSON and streamed chat calls. Repeatable on a busy machine: it counts bytes and CPU time of the
 // gateway process, not wall time. How the bytes are counted: bench/alloc-probe.mjs.
 //
-// Usage: node bench/alloc.mjs [calls=3000] [connections=8] [--json] [--profile] [--no-idempotency]   (npm run bench:alloc; needs dist/: npm run build)
+// Usage: node bench/alloc.mjs [calls=3000] [connections=8] [--json] [--profile] [--no-idempotency] [--bare]   (npm run bench:alloc; needs dist/: npm run build)
 // Prints one line per kind of call; with --json, also one JSON line at the end (bench/run.mjs reads it).
 // --profile: also a sampling allocation profile per kind (bench/profiles/alloc-<kind>.heapprofile,
 // openable in Chrome DevTools) and its top allocating functions; the profiler's own cost then
@@ -25,6 +25,11 @@ const JSON_OUT = process.argv.includes('--json')
 const PROFILE = process.argv.includes('--profile')
 /** --no-idempotency: calls without an Idempotency-Key (no claim kept per call), to see what the claims cost. */
 const IDEMPOTENCY = !process.argv.includes('--no-idempotency')
+/**
+ * --bare: the same calls through bench/bare-proxy.mjs (fastify + undici, no policy) instead of the
+ * gateway: the floor of the stack itself, what any proxy built on it allocates per call.
+ */
+const BARE = process.argv.includes('--bare')
 const KEY = 'sk-gw-bench-key-0001'
 /** The node flags of `npm start`, as bench/run.mjs runs the gateway. */
 const NODE_FLAGS = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start.match(/^node\s+(.*?)\s*dist\/server\.js$/)?.[1] ?? '').split(/\s+/).filter(Boolean)
@@ -114,9 +119,13 @@ async function main () {
   const mock = spawnChild([join(here, 'mock-upstream.mjs')], { PORT: String(mockPort) })
   await waitReady(`http://127.0.0.1:${mockPort}/`, mock)
   const port = await freePort()
-  const gw = spawnChild([...NODE_FLAGS, '--expose-gc', '--import', join(here, 'alloc-probe.mjs'), join(root, 'dist/server.js')],
-    { ...(PROFILE ? { ALLOC_PROFILE: join(dataDir, 'alloc.heapprofile') } : {}), PORT: String(port), BENCH_MOCK_PORT: String(mockPort), BENCH_DATA_DIR: dataDir, GATEWAY_CONFIG: join(here, 'configs', 'embedded.yaml'), NODE_ENV: 'production' }, true)
-  await waitReady(`http://127.0.0.1:${port}/healthz`, gw)
+  const probeEnv = PROFILE ? { ALLOC_PROFILE: join(dataDir, 'alloc.heapprofile') } : {}
+  const gw = BARE
+    ? spawnChild([...NODE_FLAGS, '--expose-gc', '--import', join(here, 'alloc-probe.mjs'), join(here, 'bare-proxy.mjs')],
+      { ...probeEnv, PORT: String(port), UPSTREAM: `http://127.0.0.1:${mockPort}` }, true)
+    : spawnChild([...NODE_FLAGS, '--expose-gc', '--import', join(here, 'alloc-probe.mjs'), join(root, 'dist/server.js')],
+      { ...probeEnv, PORT: String(port), BENCH_MOCK_PORT: String(mockPort), BENCH_DATA_DIR: dataDir, GATEWAY_CONFIG: join(here, 'configs', 'embedded.yaml'), NODE_ENV: 'production' }, true)
+  await waitReady(`http://127.0.0.1:${port}${BARE ? '/' : '/healthz'}`, gw)
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: CONNECTIONS, pipelining: 1 })
   const results = {}
   try {
@@ -156,7 +165,7 @@ async function main () {
     mock.kill('SIGKILL')
     rmSync(dataDir, { recursive: true, force: true })
   }
-  if (JSON_OUT) process.stdout.write(JSON.stringify({ calls: CALLS, connections: CONNECTIONS, nodeFlags: NODE_FLAGS, results }) + '\n')
+  if (JSON_OUT) process.stdout.write(JSON.stringify({ system: BARE ? 'bare' : 'embedded', calls: CALLS, connections: CONNECTIONS, nodeFlags: NODE_FLAGS, results }) + '\n')
 }
 
 main().catch(err => { process.stderr.write(`${err?.stack ?? err}\n`); process.exit(1) })
