@@ -1,13 +1,20 @@
 /** @module ledger/sqlite – the embedded ledger: one SQLite file (WAL), survives restarts. */
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { randomUUID } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import Database from 'better-sqlite3'
 import type { ModelPrice } from '../types/model.ts'
-import type { Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, Reservation, UsageQuery, UsageRecord, UsageRow } from './ledger.ts'
+import type { Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, QueuedCharge, Reservation, UsageQuery, UsageRecord, UsageRow } from './ledger.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
 import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, usageFromRow, usageParams, usageWhere } from './rows.ts'
 import { ChargeBatcher, type ChargeItem } from './batch.ts'
+
+/**
+ * Reservation ids: 96 random bits drawn once per process, then a counter (unique across processes
+ * without a UUID per call; an id only names a hold in logs here).
+ */
+const HOLD_PREFIX = `hold-${randomBytes(12).toString('base64url')}-`
+let holds = 0
 
 export interface SqliteLedgerOptions {
   now?: () => number
@@ -140,6 +147,11 @@ export class SqliteLedger implements Ledger {
   }
 
   async reserve (organization: string, amount: Micros): Promise<Reservation | undefined> {
+    return this.reserveSync(organization, amount)
+  }
+
+  /** better-sqlite3 is synchronous: a reservation is answered before this returns, in either mode. */
+  reserveSync (organization: string, amount: Micros): Reservation | undefined {
     if (this.#memory) {
       // Read and hold with no await in between: nothing can interleave.
       const free = this.#free(organization)
@@ -150,10 +162,14 @@ export class SqliteLedger implements Ledger {
     } else if (this.#s.reserve.run(amount, organization, amount).changes !== 1) {
       return undefined
     }
-    return { id: randomUUID(), organization, amount }
+    return { id: HOLD_PREFIX + (holds++).toString(36), organization, amount }
   }
 
   async release (reservation: Reservation): Promise<void> {
+    this.releaseSync(reservation)
+  }
+
+  releaseSync (reservation: Reservation): void {
     if (this.#memory) this.#unhold(reservation)
     else this.#s.release.run(reservation.amount, reservation.organization)
   }
@@ -163,6 +179,10 @@ export class SqliteLedger implements Ledger {
    * call admitted after this one settled sees it. File reservations: one conditional UPDATE.
    */
   async resize (reservation: Reservation, amount: Micros): Promise<Reservation> {
+    return this.resizeSync(reservation, amount)
+  }
+
+  resizeSync (reservation: Reservation, amount: Micros): Reservation {
     const by = amount - reservation.amount
     if (this.#memory) {
       const left = (this.#held.get(reservation.organization) ?? 0) + by
@@ -212,6 +232,10 @@ export class SqliteLedger implements Ledger {
 
   charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
     return this.#batcher.charge(reservation, record)
+  }
+
+  chargeQueued (charge: QueuedCharge): void {
+    this.#batcher.enqueue(charge)
   }
 
   /** One transaction for the batch; memory reservations are dropped after it committed. */

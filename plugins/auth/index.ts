@@ -84,7 +84,8 @@ export default definePlugin({
     }
 
     return {
-      // Synchronous for a key from config (no promise per call); a promise only for a ledger lookup.
+      // Synchronous for a key from config or one the ledger cache holds (no promise per call); a
+      // promise only for a ledger read.
       onRequest (ctx) {
         const key = presentedKey(ctx.headers, config.acceptXApiKey)
         if (!key) throw gwError('GW_ERR_AUTH_MISSING_KEY')
@@ -92,6 +93,8 @@ export default definePlugin({
         const hash = hashKey(key)
         const entry = byHash.get(hash)
         if (entry !== undefined || !config.ledger) return accept(ctx, entry, hash)
+        const hit = config.ledgerCacheMs > 0 ? cache.get(hash) : undefined
+        if (hit !== undefined) return accept(ctx, hit || undefined, hash)
         return fromLedger(hash).then(found => accept(ctx, found, hash))
       },
     }

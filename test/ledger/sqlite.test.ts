@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SqliteLedger } from '../../core/ledger/sqlite.ts'
-import { ledgerContract } from './contract.ts'
+import { ledgerContract, ledgerSyncContract } from './contract.ts'
 
 t.test('SqliteLedger (:memory:) – Ledger contract', async t => {
   ledgerContract(t, async () => new SqliteLedger(':memory:'))
@@ -21,6 +21,17 @@ t.test('SqliteLedger (file, reservations in the file) – Ledger contract', asyn
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   let n = 0
   ledgerContract(t, async () => new SqliteLedger(join(dir, `l${++n}`, 'ledger.db'), { reservations: 'file' }))
+})
+
+t.test('SqliteLedger (:memory:) – synchronous facet', async t => {
+  ledgerSyncContract(t, async () => new SqliteLedger(':memory:'))
+})
+
+t.test('SqliteLedger (file, reservations in the file) – synchronous facet', async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-ledger-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  let n = 0
+  ledgerSyncContract(t, async () => new SqliteLedger(join(dir, `l${++n}`, 'ledger.db'), { reservations: 'file' }))
 })
 
 t.test('SqliteLedger – data survives close and reopen of the same file', async t => {
