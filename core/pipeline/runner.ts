@@ -17,8 +17,8 @@ import { CallLifecycle, type CallTracker } from './lifecycle.ts'
 export class RequestContext extends CallLifecycle implements GatewayContext {
   body: unknown = undefined
   model: ModelEntry | undefined = undefined
-  /** Core's dispatcher hooks here to abort its upstream call when the client goes away. */
-  onAbort: ((reason: Error) => void) | undefined = undefined
+  /** Core's dispatcher hooks its upstream call's abort handle here, aborted when the client goes away. */
+  onAbort: { abort (reason: Error): void } | undefined = undefined
   #abortReason: Error | undefined = undefined
   /** Made on first use of `signal`: most calls never need an AbortSignal, and each costs. */
   #controller: AbortController | undefined = undefined
@@ -143,7 +143,7 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
   protected abortCall (reason: Error): void {
     this.#abortReason = reason
     this.#controller?.abort(reason)
-    this.onAbort?.(reason)
+    this.onAbort?.abort(reason)
   }
 
   /** The rest of a phase once hook `i` returned a promise `pending`; later hooks still run sync when they can. */
