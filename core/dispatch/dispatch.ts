@@ -156,9 +156,11 @@ async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply,
   }
   // The cost is known before the client has its answer: plugins settle what its next call must
   // already see (the balance hold shrinks to it).
-  await ctx.answered(usage, !out.usage)
+  const answering = ctx.answered(usage, !out.usage)
+  if (answering !== undefined) await answering
   ctx.responding(200)
   reply.code(200).headers(inferenceHeaders(ctx, a.d.provider)).header('content-type', 'application/json')
-  await reply.send(payload)
+  // Not awaited: the reply is written now, and awaiting fastify's reply (a thenable) costs a promise.
+  reply.send(payload)
   return true
 }

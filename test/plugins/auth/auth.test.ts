@@ -44,3 +44,16 @@ t.test('auth – a revoked ledger key is refused once the cache entry expires; l
   await ledger.revokeKey('lk-1')
   await t.rejects(async () => hooks.onRequest!(ctxFor(LEDGER_KEY), undefined), { code: 'GW_ERR_AUTH_INVALID_KEY' }, 'revoked at once without a cache')
 })
+
+t.test('auth – the Authorization header: Bearer in any case, spaces or tabs, then one token', async t => {
+  const { hooks } = await setup(t)
+  const withHeader = (authorization: string) => fakeContext({ headers: { authorization } })
+  for (const h of [`Bearer ${CONFIG_KEY}`, `bearer ${CONFIG_KEY}`, `BEARER\t${CONFIG_KEY}`, `Bearer  \t ${CONFIG_KEY}  `, `Bearer ${CONFIG_KEY}\r\n`]) {
+    const ctx = withHeader(h)
+    hooks.onRequest!(ctx, undefined)
+    t.equal(ctx.principal?.keyId, 'ck-1', JSON.stringify(h))
+  }
+  for (const h of ['Bearer', 'Bearer ', `Bearer${CONFIG_KEY}`, `Basic ${CONFIG_KEY}`, `Bearer ${CONFIG_KEY} extra`, `Bearerx ${CONFIG_KEY}`, `Bearer\n${CONFIG_KEY}`]) {
+    t.throws(() => hooks.onRequest!(withHeader(h), undefined), { code: 'GW_ERR_AUTH_MISSING_KEY' }, JSON.stringify(h))
+  }
+})
