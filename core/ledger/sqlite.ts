@@ -8,6 +8,7 @@ import type { Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord
 import { SQLITE_MIGRATIONS } from './migrations.ts'
 import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, usageFromRow, usageParams, usageWhere } from './rows.ts'
 import { ChargeBatcher, type ChargeItem } from './batch.ts'
+import { Checkpointer } from './checkpoint.ts'
 
 /**
  * Reservation ids: 96 random bits drawn once per process, then a counter (unique across processes
@@ -38,6 +39,12 @@ export interface SqliteLedgerOptions {
    * already gone out; only the settle waits.
    */
   chargeDelayMs?: number
+  /**
+   * Who copies the WAL back into the database file (a checkpoint, with its fsyncs): `worker`
+   * (default for a file) a worker thread with its own connection, so the event loop never waits
+   * for it; `inline` SQLite itself, inside a commit, every ~1000 pages.
+   */
+  checkpoints?: 'worker' | 'inline'
 }
 
 /**
@@ -62,6 +69,8 @@ export class SqliteLedger implements Ledger {
   /** The batch transaction, built once: db.transaction() wraps four functions on every call. */
   #chargeTx: ((items: readonly ChargeItem[]) => boolean[]) | undefined
   readonly #batcher: ChargeBatcher
+  /** Checkpoints off the event loop (see checkpoint.ts); undefined in memory or inline. */
+  readonly #checkpointer: Checkpointer | undefined = undefined
 
   constructor (path: string, opts: SqliteLedgerOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
@@ -74,6 +83,19 @@ export class SqliteLedger implements Ledger {
     this.#memory = (opts.reservations ?? 'memory') === 'memory'
     this.#refreshMs = opts.balanceRefreshMs ?? 1000
     this.#batcher = new ChargeBatcher(items => this.#writeCharges(items), { delayMs: opts.chargeDelayMs ?? 5 })
+    if (path !== ':memory:' && (opts.checkpoints ?? 'worker') === 'worker') {
+      this.#db.pragma('wal_autocheckpoint = 0')
+      // Without its worker the connection checkpoints itself again (SQLite's default, 1000 pages).
+      this.#checkpointer = new Checkpointer(path, { onFailed: () => { if (this.#db.open) this.#db.pragma('wal_autocheckpoint = 1000') } })
+    }
+  }
+
+  /** Checkpoints the worker finished (tests). */
+  get checkpointsDone (): number { return this.#checkpointer?.done ?? 0 }
+
+  /** A write committed: its WAL pages will be checkpointed by the worker. */
+  #wrote (): void {
+    this.#checkpointer?.committed()
   }
 
   async migrate (): Promise<void> {
@@ -136,6 +158,7 @@ export class SqliteLedger implements Ledger {
 
   async topUp (organization: string, amount: Micros): Promise<Micros> {
     const r = this.#db.prepare('UPDATE organizations SET balance = balance + ? WHERE id = ? RETURNING balance').get(amount, organization) as any
+    this.#wrote()
     if (!r) throw new Error(`unknown organization "${organization}"`)
     this.#moved(organization, amount)
     return Number(r.balance)
@@ -159,8 +182,10 @@ export class SqliteLedger implements Ledger {
       const held = this.#held.get(organization) ?? 0
       if (free - held < amount) return undefined
       this.#held.set(organization, held + amount)
-    } else if (this.#s.reserve.run(amount, organization, amount).changes !== 1) {
-      return undefined
+    } else {
+      const changed = this.#s.reserve.run(amount, organization, amount).changes
+      this.#wrote()
+      if (changed !== 1) return undefined
     }
     return { id: HOLD_PREFIX + (holds++).toString(36), organization, amount }
   }
@@ -257,6 +282,7 @@ export class SqliteLedger implements Ledger {
       return written
     }).immediate
     const written = this.#chargeTx(items)
+    this.#wrote()
     if (!this.#memory) return
     for (let i = 0; i < items.length; i++) {
       if (!written[i]) continue // a duplicate: the first write released and debited already
@@ -320,6 +346,8 @@ export class SqliteLedger implements Ledger {
   async close (): Promise<void> {
     // Charges queued for the next batch are written before the file closes.
     await this.#batcher.flush()
+    // The worker's connection closes first: the last one to close checkpoints what is left.
+    await this.#checkpointer?.close()
     if (this.#db.open) this.#db.close()
   }
 }
