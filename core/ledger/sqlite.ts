@@ -9,6 +9,7 @@ import { SQLITE_MIGRATIONS } from './migrations.ts'
 import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, usageFromRow, usageParams, usageWhere } from './rows.ts'
 import { ChargeBatcher, type ChargeItem } from './batch.ts'
 import { Checkpointer } from './checkpoint.ts'
+import { ReservationBook } from './book.ts'
 
 /**
  * Reservation ids: 96 random bits drawn once per process, then a counter (unique across processes
@@ -60,11 +61,8 @@ export class SqliteLedger implements Ledger {
   readonly #db: Database.Database
   readonly #now: () => number
   readonly #memory: boolean
-  /** Memory reservations: organization → amount held by calls in flight. */
-  readonly #held = new Map<string, Micros>()
-  /** Memory reservations: organization → balance − reserved as last read from the file, and when. */
-  readonly #known = new Map<string, { free: Micros, at: number }>()
-  readonly #refreshMs: number
+  /** Memory reservations: held in this process (book.ts). */
+  readonly #book: ReservationBook
   #stmts: Record<string, Database.Statement> | undefined
   /** The batch transaction, built once: db.transaction() wraps four functions on every call. */
   #chargeTx: ((items: readonly ChargeItem[]) => boolean[]) | undefined
@@ -81,7 +79,10 @@ export class SqliteLedger implements Ledger {
     this.#db.pragma('foreign_keys = ON')
     this.#now = opts.now ?? Date.now
     this.#memory = (opts.reservations ?? 'memory') === 'memory'
-    this.#refreshMs = opts.balanceRefreshMs ?? 1000
+    this.#book = new ReservationBook(org => {
+      const r = this.#s.balance.get(org) as any
+      return r ? { balance: Number(r.balance), reserved: Number(r.reserved) } : undefined
+    }, this.#now, opts.balanceRefreshMs ?? 1000)
     this.#batcher = new ChargeBatcher(items => this.#writeCharges(items), { delayMs: opts.chargeDelayMs ?? 5 })
     if (path !== ':memory:' && (opts.checkpoints ?? 'worker') === 'worker') {
       this.#db.pragma('wal_autocheckpoint = 0')
@@ -160,13 +161,13 @@ export class SqliteLedger implements Ledger {
     const r = this.#db.prepare('UPDATE organizations SET balance = balance + ? WHERE id = ? RETURNING balance').get(amount, organization) as any
     this.#wrote()
     if (!r) throw new Error(`unknown organization "${organization}"`)
-    this.#moved(organization, amount)
+    this.#book.moved(organization, amount)
     return Number(r.balance)
   }
 
   async getBalance (organization: string): Promise<{ balance: Micros, reserved: Micros } | undefined> {
     const r = this.#s.balance.get(organization) as any
-    return r ? { balance: Number(r.balance), reserved: Number(r.reserved) + (this.#held.get(organization) ?? 0) } : undefined
+    return r ? { balance: Number(r.balance), reserved: Number(r.reserved) + this.#book.heldBy(organization) } : undefined
   }
 
   async reserve (organization: string, amount: Micros): Promise<Reservation | undefined> {
@@ -177,11 +178,7 @@ export class SqliteLedger implements Ledger {
   reserveSync (organization: string, amount: Micros): Reservation | undefined {
     if (this.#memory) {
       // Read and hold with no await in between: nothing can interleave.
-      const free = this.#free(organization)
-      if (free === undefined) return undefined
-      const held = this.#held.get(organization) ?? 0
-      if (free - held < amount) return undefined
-      this.#held.set(organization, held + amount)
+      if (!this.#book.hold(organization, amount)) return undefined
     } else {
       const changed = this.#s.reserve.run(amount, organization, amount).changes
       this.#wrote()
@@ -195,7 +192,7 @@ export class SqliteLedger implements Ledger {
   }
 
   releaseSync (reservation: Reservation): void {
-    if (this.#memory) this.#unhold(reservation)
+    if (this.#memory) this.#book.change(reservation.organization, -reservation.amount)
     else this.#s.release.run(reservation.amount, reservation.organization)
   }
 
@@ -210,9 +207,7 @@ export class SqliteLedger implements Ledger {
   resizeSync (reservation: Reservation, amount: Micros): Reservation {
     const by = amount - reservation.amount
     if (this.#memory) {
-      const left = (this.#held.get(reservation.organization) ?? 0) + by
-      if (left > 0) this.#held.set(reservation.organization, left)
-      else this.#held.delete(reservation.organization)
+      this.#book.change(reservation.organization, by)
     } else {
       this.#s.resize.run(by, reservation.organization)
     }
@@ -226,33 +221,6 @@ export class SqliteLedger implements Ledger {
 
   async releaseHold (_id: string): Promise<boolean> {
     return false
-  }
-
-  /** Balance − reserved in the file, from the cache while it is fresh. */
-  #free (organization: string): Micros | undefined {
-    const now = this.#now()
-    const k = this.#known.get(organization)
-    if (k !== undefined && now - k.at < this.#refreshMs) return k.free
-    const r = this.#s.balance.get(organization) as any
-    if (!r) {
-      this.#known.delete(organization)
-      return undefined
-    }
-    const free = Number(r.balance) - Number(r.reserved)
-    this.#known.set(organization, { free, at: now })
-    return free
-  }
-
-  /** Applies a change this process made to the cached balance. */
-  #moved (organization: string, by: Micros): void {
-    const k = this.#known.get(organization)
-    if (k !== undefined) k.free += by
-  }
-
-  #unhold (r: Reservation): void {
-    const left = (this.#held.get(r.organization) ?? 0) - r.amount
-    if (left > 0) this.#held.set(r.organization, left)
-    else this.#held.delete(r.organization)
   }
 
   charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
@@ -287,8 +255,8 @@ export class SqliteLedger implements Ledger {
     for (let i = 0; i < items.length; i++) {
       if (!written[i]) continue // a duplicate: the first write released and debited already
       const { reservation, record } = items[i]
-      if (reservation) this.#unhold(reservation)
-      if (record.organization && record.cost > 0) this.#moved(record.organization, -record.cost)
+      if (reservation) this.#book.change(reservation.organization, -reservation.amount)
+      if (record.organization && record.cost > 0) this.#book.moved(record.organization, -record.cost)
     }
   }
 
