@@ -50,7 +50,7 @@ export type { Catalog } from './core/dispatch/catalog.ts'
 // ── services handed to create() ───────────────────────────────────────────────────────────────
 export { isStoreFull, STORE_PURPOSES } from './core/stores/kv.ts'
 export type { KvStore, CounterResult, StorePurpose } from './core/stores/kv.ts'
-export type { Ledger, Reservation, Hold, ReserveOptions, KeyRecord, UsageRecord, Micros } from './core/ledger/ledger.ts'
+export type { Ledger, Reservation, Hold, ReserveOptions, KeyRecord, UsageRecord, Micros, QueuedCharge } from './core/ledger/ledger.ts'
 
 // ── config schemas: TypeBox, re-exported so a plugin package needs no dependency of its own ─────
 export { Type } from '@sinclair/typebox'

@@ -3,7 +3,7 @@
 // JSON and streamed chat calls. Repeatable on a busy machine: it counts bytes and CPU time of the
 // gateway process, not wall time. How the bytes are counted: bench/alloc-probe.mjs.
 //
-// Usage: node bench/alloc.mjs [calls=3000] [connections=8] [--json] [--profile] [--no-idempotency]   (npm run bench:alloc; needs dist/: npm run build)
+// Usage: node bench/alloc.mjs [calls=3000] [connections=8] [--json] [--profile] [--no-idempotency] [--bare] [--survivors] [--node-flags="..."]   (npm run bench:alloc; needs dist/: npm run build)
 // Prints one line per kind of call; with --json, also one JSON line at the end (bench/run.mjs reads it).
 // --profile: also a sampling allocation profile per kind (bench/profiles/alloc-<kind>.heapprofile,
 // openable in Chrome DevTools) and its top allocating functions; the profiler's own cost then
@@ -25,9 +25,22 @@ const JSON_OUT = process.argv.includes('--json')
 const PROFILE = process.argv.includes('--profile')
 /** --no-idempotency: calls without an Idempotency-Key (no claim kept per call), to see what the claims cost. */
 const IDEMPOTENCY = !process.argv.includes('--no-idempotency')
+/**
+ * --bare: the same calls through bench/bare-proxy.mjs (fastify + undici, no policy) instead of the
+ * gateway: the floor of the stack itself, what any proxy built on it allocates per call.
+ */
+const BARE = process.argv.includes('--bare')
+/**
+ * --survivors: also what survived the scavenges (node --trace-gc-nvp: bytes copied within the young
+ * generation and promoted to the old one, per call). A scavenge costs in proportion to them, and
+ * promoted bytes grow the old generation toward its next mark-sweep; both are byte counts, as
+ * repeatable as the allocation itself.
+ */
+const SURVIVORS = process.argv.includes('--survivors')
 const KEY = 'sk-gw-bench-key-0001'
-/** The node flags of `npm start`, as bench/run.mjs runs the gateway. */
-const NODE_FLAGS = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start.match(/^node\s+(.*?)\s*dist\/server\.js$/)?.[1] ?? '').split(/\s+/).filter(Boolean)
+/** The node flags of `npm start`, as bench/run.mjs runs the gateway; --node-flags="..." replaces them. */
+const flagArg = process.argv.find(a => a.startsWith('--node-flags='))
+const NODE_FLAGS = (flagArg ? flagArg.slice('--node-flags='.length) : JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start.match(/^node\s+(.*?)\s*dist\/server\.js$/)?.[1] ?? '').split(/\s+/).filter(Boolean)
 
 const children = new Set()
 process.on('exit', () => { for (const c of children) c.kill('SIGKILL') })
@@ -114,9 +127,31 @@ async function main () {
   const mock = spawnChild([join(here, 'mock-upstream.mjs')], { PORT: String(mockPort) })
   await waitReady(`http://127.0.0.1:${mockPort}/`, mock)
   const port = await freePort()
-  const gw = spawnChild([...NODE_FLAGS, '--expose-gc', '--import', join(here, 'alloc-probe.mjs'), join(root, 'dist/server.js')],
-    { ...(PROFILE ? { ALLOC_PROFILE: join(dataDir, 'alloc.heapprofile') } : {}), PORT: String(port), BENCH_MOCK_PORT: String(mockPort), BENCH_DATA_DIR: dataDir, GATEWAY_CONFIG: join(here, 'configs', 'embedded.yaml'), NODE_ENV: 'production' }, true)
-  await waitReady(`http://127.0.0.1:${port}/healthz`, gw)
+  const probeEnv = PROFILE ? { ALLOC_PROFILE: join(dataDir, 'alloc.heapprofile') } : {}
+  const gcFlags = SURVIVORS ? ['--trace-gc-nvp'] : []
+  const gw = BARE
+    ? spawnChild([...NODE_FLAGS, ...gcFlags, '--expose-gc', '--import', join(here, 'alloc-probe.mjs'), join(here, 'bare-proxy.mjs')],
+      { ...probeEnv, PORT: String(port), UPSTREAM: `http://127.0.0.1:${mockPort}` }, true)
+    : spawnChild([...NODE_FLAGS, ...gcFlags, '--expose-gc', '--import', join(here, 'alloc-probe.mjs'), join(root, 'dist/server.js')],
+      { ...probeEnv, PORT: String(port), BENCH_MOCK_PORT: String(mockPort), BENCH_DATA_DIR: dataDir, GATEWAY_CONFIG: join(here, 'configs', 'embedded.yaml'), NODE_ENV: 'production' }, true)
+  await waitReady(`http://127.0.0.1:${port}${BARE ? '/' : '/healthz'}`, gw)
+  // --survivors: the scavenges' nvp lines, summed while counting (between the probe's start and stop).
+  const nvp = { counting: false, scavenges: 0, survived: 0, promoted: 0 }
+  if (SURVIVORS) {
+    let buf = ''
+    gw.stdout.on('data', d => {
+      buf += d
+      let i
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i)
+        buf = buf.slice(i + 1)
+        if (!nvp.counting || !/ gc=s /.test(line)) continue
+        nvp.scavenges++
+        nvp.survived += Number(/ new_space_survived=(\d+)/.exec(line)?.[1] ?? 0)
+        nvp.promoted += Number(/ promoted=(\d+)/.exec(line)?.[1] ?? 0)
+      }
+    })
+  }
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: CONNECTIONS, pipelining: 1 })
   const results = {}
   try {
@@ -126,10 +161,12 @@ async function main () {
       await drive(pool, k.path, k.body, 200)
       await new Promise(r => setTimeout(r, 50))
       await ask(gw, 'start')
+      Object.assign(nvp, { counting: true, scavenges: 0, survived: 0, promoted: 0 })
       await drive(pool, k.path, k.body, CALLS)
       // Settles (charges, usage records) run after the answer and batch for a few ms: let them land.
       await new Promise(r => setTimeout(r, 50))
       const m = await ask(gw, 'stop')
+      nvp.counting = false
       const r = {
         bytesPerCall: m.bytes / CALLS,
         cpuUsPerCall: m.cpuUs / CALLS,
@@ -137,6 +174,7 @@ async function main () {
         markSweeps: m.gcs.markSweep,
         gcPauseUsPerCall: m.gcs.pauseUs / CALLS,
         maxGcPauseUs: m.gcs.maxPauseUs,
+        ...(SURVIVORS ? { survivedBytesPerCall: nvp.survived / CALLS, promotedBytesPerCall: nvp.promoted / CALLS } : {}),
       }
       results[k.id] = r
       if (PROFILE) {
@@ -148,7 +186,8 @@ async function main () {
         printTop(profile, CALLS)
       }
       process.stdout.write(`${k.label.padEnd(14)} ${(r.bytesPerCall / 1024).toFixed(1).padStart(6)} KB/call  ${r.cpuUsPerCall.toFixed(0).padStart(5)} µs CPU/call  ` +
-        `${r.scavengesPer1000.toFixed(1)} scavenges/1000 calls, ${r.markSweeps} mark-sweeps, GC pause ${r.gcPauseUsPerCall.toFixed(1)} µs/call (max ${r.maxGcPauseUs.toFixed(0)} µs)\n`)
+        `${r.scavengesPer1000.toFixed(1)} scavenges/1000 calls, ${r.markSweeps} mark-sweeps, GC pause ${r.gcPauseUsPerCall.toFixed(1)} µs/call (max ${r.maxGcPauseUs.toFixed(0)} µs)` +
+        (SURVIVORS ? `, survived scavenges ${r.survivedBytesPerCall.toFixed(0)} B/call, promoted ${r.promotedBytesPerCall.toFixed(0)} B/call` : '') + '\n')
     }
   } finally {
     await pool.close()
@@ -156,7 +195,7 @@ async function main () {
     mock.kill('SIGKILL')
     rmSync(dataDir, { recursive: true, force: true })
   }
-  if (JSON_OUT) process.stdout.write(JSON.stringify({ calls: CALLS, connections: CONNECTIONS, nodeFlags: NODE_FLAGS, results }) + '\n')
+  if (JSON_OUT) process.stdout.write(JSON.stringify({ system: BARE ? 'bare' : 'embedded', calls: CALLS, connections: CONNECTIONS, nodeFlags: NODE_FLAGS, results }) + '\n')
 }
 
 main().catch(err => { process.stderr.write(`${err?.stack ?? err}\n`); process.exit(1) })

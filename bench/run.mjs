@@ -3,14 +3,18 @@
 //
 // Env: BENCH_DURATION (s per measured run, default 5), BENCH_RUNS (default 3; the median run by req/s
 // is reported), BENCH_WARMUP (s, default 1), BENCH_OUT (default BENCHMARKS.md), BENCH_SYSTEMS (comma
-// list of system ids: direct,bare,embedded,scaleout,portkey, and the opt-in embedded-obs-off,embedded-obs-on:
-// observability off vs on), BENCH_PROFILE (1 = also profile the
+// list of system ids: direct,bare,embedded,embedded-obs-off,embedded-obs-on,scaleout,portkey; the
+// two obs systems are the embedded gateway with observability off and fully on; the opt-in
+// embedded-young16 is the embedded gateway with a 16 MB young generation), BENCH_PROFILE (1 = also profile the
 // gateways with --cpu-prof and add their top self-time functions; default 1 for a full run, 0
 // when BENCH_SYSTEMS is set), BENCH_PROFILE_CASES (default bare:json-c16,embedded:json-c16,
 // scaleout:json-c16,bare:sse-c16,embedded:sse-c16), BENCH_PROFILE_SECONDS,
 // BENCH_PG_URL, BENCH_REDIS_URL, BENCH_LOADER (wrk, autocannon or builtin; default wrk, see below),
 // BENCH_INSTALL_WRK=0 (never install wrk), BENCH_WRK_THREADS, BENCH_WRK_STATUS (see bench/load.mjs),
-// BENCH_ALLOC_CALLS (calls per kind for the allocation section, bench/alloc.mjs; default 3000).
+// BENCH_ALLOC_CALLS (calls per kind for the allocation section, bench/alloc.mjs; default 3000),
+// BENCH_HOOKS (0 = skip the response-hooks section, bench/hooks-cost.mjs; it runs whenever the
+// embedded gateway is measured), BENCH_HOOKS_SECONDS (default BENCH_DURATION), BENCH_HOOKS_ROUNDS (default BENCH_RUNS),
+// BENCH_HOOKS_BASELINE (dist/ of a build from before response hooks, measured beside this one).
 // `node bench/run.mjs --render [results.json]` rewrites the report from bench/results/last-run.json (or the file given).
 //
 // Load generator: wrk (native). When it is not on PATH and this process is root, it is installed
@@ -234,9 +238,12 @@ async function main () {
       run: () => startBare('bare proxy'),
     },
     { id: 'embedded', label: 'gateway, embedded (full pipeline, memory KV, SQLite ledger)', gateway: true, headers: gwHeaders, run: () => startGateway('embedded gateway', 'embedded.yaml') },
-    // Observability off vs on (access log + metrics + trace context): opt-in, named in BENCH_SYSTEMS.
-    { id: 'embedded-obs-off', optIn: true, label: 'gateway, embedded, observability off (no access log, metrics, trace context)', gateway: true, headers: gwHeaders, run: () => startGateway('embedded gateway, observability off', 'embedded-obs-off.yaml') },
-    { id: 'embedded-obs-on', optIn: true, label: 'gateway, embedded, observability on (access log written, metrics, trace context)', gateway: true, headers: gwHeaders, run: () => startGateway('embedded gateway, observability on', 'embedded-obs-on.yaml') },
+    // Observability off vs on (access log + metrics + trace context), beside the default config above.
+    { id: 'embedded-obs-off', label: 'gateway, embedded, observability off (no access log, metrics, trace context)', gateway: true, headers: gwHeaders, run: () => startGateway('embedded gateway, observability off', 'embedded-obs-off.yaml') },
+    { id: 'embedded-obs-on', label: 'gateway, embedded, observability on (access log written, metrics, trace context)', gateway: true, headers: gwHeaders, run: () => startGateway('embedded gateway, observability on', 'embedded-obs-on.yaml') },
+    // Opt-in (BENCH_SYSTEMS): the same gateway with a 16 MB young generation instead of npm start's 4 MB:
+    // 4× fewer scavenges per call (each stalls every call in flight), for the p99 vs peak RSS trade.
+    { id: 'embedded-young16', optIn: true, label: 'gateway, embedded, --max-semi-space-size=16', gateway: true, headers: gwHeaders, run: () => startGateway('embedded gateway, young generation 16 MB', 'embedded.yaml', {}, ['--max-semi-space-size=16']) },
     {
       id: 'scaleout', label: 'gateway, scale-out (full pipeline, Redis KV, PostgreSQL ledger)', gateway: true, headers: gwHeaders,
       run: async () => {
@@ -336,9 +343,16 @@ async function main () {
   // Bytes allocated per call (bench/alloc.mjs: its own mock and gateway, counted by GC tracking, so
   // it does not depend on the machine being idle). Only when the embedded gateway is measured.
   let alloc
+  let allocBare
+  let hooksCost
   if (!ONLY || ONLY.includes('embedded')) {
-    log('allocation per call (bench/alloc.mjs)')
-    alloc = await runAlloc().catch(err => ({ error: err.message.split('\n')[0] }))
+    log('allocation per call (bench/alloc.mjs, gateway and bare proxy)')
+    alloc = await runAlloc([]).catch(err => ({ error: err.message.split('\n')[0] }))
+    allocBare = await runAlloc(['--bare']).catch(err => ({ error: err.message.split('\n')[0] }))
+    if (process.env.BENCH_HOOKS !== '0') {
+      log('response hooks cost (bench/hooks-cost.mjs)')
+      hooksCost = await runHooksCost().catch(err => ({ error: err.message.split('\n')[0] }))
+    }
   }
 
   const mockRss = peakRssMb(mock.child.pid)
@@ -351,7 +365,7 @@ async function main () {
   else if (check.status === 'valid') log(`run valid: direct ≥ 2× bare in every case (${check.rows.map(r => `${r.id} ${r.ratio.toFixed(2)}×`).join(', ')})`)
   else log(`validity not checked: ${check.why}`)
   const extra = {
-    mockRss, profiles, alloc, loaders: [...loaders], loader: LOADER, seconds: (Date.now() - started) / 1000,
+    mockRss, profiles, alloc, allocBare, hooksCost, loaders: [...loaders], loader: LOADER, seconds: (Date.now() - started) / 1000,
     meta: { date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), DURATION, RUNS, WARMUP, PROFILE_SECONDS, hasTaskset },
   }
   // Raw results, so the report can be re-rendered (node bench/run.mjs --render) after editing bench/analysis.md.
@@ -360,31 +374,35 @@ async function main () {
   writeFileSync(join(here, 'results', 'last-run.json'), JSON.stringify({ systems: systems.map(s => ({ id: s.id, label: s.label })), results, extra }, null, 1))
   writeFileSync(OUT, report(systems, results, extra))
   log(`wrote ${OUT} in ${((Date.now() - started) / 1000).toFixed(0)} s`)
-  failLoudly(results)
+  failLoudly(results, extra)
 }
 
 /** Cells with transport errors, non-2xx answers or a failed probe: never silently part of a report. */
-function invalidCells (results) {
+function invalidCells (results, extra = {}) {
   const out = []
   for (const [sys, r] of Object.entries(results)) {
     if (r.error) out.push({ sys, id: '(start)', why: r.error })
     for (const [id, x] of Object.entries(r.cases ?? {})) if (x.invalid) out.push({ sys, id, why: x.invalid })
   }
+  // The response-hooks rows follow the same rule: a row with errors or non-2xx is not a measurement.
+  for (const r of extra.hooksCost?.rows ?? []) if (r.bad > 0) out.push({ sys: 'hooks-cost', id: r.key, why: `${r.bad} errors or non-2xx` })
+  if (extra.hooksCost?.error) out.push({ sys: 'hooks-cost', id: '(run)', why: extra.hooksCost.error })
+  if (extra.alloc?.error) out.push({ sys: 'alloc', id: 'embedded', why: extra.alloc.error })
+  if (extra.allocBare?.error) out.push({ sys: 'alloc', id: 'bare', why: extra.allocBare.error })
   return out
 }
 
 /** Any invalid cell makes the run exit 1 after the report is written, with each cell named. */
-function failLoudly (results) {
-  const bad = invalidCells(results)
+function failLoudly (results, extra) {
+  const bad = invalidCells(results, extra)
   if (bad.length === 0) return
   log(`INVALID CELLS (${bad.length}): the report marks them INVALID and leaves them out of the targets`)
   for (const b of bad) log(`  INVALID ${b.sys} ${b.id}: ${b.why}`)
   process.exitCode = 1
 }
 
-/** bench/alloc.mjs on core 0 (the gateway inherits the pinning); resolves its JSON line. BENCH_ALLOC_CALLS (default 3000). */
-function runAlloc () {
-  const [c, a] = pin(0, process.execPath, [join(here, 'alloc.mjs'), String(Number(process.env.BENCH_ALLOC_CALLS ?? 3000)), '8', '--json'])
+/** A bench script's last stdout line, parsed as JSON. */
+function runJson (c, a, what) {
   return new Promise((res, rej) => {
     const child = spawn(c, a, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
     children.add(child)
@@ -394,10 +412,27 @@ function runAlloc () {
     child.stderr.on('data', d => { err = (err + d).slice(-2000) })
     child.on('exit', code => {
       children.delete(child)
-      if (code !== 0) return rej(new Error(`alloc.mjs exited ${code}: ${err}`))
-      try { res(JSON.parse(out.trim().split('\n').at(-1))) } catch { rej(new Error(`alloc.mjs output: ${out.slice(-500)} ${err}`)) }
+      if (code !== 0) return rej(new Error(`${what} exited ${code}: ${err}`))
+      try { res(JSON.parse(out.trim().split('\n').at(-1))) } catch { rej(new Error(`${what} output: ${out.slice(-500)} ${err}`)) }
     })
   })
+}
+
+/** bench/hooks-cost.mjs (it pins its own processes like this harness); resolves its JSON line. */
+function runHooksCost () {
+  const seconds = String(Number(process.env.BENCH_HOOKS_SECONDS ?? DURATION))
+  const rounds = String(Number(process.env.BENCH_HOOKS_ROUNDS ?? RUNS))
+  // BENCH_HOOKS_BASELINE: the dist/ of a build from before response hooks existed, measured beside this one.
+  const base = process.env.BENCH_HOOKS_BASELINE
+  const dist = join(here, '..', 'dist')
+  const variants = base ? [`before-hooks=${base}:none`, `no-hooks=${dist}:none`, `noop-hooks=${dist}:noop-hooks`] : []
+  return runJson(process.execPath, [join(here, 'hooks-cost.mjs'), seconds, rounds, ...variants, '--json'], 'hooks-cost.mjs')
+}
+
+/** bench/alloc.mjs on core 0 (the gateway inherits the pinning); resolves its JSON line. BENCH_ALLOC_CALLS (default 3000). */
+function runAlloc (extra) {
+  const [c, a] = pin(0, process.execPath, [join(here, 'alloc.mjs'), String(Number(process.env.BENCH_ALLOC_CALLS ?? 3000)), '8', '--json', '--survivors', ...extra])
+  return runJson(c, a, 'alloc.mjs')
 }
 
 /** Starts a system with --cpu-prof, loads it with one case, stops it with SIGTERM. */
@@ -479,8 +514,8 @@ function report (systems, results, extra) {
       : check.status === 'valid'
         ? [`Validity check passed: direct calls to the mock are at least 2× the bare proxy in every case measured on both (${check.rows.map(fmtRow).join('; ')}).`, '']
         : [`Validity check not run: ${check.why}.`, '']),
-    ...(invalidCells(results).length
-      ? [`**INVALID CELLS: ${invalidCells(results).map(b => `${b.sys} ${b.id} (${b.why.replace(/\|/g, '/')})`).join('; ')}. They are marked INVALID below and not used for targets.**`, '']
+    ...(invalidCells(results, extra).length
+      ? [`**INVALID CELLS: ${invalidCells(results, extra).map(b => `${b.sys} ${b.id} (${b.why.replace(/\|/g, '/')})`).join('; ')}. They are marked INVALID below and not used for targets.**`, '']
       : []),
     `- Machine: ${cpu}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Linux ${readOs()}, Node ${process.version}.`,
     `- Pinning: ${hasTaskset ? 'system under test on core 0 (`taskset -c 0`); load generator and mock upstream on core 1.' : 'none (taskset unavailable or one core): numbers are not comparable with pinned runs.'}`,
@@ -516,15 +551,41 @@ function report (systems, results, extra) {
   lines.push(`| mock upstream (shared by all) | ${f(extra.mockRss, 1)} |`, '')
 
   if (extra.alloc) {
-    lines.push('## Allocation per call (embedded gateway)', '')
+    lines.push('## Allocation per call (embedded gateway and bare proxy)', '')
     if (extra.alloc.error) lines.push(`bench/alloc.mjs failed: ${extra.alloc.error}`, '')
     else {
       const a = extra.alloc
-      lines.push(`\`node bench/alloc.mjs ${a.calls} ${a.connections}\` (\`npm run bench:alloc\`): ${a.calls} calls of each kind on ${a.connections} connections through a listening embedded gateway (bench/configs/embedded.yaml, node flags \`${(a.nodeFlags ?? []).join(' ') || '(none)'}\`) against the mock, after a warm-up. Bytes = the V8 heap allocated in the gateway process between two forced full GCs, summed over every GC in between (v8.GCProfiler: used heap before each GC minus after the previous one); memory outside the V8 heap (Buffer contents, native) is not counted. Independent of wall-clock noise; CPU µs per call is the process's user+system time and does vary with load.`, '')
-      lines.push('| call | KB allocated / call | CPU µs / call | scavenges / 1000 calls | mark-sweeps | GC pause µs / call | longest GC pause µs |', '|---|--:|--:|--:|--:|--:|--:|')
-      for (const [id, label] of [['json', 'JSON chat'], ['stream', 'streamed chat']]) {
-        const r = a.results?.[id]
-        if (r) lines.push(`| ${label} | ${f(r.bytesPerCall / 1024, 1)} | ${f(r.cpuUsPerCall)} | ${f(r.scavengesPer1000, 1)} | ${r.markSweeps} | ${f(r.gcPauseUsPerCall, 1)} | ${f(r.maxGcPauseUs)} |`)
+      const b = extra.allocBare && !extra.allocBare.error ? extra.allocBare : undefined
+      lines.push(`\`node bench/alloc.mjs ${a.calls} ${a.connections} --survivors [--bare]\` (\`npm run bench:alloc\`): ${a.calls} calls of each kind on ${a.connections} connections through a listening embedded gateway (bench/configs/embedded.yaml) and through the bare proxy, each with the node flags \`${(a.nodeFlags ?? []).join(' ') || '(none)'}\`, against the mock, after a warm-up. Bytes = the V8 heap allocated in the process between two forced full GCs, summed over every GC in between (v8.GCProfiler: used heap before each GC minus after the previous one); memory outside the V8 heap (Buffer contents, native) is not counted. "Survived" and "promoted" are the bytes the scavenges copied and moved to the old generation (\`--trace-gc-nvp\`), per call: what a scavenge's pause is proportional to. Byte counts do not depend on the machine being idle; CPU µs and pauses do.`, '')
+      lines.push('| process | call | KB allocated / call | survived scavenges B / call | promoted B / call | scavenges / 1000 calls | mark-sweeps | GC pause µs / call | longest GC pause µs | CPU µs / call |', '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|')
+      for (const [who, x] of [['gateway', a], ['bare proxy', b]]) {
+        if (!x) continue
+        for (const [id, label] of [['json', 'JSON chat'], ['stream', 'streamed chat']]) {
+          const r = x.results?.[id]
+          if (r) lines.push(`| ${who} | ${label} | ${f(r.bytesPerCall / 1024, 1)} | ${f(r.survivedBytesPerCall)} | ${f(r.promotedBytesPerCall)} | ${f(r.scavengesPer1000, 1)} | ${r.markSweeps} | ${f(r.gcPauseUsPerCall, 1)} | ${f(r.maxGcPauseUs)} | ${f(r.cpuUsPerCall)} |`)
+        }
+      }
+      if (b) {
+        for (const [id, label] of [['json', 'JSON chat'], ['stream', 'streamed chat']]) {
+          const g = a.results?.[id]
+          const x = b.results?.[id]
+          if (g && x) lines.push('', `${label}: the gateway allocates ${f((g.bytesPerCall - x.bytesPerCall) / 1024, 1)} KB per call more than the bare proxy (${f(g.bytesPerCall / 1024, 1)} vs ${f(x.bytesPerCall / 1024, 1)} KB).`)
+        }
+      } else if (extra.allocBare?.error) lines.push('', `bench/alloc.mjs --bare failed: ${extra.allocBare.error}`)
+      lines.push('')
+    }
+  }
+
+  if (extra.hooksCost) {
+    lines.push('## Response hooks cost', '')
+    if (extra.hooksCost.error) lines.push(`bench/hooks-cost.mjs failed: ${extra.hooksCost.error}`, '')
+    else {
+      const h = extra.hooksCost
+      lines.push(`\`node bench/hooks-cost.mjs ${h.seconds} ${h.rounds}\`: one gateway process with only \`auth\` in front of the mock (${h.pinned ? 'gateway on core 0, mock and load on core 1' : 'not pinned'}, load generator ${h.loader}), JSON and streamed chat at c=16 (same protocol: the fast paths), without any plugin with response hooks and with one whose \`onResponse\`/\`onStreamEvent\` do nothing; variants alternate round by round. CPU µs per request of the gateway process from /proc (10 ms ticks). Medians of ${h.rounds} round(s), every run in brackets.`, '')
+      lines.push('| variant | call | req/s | runs (req/s) | CPU µs / req | runs (CPU µs / req) | errors + non-2xx |', '|---|---|--:|---|--:|---|--:|')
+      for (const r of h.rows) {
+        const [variant, kind] = r.key.split(' ')
+        lines.push(`| ${variant} | ${kind === 'stream' ? 'streamed chat' : 'JSON chat'} | ${f(r.medianRps)}${r.bad ? ' INVALID' : ''} | ${r.rps.map(v => f(v)).join(', ')} | ${f(r.medianCpuUs)} | ${r.cpuUs.map(v => f(v)).join(', ')} | ${r.bad} |`)
       }
       lines.push('')
     }
@@ -575,9 +636,11 @@ function report (systems, results, extra) {
     'BENCH_LOADER=autocannon npm run bench           # the fallback load generator (ratios may be inflated)',
     'BENCH_DURATION=2 BENCH_RUNS=1 npm run bench     # quicker',
     'npm run bench:alloc                             # bytes allocated, GCs and CPU per call of the embedded gateway only (node bench/alloc.mjs [calls] [connections] [--profile] [--no-idempotency])',
-    'node bench/hooks-cost.mjs 10 3 ... --write      # response hooks cost: writes its table into bench/analysis.md (see its section above), then --render',
+    'BENCH_HOOKS_BASELINE=/tmp/before-hooks/dist npm run bench   # the response hooks section with a build from before hooks (see its section above)',
     'BENCH_SYSTEMS=direct,bare,embedded BENCH_OUT=/tmp/b.md npm run bench   # a subset (keep direct and bare: the validity check needs both)',
-    'BENCH_SYSTEMS=direct,bare,embedded-obs-off,embedded-obs-on npm run bench   # observability off vs on (opt-in systems)',
+    'BENCH_SYSTEMS=direct,bare,embedded,embedded-obs-off,embedded-obs-on npm run bench   # observability off vs default vs on only',
+    'node bench/hooks-cost.mjs 5 3                   # the response-hooks section alone',
+    'node bench/tails.mjs 10 16 json [--bare]        # event-loop delay, GC pauses and SQLite batch commits under wrk (pinned)',
     'bench/obs-cost.sh                               # instructions per call, observability off / default / on (cachegrind, slow)',
     'node bench/cpuprofile-summary.mjs bench/profiles/embedded-json-c16.cpuprofile 40 <skipMs>   # re-read the profile',
     'node bench/run.mjs --render                     # rewrite BENCHMARKS.md from bench/results/last-run.json (after editing bench/analysis.md)',
@@ -639,6 +702,6 @@ const render = () => {
   log(`re-rendered ${OUT} from ${relative(process.cwd(), file)}`)
   const check = validity(results)
   if (check.status === 'INVALID') log('RUN INVALID: direct to the mock is not at least 2× the bare proxy (see the top of the report)')
-  failLoudly(results)
+  failLoudly(results, extra)
 }
 ;(process.argv.includes('--render') ? Promise.resolve().then(render) : main()).catch(err => { process.stderr.write(String(err?.stack ?? err) + '\n'); process.exit(1) })

@@ -17,6 +17,12 @@ export class PriceBook {
     this.#cache = new LRUCache({ max: 10_000, ttl: Math.max(1, ttlMs) })
   }
 
+  /** The price while the cache holds it fresh (no ledger read, no promise); undefined otherwise. */
+  cached (model: ModelEntry): ModelPrice | undefined {
+    const hit = this.#cache.get(model.id)
+    return hit === undefined ? undefined : hit.p || model.price || NONE
+  }
+
   async price (model: ModelEntry): Promise<ModelPrice> {
     const hit = this.#cache.get(model.id)
     if (hit) return hit.p || model.price || NONE

@@ -141,6 +141,7 @@ export const GatewayConfigSchema = Type.Object({
       url: Type.Optional(Type.String({ description: 'postgres:// URL (backend postgres).' })),
       schema: Type.Optional(Type.String({ description: 'PostgreSQL schema (default public).' })),
       reservations: Type.Union([Type.Literal('memory'), Type.Literal('file')], { default: 'memory', description: 'SQLite: where balance reservations are held. memory: in the gateway process (one process per file; the admin CLI may run beside it). file: in the file, for several processes sharing it.' }),
+      checkpoints: Type.Union([Type.Literal('worker'), Type.Literal('inline')], { default: 'worker', description: 'SQLite: who copies the write-ahead log back into the file (a checkpoint, with its fsyncs). worker: a worker thread with its own connection, so the event loop never waits for the disk. inline: SQLite itself, inside a commit, every ~1000 pages (no thread, about 14 MB less memory).' }),
       holdMarginMs: Type.Integer({ minimum: 100, default: 30000, description: 'PostgreSQL: a balance hold expires this long after its call\'s deadline (the replica running the call renews it meanwhile); the holds of a replica that died stop counting after it.' }),
       holdSweepMs: Type.Integer({ minimum: 10, default: 5000, description: 'PostgreSQL: how often each replica renews its live holds and deletes expired ones (at most a third of holdMarginMs is used).' }),
     }, { additionalProperties: false, default: {} }),

@@ -41,7 +41,7 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
   const estimatedInputTokens = estimateInputTokens(body)
   const controller = new CallAbort()
   if (ctx.aborted) controller.abort(ctx.abortReason)
-  else ctx.onAbort = reason => controller.abort(reason)
+  else ctx.onAbort = controller
   const deadline = new Deadline(ctx.deadlineMs, ctx.startedAt, gw.now(), controller)
   let lastError: GatewayError | undefined
   let tried = 0
@@ -49,7 +49,7 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
     for (const d of orderDeployments(model.deployments)) {
       // Settled exactly once however this attempt ends: explicitly below, or on leaving the
       // iteration (a call cut by the deadline is a failure, any other end releases a trial).
-      using circuit = gw.circuits.allow(d, () => deadline.expired)
+      using circuit = gw.circuits.allow(d, deadline)
       if (!circuit) continue
       const provider = gw.providers.get(d.provider)!
       const translator = gw.translators[`${clientProtocol}-to-${provider.protocol}`]
@@ -158,9 +158,11 @@ async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply,
   }
   // The cost is known before the client has its answer: plugins settle what its next call must
   // already see (the balance hold shrinks to it).
-  await ctx.answered(usage, !out.usage)
+  const answering = ctx.answered(usage, !out.usage)
+  if (answering !== undefined) await answering
   ctx.responding(200)
   reply.code(200).headers(inferenceHeaders(ctx, a.d.provider)).header('content-type', 'application/json')
-  await reply.send(payload)
+  // Not awaited: the reply is written now, and awaiting fastify's reply (a thenable) costs a promise.
+  reply.send(payload)
   return true
 }

@@ -8,7 +8,7 @@
  */
 import { IMAGE_TOKENS, reservedInputTokens } from './estimate.ts'
 import { MESSAGE_OVERHEAD, TOOL_OVERHEAD } from './token-count.ts'
-import { reservationEncodingFor, tokenCounter, type TokenCounter } from './tokenizer.ts'
+import { reservationEncodingFor, tokenCounter, tokenCounterNow, type TokenCounter } from './tokenizer.ts'
 
 /** A sampled string is read in windows of at least this many characters, at most SAMPLE_WINDOWS of them. */
 const SAMPLE_WINDOW = 256
@@ -81,15 +81,19 @@ function countText (counter: TokenCounter, texts: Texts, maxChars: number): numb
   return Math.ceil(n)
 }
 
+/** The prompt's count with `counter`: the text of every string plus images, messages and tools. */
+function countWith (counter: TokenCounter, body: Record<string, unknown>, maxChars: number): number {
+  const texts = collect(body)
+  return countText(counter, texts, maxChars) + IMAGE_TOKENS * texts.images + MESSAGE_OVERHEAD * texts.messages + TOOL_OVERHEAD * texts.tools
+}
+
 /**
  * The prompt as the model's tokenizer counts it (reservationEncodingFor `modelName`): the text of every
  * string in the body, plus IMAGE_TOKENS per image, MESSAGE_OVERHEAD per message and
  * TOOL_OVERHEAD per tool. A prompt of more than `maxChars` characters is sampled.
  */
 export async function countedInputTokens (body: Record<string, unknown>, modelName: string, maxChars: number): Promise<number> {
-  const texts = collect(body)
-  const counter = await tokenCounter(reservationEncodingFor(modelName))
-  return countText(counter, texts, maxChars) + IMAGE_TOKENS * texts.images + MESSAGE_OVERHEAD * texts.messages + TOOL_OVERHEAD * texts.tools
+  return countWith(await tokenCounter(reservationEncodingFor(modelName)), body, maxChars)
 }
 
 /**
@@ -101,4 +105,16 @@ export async function reservationInputTokens (body: Record<string, unknown>, bod
   const cap = contextLength > 0 ? contextLength : Number.POSITIVE_INFINITY
   if (maxChars <= 0 || floor >= cap) return floor
   return Math.min(cap, Math.max(floor, await countedInputTokens(body, modelName, maxChars)))
+}
+
+/**
+ * reservationInputTokens without a promise, for an admit that runs synchronously: undefined while
+ * the model's tokenizer is still loading (the caller then awaits reservationInputTokens).
+ */
+export function reservationInputTokensNow (body: Record<string, unknown>, bodyBytes: number, contextLength: number, modelName: string, maxChars: number): number | undefined {
+  const floor = reservedInputTokens(body, bodyBytes, contextLength)
+  const cap = contextLength > 0 ? contextLength : Number.POSITIVE_INFINITY
+  if (maxChars <= 0 || floor >= cap) return floor
+  const counter = tokenCounterNow(reservationEncodingFor(modelName))
+  return counter === undefined ? undefined : Math.min(cap, Math.max(floor, countWith(counter, body, maxChars)))
 }

@@ -38,8 +38,8 @@ class Ticket implements CircuitTicket {
     readonly d: Deployment,
     readonly trial: boolean,
     readonly settleWith: (ticket: Ticket, how: Settlement) => void,
-    /** Read when the ticket is disposed unsettled: true → the call was cut by its deadline (a failure). */
-    readonly timedOut: (() => boolean) | undefined,
+    /** Read when the ticket is disposed unsettled: `expired` → the call was cut by its deadline (a failure). */
+    readonly deadline: { readonly expired: boolean } | undefined,
   ) {}
 
   success (): void { this.#settle('success') }
@@ -47,7 +47,7 @@ class Ticket implements CircuitTicket {
   release (): void { this.#settle('release') }
 
   [Symbol.dispose] (): void {
-    if (!this.#settled) this.#settle(this.timedOut?.() === true ? 'failure' : 'release')
+    if (!this.#settled) this.#settle(this.deadline?.expired === true ? 'failure' : 'release')
   }
 
   #settle (how: Settlement): void {
@@ -118,20 +118,20 @@ export class Circuits {
 
   /**
    * May a call go to this deployment now? A ticket to settle when it may, undefined when not.
-   * Half-open admits exactly one trial at a time. `timedOut` is read if the ticket is disposed
+   * Half-open admits exactly one trial at a time. `deadline.expired` is read if the ticket is disposed
    * unsettled: a call cut by its deadline counts as a failure, any other unsettled end releases.
    */
-  allow (d: Deployment, timedOut?: () => boolean): CircuitTicket | undefined {
+  allow (d: Deployment, deadline?: { readonly expired: boolean }): CircuitTicket | undefined {
     const k = Circuits.key(d)
     const o = this.options(d)
     if (this.#store) this.#refresh(k, o)
     const s = this.#state.get(k)
-    if (!s || s.failures < o.failureThreshold) return new Ticket(d, false, this.#settleWith, timedOut)
+    if (!s || s.failures < o.failureThreshold) return new Ticket(d, false, this.#settleWith, deadline)
     const t = this.now()
     if (t - s.openedAt < o.coolDownMs) return undefined
     // A trial that has not reported within its own deadline no longer holds the circuit.
     if (s.trial && t - s.trialAt < o.trialTimeoutMs) return undefined
-    const ticket = new Ticket(d, true, this.#settleWith, timedOut)
+    const ticket = new Ticket(d, true, this.#settleWith, deadline)
     s.trial = ticket
     s.trialAt = t
     return ticket

@@ -36,7 +36,19 @@ export class SseParser {
   /** The last chunk ended with `\r`: its line is held until the next chunk says whether `\n` follows. */
   #cr = false
   #event: string | undefined
-  #data: string[] = []
+  /** The event's data: its first `data:` line, then the others (an array only for several lines). */
+  #data: string | undefined = undefined
+  #dataMore: string[] | undefined = undefined
+  /** No partial line, event or character is held from earlier chunks. */
+  #clean = true
+  /** Bytes of emitted events' raw text in the chunk being scanned. */
+  #rawChars = 0
+  /**
+   * true when the last chunk pushed was exactly a run of whole events: it started and ended on
+   * event boundaries with nothing held, and every character of it is in some event's `raw`, so
+   * the events' raw texts joined are that chunk (a relay may forward its bytes as they came).
+   */
+  whole = false
 
   constructor (opts: { maxEventBytes?: number } = {}) {
     this.#max = opts.maxEventBytes ?? Infinity
@@ -45,8 +57,22 @@ export class SseParser {
   /** Feeds one chunk; returns the events it completed. Throws SseEventTooLarge past the cap. */
   push (chunk: Buffer | string): SseEvent[] {
     const out: SseEvent[] = []
-    if (typeof chunk === 'string') this.#scan(chunk, Buffer.byteLength(chunk), out)
-    else this.#scan(this.#dec.write(chunk), chunk.length, out)
+    const wasClean = this.#clean
+    this.#rawChars = 0
+    let s: string
+    let lastLf: boolean
+    if (typeof chunk === 'string') {
+      s = chunk
+      this.#scan(s, Buffer.byteLength(s), out)
+      lastLf = s.charCodeAt(s.length - 1) === 10
+    } else {
+      s = this.#dec.write(chunk)
+      this.#scan(s, chunk.length, out)
+      // A chunk whose last byte is a line feed leaves no partial character in the decoder.
+      lastLf = chunk.length > 0 && chunk[chunk.length - 1] === 10
+    }
+    this.#clean = lastLf && !this.#cr && this.#linePrev.length === 0 && this.#rawPrev.length === 0
+    this.whole = wasClean && this.#clean && this.#rawChars === s.length && s.length > 0
     return out
   }
 
@@ -63,10 +89,12 @@ export class SseParser {
     } else if (this.#linePrev.length > 0) {
       this.#field(this.#takeLine(''))
     }
-    if (this.#data.length > 0) out.push(this.#emit(this.#rawPrev.join('')))
+    if (this.#data !== undefined) out.push(this.#emit(this.#rawPrev.join('')))
     this.#rawPrev = []
     this.#pending = 0
     this.#event = undefined
+    this.#clean = true
+    this.whole = false
     return out
   }
 
@@ -122,13 +150,14 @@ export class SseParser {
       throw new SseEventTooLarge(this.#max)
     }
     const raw = this.#rawPrev.length > 0 ? this.#rawPrev.join('') + part : part
-    this.#rawPrev = []
+    if (this.#rawPrev.length > 0) this.#rawPrev = []
     this.#pending = 0
+    if (this.#data !== undefined) this.#rawChars += part.length
     this.#blank(raw, out)
   }
 
   #blank (raw: string, out: SseEvent[]): void {
-    if (this.#data.length > 0) out.push(this.#emit(raw))
+    if (this.#data !== undefined) out.push(this.#emit(raw))
     else this.#event = undefined
   }
 
@@ -143,18 +172,23 @@ export class SseParser {
   #field (line: string): void {
     if (line.charCodeAt(0) === 58) return // ':' comment
     const colon = line.indexOf(':')
-    const field = colon === -1 ? line : line.slice(0, colon)
-    let value = colon === -1 ? '' : line.slice(colon + 1)
-    if (value.charCodeAt(0) === 32) value = value.slice(1)
-    if (field === 'data') this.#data.push(value)
-    else if (field === 'event') this.#event = value
+    // The field name is compared in place (no slice); the value is one slice, its one leading space skipped.
+    const name = colon === -1 ? line.length : colon
+    const from = colon === -1 ? line.length : line.charCodeAt(colon + 1) === 32 ? colon + 2 : colon + 1
+    if (name === 4 && line.startsWith('data')) {
+      const value = line.slice(from)
+      if (this.#data === undefined) this.#data = value
+      else (this.#dataMore ??= []).push(value)
+    } else if (name === 5 && line.startsWith('event')) this.#event = line.slice(from)
   }
 
   #emit (raw: string): SseEvent {
-    const ev: SseEvent = { data: this.#data.length === 1 ? this.#data[0] : this.#data.join('\n'), raw }
+    const more = this.#dataMore
+    const ev: SseEvent = { data: more === undefined ? this.#data! : `${this.#data}\n${more.join('\n')}`, raw }
     if (this.#event !== undefined) ev.event = this.#event
     this.#event = undefined
-    this.#data = []
+    this.#data = undefined
+    this.#dataMore = undefined
     return ev
   }
 }

@@ -15,6 +15,7 @@ import { StreamBlocked, StreamRewriter } from './response-hooks.ts'
 import type { CircuitTicket } from './routing.ts'
 import type { Usage } from '../types/usage.ts'
 import { estimateUsage } from './estimate.ts'
+import { ChunkReader } from './chunk-reader.ts'
 
 /** One deployment being tried. */
 export interface Attempt { d: Deployment, provider: ProviderInstance, translator: Translator, opts: TranslateOptions, circuit: CircuitTicket }
@@ -89,14 +90,16 @@ export async function streamResponse (
   // A client that stops reading must not hold the call: while it has not drained, no upstream
   // chunk is read, so the stream-gap deadline runs out and aborts the call; the client is then
   // disconnected (the caller sees raw.destroyed) and the stream settles as a client abort.
-  const write = async (out: string): Promise<void> => {
-    if (!out || raw.destroyed) return
+  // A promise only when the client must drain first.
+  const write = (out: string | Buffer): Promise<void> | undefined => {
+    if (out.length === 0 || raw.destroyed) return
     if (raw.write(out)) return
-    await drainOrAbort(raw, controller)
-    if (!raw.destroyed && raw.writableNeedDrain) {
-      ctx.log.warn({ provider: a.d.provider, gapMs: deadline.ms }, 'the client stopped reading the stream; disconnecting it')
-      raw.destroy()
-    }
+    return drainOrAbort(raw, controller).then(() => {
+      if (!raw.destroyed && raw.writableNeedDrain) {
+        ctx.log.warn({ provider: a.d.provider, gapMs: deadline.ms }, 'the client stopped reading the stream; disconnecting it')
+        raw.destroy()
+      }
+    })
   }
   const start = (): void => {
     started = true
@@ -111,22 +114,44 @@ export async function streamResponse (
 
   // Before the events that end the stream go out, the call's cost is known: plugins settle what
   // the client's next call must already see (the balance hold shrinks to it).
-  const answered = async (): Promise<void> => {
+  const answered = (): Promise<void> | undefined => {
     if (ctx.hasAnswered) return
     const billed = billedStreamUsage(st, a.opts.estimatedInputTokens)
-    await ctx.answered(billed.usage, billed.estimated)
+    return ctx.answered(billed.usage, billed.estimated)
   }
 
+  const reader = new ChunkReader(res.body)
   try {
-    for await (const chunk of res.body) {
+    for (;;) {
+      let chunk = reader.next()
+      if (chunk !== null && !Buffer.isBuffer(chunk)) chunk = await chunk
+      if (chunk === null) break
       deadline.bump()
+      const events = parser.push(chunk)
+      // Events the translator relays as they came, from a chunk that is exactly those events, go
+      // out as the upstream's bytes: no text to encode again.
+      let same = rewriter === undefined && parser.whole
       let out = ''
-      for (const ev of parser.push(chunk as Buffer)) out += st.push(ev)
+      for (let i = 0; i < events.length; i++) {
+        const ev = events[i]
+        const o = st.push(ev)
+        if (same) {
+          if (o === ev.raw) continue
+          same = false
+          for (let k = 0; k < i; k++) out += events[k].raw
+        }
+        out += o
+      }
       if (rewriter !== undefined && out !== '') out = await rewriter.apply(out)
-      if (!out) continue
+      const bytes = same ? chunk : out
+      if (bytes.length === 0) continue
       if (!started) start()
-      if (st.finished) await answered()
-      await write(out)
+      if (st.finished) {
+        const p = answered()
+        if (p !== undefined) await p
+      }
+      const w = write(bytes)
+      if (w !== undefined) await w
       if (raw.destroyed) throw new Error('client closed the connection')
     }
     let out = ''
@@ -183,6 +208,9 @@ export async function streamResponse (
     if (!raw.destroyed) raw.end()
     if (!res.body.destroyed) res.body.destroy()
   } finally {
+    reader.detach()
+    // Left early (a throw, a retry): the body is not read to its end, so it goes.
+    if (!reader.ended && !res.body.destroyed) res.body.destroy()
     if (started) {
       const billed = billedStreamUsage(st, a.opts.estimatedInputTokens)
       ctx.used(billed.usage, billed.estimated)

@@ -121,6 +121,8 @@ function isAscii (s: string): boolean {
 interface RankFile { pat_str: string, bpe_ranks: string }
 
 const loading = new Map<EncodingName, Promise<TokenCounter>>()
+/** The counters whose rank table is built: usable without a promise. */
+const loaded = new Map<EncodingName, TokenCounter>()
 
 /** js-tiktoken's rank file: lines of `<name> <offset> <base64 token> <base64 token>...`, ranks counting up from offset. */
 function parseRanks (file: RankFile): Map<string, number> {
@@ -144,10 +146,22 @@ export function tokenCounter (name: EncodingName): Promise<TokenCounter> {
     p = (name === 'o200k_base' ? import('js-tiktoken/ranks/o200k_base') : import('js-tiktoken/ranks/cl100k_base'))
       .then(m => {
         const file = m.default as RankFile
-        return new BpeCounter(name, parseRanks(file), file.pat_str)
+        const counter = new BpeCounter(name, parseRanks(file), file.pat_str)
+        loaded.set(name, counter)
+        return counter
       })
     p.catch(() => loading.delete(name))
     loading.set(name, p)
   }
   return p
+}
+
+/**
+ * The counter for an encoding if its rank table is already built; otherwise undefined, and the
+ * table starts loading (so a hot path can count without a promise from the next call on).
+ */
+export function tokenCounterNow (name: EncodingName): TokenCounter | undefined {
+  const c = loaded.get(name)
+  if (c === undefined) tokenCounter(name).catch(() => {})
+  return c
 }

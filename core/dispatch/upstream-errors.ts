@@ -29,29 +29,74 @@ export class UpstreamBodyTooLarge extends Error {
 /**
  * Reads a whole answer of at most `max` bytes; past that it stops reading, destroys the body (the
  * upstream connection closes) and throws UpstreamBodyTooLarge. A declared Content-Length over the
- * cap fails before any byte is read; one within it takes undici's text() fast path (undici never
- * delivers more than the declared length).
+ * cap fails before any byte is read. The body is read with three listeners shared by every call
+ * (they find their read on the stream), not an async iterator: no promise per chunk.
  */
-export async function readCapped (body: Readable, headers: UpstreamResponse['headers'], max: number): Promise<string> {
+export function readCapped (body: Readable, headers: UpstreamResponse['headers'], max: number): Promise<string> {
   const declared = typeof headers['content-length'] === 'string' ? Number(headers['content-length']) : NaN
   if (declared > max) {
     body.destroy()
-    throw new UpstreamBodyTooLarge(max)
+    return Promise.reject(new UpstreamBodyTooLarge(max))
   }
-  const text = (body as Readable & { text?: () => Promise<string> }).text
-  if (Number.isFinite(declared) && typeof text === 'function') return text.call(body)
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of body) {
-    const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk as Buffer
-    size += b.length
-    if (size > max) {
-      body.destroy()
-      throw new UpstreamBodyTooLarge(max)
-    }
-    chunks.push(b)
+  return new Promise<string>((resolve, reject) => {
+    const r = new CappedRead(body, max, resolve, reject)
+    ;(body as CappedBody)[CAPPED] = r
+    body.on('data', onCappedData)
+    body.on('end', onCappedEnd)
+    body.on('error', onCappedError)
+    body.on('close', onCappedClose)
+  })
+}
+
+const CAPPED = Symbol('gw.cappedRead')
+type CappedBody = Readable & { [CAPPED]?: CappedRead }
+
+/** One answer being read by readCapped. */
+class CappedRead {
+  readonly chunks: Buffer[] = []
+  size = 0
+  constructor (readonly body: Readable, readonly max: number, readonly resolve: (text: string) => void, readonly reject: (err: unknown) => void) {}
+
+  /** Detaches the listeners and settles the read: the text, or why it failed. */
+  end (err: unknown, text?: string): void {
+    const b = this.body as CappedBody
+    b[CAPPED] = undefined
+    b.removeListener('data', onCappedData)
+    b.removeListener('end', onCappedEnd)
+    // 'error' and 'close' stay: destroying the body later (undici's abort) emits an error that
+    // must find a listener; with no read on the body they do nothing.
+    if (err === undefined) this.resolve(text!)
+    else this.reject(err)
   }
-  return Buffer.concat(chunks, size).toString('utf8')
+}
+
+function onCappedData (this: CappedBody, chunk: Buffer | string): void {
+  const r = this[CAPPED]
+  if (r === undefined) return
+  const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
+  r.size += b.length
+  if (r.size > r.max) {
+    r.end(new UpstreamBodyTooLarge(r.max))
+    this.destroy()
+    return
+  }
+  r.chunks.push(b)
+}
+
+function onCappedEnd (this: CappedBody): void {
+  const r = this[CAPPED]
+  if (r === undefined) return
+  const { chunks, size } = r
+  r.end(undefined, (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)).toString('utf8'))
+}
+
+function onCappedError (this: CappedBody, err: Error): void {
+  this[CAPPED]?.end(err)
+}
+
+/** Closed before its end (destroyed without an error): the answer is incomplete. */
+function onCappedClose (this: CappedBody): void {
+  this[CAPPED]?.end(new Error('the upstream answer ended before it was complete'))
 }
 
 /** Upstream error text kept for a client is cut to this many characters. */

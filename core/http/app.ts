@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto'
 import { nextRequestId } from './request-id.ts'
+import { lazyChildLogger } from './lazy-logger.ts'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import pino, { type Logger } from 'pino'
 import type { GatewayConfig } from '../config/config-schema.ts'
@@ -374,6 +375,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: server.bodyLimitBytes,
     genReqId: nextRequestId,
+    // A request's child logger is made only when it writes a line (most calls write none).
+    childLoggerFactory: lazyChildLogger as never,
     requestIdHeader: false,
     return503OnClosing: true,
     // Nothing a stranger sends may hold a connection without bound: node ends the headers, the

@@ -5,10 +5,13 @@ import type { Readable } from 'node:stream'
 import type { RequestContext } from '../pipeline/runner.ts'
 import { gwError, type GatewayError } from '../errors/errors.ts'
 
-/** On the raw request while its body is being read: fails the read with an error (a server timeout). */
+/** On the raw request while its body is being read: `abort(err)` fails the read (a server timeout). */
 export const ABORT_BODY = Symbol('gw.abortBody')
 
-type RawWithAbort = IncomingMessage & { [ABORT_BODY]?: (err: GatewayError) => void }
+/** What the raw request holds under ABORT_BODY while its body is read. */
+export interface BodyAbort { abort (err: GatewayError): void }
+
+type RawWithAbort = IncomingMessage & { [ABORT_BODY]?: BodyAbort }
 
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
@@ -152,6 +155,83 @@ export interface BodyLimits {
 }
 
 /**
+ * One body being read: its state, and the listeners' shared code. The listeners are three
+ * functions shared by every request (they find their reader on the stream), not closures made per
+ * request, and the reader stays on the raw request under ABORT_BODY until it is done.
+ */
+class BodyReader {
+  readonly chunks: Buffer[] = []
+  size = 0
+  finished = false
+
+  constructor (
+    readonly payload: Readable,
+    readonly raw: RawWithAbort,
+    readonly ctx: RequestContext | undefined,
+    readonly limit: number,
+    readonly maxDepth: number,
+    readonly done: (err: Error | null, body?: unknown) => void,
+  ) {}
+
+  /** Fails the read (a server timeout, or a client error on the connection). */
+  abort (err: GatewayError): void {
+    this.payload.pause()
+    this.finish(err)
+  }
+
+  finish (err: Error | null, body?: unknown): void {
+    if (this.finished) return
+    this.finished = true
+    // Not `delete`: that would turn the request object into a slow dictionary-mode object.
+    this.raw[ABORT_BODY] = undefined
+    ;(this.payload as ReadableWithReader)[READER] = undefined
+    this.payload.removeListener('data', onBodyData)
+    this.payload.removeListener('end', onBodyEnd)
+    this.done(err, body)
+  }
+
+  end (): void {
+    const { size } = this
+    if (this.ctx) this.ctx.bodyBytes = size
+    if (size === 0) return this.finish(gwError('GW_ERR_INVALID_JSON'))
+    const buf = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, size)
+    const text = buf.toString('utf8')
+    const scan = scanBody(text, this.maxDepth)
+    if (scan.tooDeep) return this.finish(gwError('GW_ERR_JSON_TOO_DEEP', [this.maxDepth]))
+    let body: unknown
+    try {
+      body = JSON.parse(text)
+    } catch {
+      return this.finish(gwError('GW_ERR_INVALID_JSON'))
+    }
+    if (scan.model !== undefined && body !== null && typeof body === 'object') spans.set(body, scan.model)
+    this.finish(null, body)
+  }
+}
+
+const READER = Symbol('gw.bodyReader')
+type ReadableWithReader = Readable & { [READER]?: BodyReader }
+
+function onBodyData (this: ReadableWithReader, chunk: Buffer): void {
+  const r = this[READER]
+  if (r === undefined) return
+  r.size += chunk.length
+  if (r.size > r.limit) {
+    this.pause()
+    return r.finish(gwError('GW_ERR_BODY_TOO_LARGE', [r.limit]))
+  }
+  r.chunks.push(chunk)
+}
+
+function onBodyEnd (this: ReadableWithReader): void {
+  this[READER]?.end()
+}
+
+function onBodyError (this: ReadableWithReader, err: Error): void {
+  this[READER]?.finish(gwError('GW_ERR_BAD_REQUEST', ['the request body could not be read'], { cause: err }))
+}
+
+/**
  * Registers our only parsers: `application/json` (limit = the smaller of the server cap and the
  * size-limit plugin's, checked from Content-Length first and then byte by byte, so an oversize
  * chunked body stops being read as soon as it passes; nesting checked before parsing), and a
@@ -166,45 +246,13 @@ export function registerBodyParsers (app: FastifyInstance, limits: BodyLimits): 
     const declared = Number(request.headers['content-length'])
     if (declared > limit) return done(gwError('GW_ERR_BODY_TOO_LARGE', [limit]))
     const raw = request.raw as RawWithAbort
-    const chunks: Buffer[] = []
-    let size = 0
-    let finished = false
-    const finish = (err: Error | null, body?: unknown): void => {
-      if (finished) return
-      finished = true
-      delete raw[ABORT_BODY]
-      payload.removeListener('data', onData)
-      payload.removeListener('end', onEnd)
-      done(err, body)
-    }
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length
-      if (size > limit) {
-        payload.pause()
-        return finish(gwError('GW_ERR_BODY_TOO_LARGE', [limit]))
-      }
-      chunks.push(chunk)
-    }
-    const onEnd = (): void => {
-      if (ctx) ctx.bodyBytes = size
-      if (size === 0) return finish(gwError('GW_ERR_INVALID_JSON'))
-      const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)
-      const text = buf.toString('utf8')
-      const scan = scanBody(text, limits.maxDepth)
-      if (scan.tooDeep) return finish(gwError('GW_ERR_JSON_TOO_DEEP', [limits.maxDepth]))
-      let body: unknown
-      try {
-        body = JSON.parse(text)
-      } catch {
-        return finish(gwError('GW_ERR_INVALID_JSON'))
-      }
-      if (scan.model !== undefined && body !== null && typeof body === 'object') spans.set(body, scan.model)
-      finish(null, body)
-    }
-    raw[ABORT_BODY] = err => { payload.pause(); finish(err) }
-    payload.on('data', onData)
-    payload.on('end', onEnd)
-    payload.on('error', err => finish(gwError('GW_ERR_BAD_REQUEST', ['the request body could not be read'], { cause: err })))
+    const reader = new BodyReader(payload, raw, ctx, limit, limits.maxDepth, done)
+    raw[ABORT_BODY] = reader
+    ;(payload as ReadableWithReader)[READER] = reader
+    payload.on('data', onBodyData)
+    payload.on('end', onBodyEnd)
+    // Kept after the read (an error afterwards finds no reader and is ignored).
+    payload.on('error', onBodyError)
   })
   app.addContentTypeParser('*', (_request: FastifyRequest, _payload: Readable, done: (err: Error | null) => void) => {
     done(gwError('GW_ERR_CONTENT_TYPE'))

@@ -7,7 +7,7 @@ import { nextRequestId } from './request-id.ts'
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
-import { ABORT_BODY } from './body.ts'
+import { ABORT_BODY, type BodyAbort } from './body.ts'
 import { gwError, type ErrorCode, type GatewayError } from '../errors/errors.ts'
 import { renderError } from '../errors/error-reply.ts'
 
@@ -71,10 +71,10 @@ export function clientErrorHandler (log: Logger): (err: NodeJS.ErrnoException, s
     if (err.code === 'ECONNRESET' || socket.destroyed) return
     const code = errorCodeFor(err.code)
     const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
-    const req = res?.req as (IncomingMessage & { [ABORT_BODY]?: (e: GatewayError) => void }) | undefined
-    const abortBody = req?.[ABORT_BODY]
-    if (res && abortBody && !res.headersSent) {
-      abortBody(gwError(code, [], { cause: err }))
+    const req = res?.req as (IncomingMessage & { [ABORT_BODY]?: BodyAbort }) | undefined
+    const reading = req?.[ABORT_BODY]
+    if (res && reading && !res.headersSent) {
+      reading.abort(gwError(code, [], { cause: err }))
       return
     }
     if (res || lingering.has(socket)) {

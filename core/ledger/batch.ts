@@ -9,7 +9,7 @@
  * failure leaves the outcome unknown: see ChargeBatcherOptions). `charge()` resolves only once its
  * own transaction has committed: a settle that awaited it knows the money is on disk.
  */
-import type { Reservation, UsageRecord } from './ledger.ts'
+import type { QueuedCharge, Reservation, UsageRecord } from './ledger.ts'
 
 /**
  * The charge may or may not have committed (the connection was lost while its commit was in
@@ -29,9 +29,19 @@ export interface ChargeItem {
   readonly record: UsageRecord
 }
 
-interface Pending extends ChargeItem {
-  resolve (): void
-  reject (err: unknown): void
+/** A failure as reported to `done`: never undefined, which means committed. */
+const failure = (err: unknown): unknown => err ?? new Error('the charge failed')
+
+/** A queued charge: `done()` once it committed, `done(err)` once it failed. */
+type Pending = QueuedCharge
+
+/** The promise form of a queued charge (charge()). */
+class Promised implements Pending {
+  constructor (readonly reservation: Reservation | undefined, readonly record: UsageRecord, readonly resolve: () => void, readonly reject: (err: unknown) => void) {}
+  done (err?: unknown): void {
+    if (err === undefined) this.resolve()
+    else this.reject(err)
+  }
 }
 
 /** Writes the items in ONE transaction: all of them commit or none does. */
@@ -83,14 +93,17 @@ export class ChargeBatcher {
 
   /** Queues one charge; resolves when the transaction holding it has committed. */
   charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ reservation, record, resolve, reject })
-      if (this.#scheduled || this.#running) return
-      this.#scheduled = true
-      // setImmediate, not a microtask: every response finished in this I/O phase joins the batch.
-      if (this.#delayMs > 0) this.#timer = setTimeout(this.#start, this.#delayMs)
-      else setImmediate(this.#start)
-    })
+    return new Promise<void>((resolve, reject) => { this.enqueue(new Promised(reservation, record, resolve, reject)) })
+  }
+
+  /** Queues one charge without a promise: its `done` is called when the transaction holding it ends. */
+  enqueue (charge: QueuedCharge): void {
+    this.#queue.push(charge)
+    if (this.#scheduled || this.#running) return
+    this.#scheduled = true
+    // setImmediate, not a microtask: every response finished in this I/O phase joins the batch.
+    if (this.#delayMs > 0) this.#timer = setTimeout(this.#start, this.#delayMs)
+    else setImmediate(this.#start)
   }
 
   #timer: NodeJS.Timeout | undefined = undefined
@@ -137,25 +150,25 @@ export class ChargeBatcher {
         try {
           await this.#write(batch)
           if (listeners.size > 0) for (const l of listeners) l(batch.length, performance.now() - t0, true)
-          for (const p of batch) p.resolve()
+          for (const p of batch) p.done()
         } catch (err) {
           if (listeners.size > 0) for (const l of listeners) l(batch.length, performance.now() - t0, false)
           if (!this.#mayRetry(err)) {
             const unknown = new ChargeOutcomeUnknown(err)
-            for (const p of batch) p.reject(unknown)
+            for (const p of batch) p.done(unknown)
             continue
           }
           if (batch.length === 1) {
-            batch[0].reject(err)
+            batch[0].done(failure(err))
             continue
           }
           // Something in the batch failed and nothing of it committed: write each one alone.
           for (const p of batch) {
             try {
               await this.#write([p])
-              p.resolve()
+              p.done()
             } catch (e) {
-              p.reject(this.#mayRetry(e) ? e : new ChargeOutcomeUnknown(e))
+              p.done(this.#mayRetry(e) ? failure(e) : new ChargeOutcomeUnknown(e))
             }
           }
         }

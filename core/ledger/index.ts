@@ -10,6 +10,8 @@ export interface LedgerConfig {
   schema?: string
   /** SQLite only: where reservations are held (see SqliteLedgerOptions). */
   reservations?: 'memory' | 'file'
+  /** SQLite only: who runs WAL checkpoints (see SqliteLedgerOptions). */
+  checkpoints?: 'worker' | 'inline'
   /** PostgreSQL only: how long a hold outlives its call's deadline, and how often holds are renewed and swept (see PostgresLedgerOptions). */
   holdMarginMs?: number
   holdSweepMs?: number
@@ -23,5 +25,5 @@ export async function openLedger (cfg: LedgerConfig, opts: { now?: () => number 
     return new PostgresLedger({ url: cfg.url, schema: cfg.schema, now: opts.now, holdMarginMs: cfg.holdMarginMs, holdSweepMs: cfg.holdSweepMs })
   }
   const { SqliteLedger } = await import('./sqlite.ts')
-  return new SqliteLedger(cfg.path, { ...opts, reservations: cfg.reservations })
+  return new SqliteLedger(cfg.path, { ...opts, reservations: cfg.reservations, checkpoints: cfg.checkpoints })
 }

@@ -145,6 +145,13 @@ export interface LeaseGrant {
   available: Micros
 }
 
+/** A charge handed to `Ledger.chargeQueued`: `done` is called once, after its transaction committed (no argument) or failed (the error, never undefined). */
+export interface QueuedCharge {
+  readonly reservation: Reservation | undefined
+  readonly record: UsageRecord
+  done (err?: unknown): void
+}
+
 export interface Ledger {
   /** Runs pending schema migrations (versioned; idempotent). */
   migrate (): Promise<void>
@@ -191,6 +198,17 @@ export interface Ledger {
    * organization (if any), and inserts the usage record.
    */
   charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void>
+  /**
+   * The synchronous facet, in-process ledgers only (SQLite): `reserve`, `resize` and `release`
+   * answered before they return, and `charge` queued with a callback instead of a promise, so a
+   * hook that holds or charges money can stay synchronous. A ledger offers all four or none; a
+   * network ledger (PostgreSQL) has none. They throw where their twins reject.
+   */
+  reserveSync? (organization: string, amount: Micros, opts?: ReserveOptions): Reservation | undefined
+  resizeSync? (reservation: Reservation, amount: Micros): Reservation
+  releaseSync? (reservation: Reservation): void
+  /** Queues `charge` like `charge(reservation, record)`; its `done` is called when the transaction ends. */
+  chargeQueued? (charge: QueuedCharge): void
   setPrice (model: string, price: ModelPrice): Promise<void>
   getPrice (model: string): Promise<ModelPrice | undefined>
   listUsage (range: { from?: number, to?: number }): Promise<UsageRecord[]>

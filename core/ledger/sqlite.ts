@@ -1,16 +1,25 @@
 /** @module ledger/sqlite – the embedded ledger: one SQLite file (WAL), survives restarts. */
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { randomUUID } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import Database from 'better-sqlite3'
 import type { ModelPrice } from '../types/model.ts'
-import type { Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, Reservation, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
+import type { Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, QueuedCharge, Reservation, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
 import {
   keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, summaryFromRows, usageFromRow, usageParams, usageSummarySql, usageWhere,
   type KeyColumns, type OrganizationColumns, type PriceColumns, type ProjectColumns, type SummaryColumns, type UsageColumns,
 } from './rows.ts'
 import { ChargeBatcher, type BatchListener, type ChargeItem } from './batch.ts'
+import { Checkpointer } from './checkpoint.ts'
+import { ReservationBook } from './book.ts'
+
+/**
+ * Reservation ids: 96 random bits drawn once per process, then a counter (unique across processes
+ * without a UUID per call; an id only names a hold in logs here).
+ */
+const HOLD_PREFIX = `hold-${randomBytes(12).toString('base64url')}-`
+let holds = 0
 
 /** The prepared statements the hot paths use, made once. */
 interface Statements {
@@ -46,6 +55,12 @@ export interface SqliteLedgerOptions {
    * already gone out; only the settle waits.
    */
   chargeDelayMs?: number
+  /**
+   * Who copies the WAL back into the database file (a checkpoint, with its fsyncs): `worker`
+   * (default for a file) a worker thread with its own connection, so the event loop never waits
+   * for it; `inline` SQLite itself, inside a commit, every ~1000 pages.
+   */
+  checkpoints?: 'worker' | 'inline'
 }
 
 /**
@@ -61,15 +76,14 @@ export class SqliteLedger implements Ledger {
   readonly #db: Database.Database
   readonly #now: () => number
   readonly #memory: boolean
-  /** Memory reservations: organization → amount held by calls in flight. */
-  readonly #held = new Map<string, Micros>()
-  /** Memory reservations: organization → balance − reserved as last read from the file, and when. */
-  readonly #known = new Map<string, { free: Micros, at: number }>()
-  readonly #refreshMs: number
+  /** Memory reservations: held in this process (book.ts). */
+  readonly #book: ReservationBook
   #stmts: Statements | undefined
   /** The batch transaction, built once: db.transaction() wraps four functions on every call. */
   #chargeTx: ((items: readonly ChargeItem[]) => boolean[]) | undefined
   readonly #batcher: ChargeBatcher
+  /** Checkpoints off the event loop (see checkpoint.ts); undefined in memory or inline. */
+  readonly #checkpointer: Checkpointer | undefined = undefined
 
   constructor (path: string, opts: SqliteLedgerOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
@@ -80,8 +94,24 @@ export class SqliteLedger implements Ledger {
     this.#db.pragma('foreign_keys = ON')
     this.#now = opts.now ?? Date.now
     this.#memory = (opts.reservations ?? 'memory') === 'memory'
-    this.#refreshMs = opts.balanceRefreshMs ?? 1000
+    this.#book = new ReservationBook(org => {
+      const r = this.#s.balance.get(org)
+      return r ? { balance: Number(r.balance), reserved: Number(r.reserved) } : undefined
+    }, this.#now, opts.balanceRefreshMs ?? 1000)
     this.#batcher = new ChargeBatcher(items => this.#writeCharges(items), { delayMs: opts.chargeDelayMs ?? 5 })
+    if (path !== ':memory:' && (opts.checkpoints ?? 'worker') === 'worker') {
+      this.#db.pragma('wal_autocheckpoint = 0')
+      // Without its worker the connection checkpoints itself again (SQLite's default, 1000 pages).
+      this.#checkpointer = new Checkpointer(path, { onFailed: () => { if (this.#db.open) this.#db.pragma('wal_autocheckpoint = 1000') } })
+    }
+  }
+
+  /** Checkpoints the worker finished (tests). */
+  get checkpointsDone (): number { return this.#checkpointer?.done ?? 0 }
+
+  /** A write committed: its WAL pages will be checkpointed by the worker. */
+  #wrote (): void {
+    this.#checkpointer?.committed()
   }
 
   async migrate (): Promise<void> {
@@ -144,32 +174,40 @@ export class SqliteLedger implements Ledger {
 
   async topUp (organization: string, amount: Micros): Promise<Micros> {
     const r = this.#db.prepare<[Micros, string], Pick<OrganizationColumns, 'balance'>>('UPDATE organizations SET balance = balance + ? WHERE id = ? RETURNING balance').get(amount, organization)
+    this.#wrote()
     if (!r) throw new Error(`unknown organization "${organization}"`)
-    this.#moved(organization, amount)
+    this.#book.moved(organization, amount)
     return Number(r.balance)
   }
 
   async getBalance (organization: string): Promise<{ balance: Micros, reserved: Micros } | undefined> {
     const r = this.#s.balance.get(organization)
-    return r ? { balance: Number(r.balance), reserved: Number(r.reserved) + (this.#held.get(organization) ?? 0) } : undefined
+    return r ? { balance: Number(r.balance), reserved: Number(r.reserved) + this.#book.heldBy(organization) } : undefined
   }
 
   async reserve (organization: string, amount: Micros): Promise<Reservation | undefined> {
+    return this.reserveSync(organization, amount)
+  }
+
+  /** better-sqlite3 is synchronous: a reservation is answered before this returns, in either mode. */
+  reserveSync (organization: string, amount: Micros): Reservation | undefined {
     if (this.#memory) {
       // Read and hold with no await in between: nothing can interleave.
-      const free = this.#free(organization)
-      if (free === undefined) return undefined
-      const held = this.#held.get(organization) ?? 0
-      if (free - held < amount) return undefined
-      this.#held.set(organization, held + amount)
-    } else if (this.#s.reserve.run(amount, organization, amount).changes !== 1) {
-      return undefined
+      if (!this.#book.hold(organization, amount)) return undefined
+    } else {
+      const changed = this.#s.reserve.run(amount, organization, amount).changes
+      this.#wrote()
+      if (changed !== 1) return undefined
     }
-    return { id: randomUUID(), organization, amount }
+    return { id: HOLD_PREFIX + (holds++).toString(36), organization, amount }
   }
 
   async release (reservation: Reservation): Promise<void> {
-    if (this.#memory) this.#unhold(reservation)
+    this.releaseSync(reservation)
+  }
+
+  releaseSync (reservation: Reservation): void {
+    if (this.#memory) this.#book.change(reservation.organization, -reservation.amount)
     else this.#s.release.run(reservation.amount, reservation.organization)
   }
 
@@ -178,11 +216,13 @@ export class SqliteLedger implements Ledger {
    * call admitted after this one settled sees it. File reservations: one conditional UPDATE.
    */
   async resize (reservation: Reservation, amount: Micros): Promise<Reservation> {
+    return this.resizeSync(reservation, amount)
+  }
+
+  resizeSync (reservation: Reservation, amount: Micros): Reservation {
     const by = amount - reservation.amount
     if (this.#memory) {
-      const left = (this.#held.get(reservation.organization) ?? 0) + by
-      if (left > 0) this.#held.set(reservation.organization, left)
-      else this.#held.delete(reservation.organization)
+      this.#book.change(reservation.organization, by)
     } else {
       this.#s.resize.run(by, reservation.organization)
     }
@@ -198,35 +238,12 @@ export class SqliteLedger implements Ledger {
     return false
   }
 
-  /** Balance − reserved in the file, from the cache while it is fresh. */
-  #free (organization: string): Micros | undefined {
-    const now = this.#now()
-    const k = this.#known.get(organization)
-    if (k !== undefined && now - k.at < this.#refreshMs) return k.free
-    const r = this.#s.balance.get(organization)
-    if (!r) {
-      this.#known.delete(organization)
-      return undefined
-    }
-    const free = Number(r.balance) - Number(r.reserved)
-    this.#known.set(organization, { free, at: now })
-    return free
-  }
-
-  /** Applies a change this process made to the cached balance. */
-  #moved (organization: string, by: Micros): void {
-    const k = this.#known.get(organization)
-    if (k !== undefined) k.free += by
-  }
-
-  #unhold (r: Reservation): void {
-    const left = (this.#held.get(r.organization) ?? 0) - r.amount
-    if (left > 0) this.#held.set(r.organization, left)
-    else this.#held.delete(r.organization)
-  }
-
   charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
     return this.#batcher.charge(reservation, record)
+  }
+
+  chargeQueued (charge: QueuedCharge): void {
+    this.#batcher.enqueue(charge)
   }
 
   /** One transaction for the batch; memory reservations are dropped after it committed. */
@@ -248,12 +265,13 @@ export class SqliteLedger implements Ledger {
       return written
     }).immediate
     const written = this.#chargeTx(items)
+    this.#wrote()
     if (!this.#memory) return
     for (let i = 0; i < items.length; i++) {
       if (!written[i]) continue // a duplicate: the first write released and debited already
       const { reservation, record } = items[i]
-      if (reservation) this.#unhold(reservation)
-      if (record.organization && record.cost > 0) this.#moved(record.organization, -record.cost)
+      if (reservation) this.#book.change(reservation.organization, -reservation.amount)
+      if (record.organization && record.cost > 0) this.#book.moved(record.organization, -record.cost)
     }
   }
 
@@ -320,6 +338,8 @@ export class SqliteLedger implements Ledger {
   async close (): Promise<void> {
     // Charges queued for the next batch are written before the file closes.
     await this.#batcher.flush()
+    // The worker's connection closes first: the last one to close checkpoints what is left.
+    await this.#checkpointer?.close()
     if (this.#db.open) this.#db.close()
   }
 }

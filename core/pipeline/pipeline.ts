@@ -36,6 +36,13 @@ export interface Pipeline {
   /** Per route, per phase: the instances with request, answered or settle hooks, in order (precomputed once per pipeline: no per-request filtering). */
   readonly plan: Readonly<Record<RouteName, Readonly<Record<Phase, readonly PluginInstance[]>>>>
   /**
+   * Per route: every phase's list of `plan` one after the other, in phase order, and where each
+   * phase starts in it. The phases of a call run in that order, each to its end unless a hook
+   * throws, so the plugins whose request hook ran are always a prefix of this list: a call keeps
+   * only its length.
+   */
+  readonly order: Readonly<Record<RouteName, { readonly list: readonly PluginInstance[], readonly start: Readonly<Record<Phase, number>> }>>
+  /**
    * Per route: the plugins with response hooks, in reverse pipeline order. Decided once here, so
    * that a route where none has any keeps its fast paths (answers and streams copied as bytes).
    */
@@ -156,6 +163,16 @@ export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeli
     for (const phase of PHASES) byPhase[phase] = Object.freeze(ordered.filter(p => p.phase === phase && p.routes.has(route) && (p.hooks.onRequest || p.hooks.onSettle || p.hooks.onAnswered)))
     plan[route] = Object.freeze(byPhase)
   }
+  const order = {} as Record<RouteName, { list: readonly PluginInstance[], start: Record<Phase, number> }>
+  for (const route of ROUTE_NAMES) {
+    const list: PluginInstance[] = []
+    const start = {} as Record<Phase, number>
+    for (const phase of PHASES) {
+      start[phase] = list.length
+      list.push(...plan[route][phase])
+    }
+    order[route] = Object.freeze({ list: Object.freeze(list), start: Object.freeze(start) })
+  }
   const responders = {} as Record<RouteName, Responders>
   const reversed = [...ordered].reverse()
   for (const route of ROUTE_NAMES) {
@@ -167,6 +184,7 @@ export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeli
   return {
     instances: ordered,
     plan: Object.freeze(plan),
+    order: Object.freeze(order),
     responders: Object.freeze(responders),
     errors,
     async ready () {

@@ -14,16 +14,19 @@ import { CallLifecycle, type CallTracker } from './lifecycle.ts'
  * Core's side of a request: the GatewayContext plugins see, plus what core tracks. Its state and
  * outcome are the call's lifecycle (lifecycle.ts); this class runs the plugins' hooks.
  */
+const NONE_RAN: readonly PluginInstance[] = Object.freeze([])
+
 export class RequestContext extends CallLifecycle implements GatewayContext {
   body: unknown = undefined
   model: ModelEntry | undefined = undefined
-  /** Core's dispatcher hooks here to abort its upstream call when the client goes away. */
-  onAbort: ((reason: Error) => void) | undefined = undefined
+  /** Core's dispatcher hooks its upstream call's abort handle here, aborted when the client goes away. */
+  onAbort: { abort (reason: Error): void } | undefined = undefined
   #abortReason: Error | undefined = undefined
   /** Made on first use of `signal`: most calls never need an AbortSignal, and each costs. */
   #controller: AbortController | undefined = undefined
-  /** Plugins whose onRequest ran, in order. */
-  readonly ran: PluginInstance[] = []
+  /** The route's plugins in phase order (Pipeline.order): those whose onRequest ran are its first `#ran`. */
+  #order: readonly PluginInstance[] = NONE_RAN
+  #ran = 0
   /** Response headers plugins asked for. */
   readonly extraHeaders: Record<string, string> = {}
   deadlineMs: number | undefined = undefined
@@ -114,9 +117,14 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
     this.enterPhase(phase)
     this.running = undefined
     const list = pipeline.plan[this.route][phase]
+    const order = pipeline.order[this.route]
+    const start = order.start[phase]
+    // The phases before this one ran to their end (a call stops at the first hook that throws).
+    if (this.#ran !== start) throw new Error(`phase ${phase} of route ${this.route} started after ${this.#ran} of ${start} earlier plugins ran`)
+    this.#order = order.list
     for (let i = 0; i < list.length; i++) {
       const p = list[i]
-      this.ran.push(p)
+      this.#ran = start + i + 1
       const hook = p.hooks.onRequest
       if (hook === undefined) continue
       this.#current = p
@@ -131,7 +139,7 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
       }
       if (r !== undefined && r !== null && typeof (r as Promise<void>).then === 'function') {
         this.#current = p
-        const run = this.#resume(list, i, r)
+        const run = this.#resume(list, start, i, r)
         this.running = run
         return run
       }
@@ -143,11 +151,11 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
   protected abortCall (reason: Error): void {
     this.#abortReason = reason
     this.#controller?.abort(reason)
-    this.onAbort?.(reason)
+    this.onAbort?.abort(reason)
   }
 
   /** The rest of a phase once hook `i` returned a promise `pending`; later hooks still run sync when they can. */
-  async #resume (list: readonly PluginInstance[], i: number, pending: Promise<void>): Promise<void> {
+  async #resume (list: readonly PluginInstance[], start: number, i: number, pending: Promise<void>): Promise<void> {
     try {
       await pending
     } catch (err) {
@@ -159,7 +167,7 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
     if (this.aborted) throw gwError('GW_ERR_BAD_REQUEST', ['the client closed the connection'])
     for (i++; i < list.length; i++) {
       const p = list[i]
-      this.ran.push(p)
+      this.#ran = start + i + 1
       const hook = p.hooks.onRequest
       if (hook === undefined) continue
       this.#current = p
@@ -178,7 +186,7 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
 
   /** `onAnswered` in reverse for every plugin whose request hook ran. Errors are logged, never thrown. */
   protected runAnsweredHooks (): Promise<void> | undefined {
-    return this.#runOutcomeHooks(this.ran.length - 1, 'onAnswered', 'answered hook failed')
+    return this.#runOutcomeHooks(this.#ran - 1, 'onAnswered', 'answered hook failed')
   }
 
   /**
@@ -186,17 +194,19 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
    * thrown: settling must not break the response already sent.
    */
   protected runSettleHooks (): Promise<void> | undefined {
-    return this.#runOutcomeHooks(this.ran.length - 1, 'onSettle', 'settle failed')
+    return this.#runOutcomeHooks(this.#ran - 1, 'onSettle', 'settle failed')
   }
 
   /**
-   * `which` of every plugin in `ran` from index `from` down to 0: synchronously while the hooks
-   * return plain values; from the first promise on, in one async continuation.
+   * `which` of every plugin whose request hook ran, from index `from` of the route's order down
+   * to 0: synchronously while the hooks return plain values; from the first promise on, in one
+   * async continuation.
    */
   #runOutcomeHooks (from: number, which: 'onSettle' | 'onAnswered', msg: string): Promise<void> | undefined {
     const outcome = this.outcome
+    const order = this.#order
     for (let i = from; i >= 0; i--) {
-      const p = this.ran[i]
+      const p = order[i]
       const hook = p.hooks[which]
       if (hook === undefined) continue
       this.#current = p

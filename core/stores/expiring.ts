@@ -144,6 +144,11 @@ export class ExpiringMemoryStore implements KvStore {
   }
 
   async setIfAbsent (key: string, value: string, ttlMs: number): Promise<boolean> {
+    return this.setIfAbsentSync(key, value, ttlMs)
+  }
+
+  /** Throws StoreFullError (synchronously) when the key is new and there is no room. */
+  setIfAbsentSync (key: string, value: string, ttlMs: number): boolean {
     const now = this.#now()
     if (this.#live(key, now) !== undefined) return false
     this.#create(key, value, now + ttlMs, now)
@@ -156,6 +161,10 @@ export class ExpiringMemoryStore implements KvStore {
   }
 
   async set (key: string, value: string, ttlMs: number): Promise<void> {
+    this.setSync(key, value, ttlMs)
+  }
+
+  setSync (key: string, value: string, ttlMs: number): void {
     const now = this.#now()
     const e = this.#live(key, now)
     const exp = now + ttlMs
@@ -172,6 +181,10 @@ export class ExpiringMemoryStore implements KvStore {
   }
 
   async delIfValue (key: string, value: string): Promise<boolean> {
+    return this.delIfValueSync(key, value)
+  }
+
+  delIfValueSync (key: string, value: string): boolean {
     const e = this.#live(key, this.#now())
     if (e === undefined || String(e.v) !== value) return false
     this.#map.delete(key)

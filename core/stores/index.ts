@@ -68,11 +68,15 @@ export function memoryStores (cfg: Pick<KvConfig, 'maxKeys' | 'maxWindows' | 'ma
 /** A view of `store` whose keys all start with `<ns>:`; closing it does not close the store. */
 export function namespaced (store: KvStore, ns: string): KvStore {
   const p = ns + ':'
+  // The synchronous facet is offered only when the backend has it (in-process stores).
+  const sync = store.incrSync !== undefined && store.setIfAbsentSync !== undefined && store.setSync !== undefined && store.delIfValueSync !== undefined
   return {
     shared: store.shared,
     incr: (k: string, by: number, w: number): Promise<CounterResult> => store.incr(p + k, by, w),
-    // The synchronous path is offered only when the backend has one (in-process stores).
-    incrSync: store.incrSync === undefined ? undefined : (k: string, by: number, w: number): CounterResult => store.incrSync!(p + k, by, w),
+    incrSync: sync ? (k: string, by: number, w: number): CounterResult => store.incrSync!(p + k, by, w) : undefined,
+    setIfAbsentSync: sync ? (k: string, v: string, t: number): boolean => store.setIfAbsentSync!(p + k, v, t) : undefined,
+    setSync: sync ? (k: string, v: string, t: number): void => store.setSync!(p + k, v, t) : undefined,
+    delIfValueSync: sync ? (k: string, v: string): boolean => store.delIfValueSync!(p + k, v) : undefined,
     peek: (k: string) => store.peek(p + k),
     setIfAbsent: (k: string, v: string, t: number) => store.setIfAbsent(p + k, v, t),
     get: (k: string) => store.get(p + k),

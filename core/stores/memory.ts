@@ -54,6 +54,10 @@ export class MemoryStore implements KvStore {
   }
 
   async setIfAbsent (key: string, value: string, ttlMs: number): Promise<boolean> {
+    return this.setIfAbsentSync(key, value, ttlMs)
+  }
+
+  setIfAbsentSync (key: string, value: string, ttlMs: number): boolean {
     if (this.#live(key) !== undefined) return false
     this.#cache.set(key, { v: value, exp: this.#now() + ttlMs })
     return true
@@ -65,6 +69,10 @@ export class MemoryStore implements KvStore {
   }
 
   async set (key: string, value: string, ttlMs: number): Promise<void> {
+    this.setSync(key, value, ttlMs)
+  }
+
+  setSync (key: string, value: string, ttlMs: number): void {
     this.#cache.set(key, { v: value, exp: this.#now() + ttlMs })
   }
 
@@ -73,6 +81,10 @@ export class MemoryStore implements KvStore {
   }
 
   async delIfValue (key: string, value: string): Promise<boolean> {
+    return this.delIfValueSync(key, value)
+  }
+
+  delIfValueSync (key: string, value: string): boolean {
     const e = this.#live(key)
     if (e === undefined || String(e.v) !== value) return false
     this.#cache.delete(key)

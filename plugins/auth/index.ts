@@ -17,12 +17,33 @@ function principalOf (k: KeyEntryT, hash: string): Principal {
   return Object.freeze(p)
 }
 
+const BEARER = 'bearer'
+const isBlank = (c: number): boolean => c === 32 || c === 9
+const isSpace = (c: number): boolean => c === 32 || (c >= 9 && c <= 13)
+
+/**
+ * The token of `Bearer <token>` (the scheme in any case, then spaces or tabs, then the token
+ * with no white space in it, then only white space), or undefined. Read by hand: no match array.
+ */
+function bearerToken (auth: string): string | undefined {
+  if (auth.length < 8 || !isBlank(auth.charCodeAt(6))) return undefined
+  // ASCII letters only: `| 0x20` lowers an upper-case letter and leaves a lower-case one.
+  for (let k = 0; k < 6; k++) if ((auth.charCodeAt(k) | 0x20) !== BEARER.charCodeAt(k)) return undefined
+  let i = 7
+  while (i < auth.length && isBlank(auth.charCodeAt(i))) i++
+  let j = i
+  while (j < auth.length && !isSpace(auth.charCodeAt(j))) j++
+  if (j === i) return undefined
+  for (let k = j; k < auth.length; k++) if (!isSpace(auth.charCodeAt(k))) return undefined
+  return j === auth.length && i === 7 ? auth.slice(7) : auth.slice(i, j)
+}
+
 /** The presented key: `Authorization: Bearer <key>`, or `x-api-key` when allowed. */
 function presentedKey (headers: Readonly<Record<string, string | string[] | undefined>>, xApiKey: boolean): string | undefined {
   const auth = headers.authorization
   if (typeof auth === 'string') {
-    const m = /^Bearer[ \t]+(\S+)\s*$/i.exec(auth)
-    if (m) return m[1]
+    const token = bearerToken(auth)
+    if (token !== undefined) return token
   }
   if (xApiKey && typeof headers['x-api-key'] === 'string') return headers['x-api-key'].trim() || undefined
   return undefined
@@ -84,7 +105,8 @@ export default definePlugin({
     }
 
     return {
-      // Synchronous for a key from config (no promise per call); a promise only for a ledger lookup.
+      // Synchronous for a key from config or one the ledger cache holds (no promise per call); a
+      // promise only for a ledger read.
       onRequest (ctx) {
         const key = presentedKey(ctx.headers, config.acceptXApiKey)
         if (!key) throw gwError('GW_ERR_AUTH_MISSING_KEY')
@@ -92,6 +114,8 @@ export default definePlugin({
         const hash = hashKey(key)
         const entry = byHash.get(hash)
         if (entry !== undefined || !config.ledger) return accept(ctx, entry, hash)
+        const hit = config.ledgerCacheMs > 0 ? cache.get(hash) : undefined
+        if (hit !== undefined) return accept(ctx, hit || undefined, hash)
         return fromLedger(hash).then(found => accept(ctx, found, hash))
       },
     }

@@ -12,18 +12,19 @@
  * real cost exceeds its own reservation (the input estimate was low), bounded by that difference.
  * mode lease (PostgreSQL): the reservation is taken from this replica's slice of the balance in
  * memory instead of a ledger round trip per call; see slice.ts for its rules and bounds.
+ * On an in-process ledger (SQLite) every hook runs without a promise once the model's price is
+ * cached: reserve, shrink and release answer at once and the charge is queued (charge.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises'
-import { definePlugin, gwError, type Reservation, type ModelPrice } from '../../index.ts'
+import { definePlugin, gwError, type GatewayContext, type Outcome, type Reservation, type ModelPrice, type UsageRecord } from '../../index.ts'
 import { PriceBook } from '../../money/pricing.ts'
 import { costMicros, reserveMicros } from '../../money/billing.ts'
 import { requestedChoices, requestedOutputCap } from '../../core/dispatch/estimate.ts'
-import { reservationInputTokens } from '../../core/dispatch/reserve-estimate.ts'
+import { reservationInputTokens, reservationInputTokensNow } from '../../core/dispatch/reserve-estimate.ts'
 import { BalanceConfig } from './schema.ts'
 import { Slice, type Ticket } from './slice.ts'
+import { Charges, LEDGER_ATTEMPTS } from './charge.ts'
 
-/** Attempts at a charge or a release before giving up (with 100 ms × attempt between them). */
-const LEDGER_ATTEMPTS = 4
 /** Characters of prompt text tokenized per call when the config did not go through the schema. */
 const DEFAULT_TOKENIZE_MAX_CHARS = 8192
 
@@ -96,6 +97,12 @@ export default definePlugin({
         }
       }
     }
+    const ledger = deps.ledger
+    // An in-process ledger (SQLite) answers at once: hold, shrink, release and charge need no
+    // promise (the charge is queued; charge.ts). Lease mode and PostgreSQL await the ledger.
+    const sync = !leasing && ledger.reserveSync !== undefined && ledger.resizeSync !== undefined && ledger.releaseSync !== undefined && ledger.chargeQueued !== undefined
+    const charges = new Charges(ledger, deps.log, release)
+
     /**
      * The hold shrinks to the call's real cost before the client has its whole answer, not when
      * the batched charge commits: a client that calls again at once must see what is really
@@ -106,133 +113,191 @@ export default definePlugin({
       const r = slot.reservation
       if (!r || r.amount === cost) return
       try {
-        slot.reservation = await deps.ledger.resize(r, cost)
+        slot.reservation = await ledger.resize(r, cost)
       } catch (err) {
         deps.log.warn({ err }, 'balance: could not shrink a hold to the call\'s cost; it is dropped with the charge')
       }
     }
+
+    function shrinkSync (slot: Slot, cost: number): void {
+      slot.shrunk = true
+      const r = slot.reservation
+      if (!r || r.amount === cost) return
+      try {
+        slot.reservation = ledger.resizeSync!(r, cost)
+      } catch (err) {
+        deps.log.warn({ err }, 'balance: could not shrink a hold to the call\'s cost; it is dropped with the charge')
+      }
+    }
+
+    const maxChars = config.tokenizeMaxChars ?? DEFAULT_TOKENIZE_MAX_CHARS
+    const upstreamName = (ctx: GatewayContext): string => ctx.model!.deployments[0]?.upstreamModel ?? ctx.model!.id
+
+    /**
+     * What the call holds back: its worst-case cost. Input: the whole body as received at 4 bytes
+     * per token, or the prompt's tokens when the tokenizer counts more, capped by the context
+     * window; output: the cap for each of the `n` completions asked for. Undefined while the
+     * model's tokenizer is still loading (the first call of an encoding takes the async path).
+     */
+    function amountNow (ctx: GatewayContext, price: ModelPrice): number | undefined {
+      const model = ctx.model!
+      const body = ctx.body as Record<string, unknown>
+      const input = reservationInputTokensNow(body, ctx.bodyBytes, model.public.context_length, upstreamName(ctx), maxChars)
+      return input === undefined ? undefined : reserveMicros(input, requestedOutputCap(body, model.maxOutputTokens) * requestedChoices(body), price)
+    }
+
+    async function amountFor (ctx: GatewayContext, price: ModelPrice): Promise<number> {
+      const model = ctx.model!
+      const body = ctx.body as Record<string, unknown>
+      const input = await reservationInputTokens(body, ctx.bodyBytes, model.public.context_length, upstreamName(ctx), maxChars)
+      return reserveMicros(input, requestedOutputCap(body, model.maxOutputTokens) * requestedChoices(body), price)
+    }
+
+    /** Admit on an in-process ledger with the price and the amount known: checked and held with no await in between. */
+    function admitSync (ctx: GatewayContext, state: State, org: string | undefined, price: ModelPrice, amount: number): void {
+      const slot: Slot = { price }
+      state.slot = slot
+      if (!config.enforce || !org) return
+      let r: Reservation | undefined
+      try {
+        r = ledger.reserveSync!(org, amount, { deadlineMs: ctx.deadlineMs, traceId: ctx.requestId })
+      } catch (err) {
+        deps.log.error({ err }, 'balance: ledger unreachable (reserve)')
+        throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+      }
+      if (!r) throw gwError('GW_ERR_BALANCE_INSUFFICIENT')
+      slot.reservation = r
+    }
+
+    async function admitAsync (ctx: GatewayContext, state: State, org: string | undefined): Promise<void> {
+      let price: ModelPrice
+      try {
+        price = await prices.price(ctx.model!)
+      } catch (err) {
+        deps.log.error({ err }, 'balance: ledger unreachable (price)')
+        throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+      }
+      const amount = config.enforce && org ? await amountFor(ctx, price) : 0
+      if (sync) return admitSync(ctx, state, org, price, amount)
+      const slot: Slot = { price }
+      state.slot = slot
+      if (!config.enforce || !org) return
+      if (leasing) {
+        const slice = sliceOf(org)
+        let ticket: Ticket | undefined
+        try {
+          ticket = await slice.take(amount)
+        } catch (err) {
+          deps.log.error({ err }, 'balance: ledger unreachable (slice)')
+          throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+        }
+        if (!ticket) throw gwError('GW_ERR_BALANCE_INSUFFICIENT')
+        slot.slice = slice
+        slot.ticket = ticket
+        return
+      }
+      let r: Reservation | undefined
+      try {
+        r = await ledger.reserve(org, amount, { deadlineMs: ctx.deadlineMs, traceId: ctx.requestId })
+      } catch (err) {
+        deps.log.error({ err }, 'balance: ledger unreachable (reserve)')
+        throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+      }
+      if (!r) throw gwError('GW_ERR_BALANCE_INSUFFICIENT')
+      slot.reservation = r
+    }
+
+    function usageRecord (ctx: GatewayContext, outcome: Outcome, slot: Slot, cost: number): UsageRecord {
+      const principal = ctx.principal!
+      const u = outcome.usage!
+      return {
+        time: deps.now(),
+        keyId: principal.keyId,
+        organization: principal.organization,
+        project: principal.project,
+        model: ctx.model!.id,
+        provider: outcome.provider ?? 'unknown',
+        traceId: ctx.requestId,
+        idempotencyKey: header(ctx.headers['idempotency-key']),
+        inputTokens: u.inputTokens,
+        cachedInputTokens: Math.min(u.cachedInputTokens, u.inputTokens),
+        outputTokens: u.outputTokens,
+        cost,
+        price: slot.price,
+        estimated: outcome.usageEstimated,
+      }
+    }
+
+    /** Settle on a network ledger or a slice: each step awaited; a charge retried (charge.ts). */
+    async function settleAsync (ctx: GatewayContext, outcome: Outcome, slot: Slot): Promise<void> {
+      if (!outcome.upstreamSucceeded || !outcome.usage) {
+        if (slot.ticket) await slot.slice!.dropped(slot.ticket)
+        if (slot.reservation) await release(slot.reservation)
+        return
+      }
+      const cost = costMicros(outcome.usage, slot.price)
+      if (slot.ticket) await slot.slice!.answered(slot.ticket, cost)
+      else if (!slot.shrunk) await shrink(slot, cost)
+      const ticket = slot.ticket
+      // A slice call's charge debits without dropping a hold: its cost leaves the slice once it
+      // committed (or the slice forgets it when the charge was given up).
+      await charges.write(slot.reservation, usageRecord(ctx, outcome, slot, cost), ticket ? ok => slot.slice!.charged(ticket, ok) : undefined)
+    }
+
     return {
-      async onAnswered (_ctx, outcome, state) {
+      onAnswered (_ctx, outcome, state) {
         const slot = state.slot
         if (!outcome.upstreamSucceeded || !outcome.usage) return
         if (slot?.ticket) {
           slot.shrunk = true
-          await slot.slice!.answered(slot.ticket, costMicros(outcome.usage, slot.price))
-          return
+          return slot.slice!.answered(slot.ticket, costMicros(outcome.usage, slot.price))
         }
         if (!slot?.reservation) return
-        await shrink(slot, costMicros(outcome.usage, slot.price))
+        if (sync) return shrinkSync(slot, costMicros(outcome.usage, slot.price))
+        return shrink(slot, costMicros(outcome.usage, slot.price))
       },
-      async onRequest (ctx, state) {
-        const model = ctx.model
+      onRequest (ctx, state) {
         const principal = ctx.principal
-        if (!model || !principal) return
+        if (!ctx.model || !principal) return
         const org = principal.organization
         if (config.enforce && !org) throw gwError('GW_ERR_BALANCE_NO_ORGANIZATION')
-        let price: ModelPrice
-        try {
-          price = await prices.price(model)
-        } catch (err) {
-          deps.log.error({ err }, 'balance: ledger unreachable (price)')
-          throw gwError('GW_ERR_NOT_READY', [], { cause: err })
-        }
-        const slot: Slot = { price }
-        state.slot = slot
-        if (!config.enforce || !org) return
-        const body = ctx.body as Record<string, unknown>
-        // Input: the whole body as received at 4 bytes per token, or the prompt's tokens when the
-        // tokenizer counts more, capped by the context window; output: the cap for each of the
-        // `n` completions asked for.
-        const input = await reservationInputTokens(body, ctx.bodyBytes, model.public.context_length, model.deployments[0]?.upstreamModel ?? model.id, config.tokenizeMaxChars ?? DEFAULT_TOKENIZE_MAX_CHARS)
-        const amount = reserveMicros(input, requestedOutputCap(body, model.maxOutputTokens) * requestedChoices(body), price)
-        if (leasing) {
-          const slice = sliceOf(org)
-          let ticket: Ticket | undefined
-          try {
-            ticket = await slice.take(amount)
-          } catch (err) {
-            deps.log.error({ err }, 'balance: ledger unreachable (slice)')
-            throw gwError('GW_ERR_NOT_READY', [], { cause: err })
-          }
-          if (!ticket) throw gwError('GW_ERR_BALANCE_INSUFFICIENT')
-          slot.slice = slice
-          slot.ticket = ticket
-          return
-        }
-        let r: Reservation | undefined
-        try {
-          r = await deps.ledger.reserve(org, amount, { deadlineMs: ctx.deadlineMs, traceId: ctx.requestId })
-        } catch (err) {
-          deps.log.error({ err }, 'balance: ledger unreachable (reserve)')
-          throw gwError('GW_ERR_NOT_READY', [], { cause: err })
-        }
-        if (!r) throw gwError('GW_ERR_BALANCE_INSUFFICIENT')
-        slot.reservation = r
+        // The price from the cache (no ledger read) keeps an in-process admit synchronous.
+        const price = sync ? prices.cached(ctx.model) : undefined
+        if (price === undefined) return admitAsync(ctx, state, org)
+        const amount = config.enforce && org ? amountNow(ctx, price) : 0
+        if (amount === undefined) return admitAsync(ctx, state, org)
+        admitSync(ctx, state, org, price, amount)
       },
-      async onSettle (ctx, outcome, state) {
+      onSettle (ctx, outcome, state) {
         const slot = state.slot
         if (!slot) return
         state.slot = undefined
-        const principal = ctx.principal!
+        if (!sync) return settleAsync(ctx, outcome, slot)
         if (!outcome.upstreamSucceeded || !outcome.usage) {
-          if (slot.ticket) await slot.slice!.dropped(slot.ticket)
-          if (slot.reservation) await release(slot.reservation)
+          const r = slot.reservation
+          if (r === undefined) return
+          try {
+            ledger.releaseSync!(r)
+          } catch {
+            return release(r) // retried
+          }
           return
         }
-        const u = outcome.usage
-        const cost = costMicros(u, slot.price)
-        if (slot.ticket) await slot.slice!.answered(slot.ticket, cost)
-        else if (!slot.shrunk) await shrink(slot, cost)
-        const reservation = slot.reservation
-        const record = {
-          time: deps.now(),
-          keyId: principal.keyId,
-          organization: principal.organization,
-          project: principal.project,
-          model: ctx.model!.id,
-          provider: outcome.provider ?? 'unknown',
-          traceId: ctx.requestId,
-          idempotencyKey: header(ctx.headers['idempotency-key']),
-          inputTokens: u.inputTokens,
-          cachedInputTokens: Math.min(u.cachedInputTokens, u.inputTokens),
-          outputTokens: u.outputTokens,
-          cost,
-          price: slot.price,
-          estimated: outcome.usageEstimated,
-        }
-        // A transient ledger error must not lose a charge: retry a few times, then log loudly.
-        for (let attempt = 1; ; attempt++) {
-          try {
-            await deps.ledger.charge(reservation, record)
-            // A slice call's charge debits without dropping a hold: its cost leaves the slice now.
-            if (slot.ticket) await slot.slice!.charged(slot.ticket, true)
-            return
-          } catch (err) {
-            if ((err as { outcomeUnknown?: boolean })?.outcomeUnknown === true) {
-              // The connection was lost with the commit possibly in flight. The retry is safe: the
-              // ledger writes one usage record per trace id, and a charge whose record is already
-              // there changes nothing.
-              deps.log.warn({ err, traceId: record.traceId }, 'balance: the ledger connection was lost while a charge was committing; retrying it (one charge per trace id, so it cannot be charged twice)')
-            }
-            if (attempt >= LEDGER_ATTEMPTS) {
-              deps.log.fatal({ err, record }, 'balance: charge could not be written; the usage record is in this log line')
-              // Its hold must not outlive it (releasing a hold its charge already dropped changes nothing).
-              if (reservation) await release(reservation)
-              if (slot.ticket) await slot.slice!.charged(slot.ticket, false)
-              return
-            }
-            await sleep(100 * attempt)
-          }
-        }
+        const cost = costMicros(outcome.usage, slot.price)
+        if (!slot.shrunk) shrinkSync(slot, cost)
+        // Queued: the settle returns now; the hold is dropped when the batch commits, and a
+        // failed charge is retried (close() waits for them all).
+        charges.queue(slot.reservation, usageRecord(ctx, outcome, slot, cost))
       },
-      ready: () => deps.ledger.ping(),
+      ready: () => ledger.ping(),
       async close () {
         clearInterval(idleTimer)
-        // Every call has settled by now: each slice's whole hold goes back to its organization.
+        // Every call has settled by now; their queued charges (and retries) finish first.
+        await charges.drain()
+        // Each slice's whole hold goes back to its organization.
         await Promise.allSettled([...slices.values()].map(s => s.leased ? s.release() : undefined))
         slices.clear()
       },
     }
   },
 })
-

@@ -17,6 +17,9 @@ import { LocalCounters } from './sync.ts'
  * - plugin: ip-limit
  *   config: { limit: 120, windowMs: 60000, trustedProxies: [10.0.0.0/8] }
  */
+/** Addresses whose counter key is cached per window. */
+const MAX_CACHED_KEYS = 10_000
+
 export default definePlugin({
   name: 'ip-limit',
   phase: 'connect',
@@ -32,18 +35,35 @@ export default definePlugin({
       : undefined
     const store = deps.store
     const sync = store.incrSync !== undefined
+    /**
+     * Counter keys of the current window by client address as seen (socket address, or the
+     * X-Forwarded-For entry picked): parsing an address and building its key once per window, not
+     * per call. Bounded: a flood of distinct addresses starts it over.
+     */
+    let keysWindow = -1
+    const keys = new Map<string, string>()
+    const keyOf = (ip: string, window: number): string => {
+      if (window !== keysWindow) { keys.clear(); keysWindow = window }
+      let k = keys.get(ip)
+      if (k === undefined) {
+        // The key outlives its window a little so clock skew between replicas cannot reset it early.
+        k = `${clientSubject(ip, config.ipv6PrefixLength)}:${window}`
+        if (keys.size >= MAX_CACHED_KEYS) keys.clear()
+        keys.set(ip, k)
+      }
+      return k
+    }
     const hooks: { close: () => void | Promise<void>, onRequest: (ctx: GatewayContext) => void | Promise<void> } = {
       close: () => local?.close(),
       onRequest (ctx) {
         // Synchronous when the store is in-process (incrSync): the pipeline then runs this phase
         // without a promise. Lease mode and network stores take the async path.
         if (local === undefined && sync) {
-          const ip = clientSubject(clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted), config.ipv6PrefixLength)
           const now = deps.now()
           const window = Math.floor(now / windowMs)
           let count: number
           try {
-            count = store.incrSync!(`${ip}:${window}`, 1, windowMs + 5000).value
+            count = store.incrSync!(keyOf(clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted), window), 1, windowMs + 5000).value
           } catch (err) {
             deps.log.error({ err }, 'ip-limit: store unreachable')
             if (config.onStoreError === 'open') return

@@ -10,7 +10,7 @@
  * mode lease (Redis): the same windows, but each replica leases slices of them and counts in
  * memory (see lease.ts): no store round trip per call except when a slice runs out.
  */
-import { definePlugin, gwError, isStoreFull, type GatewayError, type GatewayContext } from '../../index.ts'
+import { definePlugin, gwError, isStoreFull, type GatewayError, type GatewayContext, type Usage } from '../../index.ts'
 import { PriceBook } from '../../money/pricing.ts'
 import { costMicros } from '../../money/billing.ts'
 import { QuotaConfig, type QuotaLimitT } from './schema.ts'
@@ -32,18 +32,32 @@ export function windowAt (w: QuotaLimitT['window'], now: number): [string, numbe
 }
 
 /**
- * One limit's current window for one subject, with its store keys: built once per window, not per
- * call. `expiresAt`: when the window's counters may go (its end, plus up to a minute of slack).
+ * One limit's current window for one subject, with its store keys: built once per window and
+ * shared by every call counted in it (a call keeps references to these, nothing of its own).
+ * `expiresAt`: when the window's counters may go (its end, plus up to a minute of slack).
  */
-interface WindowKeys { readonly window: string, readonly start: number, readonly end: number, readonly expiresAt: number, readonly tokens: string, readonly spend: string, readonly requests: string }
-
-interface Applied { limit: QuotaLimitT, index: number, subject: string, keys: WindowKeys, ttl: number, window: string, end: number }
+interface WindowKeys {
+  readonly limit: QuotaLimitT
+  readonly subject: string
+  readonly window: string
+  readonly start: number
+  readonly end: number
+  readonly expiresAt: number
+  readonly tokens: string
+  readonly spend: string
+  readonly requests: string
+}
 
 /** Subjects whose window keys are cached per limit; past it the cache starts over (a bound, not an LRU). */
 const MAX_CACHED_SUBJECTS = 10_000
 
+type Leased = { tokens?: CounterLease, spend?: CounterLease }
+
 /** Per request: the windows this call was counted in, from admit to settle. */
-interface State { applied?: Applied[], leases?: Map<Applied, { tokens?: CounterLease, spend?: CounterLease }> }
+interface State { applied?: WindowKeys[], leases?: Map<WindowKeys, Leased> }
+
+/** What a window's counters still live for at `now` (a new key gets this TTL). */
+const ttlOf = (k: WindowKeys, now: number): number => Math.max(1, k.expiresAt - now)
 
 /**
  * @example
@@ -64,9 +78,10 @@ export default definePlugin({
   configSchema: QuotaConfig,
   create (config, deps) {
     const prices = new PriceBook(deps.ledger, config.priceCacheMs)
-    const limits = config.limits.map((limit, index) => ({ limit, index }))
-
+    const limits = config.limits
+    const store = deps.store
     const cached = limits.map(() => new Map<string, WindowKeys>())
+    const hasSpend = limits.some(l => l.spend !== undefined)
 
     /** The window of limit `index` for `subject` at `now`, its keys made once per window. */
     function windowKeys (limit: QuotaLimitT, index: number, subject: string, now: number): WindowKeys {
@@ -75,42 +90,53 @@ export default definePlugin({
       if (k === undefined || now >= k.end || now < k.start) {
         const [window, left, len] = windowAt(limit.window, now)
         const base = `${index}:${limit.scope}:${subject}:${window}:`
-        k = { window, start: now + left - len, end: now + left, expiresAt: now + left + Math.min(len, 60_000), tokens: `${base}tokens`, spend: `${base}spend`, requests: `${base}requests` }
+        k = { limit, subject, window, start: now + left - len, end: now + left, expiresAt: now + left + Math.min(len, 60_000), tokens: `${base}tokens`, spend: `${base}spend`, requests: `${base}requests` }
         if (cache.size >= MAX_CACHED_SUBJECTS) cache.clear()
         cache.set(subject, k)
       }
       return k
     }
 
-    function applicable (ctx: GatewayContext, now: number): Applied[] | undefined {
+    function applicable (ctx: GatewayContext, now: number): WindowKeys[] | undefined {
       const p = ctx.principal
       if (!p) return undefined
-      let out: Applied[] | undefined
+      let out: WindowKeys[] | undefined
       for (let index = 0; index < limits.length; index++) {
-        const { limit } = limits[index]
+        const limit = limits[index]
         const subject = limit.scope === 'organization' ? p.organization : limit.scope === 'project' ? p.project : p.keyId
         if (!subject || (limit.id !== undefined && limit.id !== subject)) continue
-        const keys = windowKeys(limit, index, subject, now)
-        ;(out ??= []).push({ limit, index, subject, keys, ttl: keys.expiresAt - now, window: keys.window, end: keys.end })
+        ;(out ??= []).push(windowKeys(limit, index, subject, now))
       }
       return out
     }
 
-    const key = (a: Applied, what: 'tokens' | 'spend' | 'requests'): string => a.keys[what]
-
-    function exceeded (ctx: GatewayContext, a: Applied, what: string, now: number): GatewayError {
-      const [, left] = windowAt(a.limit.window, now)
-      ctx.setHeader('retry-after', String(Math.max(1, Math.ceil(left / 1000))))
+    function exceeded (ctx: GatewayContext, a: WindowKeys, what: string, now: number): GatewayError {
+      ctx.setHeader('retry-after', String(Math.max(1, Math.ceil((a.end - now) / 1000))))
       return gwError('GW_ERR_QUOTA_EXCEEDED', [`${what} per ${a.limit.window} for ${a.limit.scope} "${a.subject}"`])
     }
 
+    /** A store error at admit: 503 for a full store whatever onStoreError says, else by onStoreError (undefined: admit). */
+    function storeFailed (err: unknown): GatewayError | undefined {
+      // A window that cannot be held would let the call run uncounted: refused whatever
+      // onStoreError says (that choice is about an unreachable store).
+      if (isStoreFull(err)) {
+        deps.log.error({ err }, 'quota: window store full, calls needing a new window refused with 503 until windows expire')
+        return gwError('GW_ERR_STORE_FULL', [], { cause: err })
+      }
+      deps.log.error({ err }, 'quota: store unreachable')
+      if (config.onStoreError === 'open') return undefined
+      return gwError('GW_ERR_NOT_READY', [], { cause: err })
+    }
+
+    // An in-process store answers at once: admit and settle count without a promise per call.
+    const sync = store.incrSync !== undefined
     // Leasing needs a store shared with other replicas; in memory every call is local already.
-    const leasing = config.mode === 'lease' && deps.store.shared === true
+    const leasing = config.mode === 'lease' && store.shared === true
     const leases = new Map<string, CounterLease>()
-    const leaseOf = (a: Applied, what: 'tokens' | 'spend' | 'requests', limit: number, now: number): CounterLease => {
-      const k = key(a, what)
+    const leaseOf = (a: WindowKeys, what: 'tokens' | 'spend' | 'requests', limit: number, now: number): CounterLease => {
+      const k = a[what]
       let l = leases.get(k)
-      if (!l) leases.set(k, l = new CounterLease(deps.store, k, limit, a.end, now + a.ttl, config.lease, deps.now))
+      if (!l) leases.set(k, l = new CounterLease(store, k, limit, a.end, a.expiresAt, config.lease, deps.now))
       return l
     }
     // Windows that ended take their slices with them.
@@ -121,12 +147,12 @@ export default definePlugin({
       }, 10_000).unref()
       : undefined
 
-    async function leasedRequest (ctx: GatewayContext, state: State, list: Applied[], now: number): Promise<void> {
+    async function leasedRequest (ctx: GatewayContext, state: State, list: WindowKeys[], now: number): Promise<void> {
       const counted: CounterLease[] = []
-      const settle = new Map<Applied, { tokens?: CounterLease, spend?: CounterLease }>()
+      const settle = new Map<WindowKeys, Leased>()
       try {
         for (const a of list) {
-          const s: { tokens?: CounterLease, spend?: CounterLease } = {}
+          const s: Leased = {}
           if (a.limit.tokens !== undefined) {
             s.tokens = leaseOf(a, 'tokens', a.limit.tokens, now)
             if (!await s.tokens.take(0)) throw exceeded(ctx, a, `${a.limit.tokens} tokens`, now)
@@ -146,13 +172,107 @@ export default definePlugin({
         // A refused call does not use up a request: back into this replica's slices.
         for (const l of counted) l.giveBack(1)
         if ((err as GatewayError).code === 'GW_ERR_QUOTA_EXCEEDED') throw err
-        if (isStoreFull(err)) throw gwError('GW_ERR_STORE_FULL', [], { cause: err })
-        deps.log.error({ err }, 'quota: store unreachable')
-        if (config.onStoreError === 'open') return
-        throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+        const refusal = storeFailed(err)
+        if (refusal === undefined) return
+        throw refusal
       }
       state.applied = list
       state.leases = settle
+    }
+
+    /** Exact mode, in-process store: each window checked and counted with no await in between. */
+    function countSync (ctx: GatewayContext, state: State, list: WindowKeys[], now: number): void {
+      let i = 0
+      let counted = 0
+      try {
+        for (; i < list.length; i++) {
+          const a = list[i]
+          const ttl = ttlOf(a, now)
+          // Adding 0 opens the window now if it is new, so a store with no room for it refuses
+          // this call here, not the usage that settle would add later.
+          if (a.limit.tokens !== undefined && store.incrSync!(a.tokens, 0, ttl).value >= a.limit.tokens) throw exceeded(ctx, a, `${a.limit.tokens} tokens`, now)
+          if (a.limit.spend !== undefined && store.incrSync!(a.spend, 0, ttl).value >= Math.round(a.limit.spend * 1e6)) throw exceeded(ctx, a, `a spend cap of ${a.limit.spend}`, now)
+          if (a.limit.requests !== undefined) {
+            const n = store.incrSync!(a.requests, 1, ttl).value
+            counted = i + 1
+            if (n > a.limit.requests) throw exceeded(ctx, a, `${a.limit.requests} requests`, now)
+          }
+        }
+      } catch (err) {
+        // A refused call does not use up a request: undo what this call counted.
+        for (let j = 0; j < counted; j++) {
+          const a = list[j]
+          if (a.limit.requests !== undefined) { try { store.incrSync!(a.requests, -1, ttlOf(a, now)) } catch {} }
+        }
+        if ((err as GatewayError).code === 'GW_ERR_QUOTA_EXCEEDED') throw err
+        const refusal = storeFailed(err)
+        if (refusal === undefined) return
+        throw refusal
+      }
+      state.applied = list
+    }
+
+    /** Exact mode, network store: the same checks, one awaited command each. */
+    async function countAsync (ctx: GatewayContext, state: State, list: WindowKeys[], now: number): Promise<void> {
+      const counted: WindowKeys[] = []
+      try {
+        for (const a of list) {
+          const ttl = ttlOf(a, now)
+          if (a.limit.tokens !== undefined && (await store.incr(a.tokens, 0, ttl)).value >= a.limit.tokens) throw exceeded(ctx, a, `${a.limit.tokens} tokens`, now)
+          if (a.limit.spend !== undefined && (await store.incr(a.spend, 0, ttl)).value >= Math.round(a.limit.spend * 1e6)) throw exceeded(ctx, a, `a spend cap of ${a.limit.spend}`, now)
+          if (a.limit.requests !== undefined) {
+            const n = (await store.incr(a.requests, 1, ttl)).value
+            counted.push(a)
+            if (n > a.limit.requests) throw exceeded(ctx, a, `${a.limit.requests} requests`, now)
+          }
+        }
+      } catch (err) {
+        await Promise.allSettled(counted.map(a => store.incr(a.requests, -1, ttlOf(a, now))))
+        if ((err as GatewayError).code === 'GW_ERR_QUOTA_EXCEEDED') throw err
+        const refusal = storeFailed(err)
+        if (refusal === undefined) return
+        throw refusal
+      }
+      state.applied = list
+    }
+
+    /** Settle, in-process store and the price known: usage added to each window at once. */
+    function addSync (list: WindowKeys[], tokens: number, cost: number, now: number): void {
+      for (const a of list) {
+        try {
+          const ttl = ttlOf(a, now)
+          if (a.limit.tokens !== undefined && tokens > 0) store.incrSync!(a.tokens, tokens, ttl)
+          if (a.limit.spend !== undefined && cost > 0) store.incrSync!(a.spend, cost, ttl)
+        } catch (err) {
+          deps.log.error({ err }, 'quota: could not add usage to a window')
+        }
+      }
+    }
+
+    async function addAsync (ctx: GatewayContext, list: WindowKeys[], leased: Map<WindowKeys, Leased> | undefined, u: Usage): Promise<void> {
+      const tokens = u.inputTokens + u.outputTokens
+      let cost: number | undefined
+      const now = deps.now()
+      for (const a of list) {
+        try {
+          const l = leased?.get(a)
+          if (l) {
+            if (l.tokens && tokens > 0) await l.tokens.spend(tokens)
+            if (l.spend) {
+              cost ??= costMicros(u, await prices.price(ctx.model!))
+              if (cost > 0) await l.spend.spend(cost)
+            }
+            continue
+          }
+          if (a.limit.tokens !== undefined && tokens > 0) await store.incr(a.tokens, tokens, ttlOf(a, now))
+          if (a.limit.spend !== undefined) {
+            cost ??= costMicros(u, await prices.price(ctx.model!))
+            if (cost > 0) await store.incr(a.spend, cost, ttlOf(a, now))
+          }
+        } catch (err) {
+          deps.log.error({ err }, 'quota: could not add usage to a window')
+        }
+      }
     }
 
     return {
@@ -162,69 +282,27 @@ export default definePlugin({
         await Promise.allSettled([...leases.values()].map(l => l.close()))
         leases.clear()
       },
-      async onRequest (ctx, state) {
+      onRequest (ctx, state) {
         const now = deps.now()
         const list = applicable(ctx, now)
         if (list === undefined) return
         if (leasing) return leasedRequest(ctx, state, list, now)
-        const counted: Applied[] = []
-        try {
-          for (const a of list) {
-            // Adding 0 opens the window now if it is new, so a store with no room for it refuses
-            // this call here, not the usage that settle would add later.
-            if (a.limit.tokens !== undefined && (await deps.store.incr(key(a, 'tokens'), 0, a.ttl)).value >= a.limit.tokens) throw exceeded(ctx, a, `${a.limit.tokens} tokens`, now)
-            if (a.limit.spend !== undefined && (await deps.store.incr(key(a, 'spend'), 0, a.ttl)).value >= Math.round(a.limit.spend * 1e6)) throw exceeded(ctx, a, `a spend cap of ${a.limit.spend}`, now)
-            if (a.limit.requests !== undefined) {
-              const n = (await deps.store.incr(key(a, 'requests'), 1, a.ttl)).value
-              counted.push(a)
-              if (n > a.limit.requests) throw exceeded(ctx, a, `${a.limit.requests} requests`, now)
-            }
-          }
-        } catch (err) {
-          // A refused call does not use up a request: undo what this call counted.
-          await Promise.allSettled(counted.map(a => deps.store.incr(key(a, 'requests'), -1, a.ttl)))
-          if ((err as GatewayError).code === 'GW_ERR_QUOTA_EXCEEDED') throw err
-          // A window that cannot be held would let the call run uncounted: refused whatever
-          // onStoreError says (that choice is about an unreachable store).
-          if (isStoreFull(err)) {
-            deps.log.error({ err }, 'quota: window store full, calls needing a new window refused with 503 until windows expire')
-            throw gwError('GW_ERR_STORE_FULL', [], { cause: err })
-          }
-          deps.log.error({ err }, 'quota: store unreachable')
-          if (config.onStoreError === 'open') return
-          throw gwError('GW_ERR_NOT_READY', [], { cause: err })
-        }
-        state.applied = list
+        if (sync) return countSync(ctx, state, list, now)
+        return countAsync(ctx, state, list, now)
       },
-      async onSettle (ctx, outcome, state) {
+      onSettle (ctx, outcome, state) {
         const list = state.applied
         if (!list || !outcome.usage || !outcome.upstreamSucceeded) return
         state.applied = undefined
         const u = outcome.usage
-        const tokens = u.inputTokens + u.outputTokens
-        let cost: number | undefined
         const leased = state.leases
         state.leases = undefined
-        for (const a of list) {
-          try {
-            const l = leased?.get(a)
-            if (l) {
-              if (l.tokens && tokens > 0) await l.tokens.spend(tokens)
-              if (l.spend) {
-                cost ??= costMicros(u, await prices.price(ctx.model!))
-                if (cost > 0) await l.spend.spend(cost)
-              }
-              continue
-            }
-            if (a.limit.tokens !== undefined && tokens > 0) await deps.store.incr(key(a, 'tokens'), tokens, a.ttl)
-            if (a.limit.spend !== undefined) {
-              cost ??= costMicros(u, await prices.price(ctx.model!))
-              if (cost > 0) await deps.store.incr(key(a, 'spend'), cost, a.ttl)
-            }
-          } catch (err) {
-            deps.log.error({ err }, 'quota: could not add usage to a window')
-          }
+        if (leased === undefined && sync) {
+          // The spend is priced from the cache; only a price not cached yet needs the ledger.
+          const price = hasSpend ? prices.cached(ctx.model!) : undefined
+          if (!hasSpend || price !== undefined) return addSync(list, u.inputTokens + u.outputTokens, price === undefined ? 0 : costMicros(u, price), deps.now())
         }
+        return addAsync(ctx, list, leased, u)
       },
     }
   },

@@ -1,5 +1,6 @@
 // Smoke test of the benchmark harness (bench/run.mjs): one tiny run over direct, bare and the
-// embedded gateway, then checks that the report has a results table with those rows and numbers.
+// embedded gateway, then checks that the report has a results table with those rows and numbers,
+// and the allocation and response-hooks sections.
 // It asserts nothing about speed. It uses whichever load generator is there: wrk when it is on PATH,
 // else autocannon (bench/node_modules), else bench/load.mjs's built-in undici loop, so it runs on a
 // plain `npm install`. It never installs anything (BENCH_INSTALL_WRK=0).
@@ -25,6 +26,9 @@ function runHarness (out: string): Promise<{ code: number | null, log: string }>
         BENCH_PROFILE: '0',
         BENCH_OUT: out,
         BENCH_INSTALL_WRK: '0',
+        BENCH_ALLOC_CALLS: '200',
+        BENCH_HOOKS_SECONDS: '1',
+        BENCH_HOOKS_ROUNDS: '1',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
@@ -87,4 +91,21 @@ t.test('bench harness runs once and writes a results table', async t => {
   t.match(md, /- Load: (wrk \(|\*\*(autocannon|builtin undici loop) fallback: ratios may be inflated\*\*)/, 'the load generator is named, a fallback labelled')
   t.match(md, /## Targets/)
   t.match(md, /Node v\d+/, 'machine description')
+  // The allocation section: the gateway and the bare proxy, both kinds of call, in KB.
+  const alloc = tableAfter(md, '## Allocation per call')
+  for (const who of ['gateway', 'bare proxy']) {
+    for (const call of ['JSON chat', 'streamed chat']) {
+      const row = alloc.find(r => r[0] === who && r[1] === call)
+      t.ok(row && Number(row[2]) > 0, `allocation: ${who}, ${call}`)
+    }
+  }
+  // The response-hooks section: both variants, both kinds, numbers and no errors.
+  const hooks = tableAfter(md, '## Response hooks cost')
+  for (const variant of ['no-hooks', 'noop-hooks']) {
+    for (const call of ['JSON chat', 'streamed chat']) {
+      const row = hooks.find(r => r[0] === variant && r[1] === call)
+      t.ok(row && Number(row[2]) > 0, `hooks cost: ${variant}, ${call}: req/s`)
+      t.equal(row?.[6], '0', `hooks cost: ${variant}, ${call}: no errors`)
+    }
+  }
 })

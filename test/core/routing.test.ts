@@ -80,7 +80,7 @@ t.test('CircuitTicket – settled once; how each way a half-open trial ends move
   t.test('disposed unsettled: released, or a failure when the call timed out', async t => {
     const { c, dep, trial } = open()
     trial[Symbol.dispose]()
-    const next = c.allow(dep, () => true)!
+    const next = c.allow(dep, { expired: true })!
     t.equal(next.trial, true, 'released by disposal')
     next[Symbol.dispose]()
     t.ok(c.isOpen(dep), 'a trial cut by its deadline re-opens the circuit')

@@ -75,3 +75,23 @@ t.test('SseParser – maxEventBytes', async t => {
     t.equal(evs.length, 100)
   })
 })
+
+t.test('SseParser – whole: a chunk that is exactly a run of complete events (its raw texts joined are the chunk)', async t => {
+  const p = new SseParser()
+  const push = (x: string | Buffer) => { const evs = p.push(x); return { whole: p.whole, raw: evs.map(e => e.raw).join('') } }
+  t.same(push('data: a\n\n'), { whole: true, raw: 'data: a\n\n' })
+  t.same(push(Buffer.from('event: x\ndata: b\n\ndata: c\r\n\r\n')), { whole: true, raw: 'event: x\ndata: b\n\ndata: c\r\n\r\n' })
+  t.equal(push(': ping\n\ndata: d\n\n').whole, false, 'a comment is in no event')
+  t.equal(push('data: e\n\ndata: f').whole, false, 'an event left open')
+  t.equal(push('\n\n').whole, false, 'the end of an event begun earlier')
+  t.equal(push('data: g\n\n').whole, true, 'whole again once nothing is held')
+  const bytes = Buffer.from('data: é\n\n')
+  const cut = bytes.indexOf(0xc3) + 1
+  t.equal(push(bytes.subarray(0, cut)).whole, false, 'a character split by the chunk')
+  t.same(push(bytes.subarray(cut)), { whole: false, raw: 'data: é\n\n' }, 'its rest: the event is complete but began earlier')
+  t.equal(push('data: h\r\r').whole, false, 'a chunk ending in CR may continue with LF')
+  t.equal(push('\ndata: i\n\n').whole, false)
+  t.equal(push('data: j\n\n').whole, true)
+  t.equal(push('').whole, false, 'an empty chunk is no run of events')
+  t.same(p.end(), [])
+})

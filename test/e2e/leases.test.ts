@@ -1,7 +1,8 @@
 // Lease mode (issue 18, item 3): two built gateway processes sharing one Redis prefix and one
 // PostgreSQL schema, with ip-limit, quota and balance in `mode: lease`, under hundreds of calls in
 // flight. The IP limit is passed by at most maxUnsynced per replica; the request quota is never
-// passed; the balance never goes negative, Σ charges == balance drop, one usage record per
+// passed; a token cap is passed by no more than the calls admitted together use (as in exact
+// mode), and its window counts every token; the balance never goes negative, Σ charges == balance drop, one usage record per
 // success; slices and leases go back on shutdown; a killed replica's slice expires and is swept.
 import t, { type Test } from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -18,8 +19,13 @@ import { until } from '../helpers/until.ts'
 const SERVER = resolve('dist/server.js')
 const KEY_Q = 'sk-gw-leases-quota-key-0001'
 const KEY_B = 'sk-gw-leases-balance-key-01'
+const KEY_T = 'sk-gw-leases-tokens-key-001'
 const ORG_Q = 'org-lease-quota'
 const ORG_B = 'org-lease-balance'
+const ORG_T = 'org-lease-tokens'
+const TOKENS = 2000
+/** Calls in flight at once in the token-cap test: the most that can be admitted before the cap is seen. */
+const TOKEN_WIDTH = 60
 const IP_LIMIT = 100
 const MAX_UNSYNCED = 10
 const REQUESTS = 150
@@ -38,8 +44,8 @@ function config (rUrl: string, prefix: string, dbUrl: string, schema: string): R
     models: [{ id: 'echo/one', input_modalities: ['text'], price: { input: 1, output: 2 }, deployments: [{ provider: 'echo', model: 'echo' }] }],
     pipeline: [
       { plugin: 'ip-limit', config: { limit: IP_LIMIT, windowMs: 3_600_000, trustedProxies: ['127.0.0.1/32'], mode: 'lease', lease: { intervalMs: 50, maxUnsynced: MAX_UNSYNCED } } },
-      { plugin: 'auth', config: { keys: [{ key: KEY_Q, id: 'lease-q', organization: ORG_Q }, { key: KEY_B, id: 'lease-b', organization: ORG_B }] } },
-      { plugin: 'quota', config: { mode: 'lease', limits: [{ scope: 'organization', id: ORG_Q, window: 'hour', requests: REQUESTS }] } },
+      { plugin: 'auth', config: { keys: [{ key: KEY_Q, id: 'lease-q', organization: ORG_Q }, { key: KEY_B, id: 'lease-b', organization: ORG_B }, { key: KEY_T, id: 'lease-t', organization: ORG_T }] } },
+      { plugin: 'quota', config: { mode: 'lease', limits: [{ scope: 'organization', id: ORG_Q, window: 'hour', requests: REQUESTS }, { scope: 'organization', id: ORG_T, window: 'hour', tokens: TOKENS }] } },
       { plugin: 'balance', config: { mode: 'lease', lease: { maxSlice: 0.01, idleMs: 60_000 } } },
     ],
   }
@@ -106,7 +112,9 @@ t.test('two replicas in lease mode', async t => {
   await ledger.migrate()
   await ledger.createOrganization(ORG_Q)
   await ledger.createOrganization(ORG_B)
+  await ledger.createOrganization(ORG_T)
   await ledger.topUp(ORG_Q, 1_000_000_000)
+  await ledger.topUp(ORG_T, 1_000_000_000)
   const redis = new Redis(rUrl)
   t.teardown(async () => {
     await ledger.close()
@@ -146,6 +154,24 @@ t.test('two replicas in lease mode', async t => {
       t.match(r.body?.error?.message, /quota exceeded: 150 requests per hour/, 'the spec\'s quota body')
     }
     quotaOk = ok
+  })
+
+  let tokensUsed = 0
+  t.test('a token cap across both replicas is passed by no more than the calls admitted together use', async t => {
+    const since = Date.now() - 1
+    const results = await bounded(600, TOKEN_WIDTH, i => call((i % 2 ? a : b).url, KEY_T, ip(5000 + i)))
+    const ok = results.filter(r => r.status === 200).length
+    for (const r of results.filter(r => r.status !== 200)) {
+      t.equal(r.status, 429)
+      t.match(r.body?.error?.message, /quota exceeded: 2000 tokens per hour/, 'the spec\'s quota body')
+    }
+    t.ok(ok < 600, `${ok} succeeded: the cap was reached`)
+    t.ok(await until(async () => (await ledger.listUsage({ from: since })).filter(r => r.organization === ORG_T).length === ok), 'one usage record per success')
+    const records = (await ledger.listUsage({ from: since })).filter(r => r.organization === ORG_T)
+    const per = records.map(r => r.inputTokens + r.outputTokens)
+    tokensUsed = per.reduce((x, y) => x + y, 0)
+    t.ok(tokensUsed >= TOKENS, `${tokensUsed} tokens used: a refusal means the cap was really reached`)
+    t.ok(tokensUsed <= TOKENS + TOKEN_WIDTH * Math.max(...per), `${tokensUsed} tokens ≤ the cap + ${TOKEN_WIDTH} calls in flight × ${Math.max(...per)} tokens`)
   })
 
   let successes = 0
@@ -202,5 +228,8 @@ t.test('two replicas in lease mode', async t => {
     const keys = await redis.keys(`${prefix}quota:*:requests`)
     t.equal(keys.length, 1)
     t.equal(Number(await redis.get(keys[0])), quotaOk, 'the window counts exactly the calls admitted')
+    const tokenKeys = await redis.keys(`${prefix}quota:*:${ORG_T}:*:tokens`)
+    t.equal(tokenKeys.length, 1)
+    t.equal(Number(await redis.get(tokenKeys[0])), tokensUsed, 'the token window counts exactly the tokens used')
   })
 })

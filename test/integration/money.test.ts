@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { buildTestApp, listen, auth, AUTH_ENTRY, TEST_KEY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, json, sse, chatCompletion, chatTextStream, type FakeUpstream } from '../helpers/fake-upstream.ts'
 import { openLedger } from '../../core/ledger/index.ts'
-import type { Ledger } from '../../core/ledger/ledger.ts'
+import type { Ledger, QueuedCharge } from '../../core/ledger/ledger.ts'
 import { hashKey } from '../../plugins/auth/keys.ts'
 import { until } from '../helpers/until.ts'
 
@@ -261,7 +261,8 @@ t.test('balance: a charge that fails is retried, also when its outcome is unknow
     t.test(name, async t => {
       const inner = await freshLedger(t)
       let calls = 0
-      // Fails the first charge as given, then writes normally.
+      // Fails the first charge as given, then writes normally: a charge awaited (charge) or, as
+      // the balance plugin writes on SQLite, queued (chargeQueued: its done() gets the error).
       const ledger = new Proxy(inner, {
         get (target, prop, receiver) {
           if (prop === 'charge') {
@@ -269,6 +270,13 @@ t.test('balance: a charge that fails is retried, also when its outcome is unknow
               calls++
               if (calls === 1) throw make()
               return target.charge(...args)
+            }
+          }
+          if (prop === 'chargeQueued') {
+            return (c: QueuedCharge) => {
+              calls++
+              if (calls === 1) setImmediate(() => c.done(make()))
+              else target.chargeQueued!(c)
             }
           }
           const v = Reflect.get(target, prop, receiver)

@@ -2,7 +2,7 @@ import t from 'tap'
 import type { Test } from 'tap'
 import pg from 'pg'
 import { PostgresLedger } from '../../core/ledger/postgres.ts'
-import type { Reservation, UsageRecord } from '../../core/ledger/ledger.ts'
+import type { Ledger, Reservation, UsageRecord } from '../../core/ledger/ledger.ts'
 import { ledgerContract, usage as contractUsage } from './contract.ts'
 import { databaseUrl, randomId } from '../helpers/backends.ts'
 import { until } from '../helpers/until.ts'
@@ -47,6 +47,12 @@ if (url !== undefined) {
   t.test('PostgresLedger – Ledger contract', async t => {
     // each subtest gets its own schema
     ledgerContract(t, async () => new PostgresLedger({ url, schema: schema() }))
+  })
+
+  t.test('PostgresLedger – no synchronous facet (every operation is a round trip)', async t => {
+    const l: Ledger = new PostgresLedger({ url, schema: schema() })
+    t.teardown(() => l.close())
+    for (const m of ['reserveSync', 'resizeSync', 'releaseSync', 'chargeQueued'] as const) t.equal(l[m], undefined, m)
   })
 
   t.test('PostgresLedger – two replicas (pools) on one schema never over-reserve', async t => {

@@ -1,9 +1,10 @@
 import t from 'tap'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SqliteLedger } from '../../core/ledger/sqlite.ts'
-import { ledgerContract } from './contract.ts'
+import { until } from '../helpers/until.ts'
+import { ledgerContract, ledgerSyncContract } from './contract.ts'
 
 t.test('SqliteLedger (:memory:) – Ledger contract', async t => {
   ledgerContract(t, async () => new SqliteLedger(':memory:'))
@@ -21,6 +22,17 @@ t.test('SqliteLedger (file, reservations in the file) – Ledger contract', asyn
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   let n = 0
   ledgerContract(t, async () => new SqliteLedger(join(dir, `l${++n}`, 'ledger.db'), { reservations: 'file' }))
+})
+
+t.test('SqliteLedger (:memory:) – synchronous facet', async t => {
+  ledgerSyncContract(t, async () => new SqliteLedger(':memory:'))
+})
+
+t.test('SqliteLedger (file, reservations in the file) – synchronous facet', async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-ledger-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  let n = 0
+  ledgerSyncContract(t, async () => new SqliteLedger(join(dir, `l${++n}`, 'ledger.db'), { reservations: 'file' }))
 })
 
 t.test('SqliteLedger – data survives close and reopen of the same file', async t => {
@@ -126,4 +138,34 @@ t.test('SqliteLedger – charges that settle together share one transaction; eac
   t.teardown(() => b.close())
   t.same(await b.getBalance('org'), { balance: 1_000_000 - 500, reserved: 0 })
   t.equal((await b.listUsage({})).length, 50)
+})
+
+t.test('SqliteLedger – WAL checkpoints run on a worker thread, never in a commit on the event loop', async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-ledger-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const path = join(dir, 'ledger.db')
+  const a = new SqliteLedger(path, { chargeDelayMs: 0 })
+  await a.migrate()
+  await a.createOrganization('org')
+  await a.topUp('org', 10_000_000)
+  const before = statSync(path).size
+  // 2000 calls settling 50 at a time, held and charged exactly while the worker copies the WAL back.
+  let expected = 0
+  for (let b = 0; b < 40; b++) {
+    await Promise.all(Array.from({ length: 50 }, async (_, i) => {
+      const n = b * 50 + i
+      const r = await a.reserve('org', 1000)
+      expected += 7 + (n % 5)
+      await a.charge(r, { time: 1_700_000_000_000 + n, keyId: 'k', organization: 'org', model: 'm', provider: 'p', traceId: `trace-${n}`, inputTokens: 1, cachedInputTokens: 0, outputTokens: 1, cost: 7 + (n % 5), estimated: false })
+    }))
+  }
+  t.ok(await until(() => a.checkpointsDone > 0), 'the worker checkpointed')
+  t.ok(await until(() => statSync(path).size > before), 'the database file itself grew (the WAL was copied back)')
+  t.same(await a.getBalance('org'), { balance: 10_000_000 - expected, reserved: 0 })
+  await a.close()
+  const b = new SqliteLedger(path, { checkpoints: 'inline' })
+  t.teardown(() => b.close())
+  t.equal((await b.listUsage({})).length, 2000, 'every record is in the file after close and reopen')
+  t.same(await b.getBalance('org'), { balance: 10_000_000 - expected, reserved: 0 })
+  t.equal(b.checkpointsDone, 0, 'inline: SQLite checkpoints in its commits, no worker')
 })

@@ -195,3 +195,83 @@ export function kvContract (t: Test, makeStore: MakeStore): void {
     t.equal(await store.ping(), true)
   })
 }
+
+/**
+ * The synchronous facet of an in-process store (incrSync, setIfAbsentSync, setSync, delIfValueSync):
+ * each does what its asynchronous twin does, on the same keys, answered before it returns. A store
+ * offers all four or none; a namespaced view offers them when its store does.
+ */
+export function kvSyncContract (t: Test, makeStore: MakeStore): void {
+  const open = async (t: Test): Promise<KvHarness> => {
+    const h = await makeStore(t)
+    t.teardown(() => h.store.close())
+    return h
+  }
+  // Called as methods of the store, as plugins call them.
+  const facet = (store: KvStore) => ({
+    incr: (k: string, by: number, w: number) => store.incrSync!(k, by, w),
+    setIfAbsent: (k: string, v: string, ttl: number) => store.setIfAbsentSync!(k, v, ttl),
+    set: (k: string, v: string, ttl: number) => store.setSync!(k, v, ttl),
+    delIfValue: (k: string, v: string) => store.delIfValueSync!(k, v),
+  })
+
+  for (const view of ['store', 'namespaced view'] as const) {
+    const make = async (t: Test): Promise<{ h: KvHarness, s: KvStore }> => {
+      const h = await open(t)
+      return { h, s: view === 'store' ? h.store : namespaced(h.store, 'ns') }
+    }
+
+    t.test(`${view}: offers every synchronous operation`, async t => {
+      const { s } = await make(t)
+      for (const m of ['incrSync', 'setIfAbsentSync', 'setSync', 'delIfValueSync'] as const) t.type(s[m], 'function', m)
+    })
+
+    t.test(`${view}: setIfAbsentSync – one winner, seen by the async operations`, async t => {
+      const { s } = await make(t)
+      const f = facet(s)
+      t.equal(f.setIfAbsent('claim', 'a', 10_000), true)
+      t.equal(f.setIfAbsent('claim', 'b', 10_000), false, 'a second claim loses')
+      t.equal(await s.setIfAbsent('claim', 'c', 10_000), false, 'the async claim loses too')
+      t.equal(await s.get('claim'), 'a')
+      t.equal(await s.setIfAbsent('other', 'x', 10_000), true)
+      t.equal(f.setIfAbsent('other', 'y', 10_000), false, 'an async claim is seen by the sync one')
+    })
+
+    t.test(`${view}: delIfValueSync – deletes only the holder's value`, async t => {
+      const { s } = await make(t)
+      const f = facet(s)
+      f.setIfAbsent('k', 'mine', 10_000)
+      t.equal(f.delIfValue('k', 'theirs'), false)
+      t.equal(await s.get('k'), 'mine')
+      t.equal(f.delIfValue('k', 'mine'), true)
+      t.equal(await s.get('k'), undefined)
+      t.equal(f.delIfValue('k', 'mine'), false, 'absent → false')
+      t.equal(f.setIfAbsent('k', 'again', 10_000), true, 'free again')
+    })
+
+    t.test(`${view}: setSync – overwrites a value and its TTL`, async t => {
+      const { h, s } = await make(t)
+      const f = facet(s)
+      f.setIfAbsent('k', 'pending', h.shortMs)
+      f.set('k', 'done', 600_000)
+      t.equal(await s.get('k'), 'done')
+      await h.advance(h.shortMs + 1)
+      t.equal(await s.get('k'), 'done', 'the new TTL holds')
+      f.set('short', 'x', h.shortMs)
+      await h.advance(h.shortMs + 1)
+      t.equal(await s.get('short'), undefined, 'expires after its TTL')
+      t.equal(f.setIfAbsent('short', 'y', 10_000), true)
+    })
+
+    t.test(`${view}: incrSync – counts with incr, and a window expires`, async t => {
+      const { h, s } = await make(t)
+      const f = facet(s)
+      t.same(f.incr('c', 2, h.shortMs), { value: 2, resetMs: h.shortMs })
+      t.equal((await s.incr('c', 3, h.shortMs)).value, 5)
+      t.equal(f.incr('c', -1, h.shortMs).value, 4)
+      t.equal((await s.peek('c')).value, 4)
+      await h.advance(h.shortMs)
+      t.equal(f.incr('c', 1, h.shortMs).value, 1, 'a new window starts over')
+    })
+  }
+}

@@ -2,7 +2,8 @@ import t from 'tap'
 import { createServer, connect, Socket, type AddressInfo } from 'node:net'
 import { Redis } from 'ioredis'
 import { RedisStore } from '../../core/stores/redis.ts'
-import { openStores } from '../../core/stores/index.ts'
+import type { KvStore } from '../../core/stores/kv.ts'
+import { namespaced, openStores } from '../../core/stores/index.ts'
 import { kvContract } from './contract.ts'
 import { randomId, redisUrl } from '../helpers/backends.ts'
 import { startTcpProxy } from '../helpers/tcp-proxy.ts'
@@ -39,6 +40,16 @@ if (url !== undefined) {
       shortMs: 50,
       slackMs: 500,
     }))
+  })
+
+  t.test('RedisStore – no synchronous facet (a network store answers later); its namespaced views have none either', async t => {
+    const store: KvStore = await RedisStore.open({ url, prefix: `${prefix}nosync:` })
+    t.teardown(() => store.close())
+    const view = namespaced(store, 'p')
+    for (const m of ['incrSync', 'setIfAbsentSync', 'setSync', 'delIfValueSync'] as const) {
+      t.equal(store[m], undefined, `store.${m}`)
+      t.equal(view[m], undefined, `view.${m}`)
+    }
   })
 
   t.test('RedisStore – keys carry the configured prefix; two prefixes do not collide', async t => {

@@ -4,6 +4,7 @@ import t, { type Test } from 'tap'
 import { fakeContext, fakeOutcome, pluginDeps, memoryLedger, translateFixture } from '../../../testing.ts'
 import type { Ledger, Principal, Usage } from '../../../index.ts'
 import balance from '../../../plugins/balance/index.ts'
+import { until } from '../../helpers/until.ts'
 
 const ACME: Principal = { keyId: 'key-1', organization: 'acme', project: 'web' }
 /** 1 unit per million input tokens, 2 per million output tokens: 1 and 2 micro-units per token. */
@@ -27,7 +28,12 @@ async function setup (t: Test, config: Record<string, unknown> = {}, funds = 100
     return { ctx, state }
   }
   const held = async () => (await ledger.getBalance('acme'))!
-  return { ledger, hooks, admit, held }
+  /**
+   * On SQLite a settle queues its charge and returns; the charge commits with its batch (within a
+   * few ms). Resolves once the ledger holds `n` usage records.
+   */
+  const charged = async (n: number) => { t.ok(await until(async () => (await ledger.listUsage({})).length === n), `${n} charge(s) committed`) }
+  return { ledger, hooks, admit, held, charged }
 }
 
 t.test('balance – admit reserves the worst-case cost of the call in the ledger', async t => {
@@ -69,10 +75,11 @@ t.test('balance – onAnswered shrinks the hold to the real cost before the clie
 })
 
 t.test('balance – settle charges the cost, drops the hold and writes one usage record', async t => {
-  const { hooks, admit, held, ledger } = await setup(t)
+  const { hooks, admit, held, ledger, charged } = await setup(t)
   const { ctx, state } = await admit()
   await hooks.onAnswered!(ctx, fakeOutcome({ usage: USAGE }), state)
   await hooks.onSettle!(ctx, fakeOutcome({ usage: USAGE, provider: 'up' }), state)
+  await charged(1)
   t.same(await held(), { balance: 1000 - COST, reserved: 0 })
   const records = await ledger.listUsage({})
   t.equal(records.length, 1)
@@ -80,19 +87,22 @@ t.test('balance – settle charges the cost, drops the hold and writes one usage
 })
 
 t.test('balance – settle without onAnswered (a cut stream) still shrinks and charges', async t => {
-  const { hooks, admit, held } = await setup(t)
+  const { hooks, admit, held, charged } = await setup(t)
   const { ctx, state } = await admit()
   await hooks.onSettle!(ctx, fakeOutcome({ usage: USAGE, usageEstimated: true }), state)
+  t.same(await held(), { balance: 1000, reserved: COST }, 'shrunk at once')
+  await charged(1)
   t.same(await held(), { balance: 1000 - COST, reserved: 0 })
 })
 
 t.test('balance – cached input bills at the cached rate', async t => {
-  const { hooks, held } = await setup(t)
+  const { hooks, held, charged } = await setup(t)
   const cachedModel = { ...MODEL, price: { input: 10, cachedInput: 1, output: 0 } }
   const ctx = fakeContext({ principal: ACME, model: cachedModel, body: BODY, bodyBytes: 4 })
   const state = balance.state!()
   await hooks.onRequest!(ctx, state)
   await hooks.onSettle!(ctx, fakeOutcome({ usage: { inputTokens: 30, cachedInputTokens: 20, cacheWriteTokens: 0, outputTokens: 5 } }), state)
+  await charged(1)
   t.same(await held(), { balance: 1000 - (10 * 10 + 20 * 1), reserved: 0 })
 })
 
@@ -124,4 +134,43 @@ t.test('balance – organizations in config are created at start-up with their i
   t.same(await ledger.getBalance('demo'), { balance: 2_500_000, reserved: 0 })
   await balance.create(config as any, pluginDeps(balance, { ledger }))
   t.same(await ledger.getBalance('demo'), { balance: 2_500_000, reserved: 0 }, 'a restart credits nothing more')
+})
+
+t.test('balance – on SQLite every hook returns no promise once the model\'s price is cached; close() waits for the queued charges', async t => {
+  const { hooks, admit, held, ledger } = await setup(t)
+  await admit() // the first admit reads the price from the ledger
+  const ctx = fakeContext({ principal: ACME, model: MODEL, body: BODY, bodyBytes: 400, requestId: 'trace-sync' })
+  const state = balance.state!()
+  t.equal(hooks.onRequest!(ctx, state), undefined, 'admit: no promise')
+  t.same(await held(), { balance: 1000, reserved: 2 * RESERVED }, 'held at once')
+  t.equal(hooks.onAnswered!(ctx, fakeOutcome({ usage: USAGE }), state), undefined, 'answered: no promise')
+  t.same(await held(), { balance: 1000, reserved: RESERVED + COST }, 'shrunk at once')
+  t.equal(hooks.onSettle!(ctx, fakeOutcome({ usage: USAGE }), state), undefined, 'settle: no promise, the charge is queued')
+  const refused = fakeContext({ principal: ACME, model: MODEL, body: { ...BODY, max_tokens: 1000 }, bodyBytes: 400 })
+  t.throws(() => hooks.onRequest!(refused, balance.state!()), { code: 'GW_ERR_BALANCE_INSUFFICIENT' }, 'a hold that does not fit is refused at once (thrown)')
+  await hooks.close!()
+  t.equal((await ledger.listUsage({})).length, 1, 'close() returned after the queued charge committed')
+  t.same(await held(), { balance: 1000 - COST, reserved: RESERVED }, 'charged, its hold dropped; the first call still holds')
+})
+
+t.test('balance – 200 calls admitted and settled at once on SQLite: every charge and hold exact', async t => {
+  const { hooks, held, ledger, charged } = await setup(t, {}, 200 * RESERVED)
+  const calls = []
+  for (let i = 0; i < 200; i++) {
+    const ctx = fakeContext({ principal: ACME, model: MODEL, body: BODY, bodyBytes: 400, requestId: `trace-many-${i}` })
+    const state = balance.state!()
+    await hooks.onRequest!(ctx, state)
+    calls.push({ ctx, state })
+  }
+  const extra = fakeContext({ principal: ACME, model: MODEL, body: BODY, bodyBytes: 400 })
+  await t.rejects(async () => hooks.onRequest!(extra, balance.state!()), { code: 'GW_ERR_BALANCE_INSUFFICIENT' }, 'the 201st does not fit')
+  // Half answered (charged), half failed (released), settled in one go.
+  for (const [i, { ctx, state }] of calls.entries()) {
+    const ok = i % 2 === 0
+    if (ok) await hooks.onAnswered!(ctx, fakeOutcome({ usage: USAGE }), state)
+    await hooks.onSettle!(ctx, ok ? fakeOutcome({ usage: USAGE }) : fakeOutcome({ status: 502, upstreamSucceeded: false }), state)
+  }
+  await charged(100)
+  t.same(await held(), { balance: 200 * RESERVED - 100 * COST, reserved: 0 })
+  t.equal((await ledger.listUsage({})).reduce((a, u) => a + u.cost, 0), 100 * COST, 'Σ usage records = the debit')
 })

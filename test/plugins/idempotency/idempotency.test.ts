@@ -96,3 +96,46 @@ t.test('idempotency – a finished claim is the shared constant "done"; the pend
   await c.settle({ upstreamSucceeded: true })
   t.equal(await store.get('key-a:order-1'), 'done')
 })
+
+t.test('idempotency – on an in-process store, claiming and finishing return no promise (the phase stays synchronous)', async t => {
+  const clock = { now: Date.UTC(2026, 0, 1) }
+  const store = memoryStore('claims', { now: () => clock.now })
+  const hooks = await idempotency.create({ ttlMs: 60_000, maxKeyLength: 16 } as any, pluginDeps(idempotency, { store, now: () => clock.now }))
+  const ctx = fakeContext({ principal: KEY_A, headers: { 'idempotency-key': 'order-1' } })
+  const state = idempotency.state!()
+  t.equal(hooks.onRequest!(ctx, state), undefined, 'claim: no promise')
+  t.throws(() => hooks.onRequest!(fakeContext({ principal: KEY_A, headers: { 'idempotency-key': 'order-1' } }), idempotency.state!()),
+    { code: 'GW_ERR_IDEMPOTENCY_DUPLICATE' }, 'a duplicate is refused at once (thrown)')
+  t.equal(hooks.onSettle!(ctx, fakeOutcome({ upstreamSucceeded: true }), state), undefined, 'finish: no promise')
+  t.equal(await store.get('key-a:order-1'), 'done')
+  const failed = idempotency.state!()
+  const ctx2 = fakeContext({ principal: KEY_A, headers: { 'idempotency-key': 'order-2' } })
+  hooks.onRequest!(ctx2, failed)
+  t.equal(hooks.onSettle!(ctx2, fakeOutcome({ upstreamSucceeded: false }), failed), undefined, 'release: no promise')
+  t.equal(await store.get('key-a:order-2'), undefined, 'released')
+  const full = memoryStore('claims', { maxKeys: 1, now: () => clock.now })
+  const fullHooks = await idempotency.create({ ttlMs: 60_000, maxKeyLength: 16 } as any, pluginDeps(idempotency, { store: full, now: () => clock.now }))
+  fullHooks.onRequest!(fakeContext({ principal: KEY_A, headers: { 'idempotency-key': 'a' } }), idempotency.state!())
+  t.throws(() => fullHooks.onRequest!(fakeContext({ principal: KEY_A, headers: { 'idempotency-key': 'b' } }), idempotency.state!()),
+    { code: 'GW_ERR_STORE_FULL', statusCode: 503 }, 'a full store refuses at once')
+})
+
+t.test('idempotency – a store without the synchronous facet (a network store) takes the asynchronous path with the same rules', async t => {
+  const inner = memoryStore('claims')
+  // Only the asynchronous operations, as Redis offers them.
+  const asyncOnly = {
+    setIfAbsent: (k: string, v: string, ttl: number) => inner.setIfAbsent(k, v, ttl),
+    set: (k: string, v: string, ttl: number) => inner.set(k, v, ttl),
+    delIfValue: (k: string, v: string) => inner.delIfValue(k, v),
+    get: (k: string) => inner.get(k),
+    ping: async () => true,
+  } as unknown as KvStore
+  const { admit } = await setup({}, asyncOnly)
+  const first = await admit('order-1')
+  await t.rejects(admit('order-1'), { code: 'GW_ERR_IDEMPOTENCY_DUPLICATE' })
+  await first.settle({ upstreamSucceeded: false })
+  const second = await admit('order-1')
+  await second.settle({ upstreamSucceeded: true })
+  t.equal(await inner.get('key-a:order-1'), 'done')
+  await t.rejects(admit('order-1'), { code: 'GW_ERR_IDEMPOTENCY_DUPLICATE' })
+})

@@ -133,3 +133,35 @@ t.test('quota – a full window store refuses a call that needs a new window wit
   t.equal((await call({ keyId: 'a' })).error, undefined)
   t.match((await call({ keyId: 'b' })).error, { code: 'GW_ERR_STORE_FULL', statusCode: 503 })
 })
+
+t.test('quota – on an in-process store, admit and settle return no promise (a spend cap once its price is cached)', async t => {
+  const { hooks, call } = await setup(t, [
+    { scope: 'key', window: 'minute', requests: 2, tokens: 1000 },
+    { scope: 'organization', window: 'month', spend: 1 },
+  ])
+  await call(ACME, { inputTokens: 1, outputTokens: 1 }) // the first settle reads the model's price
+  const ctx = fakeContext({ principal: ACME, model: MODEL, now: () => START })
+  const state = quota.state!()
+  t.equal(hooks.onRequest!(ctx, state), undefined, 'admit: no promise')
+  t.equal(hooks.onSettle!(ctx, fakeOutcome({ usage: { inputTokens: 10, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 5 } }), state), undefined, 'settle: no promise')
+  t.throws(() => hooks.onRequest!(fakeContext({ principal: ACME, model: MODEL, now: () => START }), quota.state!()),
+    { code: 'GW_ERR_QUOTA_EXCEEDED' }, 'the third request of the minute is refused at once (thrown)')
+})
+
+t.test('quota – a store without the synchronous facet (a network store) counts by the same rules', async t => {
+  const inner = memoryStore('windows', { now: () => START })
+  // Only the asynchronous operations, as Redis offers them.
+  const asyncOnly = {
+    incr: (k: string, by: number, w: number) => inner.incr(k, by, w),
+    peek: (k: string) => inner.peek(k),
+    ping: async () => true,
+  } as unknown as ReturnType<typeof memoryStore>
+  const { call } = await setup(t, [
+    { scope: 'key', window: 'minute', requests: 2 },
+    { scope: 'organization', window: 'minute', tokens: 100 },
+  ], {}, asyncOnly)
+  t.equal((await call(ACME, { inputTokens: 60, outputTokens: 50 })).error, undefined)
+  t.match((await call()).error, { message: /100 tokens per minute/ }, 'the token cap refuses')
+  t.equal((await call({ keyId: 'key-1', organization: 'other' })).error, undefined, 'the refused call was not counted: the second request')
+  t.match((await call({ keyId: 'key-1', organization: 'third' })).error, { message: /2 requests per minute/ })
+})
