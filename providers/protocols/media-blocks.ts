@@ -5,8 +5,8 @@
  * messages upstream; the chat route flattens to text instead.
  */
 import { gwError } from '../../core/errors/errors.ts'
-
-type Block = Record<string, unknown>
+import { isObject } from './wire.ts'
+import type { MessagesMediaBlock } from './wire-messages.ts'
 
 /** The image media types a messages upstream accepts. */
 const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp'])
@@ -31,7 +31,7 @@ export function sniffImageType (b64: string): string | undefined {
 }
 
 /** An `input_image`'s `image_url` → a messages image block; 400 for what the upstream cannot take. */
-export function imageBlock (url: unknown, where: string): Block {
+export function imageBlock (url: unknown, where: string): MessagesMediaBlock {
   if (typeof url !== 'string' || url === '') bad(where, 'an input_image needs image_url (file_id needs stored files, which this gateway does not keep)')
   if (/^https:\/\//i.test(url)) return { type: 'image', source: { type: 'url', url } }
   const m = DATA_URI.exec(url.slice(0, 256))
@@ -45,8 +45,8 @@ export function imageBlock (url: unknown, where: string): Block {
 }
 
 /** An `input_file` part → a messages document block; 400 for what the upstream cannot take. */
-export function documentBlock (p: { file_data?: unknown, file_url?: unknown, file_id?: unknown, filename?: unknown }, where: string): Block {
-  let block: Block
+export function documentBlock (p: { file_data?: unknown, file_url?: unknown, file_id?: unknown, filename?: unknown }, where: string): MessagesMediaBlock {
+  let block: MessagesMediaBlock & { type: 'document' }
   if (typeof p.file_data === 'string' && p.file_data !== '') {
     const m = DATA_URI.exec(p.file_data.slice(0, 256))
     const mediaType = m ? m[1].toLowerCase() : 'application/pdf'
@@ -63,8 +63,11 @@ export function documentBlock (p: { file_data?: unknown, file_url?: unknown, fil
   return block
 }
 
-/** true for a part that is already a messages image or document block (built by the functions above). */
-export function isMediaBlock (p: unknown): p is Block {
-  const t = (p as Block | null)?.type
-  return (t === 'image' || t === 'document') && typeof (p as Block).source === 'object'
+/**
+ * true for a part that is already a messages image or document block: in the intermediate chat body
+ * of a Responses call toward a messages upstream, built by the functions above.
+ */
+export function isMediaBlock (p: unknown): p is MessagesMediaBlock {
+  if (!isObject(p)) return false
+  return (p.type === 'image' || p.type === 'document') && typeof p.source === 'object'
 }

@@ -3,6 +3,8 @@
  * {@link Usage}: what the translators read from upstream answers and render to clients.
  */
 import type { Usage } from '../../core/types/usage.ts'
+import type { ChatUsage } from './wire-chat.ts'
+import type { MessagesUsage } from './wire-messages.ts'
 
 /** The value at `key` when `v` is an object (upstream usage objects are untrusted JSON). */
 function at (v: unknown, key: string): unknown {
@@ -45,10 +47,10 @@ export function usageFromMessages (u: unknown): Usage {
 }
 
 /** Renders usage as chat `usage`: prompt_tokens includes cached input, which prompt_tokens_details.cached_tokens repeats; total = prompt + completion. */
-export function usageToChat (u: Usage): Record<string, unknown> {
-  const details: Record<string, number> = { cached_tokens: u.cachedInputTokens }
+export function usageToChat (u: Usage): ChatUsage {
+  const details: ChatUsage['prompt_tokens_details'] = { cached_tokens: u.cachedInputTokens }
   if (u.cacheWriteTokens) details.cache_write_tokens = u.cacheWriteTokens
-  const out: Record<string, unknown> = {
+  const out: ChatUsage = {
     prompt_tokens: u.inputTokens,
     completion_tokens: u.outputTokens,
     total_tokens: u.inputTokens + u.outputTokens,
@@ -59,7 +61,7 @@ export function usageToChat (u: Usage): Record<string, unknown> {
 }
 
 /** Renders usage as messages `usage`: input_tokens excludes cache reads and cache writes, which have fields of their own. */
-export function usageToMessages (u: Usage): Record<string, number> {
+export function usageToMessages (u: Usage): MessagesUsage {
   return {
     input_tokens: Math.max(u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens, 0),
     cache_creation_input_tokens: u.cacheWriteTokens,
