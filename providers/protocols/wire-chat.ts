@@ -8,7 +8,7 @@
  * `Record<string, unknown>`. A built shape is also a valid read shape (translators compose).
  */
 import type { ErrorWire, JsonObject } from './wire.ts'
-import type { MessagesMediaBlock } from './wire-messages.ts'
+import type { MessagesImageAsSent, MessagesMediaBlock } from './wire-messages.ts'
 
 // ── read ────────────────────────────────────────────────────────────────────────────────────
 
@@ -96,8 +96,8 @@ export interface ChatCompletionWire {
   usage?: JsonObject | null
 }
 
-/** An upstream's stream chunk, or an error chunk. */
-export interface ChatChunkWire {
+/** An upstream's stream chunk, or an error chunk (the error under `error`, or its fields at the top level). */
+export interface ChatChunkWire extends ErrorWire {
   id?: unknown
   choices?: Array<{ index?: unknown, delta?: ChatDeltaWire | null, finish_reason?: unknown } | null> | null
   usage?: JsonObject | null
@@ -122,7 +122,7 @@ export type ChatContentPart =
   | { type: 'image_url', image_url: { url: string, detail?: 'low' | 'high' | 'auto' } }
   | { type: 'file', file: { file_data?: string, file_id?: string, filename?: string } }
   | MessagesMediaBlock
-  | JsonObject
+  | MessagesImageAsSent
 
 /** A message sent upstream. `role` is the upstream's system role for system prompts. */
 export type ChatMessage =
@@ -131,20 +131,27 @@ export type ChatMessage =
   | { role: 'assistant', content: string | null, tool_calls?: ChatToolCall[] }
   | { role: 'tool', tool_call_id: string, content: string | ChatContentPart[] }
 
+/** A messages client's turn with text content, passed on with the role it was sent with (the request schema made it a string). */
+export type ChatMessageAsSent = { role: unknown, content: string }
+
+/** A function tool sent upstream; `parameters` is the client's JSON schema as sent. */
+export type ChatFunctionTool = { type: 'function', function: { name: string, description?: string, parameters: unknown, strict?: boolean } }
+
 /**
  * A chat request sent upstream (plus the model's default parameters). The fields a client's body
  * passes on unchecked keep their `unknown`.
  */
 export type ChatRequest = {
   model: string
-  messages: ChatMessage[]
+  messages: Array<ChatMessage | ChatMessageAsSent>
   max_tokens?: number
   max_completion_tokens?: number
   temperature?: number
   top_p?: number
-  stop?: string[]
+  /** A messages client's stop_sequences as sent (the request schema made them strings). */
+  stop?: unknown[]
   user?: string
-  tools?: Array<{ type: 'function', function: { name: string, description?: string, parameters: unknown, strict?: boolean } }>
+  tools?: ChatFunctionTool[]
   tool_choice?: 'auto' | 'none' | 'required' | { type: 'function', function: { name: string } } |
   { type: 'allowed_tools', allowed_tools: { mode: 'auto' | 'required', tools: Array<{ type: 'function', function: { name: string } }> } }
   parallel_tool_calls?: boolean
