@@ -18,7 +18,7 @@ import { estimateUsage } from '../../core/dispatch/estimate.ts'
 import { gwError } from '../../core/errors/errors.ts'
 import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 import { applyModelParameters, CHAT_STANDARD, newId, safeErrorType, textOf } from './common.ts'
-import { usageFromResponses } from './responses-common.ts'
+import { usageFromResponses } from './usage.ts'
 
 function inputParts (content: unknown): unknown[] {
   if (typeof content === 'string') return [{ type: 'input_text', text: content }]

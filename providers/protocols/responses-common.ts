@@ -28,7 +28,15 @@ import { gwError } from '../../core/errors/errors.ts'
 import { estimateUsage } from '../../core/dispatch/estimate.ts'
 import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 import { applyModelParameters, CHAT_STANDARD, newId, textOf } from './common.ts'
+import { usageToResponses } from './usage.ts'
 import { documentBlock, imageBlock } from './media-blocks.ts'
+import { isObject } from './wire.ts'
+import type { ChatChunkWire, ChatCompletionWire, ChatContentPart, ChatDeltaWire, ChatFunctionTool, ChatMessage, ChatRequest, ChatToolCall } from './wire-chat.ts'
+import type {
+  ResponseEcho, ResponseObject, ResponseStatus, ResponsesEventData, ResponsesFunctionCallItem, ResponsesItemStatus, ResponsesMessageItem,
+  ResponsesOutputItem, ResponsesOutputText, ResponsesPartWire, ResponsesReasoningItem, ResponsesRequestWire, ResponsesToolChoiceWire,
+  ResponsesToolWire,
+} from './wire-responses.ts'
 
 /** Upstream function names: OpenAI and Anthropic both accept `^[a-zA-Z0-9_-]{1,64}$`. */
 const MAX_NAME = 64
@@ -37,7 +45,7 @@ const MAX_NAME = 64
 export interface CallInfo {
   /** Upstream function name → the client's name and namespace. */
   names: Map<string, { name: string, namespace?: string }>
-  echo: Record<string, unknown>
+  echo: Partial<ResponseEcho>
 }
 
 /**
@@ -47,12 +55,12 @@ export interface CallInfo {
 const calls = new WeakMap<TranslateOptions, CallInfo>()
 
 /** The CallInfo `request` recorded for `opts`, else the one `clientBody` gives, else an empty one. */
-export function callInfo (opts: TranslateOptions, clientBody?: Record<string, any>): CallInfo {
+export function callInfo (opts: TranslateOptions, clientBody?: ResponsesRequestWire): CallInfo {
   return calls.get(opts) ?? (clientBody ? describeCall(clientBody) : { names: new Map(), echo: {} })
 }
 
 /** What the answer to `body` needs from it (pure: the same body gives the same CallInfo). */
-export function describeCall (body: Record<string, any>): CallInfo {
+export function describeCall (body: ResponsesRequestWire): CallInfo {
   const names: CallInfo['names'] = new Map()
   if (Array.isArray(body.tools)) convertTools(body.tools, names)
   return {
@@ -90,8 +98,9 @@ function bad (why: string): never {
  * image and document blocks, which the chat → messages translator passes on in media mode; a
  * modality the model does not list is dropped, as on the chat route.
  */
-function userPart (p: any, where: string, media?: ReadonlySet<string>): Record<string, unknown> | undefined {
-  switch (p?.type) {
+function userPart (part: unknown, where: string, media?: ReadonlySet<string>): ChatContentPart | undefined {
+  const p: ResponsesPartWire = isObject(part) ? part : {}
+  switch (p.type) {
     case 'input_text': case 'output_text': case 'text':
       return typeof p.text === 'string' ? { type: 'text', text: p.text } : undefined
     case 'refusal':
@@ -99,13 +108,13 @@ function userPart (p: any, where: string, media?: ReadonlySet<string>): Record<s
     case 'input_image': {
       if (media) return media.has('image') ? imageBlock(p.image_url, where) : undefined
       if (typeof p.image_url !== 'string' || p.image_url === '') bad(`${where}: an input_image needs image_url (file_id needs stored files, which this gateway does not keep)`)
-      const img: Record<string, unknown> = { url: p.image_url }
+      const img: { url: string, detail?: 'low' | 'high' | 'auto' } = { url: p.image_url }
       if (p.detail === 'low' || p.detail === 'high' || p.detail === 'auto') img.detail = p.detail
       return { type: 'image_url', image_url: img }
     }
     case 'input_file': {
       if (media) return media.has('file') ? documentBlock(p, where) : undefined
-      const f: Record<string, unknown> = {}
+      const f: { file_data?: string, file_id?: string, filename?: string } = {}
       if (typeof p.file_data === 'string') f.file_data = p.file_data
       else if (typeof p.file_id === 'string') f.file_id = p.file_id
       else bad(`${where}: an input_file needs file_data or file_id (file_url is not supported)`)
@@ -117,16 +126,17 @@ function userPart (p: any, where: string, media?: ReadonlySet<string>): Record<s
   }
 }
 
-function chatContent (content: unknown, where: string, media?: ReadonlySet<string>): unknown {
+function chatContent (content: unknown, where: string, media?: ReadonlySet<string>): string | ChatContentPart[] {
   if (typeof content === 'string') return content
   if (!Array.isArray(content)) return ''
-  const parts: Record<string, unknown>[] = []
-  for (const [j, p] of content.entries()) {
+  const parts: ChatContentPart[] = []
+  const texts: string[] = []
+  for (const [j, p] of (content as unknown[]).entries()) {
     const c = userPart(p, `${where}[${j}]`, media)
     if (c) parts.push(c)
+    if (c?.type === 'text') texts.push(c.text)
   }
-  if (parts.every(p => p.type === 'text')) return parts.map(p => p.text).join('\n')
-  return parts
+  return texts.length === parts.length ? texts.join('\n') : parts
 }
 
 /** The text of a string or a list of text parts (input_text, output_text, refusal); other parts skipped. */
@@ -134,16 +144,17 @@ function outputText (v: unknown): string {
   if (typeof v === 'string') return v
   if (!Array.isArray(v)) return ''
   const texts: string[] = []
-  for (const p of v) {
-    if (typeof p?.text === 'string' && (p.type === 'input_text' || p.type === 'output_text' || p.type === 'text')) texts.push(p.text)
-    else if (p?.type === 'refusal' && typeof p.refusal === 'string') texts.push(p.refusal)
+  for (const p of v as unknown[]) {
+    if (!isObject(p)) continue
+    if (typeof p.text === 'string' && (p.type === 'input_text' || p.type === 'output_text' || p.type === 'text')) texts.push(p.text)
+    else if (p.type === 'refusal' && typeof p.refusal === 'string') texts.push(p.refusal)
   }
   return texts.join('\n')
 }
 
 /** `input` (a string or items) and `instructions` → chat messages; `media` as in userPart. */
-function convertInput (body: Record<string, any>, systemRole: string, media?: ReadonlySet<string>): Record<string, unknown>[] {
-  const out: Record<string, any>[] = []
+function convertInput (body: ResponsesRequestWire, systemRole: 'system' | 'developer', media?: ReadonlySet<string>): ChatMessage[] {
+  const out: ChatMessage[] = []
   if (typeof body.instructions === 'string' && body.instructions !== '') out.push({ role: systemRole, content: body.instructions })
   const input = body.input
   if (typeof input === 'string') {
@@ -152,8 +163,9 @@ function convertInput (body: Record<string, any>, systemRole: string, media?: Re
   }
   if (!Array.isArray(input)) return out
   for (const [i, item] of input.entries()) {
+    if (!item) continue // no item type: skipped, as every unknown item is
     const where = `input[${i}]`
-    const type = item?.type ?? (item?.role !== undefined ? 'message' : undefined)
+    const type = item.type ?? (item.role !== undefined ? 'message' : undefined)
     switch (type) {
       case 'message': {
         const role = item.role
@@ -170,7 +182,7 @@ function convertInput (body: Record<string, any>, systemRole: string, media?: Re
       }
       case 'function_call': {
         if (typeof item.call_id !== 'string' || typeof item.name !== 'string') bad(`${where}: a function_call needs call_id and name`)
-        const call = {
+        const call: ChatToolCall = {
           id: item.call_id,
           type: 'function',
           function: { name: upstreamName(item.name, typeof item.namespace === 'string' ? item.namespace : undefined), arguments: typeof item.arguments === 'string' ? item.arguments : '{}' },
@@ -196,14 +208,14 @@ function convertInput (body: Record<string, any>, systemRole: string, media?: Re
   return out
 }
 
-function convertTools (tools: any[], names: CallInfo['names']): Record<string, unknown>[] {
-  const out: Record<string, unknown>[] = []
-  const add = (t: any, namespace?: string): void => {
+function convertTools (tools: Array<ResponsesToolWire | null>, names: CallInfo['names']): ChatFunctionTool[] {
+  const out: ChatFunctionTool[] = []
+  const add = (t: ResponsesToolWire | null, namespace?: string): void => {
     if (t?.type !== 'function' || typeof t.name !== 'string') return
     const name = upstreamName(t.name, namespace)
     names.set(name, namespace ? { name: t.name, namespace } : { name: t.name })
-    const fn: Record<string, unknown> = { name, parameters: t.parameters ?? { type: 'object', properties: {} } }
-    const desc = [namespace ? tools.find(x => x?.type === 'namespace' && x.name === namespace)?.description : undefined, t.description].filter(d => typeof d === 'string' && d !== '')
+    const fn: ChatFunctionTool['function'] = { name, parameters: t.parameters ?? { type: 'object', properties: {} } }
+    const desc = [namespace ? tools.find(x => x?.type === 'namespace' && x.name === namespace)?.description : undefined, t.description].filter((d): d is string => typeof d === 'string' && d !== '')
     if (desc.length > 0) fn.description = desc.join('\n')
     if (typeof t.strict === 'boolean') fn.strict = t.strict
     out.push({ type: 'function', function: fn })
@@ -215,16 +227,16 @@ function convertTools (tools: any[], names: CallInfo['names']): Record<string, u
   return out
 }
 
-function convertToolChoice (tc: unknown, known: Set<string>): unknown {
+function convertToolChoice (tc: unknown, known: Set<string>): ChatRequest['tool_choice'] {
   if (tc === 'auto' || tc === 'none' || tc === 'required') return tc
-  const c = tc as any
+  const c: ResponsesToolChoiceWire | undefined = isObject(tc) ? tc : undefined
   if (c?.type === 'function' && typeof c.name === 'string') {
     const name = upstreamName(c.name, typeof c.namespace === 'string' ? c.namespace : undefined)
     return known.has(name) ? { type: 'function', function: { name } } : undefined
   }
   if (c?.type === 'allowed_tools' && Array.isArray(c.tools)) {
-    const tools = c.tools.filter((t: any) => t?.type === 'function' && typeof t.name === 'string')
-      .map((t: any) => ({ type: 'function', function: { name: upstreamName(t.name, typeof t.namespace === 'string' ? t.namespace : undefined) } }))
+    const tools = c.tools.filter((t): t is { type: 'function', name: string, namespace?: unknown } => t?.type === 'function' && typeof t.name === 'string')
+      .map(t => ({ type: 'function' as const, function: { name: upstreamName(t.name, typeof t.namespace === 'string' ? t.namespace : undefined) } }))
     if (tools.length === 0) return undefined
     return { type: 'allowed_tools', allowed_tools: { mode: c.mode === 'required' ? 'required' : 'auto', tools } }
   }
@@ -237,10 +249,9 @@ function convertToolChoice (tc: unknown, known: Set<string>): unknown {
  * → messages translator runs next, in media mode, and applies the model's parameters itself); its
  * images and files are already messages image and document blocks.
  */
-export function responsesToChatRequest (body: Record<string, any>, opts: TranslateOptions, forChatUpstream = true): Record<string, unknown> {
+export function responsesToChatRequest (body: ResponsesRequestWire, opts: TranslateOptions, forChatUpstream = true): ChatRequest {
   const info = describeCall(body)
-  const out: Record<string, unknown> = { model: opts.upstreamModel }
-  out.messages = convertInput(body, opts.upstream?.systemRole ?? 'system', forChatUpstream ? undefined : opts.model.inputModalities)
+  const out: ChatRequest = { model: opts.upstreamModel, messages: convertInput(body, opts.upstream?.systemRole ?? 'system', forChatUpstream ? undefined : opts.model.inputModalities) }
   const cap = Math.min(typeof body.max_output_tokens === 'number' ? body.max_output_tokens : opts.model.maxOutputTokens, opts.model.maxOutputTokens)
   const capField = opts.upstream?.maxTokensField ?? 'max_tokens'
   out[capField] = cap
@@ -255,7 +266,7 @@ export function responsesToChatRequest (body: Record<string, any>, opts: Transla
   }
   const fmt = body.text?.format
   if (fmt?.type === 'json_schema' && fmt.schema && typeof fmt.schema === 'object') {
-    const js: Record<string, unknown> = { name: typeof fmt.name === 'string' ? fmt.name : 'output', schema: fmt.schema }
+    const js: { name: string, schema: unknown, strict?: boolean, description?: string } = { name: typeof fmt.name === 'string' ? fmt.name : 'output', schema: fmt.schema }
     if (typeof fmt.strict === 'boolean') js.strict = fmt.strict
     if (typeof fmt.description === 'string') js.description = fmt.description
     out.response_format = { type: 'json_schema', json_schema: js }
@@ -280,17 +291,6 @@ export function responsesToChatRequest (body: Record<string, any>, opts: Transla
 
 // ── answers ──────────────────────────────────────────────────────────────────────────────────
 
-/** Normalized usage → the Responses `usage` object (input includes cached; total = input + output). */
-export function usageToResponses (u: Usage): Record<string, unknown> {
-  return {
-    input_tokens: u.inputTokens,
-    input_tokens_details: { cached_tokens: u.cachedInputTokens },
-    output_tokens: u.outputTokens,
-    output_tokens_details: { reasoning_tokens: u.reasoningTokens ?? 0 },
-    total_tokens: u.inputTokens + u.outputTokens,
-  }
-}
-
 /** chat finish_reason → the response's status and `incomplete_details`. */
 export function statusFromFinish (finish: unknown): { status: 'completed' | 'incomplete', incomplete: { reason: string } | null } {
   if (finish === 'length') return { status: 'incomplete', incomplete: { reason: 'max_output_tokens' } }
@@ -312,7 +312,10 @@ export interface ResponseShell {
 }
 
 /** The `response` object around `output`. */
-export function responseObject (shell: ResponseShell, status: string, output: unknown[], usage: Usage | null, incomplete: unknown = null, error: unknown = null): Record<string, unknown> {
+export function responseObject (
+  shell: ResponseShell, status: ResponseStatus, output: ResponsesOutputItem[], usage: Usage | null,
+  incomplete: ResponseObject['incomplete_details'] = null, error: ResponseObject['error'] = null,
+): ResponseObject {
   const echo = shell.info.echo
   return {
     id: shell.id,
@@ -342,29 +345,30 @@ export function responseObject (shell: ResponseShell, status: string, output: un
   }
 }
 
-function functionCallItem (info: CallInfo, id: string, callId: string, upstreamFn: string, args: string, status: string): Record<string, unknown> {
+function functionCallItem (info: CallInfo, id: string, callId: string, upstreamFn: string, args: string, status: ResponsesItemStatus): ResponsesFunctionCallItem {
   const named = info.names.get(upstreamFn) ?? { name: upstreamFn }
-  const item: Record<string, unknown> = { type: 'function_call', id, call_id: callId, name: named.name, arguments: args, status }
+  const item: ResponsesFunctionCallItem = { type: 'function_call', id, call_id: callId, name: named.name, arguments: args, status }
   if (named.namespace !== undefined) item.namespace = named.namespace
   return item
 }
 
-function reasoningOf (m: any): string {
+function reasoningOf (m: ChatDeltaWire): string {
   if (typeof m?.reasoning_content === 'string') return m.reasoning_content
   if (typeof m?.reasoning === 'string') return m.reasoning
   return ''
 }
 
 /** A chat `chat.completion` → the `response` object; `usage` is what the call is billed (undefined: the input estimate is shown). */
-export function chatAnswerToResponse (body: any, usage: Usage | undefined, opts: TranslateOptions): Record<string, unknown> {
+export function chatAnswerToResponse (answer: unknown, usage: Usage | undefined, opts: TranslateOptions): ResponseObject {
+  const body: ChatCompletionWire = isObject(answer) ? answer : {}
   const info = callInfo(opts)
-  const choice = body?.choices?.[0] ?? {}
+  const choice = body.choices?.[0] ?? {}
   const m = choice.message ?? {}
-  const output: unknown[] = []
+  const output: ResponsesOutputItem[] = []
   const reasoning = reasoningOf(m)
   if (reasoning !== '') output.push({ type: 'reasoning', id: 'rs_' + newId(), summary: [], content: [{ type: 'reasoning_text', text: reasoning }] })
   const text = typeof m.content === 'string' ? m.content : textOf(m.content)
-  const content: unknown[] = []
+  const content: ResponsesMessageItem['content'] = []
   if (text !== '') content.push({ type: 'output_text', text, annotations: [], logprobs: [] })
   if (typeof m.refusal === 'string' && m.refusal !== '') content.push({ type: 'refusal', refusal: m.refusal })
   if (content.length > 0) output.push({ type: 'message', id: 'msg_' + newId(), status: 'completed', role: 'assistant', content })
@@ -374,16 +378,16 @@ export function chatAnswerToResponse (body: any, usage: Usage | undefined, opts:
     }
   }
   const { status, incomplete } = statusFromFinish(choice.finish_reason)
-  const shell: ResponseShell = { id: responseId(body?.id), createdAt: typeof body?.created === 'number' ? body.created : Math.floor(Date.now() / 1000), opts, info }
+  const shell: ResponseShell = { id: responseId(body.id), createdAt: typeof body.created === 'number' ? body.created : Math.floor(Date.now() / 1000), opts, info }
   return responseObject(shell, status, output, usage ?? estimateUsage(opts.estimatedInputTokens), incomplete)
 }
 
 // ── streams ──────────────────────────────────────────────────────────────────────────────────
 
-interface OpenItem {
+/** An output item still being streamed: where it is in `output`, and its text (or arguments) so far. */
+interface OpenItem<I extends ResponsesOutputItem> {
   index: number
-  item: Record<string, any>
-  kind: 'message' | 'reasoning' | 'function_call'
+  item: I
   text: string
 }
 
@@ -399,15 +403,15 @@ export class ResponsesEmitter {
   #done = false
   readonly #shell: ResponseShell
   readonly #info: CallInfo
-  readonly #items: Record<string, any>[] = []
-  #message: OpenItem | undefined
-  #reasoning: OpenItem | undefined
-  readonly #calls = new Map<number, OpenItem>()
+  readonly #items: ResponsesOutputItem[] = []
+  #message: OpenItem<ResponsesMessageItem> | undefined
+  #reasoning: OpenItem<ResponsesReasoningItem> | undefined
+  readonly #calls = new Map<number, OpenItem<ResponsesFunctionCallItem>>()
   #finish: unknown = null
   /** Usage shown in the final event (chat usage chunk, read by the caller's rules). */
   shownUsage: Usage | undefined
 
-  constructor (opts: TranslateOptions, clientBody?: Record<string, any>) {
+  constructor (opts: TranslateOptions, clientBody?: ResponsesRequestWire) {
     this.#info = callInfo(opts, clientBody)
     this.#shell = { id: 'resp_' + newId(), createdAt: Math.floor(Date.now() / 1000), opts, info: this.#info }
   }
@@ -415,7 +419,7 @@ export class ResponsesEmitter {
   get ended (): boolean { return this.#done }
   get finishSeen (): boolean { return this.#finish !== null }
 
-  #ev (type: string, data: Record<string, unknown>): string {
+  #ev<K extends keyof ResponsesEventData> (type: K, data: ResponsesEventData[K]): string {
     return sseEvent(type, { type, sequence_number: this.#seq++, ...data })
   }
 
@@ -427,8 +431,8 @@ export class ResponsesEmitter {
     return this.#ev('response.created', { response: r }) + this.#ev('response.in_progress', { response: r })
   }
 
-  #open (kind: OpenItem['kind'], item: Record<string, any>): OpenItem {
-    const o: OpenItem = { index: this.#items.length, item, kind, text: '' }
+  #open<I extends ResponsesOutputItem> (item: I): OpenItem<I> {
+    const o: OpenItem<I> = { index: this.#items.length, item, text: '' }
     this.#items.push(item)
     return o
   }
@@ -437,7 +441,7 @@ export class ResponsesEmitter {
     const m = this.#message
     if (!m) return ''
     this.#message = undefined
-    const part = { type: 'output_text', text: m.text, annotations: [], logprobs: [] }
+    const part: ResponsesOutputText = { type: 'output_text', text: m.text, annotations: [], logprobs: [] }
     m.item.status = 'completed'
     m.item.content = [part]
     return this.#ev('response.output_text.done', { item_id: m.item.id, output_index: m.index, content_index: 0, text: m.text, logprobs: [] }) +
@@ -468,7 +472,7 @@ export class ResponsesEmitter {
   }
 
   /** One chat chunk (not an error chunk). */
-  chunk (chunk: any): string {
+  chunk (chunk: ChatChunkWire | null): string {
     if (this.#done) return ''
     let out = this.start(chunk?.id)
     const choice = Array.isArray(chunk?.choices) ? chunk.choices[0] : undefined
@@ -478,7 +482,7 @@ export class ResponsesEmitter {
     if (reasoning !== '') {
       if (!this.#reasoning) {
         out += this.#closeMessage()
-        const r = this.#reasoning = this.#open('reasoning', { type: 'reasoning', id: 'rs_' + newId(), summary: [], content: [] })
+        const r = this.#reasoning = this.#open<ResponsesReasoningItem>({ type: 'reasoning', id: 'rs_' + newId(), summary: [], content: [] })
         out += this.#ev('response.output_item.added', { output_index: r.index, item: { ...r.item, content: [] } })
         out += this.#ev('response.content_part.added', { item_id: r.item.id, output_index: r.index, content_index: 0, part: { type: 'reasoning_text', text: '' } })
       }
@@ -489,7 +493,7 @@ export class ResponsesEmitter {
     if (text !== '') {
       out += this.#closeReasoning()
       if (!this.#message) {
-        const m = this.#message = this.#open('message', { type: 'message', id: 'msg_' + newId(), status: 'in_progress', role: 'assistant', content: [] })
+        const m = this.#message = this.#open<ResponsesMessageItem>({ type: 'message', id: 'msg_' + newId(), status: 'in_progress', role: 'assistant', content: [] })
         out += this.#ev('response.output_item.added', { output_index: m.index, item: { ...m.item, content: [] } })
         out += this.#ev('response.content_part.added', { item_id: m.item.id, output_index: m.index, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } })
       }
@@ -503,7 +507,7 @@ export class ResponsesEmitter {
         if (!c) {
           out += this.#closeReasoning() + this.#closeMessage()
           const item = functionCallItem(this.#info, 'fc_' + newId(), typeof tc?.id === 'string' && tc.id !== '' ? tc.id : 'call_' + newId(), String(tc?.function?.name ?? ''), '', 'in_progress')
-          c = this.#open('function_call', item)
+          c = this.#open(item)
           this.#calls.set(k, c)
           out += this.#ev('response.output_item.added', { output_index: c.index, item: { ...item } })
         }
@@ -536,31 +540,24 @@ export class ResponsesEmitter {
     this.#done = true
     const code = detail?.code !== undefined ? String(detail.code) : status === 408 ? 'timeout' : 'server_error'
     // Items cut short keep what was generated, marked incomplete.
-    if (this.#message) Object.assign(this.#message.item, { status: 'incomplete', content: [{ type: 'output_text', text: this.#message.text, annotations: [], logprobs: [] }] })
+    if (this.#message) {
+      this.#message.item.status = 'incomplete'
+      this.#message.item.content = [{ type: 'output_text', text: this.#message.text, annotations: [], logprobs: [] }]
+    }
     if (this.#reasoning) this.#reasoning.item.content = [{ type: 'reasoning_text', text: this.#reasoning.text }]
-    for (const c of this.#calls.values()) Object.assign(c.item, { status: 'incomplete', arguments: c.text })
+    for (const c of this.#calls.values()) {
+      c.item.status = 'incomplete'
+      c.item.arguments = c.text
+    }
     const r = responseObject(this.#shell, 'failed', this.#items, this.shownUsage ?? null, null, { code, message })
     out += this.#ev('response.failed', { response: r })
     return out + this.#ev('error', { code, message, param: null })
   }
 
   /** An upstream error chunk or event mid-stream (its text sanitized). */
-  upstreamError (e: any): string {
-    const message = typeof e?.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.'
+  upstreamError (e: unknown): string {
+    const text = isObject(e) ? e.message : undefined
+    const message = typeof text === 'string' ? sanitizeUpstreamMessage(text) : 'The model service failed mid-stream.'
     return this.fail(message, 502)
   }
-}
-
-/** Normalizes a Responses `usage` object: input_tokens includes the cached part. */
-export function usageFromResponses (u: any): Usage {
-  const n = (v: unknown): number => typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0
-  const out: Usage = {
-    inputTokens: n(u?.input_tokens),
-    cachedInputTokens: n(u?.input_tokens_details?.cached_tokens),
-    cacheWriteTokens: 0,
-    outputTokens: n(u?.output_tokens),
-  }
-  const r = n(u?.output_tokens_details?.reasoning_tokens)
-  if (r) out.reasoningTokens = r
-  return out
 }

@@ -11,7 +11,7 @@ import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFa
 import type { Usage } from '../../core/types/usage.ts'
 import { sseEvent } from '../../core/dispatch/sse.ts'
 import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
-import { usageFromResponses } from './responses-common.ts'
+import { usageFromResponses } from './usage.ts'
 import { responsesDeltaChars } from './chat-to-responses.ts'
 
 class ResponsesPassStream implements StreamTranslator {

@@ -1,10 +1,12 @@
 /**
- * @module protocols/usage – the protocols' `usage` objects to and from the gateway's normalized
- * {@link Usage}: what the translators read from upstream answers and render to clients.
+ * @module protocols/usage – the three protocols' `usage` objects (chat, messages, Responses API) to
+ * and from the gateway's normalized {@link Usage}: what the translators read from upstream answers
+ * and render to clients.
  */
 import type { Usage } from '../../core/types/usage.ts'
 import type { ChatUsage } from './wire-chat.ts'
 import type { MessagesUsage } from './wire-messages.ts'
+import type { ResponsesUsage } from './wire-responses.ts'
 
 /** The value at `key` when `v` is an object (upstream usage objects are untrusted JSON). */
 function at (v: unknown, key: string): unknown {
@@ -67,5 +69,29 @@ export function usageToMessages (u: Usage): MessagesUsage {
     cache_creation_input_tokens: u.cacheWriteTokens,
     cache_read_input_tokens: u.cachedInputTokens,
     output_tokens: u.outputTokens,
+  }
+}
+
+/** Normalizes a Responses API `usage` object: input_tokens includes the cached part. */
+export function usageFromResponses (u: unknown): Usage {
+  const out: Usage = {
+    inputTokens: n(at(u, 'input_tokens')),
+    cachedInputTokens: n(at(at(u, 'input_tokens_details'), 'cached_tokens')),
+    cacheWriteTokens: 0,
+    outputTokens: n(at(u, 'output_tokens')),
+  }
+  const r = n(at(at(u, 'output_tokens_details'), 'reasoning_tokens'))
+  if (r) out.reasoningTokens = r
+  return out
+}
+
+/** Renders usage as Responses `usage`: input_tokens includes cached input; total = input + output. */
+export function usageToResponses (u: Usage): ResponsesUsage {
+  return {
+    input_tokens: u.inputTokens,
+    input_tokens_details: { cached_tokens: u.cachedInputTokens },
+    output_tokens: u.outputTokens,
+    output_tokens_details: { reasoning_tokens: u.reasoningTokens ?? 0 },
+    total_tokens: u.inputTokens + u.outputTokens,
   }
 }
