@@ -163,7 +163,8 @@ function reasoningText (m: ChatDeltaWire): string {
   return ''
 }
 
-function request (body: MessagesRequestWire, opts: TranslateOptions): ChatRequest {
+/** A messages body → a chat body for `opts`' upstream (the model's parameters applied). */
+export function messagesToChatRequest (body: MessagesRequestWire, opts: TranslateOptions): ChatRequest {
   const out: ChatRequest = { model: opts.upstreamModel, messages: convertMessages(body, opts.upstream?.systemRole ?? 'system') }
   const cap = Math.min(typeof body.max_tokens === 'number' ? body.max_tokens : opts.model.maxOutputTokens, opts.model.maxOutputTokens)
   out[opts.upstream?.maxTokensField ?? 'max_tokens'] = cap
@@ -397,7 +398,7 @@ class MessagesOverChatStream implements StreamTranslator {
 }
 
 export const messagesToChat: Translator = {
-  request,
+  request: messagesToChatRequest,
   response,
   stream (_clientBody: JsonObject, opts: TranslateOptions): StreamTranslator {
     return new MessagesOverChatStream(opts)
