@@ -44,9 +44,10 @@ function pushTurn (turns: Turn[], role: Turn['role'], blocks: MessagesBlock[]): 
 /** A user or tool message's content as blocks: text joined into one block, plus media blocks in media mode. */
 function contentBlocks (content: unknown, media: boolean): Array<MessagesTextBlock | MessagesMediaBlock> {
   const t = textOf(content, '\n')
-  if (!media || !Array.isArray(content) || !content.some(isMediaBlock)) return t !== '' ? [{ type: 'text', text: t }] : []
+  const parts: unknown[] | undefined = Array.isArray(content) ? content : undefined
+  if (!media || !parts?.some(isMediaBlock)) return t !== '' ? [{ type: 'text', text: t }] : []
   const blocks: Array<MessagesTextBlock | MessagesMediaBlock> = []
-  for (const p of content as unknown[]) {
+  for (const p of parts) {
     if (isMediaBlock(p)) blocks.push(p)
     else if (isObject(p) && p.type === 'text' && typeof p.text === 'string' && p.text !== '') blocks.push({ type: 'text', text: p.text })
   }
