@@ -1,16 +1,17 @@
 /**
  * @module protocols/responses-to-chat – Responses API client, chat-completions upstream (R→C).
  *
- * Request and answers by the rules in responses-common.ts. Stream: each chat chunk becomes the
- * Responses events it implies; the final usage is the usage chunk (or usage on a finishing
- * chunk), running counts on other chunks are provisional, as on the chat route.
+ * Request by the rules in responses-request.ts, answers by responses-answer.ts. Stream: each chat
+ * chunk becomes the Responses events it implies; the final usage is the usage chunk (or usage on a
+ * finishing chunk), running counts on other chunks are provisional, as on the chat route.
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
 import type { Usage } from '../../core/types/usage.ts'
 import { usageFromChat } from './usage.ts'
 import { estimateUsage } from '../../core/dispatch/estimate.ts'
 import { chatDeltaChars } from './common.ts'
-import { chatAnswerToResponse, ResponsesEmitter, responsesToChatRequest } from './responses-common.ts'
+import { responsesToChatRequest } from './responses-request.ts'
+import { chatAnswerToResponse, ResponsesEmitter } from './responses-answer.ts'
 import { isObject, parseWire, type JsonObject } from './wire.ts'
 import type { ChatChunkWire, ChatCompletionWire } from './wire-chat.ts'
 import type { ResponsesRequestWire } from './wire-responses.ts'

@@ -1,7 +1,7 @@
 /**
  * @module protocols/responses-to-messages – Responses API client, messages-protocol upstream (R→M).
  *
- * Composed: the Responses request becomes a chat request (responses-common.ts), which the chat
+ * Composed: the Responses request becomes a chat request (responses-request.ts), which the chat
  * client's translator (chat-to-messages.ts) turns into a messages request, with that file's rules
  * (reasoning effort → a thinking budget...), in media mode: images and files reach the upstream as
  * image and document blocks. Answers and streams go back the same way: messages → chat
@@ -13,7 +13,8 @@ import type { Usage } from '../../core/types/usage.ts'
 import { SseParser } from '../../core/dispatch/sse.ts'
 import { estimateUsage } from '../../core/dispatch/estimate.ts'
 import { chatToMessages, chatToMessagesRequest } from './chat-to-messages.ts'
-import { chatAnswerToResponse, ResponsesEmitter, responsesToChatRequest } from './responses-common.ts'
+import { responsesToChatRequest } from './responses-request.ts'
+import { chatAnswerToResponse, ResponsesEmitter } from './responses-answer.ts'
 import { parseWire } from './wire.ts'
 import type { ChatChunkWire } from './wire-chat.ts'
 import type { MessagesRequest } from './wire-messages.ts'
