@@ -6,10 +6,14 @@
  */
 import { gwError } from '../../core/errors/errors.ts'
 import { isObject } from './wire.ts'
-import type { MessagesMediaBlock } from './wire-messages.ts'
+import type { MessagesImageType, MessagesMediaBlock } from './wire-messages.ts'
 
 /** The image media types a messages upstream accepts. */
-const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp'])
+const IMAGE_TYPES: ReadonlySet<string> = new Set<MessagesImageType>(['image/jpeg', 'image/png', 'image/gif', 'image/webp'])
+
+function isImageType (t: string): t is MessagesImageType {
+  return IMAGE_TYPES.has(t)
+}
 const DATA_URI = /^data:([^;,]*)((?:;[^;,]*)*);base64,/i
 
 function bad (where: string, why: string): never {
@@ -21,7 +25,7 @@ function bad (where: string, why: string): never {
  * undefined. The upstream checks the bytes against the declared type and answers 400 on a
  * mismatch, so what the bytes are wins over the label.
  */
-export function sniffImageType (b64: string): string | undefined {
+export function sniffImageType (b64: string): MessagesImageType | undefined {
   const head = Buffer.from(b64.slice(0, 24), 'base64')
   if (head[0] === 0x89 && head.toString('latin1', 1, 4) === 'PNG') return 'image/png'
   if (head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return 'image/jpeg'
@@ -39,7 +43,7 @@ export function imageBlock (url: unknown, where: string): MessagesMediaBlock {
   const data = url.slice(m[0].length)
   const label = m[1].toLowerCase()
   const declared = label === 'image/jpg' ? 'image/jpeg' : label
-  const mediaType = sniffImageType(data) ?? (IMAGE_TYPES.has(declared) ? declared : undefined)
+  const mediaType = sniffImageType(data) ?? (isImageType(declared) ? declared : undefined)
   if (mediaType === undefined) bad(where, `"${m[1]}" images cannot be sent to this model (JPEG, PNG, GIF and WebP can)`)
   return { type: 'image', source: { type: 'base64', media_type: mediaType, data } }
 }

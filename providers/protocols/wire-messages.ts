@@ -93,9 +93,12 @@ export interface MessagesEventWire {
 
 // ── built ───────────────────────────────────────────────────────────────────────────────────
 
+/** The image media types a messages upstream accepts. */
+export type MessagesImageType = 'image/jpeg' | 'image/png' | 'image/gif' | 'image/webp'
+
 /** An image (URL or base64) or a document (PDF, plain text, or a PDF by URL) block. */
 export type MessagesMediaBlock =
-  | { type: 'image', source: { type: 'url', url: string } | { type: 'base64', media_type: string, data: string } }
+  | { type: 'image', source: { type: 'url', url: string } | { type: 'base64', media_type: MessagesImageType, data: string } }
   | { type: 'document', title?: string, source: { type: 'url', url: string } | { type: 'base64', media_type: 'application/pdf', data: string } | { type: 'text', media_type: 'text/plain', data: string } }
 
 /** A client's image block, passed on to a chat upstream as the client sent it (it has no chat form). */
