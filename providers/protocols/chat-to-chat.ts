@@ -10,7 +10,8 @@ import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFa
 import type { Usage } from '../../core/types/usage.ts'
 import { usageFromChat } from './usage.ts'
 import { sseData } from '../../core/dispatch/sse.ts'
-import { parseWire, type ChatChunkWire, type ErrorWire, type JsonObject } from './wire.ts'
+import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
+import type { ChatChunkWire, ChatCompletionWire, ChatRequestWire } from './wire-chat.ts'
 import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 import { modelSpanOf, spliceModel } from '../../core/http/body.ts'
 import { applyModelParameters, CHAT_STANDARD, chatChunkChars, chatDeltaChars, DeferredCount, parametersUnchanged, plainChatChunk, safeErrorType } from './common.ts'
@@ -29,9 +30,8 @@ class ChatPassStream implements StreamTranslator {
   readonly #clientWantsUsage: boolean
   readonly #readUsage: (u: JsonObject) => Usage
 
-  constructor (clientBody: JsonObject, opts: TranslateOptions) {
-    const streamOptions = clientBody.stream_options as { include_usage?: unknown } | null | undefined
-    this.#clientWantsUsage = streamOptions?.include_usage === true
+  constructor (clientBody: ChatRequestWire, opts: TranslateOptions) {
+    this.#clientWantsUsage = clientBody.stream_options?.include_usage === true
     this.#readUsage = opts.upstream?.readUsage ?? usageFromChat
   }
 
@@ -64,7 +64,7 @@ class ChatPassStream implements StreamTranslator {
     try { chunk = parseWire<ChatChunkWire>(data) } catch { return named ? '' : ev.raw }
     if (ev.event === 'error' || (chunk !== null && chunk.error !== undefined)) {
       this.#done = true
-      const e: ErrorWire | string | null = chunk?.error ?? chunk as ErrorWire | null
+      const e: ErrorWire | string | null = chunk?.error ?? chunk
       return typeof e === 'object' && e !== null ? this.#error(e.message, e.type, e.code) : this.#error(e, undefined, undefined)
     }
     if (named) return ''
@@ -115,25 +115,25 @@ class ChatPassStream implements StreamTranslator {
 
 export const chatToChat: Translator = {
   passthrough: true,
-  request (body: JsonObject, opts: TranslateOptions): Record<string, unknown> {
+  request (body: ChatRequestWire, opts: TranslateOptions): Record<string, unknown> {
     const out: Record<string, unknown> = { ...body, model: opts.upstreamModel }
     applyModelParameters(out, opts.model, CHAT_STANDARD)
-    if (body.stream === true) out.stream_options = { ...body.stream_options as JsonObject | undefined, include_usage: true }
+    if (body.stream === true) out.stream_options = { ...body.stream_options, include_usage: true }
     return out
   },
-  requestText (body: JsonObject, opts: TranslateOptions): string | undefined {
+  requestText (body: ChatRequestWire, opts: TranslateOptions): string | undefined {
     const span = modelSpanOf(body)
     if (span === undefined || !parametersUnchanged(body, opts.model, CHAT_STANDARD)) return undefined
-    if (body.stream !== true || (body.stream_options as JsonObject | undefined)?.include_usage === true) return spliceModel(span, opts.upstreamModel)
+    if (body.stream !== true || body.stream_options?.include_usage === true) return spliceModel(span, opts.upstreamModel)
     // No stream_options member at all (JSON.parse would have kept any spelling of it): add one.
     if (!Object.hasOwn(body, 'stream_options')) return spliceModel(span, opts.upstreamModel, ASK_USAGE)
     return undefined
   },
   response (body: unknown, opts: TranslateOptions) {
-    const usage = (body as { usage?: JsonObject | null } | null | undefined)?.usage
-    return { body, usage: usage ? (opts.upstream?.readUsage ?? usageFromChat)(usage) : undefined }
+    const answer: ChatCompletionWire = isObject(body) ? body : {}
+    return { body, usage: answer.usage ? (opts.upstream?.readUsage ?? usageFromChat)(answer.usage) : undefined }
   },
-  stream (clientBody: JsonObject, opts: TranslateOptions): StreamTranslator {
+  stream (clientBody: ChatRequestWire, opts: TranslateOptions): StreamTranslator {
     return new ChatPassStream(clientBody, opts)
   },
 }

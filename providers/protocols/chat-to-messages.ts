@@ -1,8 +1,9 @@
 /**
  * @module protocols/chat-to-messages – chat client, messages-protocol upstream (C→M).
  *
- * Request: the spec's rule 2 as the default: message content is flattened
- * to plain text and images (and other media parts) are dropped silently. In media mode (the
+ * Request, on the chat route: message content is flattened to plain text and images (and other
+ * media parts) are dropped silently, without an error (a client sends images to these models
+ * through /v1/messages, whose blocks pass on as they are). In media mode (the
  * Responses route's intermediate body) messages image and document blocks already built from the
  * client's parts pass on, in user turns and as tool_result content. System and developer
  * messages, tools, tool_choice, tool calls and tool results, stop sequences, the output cap and
@@ -20,15 +21,20 @@ import { gwError } from '../../core/errors/errors.ts'
 import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeErrorType, safeToolId, textOf } from './common.ts'
 import { isMediaBlock } from './media-blocks.ts'
+import { isObject, parseWire, str, type JsonObject } from './wire.ts'
+import type { ChatChunk, ChatCompletion, ChatDelta, ChatErrorChunk, ChatFinishReason, ChatAnswerMessage, ChatRequestWire, ChatToolChoiceWire, ChatToolWire } from './wire-chat.ts'
+import type {
+  MessagesAnswerWire, MessagesBlock, MessagesBlockWire, MessagesEventWire, MessagesMediaBlock, MessagesRequest, MessagesTextBlock,
+  MessagesToolChoice, MessagesToolResultBlock, MessagesTurn,
+} from './wire-messages.ts'
 
-type Block = Record<string, unknown>
-interface Turn { role: 'user' | 'assistant', content: Block[] }
+interface Turn { role: 'user' | 'assistant', content: MessagesBlock[] }
 
 /** A user turn for requests that would otherwise have none (only system messages, or assistant first). */
 const FILLER_USER_TEXT = '(continue)'
 const REASONING_BUDGET: Record<string, number> = { minimal: 1024, low: 1024, medium: 2048, high: 4096 }
 
-function pushTurn (turns: Turn[], role: Turn['role'], blocks: Block[]): void {
+function pushTurn (turns: Turn[], role: Turn['role'], blocks: MessagesBlock[]): void {
   if (blocks.length === 0) return
   const last = turns[turns.length - 1]
   if (last && last.role === role) last.content.push(...blocks)
@@ -36,23 +42,24 @@ function pushTurn (turns: Turn[], role: Turn['role'], blocks: Block[]): void {
 }
 
 /** A user or tool message's content as blocks: text joined into one block, plus media blocks in media mode. */
-function contentBlocks (content: unknown, media: boolean): Block[] {
+function contentBlocks (content: unknown, media: boolean): Array<MessagesTextBlock | MessagesMediaBlock> {
   const t = textOf(content, '\n')
-  if (!media || !Array.isArray(content) || !content.some(isMediaBlock)) return t !== '' ? [{ type: 'text', text: t }] : []
-  const blocks: Block[] = []
-  for (const p of content) {
+  const parts: unknown[] | undefined = Array.isArray(content) ? content : undefined
+  if (!media || !parts?.some(isMediaBlock)) return t !== '' ? [{ type: 'text', text: t }] : []
+  const blocks: Array<MessagesTextBlock | MessagesMediaBlock> = []
+  for (const p of parts) {
     if (isMediaBlock(p)) blocks.push(p)
-    else if (p?.type === 'text' && typeof p.text === 'string' && p.text !== '') blocks.push({ type: 'text', text: p.text })
+    else if (isObject(p) && p.type === 'text' && typeof p.text === 'string' && p.text !== '') blocks.push({ type: 'text', text: p.text })
   }
   return blocks
 }
 
-function convert (body: Record<string, any>, media: boolean): { system: string[], turns: Turn[] } {
+function convert (body: ChatRequestWire, media: boolean): { system: string[], turns: Turn[] } {
   const system: string[] = []
   const turns: Turn[] = []
-  for (const [i, m] of (body.messages as any[]).entries()) {
+  for (const [i, m] of (Array.isArray(body.messages) ? body.messages : []).entries()) {
     const where = `messages[${i}]`
-    switch (m.role) {
+    switch (m?.role) {
       case 'system': case 'developer': {
         const t = textOf(m.content, '\n')
         if (t !== '') system.push(t)
@@ -62,7 +69,7 @@ function convert (body: Record<string, any>, media: boolean): { system: string[]
         pushTurn(turns, 'user', contentBlocks(m.content, media))
         break
       case 'assistant': {
-        const blocks: Block[] = []
+        const blocks: MessagesBlock[] = []
         const t = textOf(m.content, '')
         if (t !== '') blocks.push({ type: 'text', text: t })
         if (typeof m.refusal === 'string' && m.refusal !== '') blocks.push({ type: 'text', text: m.refusal })
@@ -78,8 +85,9 @@ function convert (body: Record<string, any>, media: boolean): { system: string[]
       }
       case 'tool': case 'function': {
         const content = contentBlocks(m.content, media)
-        const block: Block = { type: 'tool_result', tool_use_id: safeToolId(m.tool_call_id ?? m.name) }
-        if (content.length === 1 && content[0].type === 'text') block.content = content[0].text
+        const block: MessagesToolResultBlock = { type: 'tool_result', tool_use_id: safeToolId(m.tool_call_id ?? m.name) }
+        const only = content.length === 1 ? content[0] : undefined
+        if (only?.type === 'text') block.content = only.text
         else if (content.length > 0) block.content = content
         const last = turns[turns.length - 1]
         // Tool results open their user turn: put them before any text already merged into it.
@@ -91,15 +99,18 @@ function convert (body: Record<string, any>, media: boolean): { system: string[]
         break
       }
       default:
-        throw gwError('GW_ERR_BAD_REQUEST', [`${where}.role "${String(m.role)}" is not supported`])
+        throw gwError('GW_ERR_BAD_REQUEST', [`${where}.role "${String(m?.role)}" is not supported`])
     }
   }
   if (turns.length === 0 || turns[0].role !== 'user') turns.unshift({ role: 'user', content: [{ type: 'text', text: FILLER_USER_TEXT }] })
   return { system, turns }
 }
 
-function simplify (turns: Turn[]): unknown[] {
-  return turns.map(t => t.content.length === 1 && t.content[0].type === 'text' ? { role: t.role, content: t.content[0].text } : t)
+function simplify (turns: Turn[]): MessagesTurn[] {
+  return turns.map(t => {
+    const only = t.content.length === 1 ? t.content[0] : undefined
+    return only?.type === 'text' ? { role: t.role, content: only.text } : t
+  })
 }
 
 /**
@@ -112,46 +123,55 @@ function thinkingAllowed (turns: Turn[]): boolean {
   for (let i = turns.length - 1; i >= 0; i--) {
     const t = turns[i]
     if (t.role === 'user' && !t.content.some(b => b.type === 'tool_result')) return true
-    if (t.role === 'assistant' && t.content.some(b => b.type === 'tool_use')) return t.content[0].type === 'thinking' || t.content[0].type === 'redacted_thinking'
+    if (t.role === 'assistant' && t.content.some(b => b.type === 'tool_use')) return false
   }
   return true
 }
 
+/** A function tool with a name (what a messages upstream can take); the name as the client sent it. */
+type NamedTool = ChatToolWire & { function: { name: unknown, description?: unknown, parameters?: unknown, strict?: unknown } }
+
+function isNamedTool (t: ChatToolWire | null): t is NamedTool {
+  return t?.type === 'function' && Boolean(t.function?.name)
+}
+
 /** A chat body → a messages body; `media`: the Responses route's intermediate body, whose image and document blocks pass on. */
-export function chatToMessagesRequest (body: Record<string, any>, opts: TranslateOptions, media = false): Record<string, unknown> {
+export function chatToMessagesRequest (body: ChatRequestWire, opts: TranslateOptions, media = false): MessagesRequest {
   if (typeof body.n === 'number' && body.n > 1) throw gwError('GW_ERR_BAD_REQUEST', ['n > 1 is not supported for this model'])
   const { system, turns } = convert(body, media)
-  const out: Record<string, unknown> = { model: opts.upstreamModel }
-  if (system.length > 0) out.system = system.join('\n\n')
-  out.messages = simplify(turns)
+  const out: MessagesRequest = system.length > 0
+    ? { model: opts.upstreamModel, system: system.join('\n\n'), messages: simplify(turns) }
+    : { model: opts.upstreamModel, messages: simplify(turns) }
   const asked = body.max_completion_tokens ?? body.max_tokens
   let maxTokens = typeof asked === 'number' ? Math.min(asked, opts.model.maxOutputTokens) : opts.model.maxOutputTokens
   if (typeof body.temperature === 'number') out.temperature = Math.min(1, Math.max(0, body.temperature))
   if (typeof body.top_p === 'number') out.top_p = body.top_p
   if (body.stop !== undefined && body.stop !== null) {
-    const list = (Array.isArray(body.stop) ? body.stop : [body.stop]).filter((s: unknown) => typeof s === 'string' && s.trim() !== '')
+    const stops: unknown[] = Array.isArray(body.stop) ? body.stop : [body.stop]
+    const list = stops.filter((s): s is string => typeof s === 'string' && s.trim() !== '')
     if (list.length > 0) out.stop_sequences = list
   }
   if (typeof body.user === 'string' && body.user !== '') out.metadata = { user_id: body.user }
-  let tools: any[] = Array.isArray(body.tools) ? body.tools.filter((t: any) => t?.type === 'function' && t.function?.name) : []
-  let tc = body.tool_choice
-  if (tc?.type === 'allowed_tools') {
-    const allowed = new Set((tc.allowed_tools?.tools ?? []).map((t: any) => t?.function?.name))
+  let tools = Array.isArray(body.tools) ? body.tools.filter(isNamedTool) : []
+  let tc: string | ChatToolChoiceWire | null | undefined = body.tool_choice
+  if (typeof tc === 'object' && tc?.type === 'allowed_tools') {
+    const listed = tc.allowed_tools?.tools
+    const allowed = new Set((Array.isArray(listed) ? listed : []).map(t => t?.function?.name))
     tools = tools.filter(t => allowed.has(t.function.name))
     tc = tc.allowed_tools?.mode === 'required' ? 'required' : 'auto'
   }
   if (tools.length > 0) {
     out.tools = tools.map(t => {
-      const o: Record<string, unknown> = { name: t.function.name, input_schema: t.function.parameters ?? { type: 'object', properties: {} } }
+      const o: NonNullable<MessagesRequest['tools']>[number] = { name: t.function.name, input_schema: t.function.parameters ?? { type: 'object', properties: {} } }
       if (typeof t.function.description === 'string') o.description = t.function.description
       if (typeof t.function.strict === 'boolean') o.strict = t.function.strict
       return o
     })
-    let choice: Record<string, unknown> | undefined
+    let choice: MessagesToolChoice | undefined
     if (tc === 'auto') choice = { type: 'auto' }
     else if (tc === 'none') choice = { type: 'none' }
     else if (tc === 'required') choice = { type: 'any' }
-    else if (tc?.type === 'function' && typeof tc.function?.name === 'string') choice = { type: 'tool', name: tc.function.name }
+    else if (typeof tc === 'object' && tc?.type === 'function' && typeof tc.function?.name === 'string') choice = { type: 'tool', name: tc.function.name }
     if (body.parallel_tool_calls === false && choice?.type !== 'none') choice = { ...(choice ?? { type: 'auto' }), disable_parallel_tool_use: true }
     if (choice) out.tool_choice = choice
   }
@@ -161,7 +181,7 @@ export function chatToMessagesRequest (body: Record<string, any>, opts: Translat
     out.thinking = { type: 'enabled', budget_tokens: budget }
     if (maxTokens <= budget) maxTokens = budget + 1024
     delete out.temperature
-    const c = out.tool_choice as any
+    const c = out.tool_choice
     if (c && (c.type === 'any' || c.type === 'tool')) out.tool_choice = { type: 'auto' }
   }
   out.max_tokens = maxTokens
@@ -178,36 +198,40 @@ function chatId (upstreamId: unknown): string {
     : 'chatcmpl-' + newId()
 }
 
-function response (body: any, opts: TranslateOptions, fallback?: Usage): { body: unknown, usage: Usage | undefined } {
+function response (upstream: unknown, opts: TranslateOptions, fallback?: Usage): { body: ChatCompletion, usage: Usage | undefined } {
+  const body: MessagesAnswerWire = isObject(upstream) ? upstream : {}
   let text = ''
   let hasText = false
   let reasoning = ''
-  const calls: unknown[] = []
-  for (const b of Array.isArray(body?.content) ? body.content : []) {
+  const calls: NonNullable<ChatAnswerMessage['tool_calls']> = []
+  for (const b of Array.isArray(body.content) ? body.content : []) {
     if (b?.type === 'text' && typeof b.text === 'string') { text += b.text; hasText = true }
     else if (b?.type === 'thinking' && typeof b.thinking === 'string') reasoning += b.thinking
-    else if (b?.type === 'tool_use') calls.push({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } })
+    else if (b?.type === 'tool_use') calls.push({ id: str(b.id), type: 'function', function: { name: str(b.name), arguments: JSON.stringify(b.input ?? {}) } })
   }
-  const message: Record<string, unknown> = { role: 'assistant', content: hasText || calls.length === 0 ? text : null, refusal: null }
+  const message: ChatAnswerMessage = { role: 'assistant', content: hasText || calls.length === 0 ? text : null, refusal: null }
   // Thinking text in the field DeepSeek and vLLM use (redacted thinking has none to show).
   if (reasoning !== '') message.reasoning_content = reasoning
   if (calls.length > 0) message.tool_calls = calls
-  const usage = body?.usage ? (opts.upstream?.readUsage ?? usageFromMessages)(body.usage) : undefined
+  const usage = body.usage ? (opts.upstream?.readUsage ?? usageFromMessages)(body.usage) : undefined
   return {
     body: {
-      id: chatId(body?.id),
+      id: chatId(body.id),
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
       model: opts.clientModel,
-      choices: [{ index: 0, message, logprobs: null, finish_reason: finishFromStop(body?.stop_reason) }],
+      choices: [{ index: 0, message, logprobs: null, finish_reason: finishFromStop(body.stop_reason) }],
       usage: usageToChat(usage ?? fallback ?? estimateUsage(opts.estimatedInputTokens)),
     },
     usage,
   }
 }
 
-/** The chat client's stream: messages events in, chat chunks out. Named for the client, like the file (`<client>-to-<upstream>`). */
-class ChatClientStream implements StreamTranslator {
+/** What a content block of the upstream's stream became: text, a tool call (its chat index), thinking, or nothing. */
+type BlockKind = { kind: 'text' | 'thinking' | 'other' } | { kind: 'tool_use', toolIdx: number }
+
+/** The chat client's stream over a messages upstream: messages events in, chat chunks out. */
+class ChatOverMessagesStream implements StreamTranslator {
   finished = false
   #done = false
   #id = 'chatcmpl-' + newId()
@@ -215,17 +239,18 @@ class ChatClientStream implements StreamTranslator {
   readonly #model: string
   readonly #includeUsage: boolean
   #toolCount = 0
-  readonly #blocks = new Map<number, { kind: string, toolIdx?: number }>()
+  /** By the upstream's block `index`, as sent. */
+  readonly #blocks = new Map<unknown, BlockKind>()
   #start: Record<string, number> | undefined
   #final: Record<string, number> | undefined
   outputChars = 0
   #stop: unknown = null
   #roleSent = false
 
-  readonly #readUsage: (u: any) => Usage
+  readonly #readUsage: (u: JsonObject) => Usage
   readonly #estimatedInputTokens: number
 
-  constructor (clientBody: Record<string, any>, opts: TranslateOptions) {
+  constructor (clientBody: ChatRequestWire, opts: TranslateOptions) {
     this.#model = opts.clientModel
     this.#estimatedInputTokens = opts.estimatedInputTokens
     this.#includeUsage = clientBody.stream_options?.include_usage === true
@@ -241,8 +266,8 @@ class ChatClientStream implements StreamTranslator {
     return this.#start ? this.#readUsage(this.#start) : undefined
   }
 
-  #chunk (delta: unknown, finish: string | null = null): string {
-    const c: Record<string, unknown> = {
+  #chunk (delta: ChatDelta, finish: ChatFinishReason | null = null): string {
+    const c: ChatChunk = {
       id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model,
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
     }
@@ -258,16 +283,16 @@ class ChatClientStream implements StreamTranslator {
 
   push (ev: SseEvent): string {
     if (this.#done) return ''
-    let d: any
-    try { d = JSON.parse(ev.data) } catch { return '' }
-    const name = ev.event ?? d?.type
+    let d: MessagesEventWire
+    try { d = parseWire<MessagesEventWire>(ev.data) ?? {} } catch { return '' }
+    const name = ev.event ?? d.type
     switch (name) {
       case 'message_start':
         if (typeof d.message?.id === 'string') this.#id = chatId(d.message.id)
         this.#start = numericUsage(d.message?.usage, this.#start)
         return this.#role()
       case 'content_block_start': {
-        const b = d.content_block ?? {}
+        const b: MessagesBlockWire = d.content_block ?? {}
         if (b.type === 'text') {
           this.#blocks.set(d.index, { kind: 'text' })
           return this.#role() + (typeof b.text === 'string' && b.text !== '' ? this.#chunk({ content: b.text }) : '')
@@ -275,9 +300,9 @@ class ChatClientStream implements StreamTranslator {
         if (b.type === 'tool_use') {
           const toolIdx = this.#toolCount++
           this.#blocks.set(d.index, { kind: 'tool_use', toolIdx })
-          return this.#role() + this.#chunk({ tool_calls: [{ index: toolIdx, id: b.id, type: 'function', function: { name: b.name, arguments: '' } }] })
+          return this.#role() + this.#chunk({ tool_calls: [{ index: toolIdx, id: str(b.id), type: 'function', function: { name: str(b.name), arguments: '' } }] })
         }
-        this.#blocks.set(d.index, { kind: String(b.type) })
+        this.#blocks.set(d.index, { kind: b.type === 'thinking' ? 'thinking' : 'other' })
         if (b.type === 'thinking' && typeof b.thinking === 'string' && b.thinking !== '') return this.#role() + this.#chunk({ reasoning_content: b.thinking })
         return ''
       }
@@ -293,7 +318,7 @@ class ChatClientStream implements StreamTranslator {
         return ''
       }
       case 'message_delta':
-        if (d.delta && 'stop_reason' in d.delta) this.#stop = d.delta.stop_reason
+        if (isObject(d.delta) && 'stop_reason' in d.delta) this.#stop = d.delta.stop_reason
         // Cumulative counts: they overwrite, never add.
         if (d.usage && typeof d.usage === 'object') this.#final = numericUsage(d.usage, { ...this.#start, ...this.#final })
         return ''
@@ -302,7 +327,7 @@ class ChatClientStream implements StreamTranslator {
       case 'error': {
         const e = d.error ?? {}
         this.#done = true
-        return this.#role() + sseData({ error: { message: typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', type: safeErrorType(e.type, 'api_error'), param: null, code: null } })
+        return this.#role() + sseData({ error: { message: typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', type: safeErrorType(e.type, 'api_error'), param: null, code: null } } satisfies ChatErrorChunk)
       }
       default:
         return '' // ping, content_block_stop, unknown events
@@ -317,7 +342,7 @@ class ChatClientStream implements StreamTranslator {
       out += sseData({
         id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model, choices: [],
         usage: usageToChat(this.usage ?? estimateUsage(this.#estimatedInputTokens, this.outputChars, this.startUsage)),
-      })
+      } satisfies ChatChunk)
     }
     return out + SSE_DONE
   }
@@ -330,14 +355,14 @@ class ChatClientStream implements StreamTranslator {
   fail (message: string, status = 502, detail?: StreamFailDetail): string {
     if (this.#done) return ''
     this.#done = true
-    return sseData({ error: { message, type: detail?.type ?? (status === 408 ? 'timeout_error' : 'server_error'), param: null, code: detail?.code ?? status } })
+    return sseData({ error: { message, type: detail?.type ?? (status === 408 ? 'timeout_error' : 'server_error'), param: null, code: detail?.code ?? status } } satisfies ChatErrorChunk)
   }
 }
 
 export const chatToMessages: Translator = {
   request: (body, opts) => chatToMessagesRequest(body, opts),
   response,
-  stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
-    return new ChatClientStream(clientBody, opts)
+  stream (clientBody: ChatRequestWire, opts: TranslateOptions): StreamTranslator {
+    return new ChatOverMessagesStream(clientBody, opts)
   },
 }

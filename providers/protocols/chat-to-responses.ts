@@ -18,19 +18,24 @@ import { estimateUsage } from '../../core/dispatch/estimate.ts'
 import { gwError } from '../../core/errors/errors.ts'
 import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 import { applyModelParameters, CHAT_STANDARD, newId, safeErrorType, textOf } from './common.ts'
-import { usageFromResponses } from './responses-common.ts'
+import { usageFromResponses } from './usage.ts'
+import { isObject, parseWire, str, type JsonObject } from './wire.ts'
+import type { ChatAnswerMessage, ChatCompletion, ChatChunk, ChatDelta, ChatErrorChunk, ChatFinishReason, ChatPartWire, ChatRequestWire, ChatToolWire } from './wire-chat.ts'
+import type { ResponsesEventWire, ResponsesFunctionTool, ResponsesInputItem, ResponsesInputPart, ResponsesRequest, ResponseWire } from './wire-responses.ts'
 
-function inputParts (content: unknown): unknown[] {
+function inputParts (content: unknown): ResponsesInputPart[] {
   if (typeof content === 'string') return [{ type: 'input_text', text: content }]
-  const out: unknown[] = []
-  for (const p of Array.isArray(content) ? content : []) {
-    if (p?.type === 'text' && typeof p.text === 'string') out.push({ type: 'input_text', text: p.text })
-    else if (p?.type === 'image_url') {
-      const u = typeof p.image_url === 'string' ? p.image_url : p.image_url?.url
-      const part: Record<string, unknown> = { type: 'input_image', image_url: u, detail: p.image_url?.detail ?? 'auto' }
-      out.push(part)
-    } else if (p?.type === 'file' && p.file && typeof p.file === 'object') {
-      const f: Record<string, unknown> = { type: 'input_file' }
+  const out: ResponsesInputPart[] = []
+  for (const part of Array.isArray(content) ? content as unknown[] : []) {
+    const p: ChatPartWire = isObject(part) ? part : {}
+    if (p.type === 'text' && typeof p.text === 'string') out.push({ type: 'input_text', text: p.text })
+    else if (p.type === 'image_url') {
+      const img = p.image_url
+      const u = typeof img === 'string' ? img : img?.url
+      const detail = typeof img === 'string' ? undefined : img?.detail
+      out.push({ type: 'input_image', image_url: u, detail: detail ?? 'auto' })
+    } else if (p.type === 'file' && p.file && typeof p.file === 'object') {
+      const f: ResponsesInputPart & { type: 'input_file' } = { type: 'input_file' }
       if (typeof p.file.file_data === 'string') f.file_data = p.file.file_data
       if (typeof p.file.file_id === 'string') f.file_id = p.file.file_id
       if (typeof p.file.filename === 'string') f.filename = p.file.filename
@@ -40,11 +45,17 @@ function inputParts (content: unknown): unknown[] {
   return out
 }
 
+/** A function tool with a string name (the only kind a Responses upstream is sent). */
+type NamedFunctionTool = ChatToolWire & { function: { name: string, description?: unknown, parameters?: unknown, strict?: unknown } }
+
+/** The chat body's fields a Responses request takes as they are. */
+const SAME_FIELDS = ['temperature', 'top_p', 'parallel_tool_calls', 'user', 'metadata', 'safety_identifier', 'prompt_cache_key', 'service_tier'] as const
+
 /** A chat request (parameters already filtered for the model) → a Responses request. */
-export function chatToResponsesBody (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
+export function chatToResponsesBody (body: ChatRequestWire, opts: TranslateOptions): ResponsesRequest {
   if (typeof body.n === 'number' && body.n > 1) throw gwError('GW_ERR_BAD_REQUEST', ['n > 1 is not supported for this model'])
   const instructions: string[] = []
-  const input: unknown[] = []
+  const input: ResponsesInputItem[] = []
   for (const [i, m] of (Array.isArray(body.messages) ? body.messages : []).entries()) {
     switch (m?.role) {
       case 'system': case 'developer': {
@@ -70,76 +81,77 @@ export function chatToResponsesBody (body: Record<string, any>, opts: TranslateO
         throw gwError('GW_ERR_BAD_REQUEST', [`messages[${i}].role "${String(m?.role)}" is not supported`])
     }
   }
-  const out: Record<string, unknown> = { model: opts.upstreamModel, input, store: false }
+  const out: ResponsesRequest = { model: opts.upstreamModel, input, store: false }
   if (instructions.length > 0) out.instructions = instructions.join('\n\n')
   const asked = body.max_completion_tokens ?? body.max_tokens
   out.max_output_tokens = typeof asked === 'number' ? Math.min(asked, opts.model.maxOutputTokens) : opts.model.maxOutputTokens
-  for (const k of ['temperature', 'top_p', 'parallel_tool_calls', 'user', 'metadata', 'safety_identifier', 'prompt_cache_key', 'service_tier']) if (body[k] !== undefined && body[k] !== null) out[k] = body[k]
-  const tools = (Array.isArray(body.tools) ? body.tools : []).filter((t: any) => t?.type === 'function' && typeof t.function?.name === 'string')
+  for (const k of SAME_FIELDS) if (body[k] !== undefined && body[k] !== null) out[k] = body[k]
+  const tools = (Array.isArray(body.tools) ? body.tools : []).filter((t): t is NamedFunctionTool => t?.type === 'function' && typeof t.function?.name === 'string')
   if (tools.length > 0) {
-    out.tools = tools.map((t: any) => {
-      const o: Record<string, unknown> = { type: 'function', name: t.function.name, parameters: t.function.parameters ?? { type: 'object', properties: {} }, strict: t.function.strict === true }
+    out.tools = tools.map(t => {
+      const o: ResponsesFunctionTool = { type: 'function', name: t.function.name, parameters: t.function.parameters ?? { type: 'object', properties: {} }, strict: t.function.strict === true }
       if (typeof t.function.description === 'string') o.description = t.function.description
       return o
     })
     const tc = body.tool_choice
     if (tc === 'auto' || tc === 'none' || tc === 'required') out.tool_choice = tc
-    else if (tc?.type === 'function' && typeof tc.function?.name === 'string') out.tool_choice = { type: 'function', name: tc.function.name }
+    else if (typeof tc === 'object' && tc?.type === 'function' && typeof tc.function?.name === 'string') out.tool_choice = { type: 'function', name: tc.function.name }
   } else delete out.parallel_tool_calls
   const rf = body.response_format
   if (rf?.type === 'json_schema' && rf.json_schema?.schema) {
-    const f: Record<string, unknown> = { type: 'json_schema', name: rf.json_schema.name ?? 'output', schema: rf.json_schema.schema }
+    const f: { type: 'json_schema', name: unknown, schema: unknown, strict?: boolean } = { type: 'json_schema', name: rf.json_schema.name ?? 'output', schema: rf.json_schema.schema }
     if (typeof rf.json_schema.strict === 'boolean') f.strict = rf.json_schema.strict
     out.text = { format: f }
   } else if (rf?.type === 'json_object') out.text = { format: { type: 'json_object' } }
-  if (typeof body.verbosity === 'string') out.text = { ...(out.text as object), verbosity: body.verbosity }
+  if (typeof body.verbosity === 'string') out.text = { ...out.text, verbosity: body.verbosity }
   if (typeof body.reasoning_effort === 'string') out.reasoning = { effort: body.reasoning_effort }
   if (body.stream === true) out.stream = true
   return out
 }
 
-function request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
+function request (body: ChatRequestWire, opts: TranslateOptions): ResponsesRequest {
   // The model's supported_parameters name chat parameters: filter in chat form, then convert.
   if (typeof body.n === 'number' && body.n > 1) throw gwError('GW_ERR_BAD_REQUEST', ['n > 1 is not supported for this model'])
-  const chat: Record<string, unknown> = { ...body }
+  const chat: ChatRequestWire = { ...body }
   applyModelParameters(chat, opts.model, CHAT_STANDARD)
   return chatToResponsesBody(chat, opts)
 }
 
 /** Response status (and incomplete reason) → chat finish_reason; tool calls win over a plain completion. */
-function finishOf (status: unknown, reason: unknown, hasCalls: boolean): string {
+function finishOf (status: unknown, reason: unknown, hasCalls: boolean): ChatFinishReason {
   if (status === 'incomplete') return reason === 'content_filter' ? 'content_filter' : 'length'
   return hasCalls ? 'tool_calls' : 'stop'
 }
 
-function response (body: any, opts: TranslateOptions, fallback?: Usage): { body: unknown, usage: Usage | undefined } {
+function response (upstream: unknown, opts: TranslateOptions, fallback?: Usage): { body: ChatCompletion, usage: Usage | undefined } {
+  const body: ResponseWire = isObject(upstream) ? upstream : {}
   let text = ''
   let refusal = ''
   let reasoning = ''
-  const calls: unknown[] = []
-  for (const item of Array.isArray(body?.output) ? body.output : []) {
+  const calls: NonNullable<ChatAnswerMessage['tool_calls']> = []
+  for (const item of Array.isArray(body.output) ? body.output : []) {
     if (item?.type === 'message') {
       for (const c of Array.isArray(item.content) ? item.content : []) {
         if (c?.type === 'output_text' && typeof c.text === 'string') text += c.text
         else if (c?.type === 'refusal' && typeof c.refusal === 'string') refusal += c.refusal
       }
     } else if (item?.type === 'function_call') {
-      calls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: typeof item.arguments === 'string' ? item.arguments : '{}' } })
+      calls.push({ id: str(item.call_id), type: 'function', function: { name: str(item.name), arguments: typeof item.arguments === 'string' ? item.arguments : '{}' } })
     } else if (item?.type === 'reasoning') {
       for (const c of Array.isArray(item.content) ? item.content : []) if (typeof c?.text === 'string') reasoning += c.text
     }
   }
-  const message: Record<string, unknown> = { role: 'assistant', content: text !== '' || calls.length === 0 ? text : null, refusal: refusal === '' ? null : refusal }
+  const message: ChatAnswerMessage = { role: 'assistant', content: text !== '' || calls.length === 0 ? text : null, refusal: refusal === '' ? null : refusal }
   if (reasoning !== '') message.reasoning_content = reasoning
   if (calls.length > 0) message.tool_calls = calls
-  const usage = body?.usage ? (opts.upstream?.readUsage ?? usageFromResponses)(body.usage) : undefined
+  const usage = body.usage ? (opts.upstream?.readUsage ?? usageFromResponses)(body.usage) : undefined
   return {
     body: {
-      id: 'chatcmpl-' + (typeof body?.id === 'string' ? body.id.replace(/^resp_/, '') : newId()),
+      id: 'chatcmpl-' + (typeof body.id === 'string' ? body.id.replace(/^resp_/, '') : newId()),
       object: 'chat.completion',
-      created: typeof body?.created_at === 'number' ? body.created_at : Math.floor(Date.now() / 1000),
+      created: typeof body.created_at === 'number' ? body.created_at : Math.floor(Date.now() / 1000),
       model: opts.clientModel,
-      choices: [{ index: 0, message, logprobs: null, finish_reason: finishOf(body?.status, body?.incomplete_details?.reason, calls.length > 0) }],
+      choices: [{ index: 0, message, logprobs: null, finish_reason: finishOf(body.status, body.incomplete_details?.reason, calls.length > 0) }],
       usage: usageToChat(usage ?? fallback ?? estimateUsage(opts.estimatedInputTokens)),
     },
     usage,
@@ -147,7 +159,7 @@ function response (body: any, opts: TranslateOptions, fallback?: Usage): { body:
 }
 
 /** Characters of generated output in a Responses stream event (text, refusal, reasoning, arguments deltas). */
-export function responsesDeltaChars (name: string | undefined, d: any): number {
+export function responsesDeltaChars (name: unknown, d: ResponsesEventWire | null): number {
   if (typeof d?.delta !== 'string') return 0
   switch (name) {
     case 'response.output_text.delta': case 'response.refusal.delta': case 'response.function_call_arguments.delta':
@@ -157,8 +169,8 @@ export function responsesDeltaChars (name: string | undefined, d: any): number {
   }
 }
 
-/** Responses events → chat chunks (the chat client's stream). */
-export class ChatFromResponsesStream implements StreamTranslator {
+/** The chat client's stream over a Responses upstream: Responses events in, chat chunks out. */
+export class ChatOverResponsesStream implements StreamTranslator {
   usage: Usage | undefined
   startUsage: Usage | undefined
   outputChars = 0
@@ -168,8 +180,9 @@ export class ChatFromResponsesStream implements StreamTranslator {
   readonly #created = Math.floor(Date.now() / 1000)
   readonly #model: string
   readonly #includeUsage: boolean
-  readonly #readUsage: (u: any) => Usage
-  readonly #calls = new Map<number, number>()
+  readonly #readUsage: (u: JsonObject) => Usage
+  /** The upstream's `output_index` of each function call → its chat tool-call index. */
+  readonly #calls = new Map<unknown, number>()
   readonly #estimatedInputTokens: number
   #roleSent = false
 
@@ -180,8 +193,8 @@ export class ChatFromResponsesStream implements StreamTranslator {
     this.#readUsage = opts.upstream?.readUsage ?? usageFromResponses
   }
 
-  #chunk (delta: unknown, finish: string | null = null): string {
-    const c: Record<string, unknown> = { id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] }
+  #chunk (delta: ChatDelta, finish: ChatFinishReason | null = null): string {
+    const c: ChatChunk = { id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] }
     if (this.#includeUsage) c.usage = null
     return sseData(c)
   }
@@ -194,9 +207,9 @@ export class ChatFromResponsesStream implements StreamTranslator {
 
   push (ev: SseEvent): string {
     if (this.#done) return ''
-    let d: any
-    try { d = JSON.parse(ev.data) } catch { return '' }
-    const name = ev.event ?? d?.type
+    let d: ResponsesEventWire
+    try { d = parseWire<ResponsesEventWire>(ev.data) ?? {} } catch { return '' }
+    const name = ev.event ?? d.type
     this.outputChars += responsesDeltaChars(name, d)
     switch (name) {
       case 'response.created':
@@ -206,10 +219,12 @@ export class ChatFromResponsesStream implements StreamTranslator {
         return typeof d.delta === 'string' && d.delta !== '' ? this.#role() + this.#chunk(name === 'response.refusal.delta' ? { refusal: d.delta } : { content: d.delta }) : ''
       case 'response.reasoning_text.delta': case 'response.reasoning_summary_text.delta':
         return typeof d.delta === 'string' && d.delta !== '' ? this.#role() + this.#chunk({ reasoning_content: d.delta }) : ''
-      case 'response.output_item.added':
+      case 'response.output_item.added': {
         if (d.item?.type !== 'function_call') return ''
-        this.#calls.set(d.output_index, this.#calls.size)
-        return this.#role() + this.#chunk({ tool_calls: [{ index: this.#calls.get(d.output_index), id: d.item.call_id, type: 'function', function: { name: d.item.name, arguments: '' } }] })
+        const index = this.#calls.size
+        this.#calls.set(d.output_index, index)
+        return this.#role() + this.#chunk({ tool_calls: [{ index, id: str(d.item.call_id), type: 'function', function: { name: str(d.item.name), arguments: '' } }] })
+      }
       case 'response.function_call_arguments.delta': {
         const idx = this.#calls.get(d.output_index)
         return idx !== undefined && typeof d.delta === 'string' && d.delta !== '' ? this.#chunk({ tool_calls: [{ index: idx, function: { arguments: d.delta } }] }) : ''
@@ -220,13 +235,13 @@ export class ChatFromResponsesStream implements StreamTranslator {
         if (d.response?.usage) this.usage = this.#readUsage(d.response.usage)
         let out = this.#role() + this.#chunk({}, finishOf(d.response?.status, d.response?.incomplete_details?.reason, this.#calls.size > 0))
         // Without the upstream's final count: the estimate billing uses (see stream-out's billedStreamUsage).
-        if (this.#includeUsage) out += sseData({ id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model, choices: [], usage: usageToChat(this.usage ?? estimateUsage(this.#estimatedInputTokens, this.outputChars, this.startUsage)) })
+        if (this.#includeUsage) out += sseData({ id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model, choices: [], usage: usageToChat(this.usage ?? estimateUsage(this.#estimatedInputTokens, this.outputChars, this.startUsage)) } satisfies ChatChunk)
         return out + SSE_DONE
       }
       case 'response.failed': case 'error': {
         const e = name === 'error' ? (d.error ?? d) : (d.response?.error ?? {})
         this.#done = true
-        return this.#role() + sseData({ error: { message: typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', type: safeErrorType(e.type, 'server_error'), param: null, code: 502 } })
+        return this.#role() + sseData({ error: { message: typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', type: safeErrorType(e.type, 'server_error'), param: null, code: 502 } } satisfies ChatErrorChunk)
       }
       default:
         return ''
@@ -241,14 +256,14 @@ export class ChatFromResponsesStream implements StreamTranslator {
   fail (message: string, status = 502, detail?: StreamFailDetail): string {
     if (this.#done) return ''
     this.#done = true
-    return sseData({ error: { message, type: detail?.type ?? (status === 408 ? 'timeout_error' : 'server_error'), param: null, code: detail?.code ?? status } })
+    return sseData({ error: { message, type: detail?.type ?? (status === 408 ? 'timeout_error' : 'server_error'), param: null, code: detail?.code ?? status } } satisfies ChatErrorChunk)
   }
 }
 
 export const chatToResponses: Translator = {
   request,
   response,
-  stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
-    return new ChatFromResponsesStream(clientBody.stream_options?.include_usage === true, opts)
+  stream (clientBody: ChatRequestWire, opts: TranslateOptions): StreamTranslator {
+    return new ChatOverResponsesStream(clientBody.stream_options?.include_usage === true, opts)
   },
 }

@@ -1,7 +1,9 @@
 /** @module protocols/common – small pieces every translator shares (ids, reason maps, parameters). */
 import { randomBytes } from 'node:crypto'
 import type { ModelEntry } from '../../core/types/model.ts'
-import type { ChatDeltaWire, MessagesDeltaWire } from './wire.ts'
+import { isObject, parseWire } from './wire.ts'
+import type { ChatChunkWire, ChatDeltaWire, ChatFinishReason } from './wire-chat.ts'
+import type { MessagesDeltaWire, MessagesEventWire, MessagesStopReason } from './wire-messages.ts'
 
 /** A fresh id body: url-safe, 24 characters. */
 export function newId (): string {
@@ -16,7 +18,7 @@ export function safeToolId (id: unknown, prefix = 'toolu_'): string {
 }
 
 /** chat finish_reason → messages stop_reason: length → max_tokens, tool_calls → tool_use, content_filter → refusal (our choice), anything else → end_turn. */
-export function stopFromFinish (finish: unknown): string {
+export function stopFromFinish (finish: unknown): MessagesStopReason {
   switch (finish) {
     case 'length': return 'max_tokens'
     case 'tool_calls': case 'function_call': return 'tool_use'
@@ -26,7 +28,7 @@ export function stopFromFinish (finish: unknown): string {
 }
 
 /** messages stop_reason → chat finish_reason; a chat client only ever sees one of the four chat values. */
-export function finishFromStop (stop: unknown): 'stop' | 'length' | 'tool_calls' | 'content_filter' {
+export function finishFromStop (stop: unknown): ChatFinishReason {
   switch (stop) {
     case 'max_tokens': case 'model_context_window_exceeded': return 'length'
     case 'tool_use': return 'tool_calls'
@@ -94,11 +96,12 @@ export function textOf (content: unknown, sep = ''): string {
   if (!Array.isArray(content)) return ''
   let out = ''
   let first = true
-  for (const p of content) {
-    if (p && typeof p === 'object' && (p.type === 'text' || p.type === 'input_text' || p.type === 'refusal') && typeof (p.text ?? p.refusal) === 'string') {
-      out += (first ? '' : sep) + (p.text ?? p.refusal)
-      first = false
-    }
+  for (const p of content as unknown[]) {
+    if (!isObject(p) || (p.type !== 'text' && p.type !== 'input_text' && p.type !== 'refusal')) continue
+    const text = p.text ?? p.refusal
+    if (typeof text !== 'string') continue
+    out += (first ? '' : sep) + text
+    first = false
   }
   return out
 }
@@ -109,8 +112,8 @@ export function parseArgs (args: unknown): Record<string, unknown> | undefined {
   if (typeof args === 'object' && !Array.isArray(args)) return args as Record<string, unknown>
   if (typeof args !== 'string') return undefined
   try {
-    const v = JSON.parse(args)
-    return v && typeof v === 'object' && !Array.isArray(v) ? v : undefined
+    const v: unknown = JSON.parse(args)
+    return isObject(v) ? v : undefined
   } catch {
     return undefined
   }
@@ -196,8 +199,8 @@ export function plainChatChunk (data: string): boolean {
 
 /** Output characters of one chat chunk's JSON text (0 when it is not JSON). */
 export function chatChunkChars (data: string): number {
-  let chunk: any
-  try { chunk = JSON.parse(data) } catch { return 0 }
+  let chunk: ChatChunkWire | null
+  try { chunk = parseWire<ChatChunkWire>(data) } catch { return 0 }
   let n = 0
   if (Array.isArray(chunk?.choices)) for (const c of chunk.choices) n += chatDeltaChars(c?.delta)
   return n
@@ -205,7 +208,7 @@ export function chatChunkChars (data: string): number {
 
 /** Output characters of one messages `content_block_delta` event's JSON text (0 when it is not JSON). */
 export function messagesEventChars (data: string): number {
-  try { return messagesDeltaChars(JSON.parse(data)?.delta) } catch { return 0 }
+  try { return messagesDeltaChars(parseWire<MessagesEventWire>(data)?.delta) } catch { return 0 }
 }
 
 /** An upstream's error `type` when it is a plain identifier (it reaches the client), else `fallback`. */

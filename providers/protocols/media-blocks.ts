@@ -5,11 +5,15 @@
  * messages upstream; the chat route flattens to text instead.
  */
 import { gwError } from '../../core/errors/errors.ts'
-
-type Block = Record<string, unknown>
+import { isObject } from './wire.ts'
+import type { MessagesImageType, MessagesMediaBlock } from './wire-messages.ts'
 
 /** The image media types a messages upstream accepts. */
-const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp'])
+const IMAGE_TYPES: ReadonlySet<string> = new Set<MessagesImageType>(['image/jpeg', 'image/png', 'image/gif', 'image/webp'])
+
+function isImageType (t: string): t is MessagesImageType {
+  return IMAGE_TYPES.has(t)
+}
 const DATA_URI = /^data:([^;,]*)((?:;[^;,]*)*);base64,/i
 
 function bad (where: string, why: string): never {
@@ -21,7 +25,7 @@ function bad (where: string, why: string): never {
  * undefined. The upstream checks the bytes against the declared type and answers 400 on a
  * mismatch, so what the bytes are wins over the label.
  */
-export function sniffImageType (b64: string): string | undefined {
+export function sniffImageType (b64: string): MessagesImageType | undefined {
   const head = Buffer.from(b64.slice(0, 24), 'base64')
   if (head[0] === 0x89 && head.toString('latin1', 1, 4) === 'PNG') return 'image/png'
   if (head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return 'image/jpeg'
@@ -31,7 +35,7 @@ export function sniffImageType (b64: string): string | undefined {
 }
 
 /** An `input_image`'s `image_url` → a messages image block; 400 for what the upstream cannot take. */
-export function imageBlock (url: unknown, where: string): Block {
+export function imageBlock (url: unknown, where: string): MessagesMediaBlock {
   if (typeof url !== 'string' || url === '') bad(where, 'an input_image needs image_url (file_id needs stored files, which this gateway does not keep)')
   if (/^https:\/\//i.test(url)) return { type: 'image', source: { type: 'url', url } }
   const m = DATA_URI.exec(url.slice(0, 256))
@@ -39,14 +43,14 @@ export function imageBlock (url: unknown, where: string): Block {
   const data = url.slice(m[0].length)
   const label = m[1].toLowerCase()
   const declared = label === 'image/jpg' ? 'image/jpeg' : label
-  const mediaType = sniffImageType(data) ?? (IMAGE_TYPES.has(declared) ? declared : undefined)
+  const mediaType = sniffImageType(data) ?? (isImageType(declared) ? declared : undefined)
   if (mediaType === undefined) bad(where, `"${m[1]}" images cannot be sent to this model (JPEG, PNG, GIF and WebP can)`)
   return { type: 'image', source: { type: 'base64', media_type: mediaType, data } }
 }
 
 /** An `input_file` part → a messages document block; 400 for what the upstream cannot take. */
-export function documentBlock (p: { file_data?: unknown, file_url?: unknown, file_id?: unknown, filename?: unknown }, where: string): Block {
-  let block: Block
+export function documentBlock (p: { file_data?: unknown, file_url?: unknown, file_id?: unknown, filename?: unknown }, where: string): MessagesMediaBlock {
+  let block: MessagesMediaBlock & { type: 'document' }
   if (typeof p.file_data === 'string' && p.file_data !== '') {
     const m = DATA_URI.exec(p.file_data.slice(0, 256))
     const mediaType = m ? m[1].toLowerCase() : 'application/pdf'
@@ -63,8 +67,11 @@ export function documentBlock (p: { file_data?: unknown, file_url?: unknown, fil
   return block
 }
 
-/** true for a part that is already a messages image or document block (built by the functions above). */
-export function isMediaBlock (p: unknown): p is Block {
-  const t = (p as Block | null)?.type
-  return (t === 'image' || t === 'document') && typeof (p as Block).source === 'object'
+/**
+ * true for a part that is already a messages image or document block: in the intermediate chat body
+ * of a Responses call toward a messages upstream, built by the functions above.
+ */
+export function isMediaBlock (p: unknown): p is MessagesMediaBlock {
+  if (!isObject(p)) return false
+  return (p.type === 'image' || p.type === 'document') && typeof p.source === 'object'
 }

@@ -2,8 +2,9 @@
  * @module protocols/messages-to-chat – messages client, chat-completions upstream (M→C).
  *
  * Request: system prompt first, tool results before the rest of a user turn,
- * tool_use ↔ tool_calls, tool_choice, stop sequences, output cap. Image blocks are NOT converted
- * (the spec's rule): they go upstream as they are, and a chat upstream refuses them.
+ * tool_use ↔ tool_calls, tool_choice, stop sequences, output cap. Image blocks are not converted:
+ * they go upstream as the client sent them, and a chat upstream refuses them (clients send images
+ * to chat models through /v1/chat/completions, as `image_url` parts).
  * Response and stream: content blocks ↔ message and tool calls, stop reasons and usage mapped,
  * the stream rebuilt event by event (message_start first with an input estimate, one content
  * block per text run or tool call, message_delta with the final usage, then message_stop).
@@ -20,39 +21,46 @@ import { estimateUsage } from '../../core/dispatch/estimate.ts'
 import { gwError } from '../../core/errors/errors.ts'
 import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, messagesErrorType, newId, parseArgs, safeToolId, stopFromFinish, textOf } from './common.ts'
+import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
+import type { ChatChunkWire, ChatCompletionWire, ChatContentPart, ChatDeltaWire, ChatFunctionTool, ChatMessage, ChatMessageAsSent, ChatRequest, ChatToolCall, ChatToolCallWire } from './wire-chat.ts'
+import type {
+  MessagesAnswer, MessagesBlockWire, MessagesImageAsSent, MessagesRequestWire, MessagesStreamEvent, MessagesToolUseBlock, MessagesToolWire,
+} from './wire-messages.ts'
 
-type Msg = Record<string, unknown>
+/** A client's image block, which passes on as sent. */
+function isImageAsSent (v: unknown): v is MessagesImageAsSent {
+  return isObject(v) && v.type === 'image'
+}
 
 function systemText (system: unknown): string {
   return typeof system === 'string' ? system : textOf(system, '\n')
 }
 
 /** A tool_result's content as tool-message text; images found in it are returned to move on. */
-function toolResultContent (block: any, moved: unknown[]): string {
+function toolResultContent (block: MessagesBlockWire, moved: ChatContentPart[]): string {
   let text: string
   if (typeof block.content === 'string') text = block.content
   else if (Array.isArray(block.content)) {
     const parts: string[] = []
-    for (const c of block.content) {
-      if (c?.type === 'text' && typeof c.text === 'string') parts.push(c.text)
-      else if (c?.type === 'image') moved.push(c)
+    for (const c of block.content as unknown[]) {
+      if (isObject(c) && c.type === 'text' && typeof c.text === 'string') parts.push(c.text)
+      else if (isImageAsSent(c)) moved.push(c)
     }
     text = parts.join('\n')
   } else text = ''
   return block.is_error === true ? `Error: ${text}` : text
 }
 
-function userParts (blocks: unknown[], where: string): unknown[] {
-  const parts: unknown[] = []
-  for (const [j, b] of blocks.entries()) {
-    const blk = b as any
+function userParts (blocks: Array<MessagesBlockWire | null>, where: string): ChatContentPart[] {
+  const parts: ChatContentPart[] = []
+  for (const [j, blk] of blocks.entries()) {
     switch (blk?.type) {
       case 'text':
         if (typeof blk.text === 'string' && blk.text !== '') parts.push({ type: 'text', text: blk.text })
         break
       case 'image':
-        // The spec's rule: image blocks are not converted; the chat upstream decides (and usually refuses).
-        parts.push(blk)
+        // Not converted: the chat upstream decides (and usually refuses).
+        if (isImageAsSent(blk)) parts.push(blk)
         break
       case 'document': {
         const src = blk.source ?? {}
@@ -74,19 +82,20 @@ function userParts (blocks: unknown[], where: string): unknown[] {
   return parts
 }
 
-function asContent (parts: unknown[]): unknown {
-  if (parts.length === 1 && (parts[0] as any).type === 'text') return (parts[0] as any).text
-  return parts
+function asContent (parts: ChatContentPart[]): string | ChatContentPart[] {
+  const only = parts.length === 1 ? parts[0] : undefined
+  return only?.type === 'text' ? only.text : parts
 }
 
 /** The messages list, one Anthropic message at a time: tool results become tool messages ahead of the rest of their user turn. */
-function convertMessages (body: Record<string, any>, systemRole: string): Msg[] {
-  const out: Msg[] = []
+function convertMessages (body: MessagesRequestWire, systemRole: 'system' | 'developer'): Array<ChatMessage | ChatMessageAsSent> {
+  const out: Array<ChatMessage | ChatMessageAsSent> = []
   const sys = body.system === undefined ? '' : systemText(body.system)
   if (sys !== '') out.push({ role: systemRole, content: sys })
-  const list: any[] = body.messages
+  const list = Array.isArray(body.messages) ? body.messages : []
   for (const [i, m] of list.entries()) {
     const where = `messages[${i}]`
+    if (!m) continue // the request schema lets no such turn through
     if (m.role === 'system') { // 2026 beta: a system message inside the list
       const t = systemText(m.content)
       if (t !== '') out.push({ role: systemRole, content: t })
@@ -96,9 +105,9 @@ function convertMessages (body: Record<string, any>, systemRole: string): Msg[] 
       if (m.content !== '' || (m.role === 'assistant' && i === list.length - 1)) out.push({ role: m.role, content: m.content })
       continue
     }
-    const blocks: any[] = Array.isArray(m.content) ? m.content : []
+    const blocks = Array.isArray(m.content) ? m.content : []
     if (m.role === 'user') {
-      const moved: unknown[] = []
+      const moved: ChatContentPart[] = []
       for (const b of blocks) {
         if (b?.type === 'tool_result') out.push({ role: 'tool', tool_call_id: safeToolId(b.tool_use_id), content: toolResultContent(b, moved) })
       }
@@ -106,7 +115,7 @@ function convertMessages (body: Record<string, any>, systemRole: string): Msg[] 
       if (parts.length > 0) out.push({ role: 'user', content: asContent(parts) })
     } else {
       let text = ''
-      const calls: unknown[] = []
+      const calls: ChatToolCall[] = []
       for (const b of blocks) {
         if (b?.type === 'text' && typeof b.text === 'string') text += b.text
         else if (b?.type === 'tool_use') {
@@ -120,15 +129,14 @@ function convertMessages (body: Record<string, any>, systemRole: string): Msg[] 
   return out
 }
 
-function convertTools (tools: any[]): unknown[] {
-  const out: unknown[] = []
+function convertTools (tools: Array<MessagesToolWire | null>): ChatFunctionTool[] {
+  const out: ChatFunctionTool[] = []
   for (const t of tools) {
     // Server tools (web_search_…, bash_…) have a versioned type and no input_schema: no chat form.
     if (t?.type !== undefined && t.type !== 'custom') continue
     if (typeof t?.name !== 'string') continue
-    const fn: Record<string, unknown> = { name: t.name }
-    if (typeof t.description === 'string') fn.description = t.description
-    fn.parameters = t.input_schema ?? { type: 'object', properties: {} }
+    const parameters = t.input_schema ?? { type: 'object', properties: {} }
+    const fn: ChatFunctionTool['function'] = typeof t.description === 'string' ? { name: t.name, description: t.description, parameters } : { name: t.name, parameters }
     if (typeof t.strict === 'boolean') fn.strict = t.strict
     out.push({ type: 'function', function: fn })
   }
@@ -141,7 +149,7 @@ function convertTools (tools: any[]): unknown[] {
  * `adaptive` is `medium`; `disabled` or none sets nothing.
  */
 export function thinkingEffort (thinking: unknown): string | undefined {
-  const t = thinking as { type?: unknown, budget_tokens?: unknown } | null | undefined
+  const t = isObject(thinking) ? thinking : undefined
   if (t?.type === 'adaptive') return 'medium'
   if (t?.type !== 'enabled') return undefined
   const budget = typeof t.budget_tokens === 'number' ? t.budget_tokens : 0
@@ -149,20 +157,21 @@ export function thinkingEffort (thinking: unknown): string | undefined {
 }
 
 /** The reasoning text of a chat message or delta: `reasoning_content` (DeepSeek, vLLM) or `reasoning` (OpenRouter). */
-function reasoningText (m: any): string {
+function reasoningText (m: ChatDeltaWire): string {
   if (typeof m?.reasoning_content === 'string') return m.reasoning_content
   if (typeof m?.reasoning === 'string') return m.reasoning
   return ''
 }
 
-function request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
-  const out: Record<string, unknown> = { model: opts.upstreamModel }
-  out.messages = convertMessages(body, opts.upstream?.systemRole ?? 'system')
+/** A messages body → a chat body for `opts`' upstream (the model's parameters applied). */
+export function messagesToChatRequest (body: MessagesRequestWire, opts: TranslateOptions): ChatRequest {
+  const out: ChatRequest = { model: opts.upstreamModel, messages: convertMessages(body, opts.upstream?.systemRole ?? 'system') }
   const cap = Math.min(typeof body.max_tokens === 'number' ? body.max_tokens : opts.model.maxOutputTokens, opts.model.maxOutputTokens)
   out[opts.upstream?.maxTokensField ?? 'max_tokens'] = cap
   if (typeof body.temperature === 'number') out.temperature = body.temperature
   if (typeof body.top_p === 'number') out.top_p = body.top_p
-  if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0) out.stop = body.stop_sequences.slice(0, 4)
+  const stops: unknown = body.stop_sequences
+  if (Array.isArray(stops) && stops.length > 0) out.stop = (stops as unknown[]).slice(0, 4)
   if (typeof body.metadata?.user_id === 'string') out.user = body.metadata.user_id
   const tools = Array.isArray(body.tools) ? convertTools(body.tools) : []
   if (tools.length > 0) {
@@ -190,7 +199,7 @@ function request (body: Record<string, any>, opts: TranslateOptions): Record<str
   return out
 }
 
-function toolUseBlock (call: any): Record<string, unknown> {
+function toolUseBlock (call: ChatToolCallWire | null): MessagesToolUseBlock {
   return {
     type: 'tool_use',
     id: safeToolId(call?.id),
@@ -205,21 +214,22 @@ function msgId (upstreamId: unknown): string {
     : 'msg_' + newId()
 }
 
-function response (body: any, opts: TranslateOptions, fallback?: Usage): { body: unknown, usage: Usage | undefined } {
-  const choice = body?.choices?.[0] ?? {}
+function response (upstream: unknown, opts: TranslateOptions, fallback?: Usage): { body: MessagesAnswer, usage: Usage | undefined } {
+  const body: ChatCompletionWire = isObject(upstream) ? upstream : {}
+  const choice = body.choices?.[0] ?? {}
   const m = choice.message ?? {}
-  const content: unknown[] = []
+  const content: MessagesAnswer['content'] = []
   const reasoning = reasoningText(m)
   if (reasoning !== '') content.push({ type: 'thinking', thinking: reasoning, signature: '' })
   const text = typeof m.content === 'string' ? m.content : textOf(m.content)
   if (text !== '') content.push({ type: 'text', text })
   if (typeof m.refusal === 'string' && m.refusal !== '') content.push({ type: 'text', text: m.refusal })
   if (Array.isArray(m.tool_calls)) for (const c of m.tool_calls) content.push(toolUseBlock(c))
-  const usage = body?.usage ? (opts.upstream?.readUsage ?? usageFromChat)(body.usage) : undefined
+  const usage = body.usage ? (opts.upstream?.readUsage ?? usageFromChat)(body.usage) : undefined
   const stop = typeof m.refusal === 'string' && m.refusal !== '' ? 'refusal' : stopFromFinish(choice.finish_reason)
   return {
     body: {
-      id: msgId(body?.id),
+      id: msgId(body.id),
       type: 'message',
       role: 'assistant',
       model: opts.clientModel,
@@ -234,12 +244,22 @@ function response (body: any, opts: TranslateOptions, fallback?: Usage): { body:
 
 interface ToolBuf { id: string, name: string, args: string }
 
+/** The error of an error chunk: under `error`, or (an `error` event) the chunk itself. */
+function errorOf (chunk: ChatChunkWire): ErrorWire {
+  const e = chunk.error ?? chunk
+  return isObject(e) ? e : {}
+}
+
+/** A stream event as SSE, named by its type. */
+function messagesEvent (e: MessagesStreamEvent): string {
+  return sseEvent(e.type, e)
+}
+
 /**
- * The messages client's stream: chat chunks in, messages events out. Named for the client, like
- * the file (`<client>-to-<upstream>`). Tool calls are buffered per call so that interleaved
- * parallel fragments each land in their own block.
+ * The messages client's stream over a chat upstream: chat chunks in, messages events out. Tool
+ * calls are buffered per call so that interleaved parallel fragments each land in their own block.
  */
-class MessagesClientStream implements StreamTranslator {
+class MessagesOverChatStream implements StreamTranslator {
   usage: Usage | undefined
   startUsage: Usage | undefined
   finished = false
@@ -259,7 +279,7 @@ class MessagesClientStream implements StreamTranslator {
 
   #start (id: unknown): string {
     this.#started = true
-    return sseEvent('message_start', {
+    return messagesEvent({
       type: 'message_start',
       message: {
         id: msgId(id), type: 'message', role: 'assistant', model: this.#opts.clientModel, content: [],
@@ -273,7 +293,7 @@ class MessagesClientStream implements StreamTranslator {
     if (!this.#open) return ''
     const i = this.#open.index
     this.#open = undefined
-    return sseEvent('content_block_stop', { type: 'content_block_stop', index: i })
+    return messagesEvent({ type: 'content_block_stop', index: i })
   }
 
   #thinking (t: string): string {
@@ -281,9 +301,9 @@ class MessagesClientStream implements StreamTranslator {
     if (!this.#open) {
       const index = this.#next++
       this.#open = { kind: 'thinking', index }
-      out += sseEvent('content_block_start', { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } })
+      out += messagesEvent({ type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } })
     }
-    return out + sseEvent('content_block_delta', { type: 'content_block_delta', index: this.#open.index, delta: { type: 'thinking_delta', thinking: t } })
+    return out + messagesEvent({ type: 'content_block_delta', index: this.#open.index, delta: { type: 'thinking_delta', thinking: t } })
   }
 
   #text (t: string): string {
@@ -291,18 +311,18 @@ class MessagesClientStream implements StreamTranslator {
     if (!this.#open) {
       const index = this.#next++
       this.#open = { kind: 'text', index }
-      out += sseEvent('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } })
+      out += messagesEvent({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } })
     }
-    return out + sseEvent('content_block_delta', { type: 'content_block_delta', index: this.#open.index, delta: { type: 'text_delta', text: t } })
+    return out + messagesEvent({ type: 'content_block_delta', index: this.#open.index, delta: { type: 'text_delta', text: t } })
   }
 
   #flushTools (): string {
     let out = this.#closeOpen()
     for (const t of this.#tools.values()) {
       const index = this.#next++
-      out += sseEvent('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: t.id, name: t.name, input: {} } })
-      if (t.args !== '') out += sseEvent('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: t.args } })
-      out += sseEvent('content_block_stop', { type: 'content_block_stop', index })
+      out += messagesEvent({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: t.id, name: t.name, input: {} } })
+      if (t.args !== '') out += messagesEvent({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: t.args } })
+      out += messagesEvent({ type: 'content_block_stop', index })
     }
     this.#tools.clear()
     return out
@@ -316,8 +336,8 @@ class MessagesClientStream implements StreamTranslator {
     // Without the upstream's final count: the estimate billing uses (see stream-out's billedStreamUsage).
     const usage = usageToMessages(this.usage ?? estimateUsage(this.#opts.estimatedInputTokens, this.outputChars, this.startUsage))
     const stop = this.#refusal && this.#finish !== 'tool_calls' ? 'refusal' : stopFromFinish(this.#finish)
-    out += sseEvent('message_delta', { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage })
-    out += sseEvent('message_stop', { type: 'message_stop' })
+    out += messagesEvent({ type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage })
+    out += messagesEvent({ type: 'message_stop' })
     return out
   }
 
@@ -325,11 +345,11 @@ class MessagesClientStream implements StreamTranslator {
     if (this.#done) return ''
     const data = ev.data
     if (data === '[DONE]') return this.#finish !== null ? this.#finishStream() : ''
-    let chunk: any
-    try { chunk = JSON.parse(data) } catch { return '' }
-    if (chunk === null || typeof chunk !== 'object') return ''
+    let chunk: ChatChunkWire | null
+    try { chunk = parseWire<ChatChunkWire>(data) } catch { return '' }
+    if (chunk === null) return ''
     if (ev.event === 'error' || chunk.error) {
-      const e = chunk.error ?? chunk
+      const e = errorOf(chunk)
       return (this.#started ? '' : this.#start(undefined)) + this.fail(typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', typeof e.code === 'number' ? e.code : 502)
     }
     let out = this.#started ? '' : this.#start(chunk.id)
@@ -373,14 +393,14 @@ class MessagesClientStream implements StreamTranslator {
   fail (message: string, status = 502, detail?: StreamFailDetail): string {
     if (this.#done) return ''
     this.#done = true
-    return this.#closeOpen() + sseEvent('error', { type: 'error', error: { type: detail?.type ?? messagesErrorType(status), message } })
+    return this.#closeOpen() + messagesEvent({ type: 'error', error: { type: detail?.type ?? messagesErrorType(status), message } })
   }
 }
 
 export const messagesToChat: Translator = {
-  request,
+  request: messagesToChatRequest,
   response,
-  stream (_clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
-    return new MessagesClientStream(opts)
+  stream (_clientBody: JsonObject, opts: TranslateOptions): StreamTranslator {
+    return new MessagesOverChatStream(opts)
   },
 }

@@ -9,7 +9,8 @@ import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFa
 import type { Usage } from '../../core/types/usage.ts'
 import { usageFromMessages } from './usage.ts'
 import { sseEvent } from '../../core/dispatch/sse.ts'
-import { parseWire, type ErrorWire, type JsonObject, type MessagesEventWire } from './wire.ts'
+import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
+import type { MessagesAnswerWire, MessagesEventWire } from './wire-messages.ts'
 import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 import { modelSpanOf, spliceModel } from '../../core/http/body.ts'
 import { applyModelParameters, DeferredCount, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged, safeErrorType } from './common.ts'
@@ -97,8 +98,8 @@ export const messagesToMessages: Translator = {
     return spliceModel(span, opts.upstreamModel)
   },
   response (body: unknown, opts: TranslateOptions) {
-    const usage = (body as { usage?: JsonObject | null } | null | undefined)?.usage
-    return { body, usage: usage ? (opts.upstream?.readUsage ?? usageFromMessages)(usage) : undefined }
+    const answer: MessagesAnswerWire = isObject(body) ? body : {}
+    return { body, usage: answer.usage ? (opts.upstream?.readUsage ?? usageFromMessages)(answer.usage) : undefined }
   },
   stream (_clientBody: JsonObject, opts: TranslateOptions): StreamTranslator {
     return new MessagesPassStream(opts)

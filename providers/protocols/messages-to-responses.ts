@@ -8,17 +8,20 @@
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
 import type { Usage } from '../../core/types/usage.ts'
 import { SseParser } from '../../core/dispatch/sse.ts'
-import { messagesToChat } from './messages-to-chat.ts'
-import { chatToResponses, chatToResponsesBody, ChatFromResponsesStream } from './chat-to-responses.ts'
+import { messagesToChat, messagesToChatRequest } from './messages-to-chat.ts'
+import { chatToResponses, chatToResponsesBody, ChatOverResponsesStream } from './chat-to-responses.ts'
+import type { MessagesRequestWire } from './wire-messages.ts'
+import type { ResponsesRequest } from './wire-responses.ts'
 
+/** The messages client's stream over a Responses upstream: Responses events → chat chunks → messages events. */
 class MessagesOverResponsesStream implements StreamTranslator {
-  readonly #inner: ChatFromResponsesStream
+  readonly #inner: ChatOverResponsesStream
   readonly #outer: StreamTranslator
   readonly #parser = new SseParser()
 
-  constructor (clientBody: Record<string, any>, opts: TranslateOptions) {
+  constructor (clientBody: MessagesRequestWire, opts: TranslateOptions) {
     // The chat stream in between carries its usage chunk: the messages stream's message_delta shows it.
-    this.#inner = new ChatFromResponsesStream(true, opts)
+    this.#inner = new ChatOverResponsesStream(true, opts)
     this.#outer = messagesToChat.stream(clientBody, opts)
   }
 
@@ -47,16 +50,16 @@ class MessagesOverResponsesStream implements StreamTranslator {
 }
 
 export const messagesToResponses: Translator = {
-  request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
+  request (body: MessagesRequestWire, opts: TranslateOptions): ResponsesRequest {
     // messages-to-chat already applied the model's parameters (in chat form).
-    return chatToResponsesBody(messagesToChat.request(body, opts), opts)
+    return chatToResponsesBody(messagesToChatRequest(body, opts), opts)
   },
-  response (body: any, opts: TranslateOptions, fallback?: Usage) {
+  response (body: unknown, opts: TranslateOptions, fallback?: Usage) {
     const chat = chatToResponses.response(body, opts, fallback)
     const { body: out } = messagesToChat.response(chat.body, opts, chat.usage ?? fallback)
     return { body: out, usage: chat.usage }
   },
-  stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
+  stream (clientBody: MessagesRequestWire, opts: TranslateOptions): StreamTranslator {
     return new MessagesOverResponsesStream(clientBody, opts)
   },
 }

@@ -1,28 +1,32 @@
 /**
  * @module protocols/responses-to-chat – Responses API client, chat-completions upstream (R→C).
  *
- * Request and answers by the rules in responses-common.ts. Stream: each chat chunk becomes the
- * Responses events it implies; the final usage is the usage chunk (or usage on a finishing
- * chunk), running counts on other chunks are provisional, as on the chat route.
+ * Request by the rules in responses-request.ts, answers by responses-answer.ts. Stream: each chat
+ * chunk becomes the Responses events it implies; the final usage is the usage chunk (or usage on a
+ * finishing chunk), running counts on other chunks are provisional, as on the chat route.
  */
 import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
 import type { Usage } from '../../core/types/usage.ts'
 import { usageFromChat } from './usage.ts'
 import { estimateUsage } from '../../core/dispatch/estimate.ts'
 import { chatDeltaChars } from './common.ts'
-import { chatAnswerToResponse, ResponsesEmitter, responsesToChatRequest } from './responses-common.ts'
+import { responsesToChatRequest } from './responses-request.ts'
+import { chatAnswerToResponse, ResponsesEmitter } from './responses-answer.ts'
+import { isObject, parseWire, type JsonObject } from './wire.ts'
+import type { ChatChunkWire, ChatCompletionWire } from './wire-chat.ts'
+import type { ResponsesRequestWire } from './wire-responses.ts'
 
-/** The Responses client's stream over chat chunks. */
-class ResponsesClientStream implements StreamTranslator {
+/** The Responses client's stream over a chat upstream: chat chunks in, Responses events out. */
+class ResponsesOverChatStream implements StreamTranslator {
   usage: Usage | undefined
   startUsage: Usage | undefined
   outputChars = 0
   finished = false
   readonly #emit: ResponsesEmitter
-  readonly #readUsage: (u: any) => Usage
+  readonly #readUsage: (u: JsonObject) => Usage
   readonly #estimatedInputTokens: number
 
-  constructor (clientBody: Record<string, any>, opts: TranslateOptions) {
+  constructor (clientBody: ResponsesRequestWire, opts: TranslateOptions) {
     this.#estimatedInputTokens = opts.estimatedInputTokens
     this.#emit = new ResponsesEmitter(opts, clientBody)
     this.#readUsage = opts.upstream?.readUsage ?? usageFromChat
@@ -40,9 +44,9 @@ class ResponsesClientStream implements StreamTranslator {
       this.finished = true
       return this.#emit.complete(this.#billed())
     }
-    let chunk: any
-    try { chunk = JSON.parse(ev.data) } catch { return '' }
-    if (chunk === null || typeof chunk !== 'object') return ''
+    let chunk: ChatChunkWire | null
+    try { chunk = parseWire<ChatChunkWire>(ev.data) } catch { return '' }
+    if (chunk === null) return ''
     if (ev.event === 'error' || chunk.error !== undefined) return this.#emit.upstreamError(chunk.error ?? chunk)
     if (ev.event !== undefined && ev.event !== '' && ev.event !== 'message') return '' // a vendor's named event: no chunk
     const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
@@ -73,11 +77,12 @@ class ResponsesClientStream implements StreamTranslator {
 
 export const responsesToChat: Translator = {
   request: responsesToChatRequest,
-  response (body: any, opts: TranslateOptions, fallback?: Usage) {
-    const usage = body?.usage ? (opts.upstream?.readUsage ?? usageFromChat)(body.usage) : undefined
-    return { body: chatAnswerToResponse(body, usage ?? fallback, opts), usage }
+  response (body: unknown, opts: TranslateOptions, fallback?: Usage) {
+    const answer: ChatCompletionWire = isObject(body) ? body : {}
+    const usage = answer.usage ? (opts.upstream?.readUsage ?? usageFromChat)(answer.usage) : undefined
+    return { body: chatAnswerToResponse(answer, usage ?? fallback, opts), usage }
   },
-  stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
-    return new ResponsesClientStream(clientBody, opts)
+  stream (clientBody: ResponsesRequestWire, opts: TranslateOptions): StreamTranslator {
+    return new ResponsesOverChatStream(clientBody, opts)
   },
 }

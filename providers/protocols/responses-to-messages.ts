@@ -1,7 +1,7 @@
 /**
  * @module protocols/responses-to-messages – Responses API client, messages-protocol upstream (R→M).
  *
- * Composed: the Responses request becomes a chat request (responses-common.ts), which the chat
+ * Composed: the Responses request becomes a chat request (responses-request.ts), which the chat
  * client's translator (chat-to-messages.ts) turns into a messages request, with that file's rules
  * (reasoning effort → a thinking budget...), in media mode: images and files reach the upstream as
  * image and document blocks. Answers and streams go back the same way: messages → chat
@@ -13,15 +13,21 @@ import type { Usage } from '../../core/types/usage.ts'
 import { SseParser } from '../../core/dispatch/sse.ts'
 import { estimateUsage } from '../../core/dispatch/estimate.ts'
 import { chatToMessages, chatToMessagesRequest } from './chat-to-messages.ts'
-import { chatAnswerToResponse, ResponsesEmitter, responsesToChatRequest } from './responses-common.ts'
+import { responsesToChatRequest } from './responses-request.ts'
+import { chatAnswerToResponse, ResponsesEmitter } from './responses-answer.ts'
+import { parseWire } from './wire.ts'
+import type { ChatChunkWire } from './wire-chat.ts'
+import type { MessagesRequest } from './wire-messages.ts'
+import type { ResponsesRequestWire } from './wire-responses.ts'
 
+/** The Responses client's stream over a messages upstream: messages events → chat chunks → Responses events. */
 class ResponsesOverMessagesStream implements StreamTranslator {
   readonly #inner: StreamTranslator
   readonly #emit: ResponsesEmitter
   readonly #parser = new SseParser()
   readonly #estimatedInputTokens: number
 
-  constructor (clientBody: Record<string, any>, opts: TranslateOptions) {
+  constructor (clientBody: ResponsesRequestWire, opts: TranslateOptions) {
     this.#estimatedInputTokens = opts.estimatedInputTokens
     // The inner chat stream always carries its usage chunk: the final event shows it.
     this.#inner = chatToMessages.stream({ stream: true, stream_options: { include_usage: true } }, opts)
@@ -42,8 +48,8 @@ class ResponsesOverMessagesStream implements StreamTranslator {
         out += this.#emit.complete(this.#inner.usage ?? estimateUsage(this.#estimatedInputTokens, this.#inner.outputChars, this.#inner.startUsage))
         continue
       }
-      let chunk: any
-      try { chunk = JSON.parse(ev.data) } catch { continue }
+      let chunk: ChatChunkWire | null
+      try { chunk = parseWire<ChatChunkWire>(ev.data) } catch { continue }
       if (chunk?.error !== undefined) {
         out += this.#emit.upstreamError(chunk.error)
         continue
@@ -68,14 +74,14 @@ class ResponsesOverMessagesStream implements StreamTranslator {
 }
 
 export const responsesToMessages: Translator = {
-  request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
+  request (body: ResponsesRequestWire, opts: TranslateOptions): MessagesRequest {
     return chatToMessagesRequest(responsesToChatRequest(body, opts, false), opts, true)
   },
-  response (body: any, opts: TranslateOptions, fallback?: Usage) {
+  response (body: unknown, opts: TranslateOptions, fallback?: Usage) {
     const chat = chatToMessages.response(body, opts, fallback)
     return { body: chatAnswerToResponse(chat.body, chat.usage ?? fallback, opts), usage: chat.usage }
   },
-  stream (clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
+  stream (clientBody: ResponsesRequestWire, opts: TranslateOptions): StreamTranslator {
     return new ResponsesOverMessagesStream(clientBody, opts)
   },
 }

@@ -11,9 +11,12 @@ import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFa
 import type { Usage } from '../../core/types/usage.ts'
 import { sseEvent } from '../../core/dispatch/sse.ts'
 import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
-import { usageFromResponses } from './responses-common.ts'
+import { usageFromResponses } from './usage.ts'
 import { responsesDeltaChars } from './chat-to-responses.ts'
+import { isObject, parseWire, type JsonObject } from './wire.ts'
+import type { ResponsesEventWire, ResponseWire } from './wire-responses.ts'
 
+/** The Responses client's stream over a Responses upstream: events forwarded as received. */
 class ResponsesPassStream implements StreamTranslator {
   usage: Usage | undefined
   startUsage: Usage | undefined
@@ -21,8 +24,9 @@ class ResponsesPassStream implements StreamTranslator {
   finished = false
   #done = false
   #seq = 0
-  #response: Record<string, unknown> | undefined
-  readonly #readUsage: (u: any) => Usage
+  /** The upstream's `response` of `response.created`: what a `response.failed` the gateway ends the stream with repeats. */
+  #response: ResponseWire | undefined
+  readonly #readUsage: (u: JsonObject) => Usage
 
   constructor (opts: TranslateOptions) {
     this.#readUsage = opts.upstream?.readUsage ?? usageFromResponses
@@ -30,9 +34,9 @@ class ResponsesPassStream implements StreamTranslator {
 
   push (ev: SseEvent): string {
     if (this.#done) return ''
-    let d: any
-    try { d = JSON.parse(ev.data) } catch { return '' }
-    if (d === null || typeof d !== 'object') return ''
+    let d: ResponsesEventWire | null
+    try { d = parseWire<ResponsesEventWire>(ev.data) } catch { return '' }
+    if (d === null) return ''
     const name = ev.event ?? d.type
     if (typeof d.sequence_number === 'number') this.#seq = d.sequence_number + 1
     this.outputChars += responsesDeltaChars(name, d)
@@ -67,16 +71,17 @@ class ResponsesPassStream implements StreamTranslator {
 
 export const responsesToResponses: Translator = {
   passthrough: true,
-  request (body: Record<string, any>, opts: TranslateOptions): Record<string, unknown> {
+  request (body: JsonObject, opts: TranslateOptions): Record<string, unknown> {
     const out: Record<string, unknown> = { ...body, model: opts.upstreamModel, store: false }
     const defaults = opts.model.public.default_parameters
     for (const k in defaults) if (out[k] === undefined) out[k] = defaults[k]
     return out
   },
-  response (body: any, opts: TranslateOptions) {
-    return { body, usage: body?.usage ? (opts.upstream?.readUsage ?? usageFromResponses)(body.usage) : undefined }
+  response (body: unknown, opts: TranslateOptions) {
+    const answer: ResponseWire = isObject(body) ? body : {}
+    return { body, usage: answer.usage ? (opts.upstream?.readUsage ?? usageFromResponses)(answer.usage) : undefined }
   },
-  stream (_clientBody: Record<string, any>, opts: TranslateOptions): StreamTranslator {
+  stream (_clientBody: JsonObject, opts: TranslateOptions): StreamTranslator {
     return new ResponsesPassStream(opts)
   },
 }

@@ -1,8 +1,12 @@
 /**
- * @module protocols/usage – the protocols' `usage` objects to and from the gateway's normalized
- * {@link Usage}: what the translators read from upstream answers and render to clients.
+ * @module protocols/usage – the three protocols' `usage` objects (chat, messages, Responses API) to
+ * and from the gateway's normalized {@link Usage}: what the translators read from upstream answers
+ * and render to clients.
  */
 import type { Usage } from '../../core/types/usage.ts'
+import type { ChatUsage } from './wire-chat.ts'
+import type { MessagesUsage } from './wire-messages.ts'
+import type { ResponsesUsage } from './wire-responses.ts'
 
 /** The value at `key` when `v` is an object (upstream usage objects are untrusted JSON). */
 function at (v: unknown, key: string): unknown {
@@ -45,10 +49,10 @@ export function usageFromMessages (u: unknown): Usage {
 }
 
 /** Renders usage as chat `usage`: prompt_tokens includes cached input, which prompt_tokens_details.cached_tokens repeats; total = prompt + completion. */
-export function usageToChat (u: Usage): Record<string, unknown> {
-  const details: Record<string, number> = { cached_tokens: u.cachedInputTokens }
+export function usageToChat (u: Usage): ChatUsage {
+  const details: ChatUsage['prompt_tokens_details'] = { cached_tokens: u.cachedInputTokens }
   if (u.cacheWriteTokens) details.cache_write_tokens = u.cacheWriteTokens
-  const out: Record<string, unknown> = {
+  const out: ChatUsage = {
     prompt_tokens: u.inputTokens,
     completion_tokens: u.outputTokens,
     total_tokens: u.inputTokens + u.outputTokens,
@@ -59,11 +63,35 @@ export function usageToChat (u: Usage): Record<string, unknown> {
 }
 
 /** Renders usage as messages `usage`: input_tokens excludes cache reads and cache writes, which have fields of their own. */
-export function usageToMessages (u: Usage): Record<string, number> {
+export function usageToMessages (u: Usage): MessagesUsage {
   return {
     input_tokens: Math.max(u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens, 0),
     cache_creation_input_tokens: u.cacheWriteTokens,
     cache_read_input_tokens: u.cachedInputTokens,
     output_tokens: u.outputTokens,
+  }
+}
+
+/** Normalizes a Responses API `usage` object: input_tokens includes the cached part. */
+export function usageFromResponses (u: unknown): Usage {
+  const out: Usage = {
+    inputTokens: n(at(u, 'input_tokens')),
+    cachedInputTokens: n(at(at(u, 'input_tokens_details'), 'cached_tokens')),
+    cacheWriteTokens: 0,
+    outputTokens: n(at(u, 'output_tokens')),
+  }
+  const r = n(at(at(u, 'output_tokens_details'), 'reasoning_tokens'))
+  if (r) out.reasoningTokens = r
+  return out
+}
+
+/** Renders usage as Responses `usage`: input_tokens includes cached input; total = input + output. */
+export function usageToResponses (u: Usage): ResponsesUsage {
+  return {
+    input_tokens: u.inputTokens,
+    input_tokens_details: { cached_tokens: u.cachedInputTokens },
+    output_tokens: u.outputTokens,
+    output_tokens_details: { reasoning_tokens: u.reasoningTokens ?? 0 },
+    total_tokens: u.inputTokens + u.outputTokens,
   }
 }

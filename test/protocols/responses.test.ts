@@ -3,7 +3,7 @@
 // stream's failure and cut ends and the name mapping's limits.
 import t from 'tap'
 import { translators } from '../../providers/protocols/index.ts'
-import { upstreamName } from '../../providers/protocols/responses-common.ts'
+import { upstreamName } from '../../providers/protocols/responses-request.ts'
 import { matches, standardUsage, upstreamAnswerBody, upstreamStreamEvents, translateFixture, parseSse } from '../../testing.ts'
 import { RESPONSES_GOLDEN_CASES, RESPONSES_GOLDEN_ANSWERS, RESPONSES_GOLDEN_STREAMS, responsesGoldenBody, responsesStreamShape } from '../../testing/golden-responses.ts'
 import { chatChunk, chatTextStream, messagesTextStream } from '../../testing/fake-upstream.ts'

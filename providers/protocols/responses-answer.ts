@@ -1,0 +1,292 @@
+/**
+ * @module protocols/responses-answer – an OpenAI Responses API client's answer built from chat: a
+ * `chat.completion` as a `response` object, and chat chunks as the Responses event stream
+ * (ResponsesEmitter). responses-to-chat uses these directly; responses-to-messages puts the chat
+ * client's messages translator (chat-to-messages.ts) in between. Tool names come back as the
+ * client named them, through the CallInfo the request recorded (responses-request.ts).
+ */
+import type { TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
+import type { Usage } from '../../core/types/usage.ts'
+import { sseEvent } from '../../core/dispatch/sse.ts'
+import { estimateUsage } from '../../core/dispatch/estimate.ts'
+import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
+import { newId, textOf } from './common.ts'
+import { usageToResponses } from './usage.ts'
+import { callInfo, type CallInfo } from './responses-request.ts'
+import { isObject } from './wire.ts'
+import type { ChatChunkWire, ChatCompletionWire, ChatDeltaWire } from './wire-chat.ts'
+import type {
+  ResponseObject, ResponseStatus, ResponsesEventData, ResponsesFunctionCallItem, ResponsesItemStatus, ResponsesMessageItem,
+  ResponsesOutputItem, ResponsesOutputText, ResponsesReasoningItem, ResponsesRequestWire,
+} from './wire-responses.ts'
+
+/** chat finish_reason → the response's status and `incomplete_details`. */
+export function statusFromFinish (finish: unknown): { status: 'completed' | 'incomplete', incomplete: { reason: string } | null } {
+  if (finish === 'length') return { status: 'incomplete', incomplete: { reason: 'max_output_tokens' } }
+  if (finish === 'content_filter') return { status: 'incomplete', incomplete: { reason: 'content_filter' } }
+  return { status: 'completed', incomplete: null }
+}
+
+export function responseId (upstreamId: unknown): string {
+  return typeof upstreamId === 'string' && /^[A-Za-z0-9_-]{1,128}$/.test(upstreamId.replace(/^(chatcmpl-|msg_)/, ''))
+    ? 'resp_' + upstreamId.replace(/^(chatcmpl-|msg_)/, '')
+    : 'resp_' + newId()
+}
+
+export interface ResponseShell {
+  id: string
+  createdAt: number
+  opts: TranslateOptions
+  info: CallInfo
+}
+
+/** The `response` object around `output`. */
+export function responseObject (
+  shell: ResponseShell, status: ResponseStatus, output: ResponsesOutputItem[], usage: Usage | null,
+  incomplete: ResponseObject['incomplete_details'] = null, error: ResponseObject['error'] = null,
+): ResponseObject {
+  const echo = shell.info.echo
+  return {
+    id: shell.id,
+    object: 'response',
+    created_at: shell.createdAt,
+    status,
+    background: false,
+    error,
+    incomplete_details: incomplete,
+    instructions: echo.instructions ?? null,
+    max_output_tokens: echo.max_output_tokens ?? null,
+    metadata: echo.metadata ?? {},
+    model: shell.opts.clientModel,
+    output,
+    parallel_tool_calls: echo.parallel_tool_calls ?? true,
+    previous_response_id: null,
+    reasoning: echo.reasoning ?? { effort: null, summary: null },
+    store: false,
+    temperature: echo.temperature ?? null,
+    text: echo.text ?? { format: { type: 'text' } },
+    tool_choice: echo.tool_choice ?? 'auto',
+    tools: echo.tools ?? [],
+    top_p: echo.top_p ?? null,
+    truncation: 'disabled',
+    usage: usage ? usageToResponses(usage) : null,
+    user: echo.user ?? null,
+  }
+}
+
+function functionCallItem (info: CallInfo, id: string, callId: string, upstreamFn: string, args: string, status: ResponsesItemStatus): ResponsesFunctionCallItem {
+  const named = info.names.get(upstreamFn) ?? { name: upstreamFn }
+  const item: ResponsesFunctionCallItem = { type: 'function_call', id, call_id: callId, name: named.name, arguments: args, status }
+  if (named.namespace !== undefined) item.namespace = named.namespace
+  return item
+}
+
+function reasoningOf (m: ChatDeltaWire): string {
+  if (typeof m?.reasoning_content === 'string') return m.reasoning_content
+  if (typeof m?.reasoning === 'string') return m.reasoning
+  return ''
+}
+
+/** A chat `chat.completion` → the `response` object; `usage` is what the call is billed (undefined: the input estimate is shown). */
+export function chatAnswerToResponse (answer: unknown, usage: Usage | undefined, opts: TranslateOptions): ResponseObject {
+  const body: ChatCompletionWire = isObject(answer) ? answer : {}
+  const info = callInfo(opts)
+  const choice = body.choices?.[0] ?? {}
+  const m = choice.message ?? {}
+  const output: ResponsesOutputItem[] = []
+  const reasoning = reasoningOf(m)
+  if (reasoning !== '') output.push({ type: 'reasoning', id: 'rs_' + newId(), summary: [], content: [{ type: 'reasoning_text', text: reasoning }] })
+  const text = typeof m.content === 'string' ? m.content : textOf(m.content)
+  const content: ResponsesMessageItem['content'] = []
+  if (text !== '') content.push({ type: 'output_text', text, annotations: [], logprobs: [] })
+  if (typeof m.refusal === 'string' && m.refusal !== '') content.push({ type: 'refusal', refusal: m.refusal })
+  if (content.length > 0) output.push({ type: 'message', id: 'msg_' + newId(), status: 'completed', role: 'assistant', content })
+  if (Array.isArray(m.tool_calls)) {
+    for (const c of m.tool_calls) {
+      output.push(functionCallItem(info, 'fc_' + newId(), typeof c?.id === 'string' ? c.id : 'call_' + newId(), String(c?.function?.name ?? ''), typeof c?.function?.arguments === 'string' ? c.function.arguments : '{}', 'completed'))
+    }
+  }
+  const { status, incomplete } = statusFromFinish(choice.finish_reason)
+  const shell: ResponseShell = { id: responseId(body.id), createdAt: typeof body.created === 'number' ? body.created : Math.floor(Date.now() / 1000), opts, info }
+  return responseObject(shell, status, output, usage ?? estimateUsage(opts.estimatedInputTokens), incomplete)
+}
+
+// ── streams ──────────────────────────────────────────────────────────────────────────────────
+
+/** An output item still being streamed: where it is in `output`, and its text (or arguments) so far. */
+interface OpenItem<I extends ResponsesOutputItem> {
+  index: number
+  item: I
+  text: string
+}
+
+/**
+ * Chat chunks (parsed) → the Responses event stream: `response.created`, `response.in_progress`,
+ * then per output item `output_item.added`, its content events and `output_item.done`, and at
+ * the end `response.completed` (or `response.incomplete`) carrying every item; a failure after
+ * the first byte ends with `response.failed` and an `error` event. `sequence_number` counts from 0.
+ */
+export class ResponsesEmitter {
+  #seq = 0
+  #started = false
+  #done = false
+  readonly #shell: ResponseShell
+  readonly #info: CallInfo
+  readonly #items: ResponsesOutputItem[] = []
+  #message: OpenItem<ResponsesMessageItem> | undefined
+  #reasoning: OpenItem<ResponsesReasoningItem> | undefined
+  readonly #calls = new Map<number, OpenItem<ResponsesFunctionCallItem>>()
+  #finish: unknown = null
+  /** Usage shown in the final event (chat usage chunk, read by the caller's rules). */
+  shownUsage: Usage | undefined
+
+  constructor (opts: TranslateOptions, clientBody?: ResponsesRequestWire) {
+    this.#info = callInfo(opts, clientBody)
+    this.#shell = { id: 'resp_' + newId(), createdAt: Math.floor(Date.now() / 1000), opts, info: this.#info }
+  }
+
+  get ended (): boolean { return this.#done }
+  get finishSeen (): boolean { return this.#finish !== null }
+
+  #ev<K extends keyof ResponsesEventData> (type: K, data: ResponsesEventData[K]): string {
+    return sseEvent(type, { type, sequence_number: this.#seq++, ...data })
+  }
+
+  start (upstreamId?: unknown): string {
+    if (this.#started) return ''
+    this.#started = true
+    if (upstreamId !== undefined) this.#shell.id = responseId(upstreamId)
+    const r = responseObject(this.#shell, 'in_progress', [], null)
+    return this.#ev('response.created', { response: r }) + this.#ev('response.in_progress', { response: r })
+  }
+
+  #open<I extends ResponsesOutputItem> (item: I): OpenItem<I> {
+    const o: OpenItem<I> = { index: this.#items.length, item, text: '' }
+    this.#items.push(item)
+    return o
+  }
+
+  #closeMessage (): string {
+    const m = this.#message
+    if (!m) return ''
+    this.#message = undefined
+    const part: ResponsesOutputText = { type: 'output_text', text: m.text, annotations: [], logprobs: [] }
+    m.item.status = 'completed'
+    m.item.content = [part]
+    return this.#ev('response.output_text.done', { item_id: m.item.id, output_index: m.index, content_index: 0, text: m.text, logprobs: [] }) +
+      this.#ev('response.content_part.done', { item_id: m.item.id, output_index: m.index, content_index: 0, part }) +
+      this.#ev('response.output_item.done', { output_index: m.index, item: m.item })
+  }
+
+  #closeReasoning (): string {
+    const r = this.#reasoning
+    if (!r) return ''
+    this.#reasoning = undefined
+    r.item.content = [{ type: 'reasoning_text', text: r.text }]
+    return this.#ev('response.reasoning_text.done', { item_id: r.item.id, output_index: r.index, content_index: 0, text: r.text }) +
+      this.#ev('response.content_part.done', { item_id: r.item.id, output_index: r.index, content_index: 0, part: { type: 'reasoning_text', text: r.text } }) +
+      this.#ev('response.output_item.done', { output_index: r.index, item: r.item })
+  }
+
+  #closeCalls (): string {
+    let out = ''
+    for (const c of this.#calls.values()) {
+      c.item.arguments = c.text
+      c.item.status = 'completed'
+      out += this.#ev('response.function_call_arguments.done', { item_id: c.item.id, output_index: c.index, arguments: c.text, name: c.item.name }) +
+        this.#ev('response.output_item.done', { output_index: c.index, item: c.item })
+    }
+    this.#calls.clear()
+    return out
+  }
+
+  /** One chat chunk (not an error chunk). */
+  chunk (chunk: ChatChunkWire | null): string {
+    if (this.#done) return ''
+    let out = this.start(chunk?.id)
+    const choice = Array.isArray(chunk?.choices) ? chunk.choices[0] : undefined
+    if (!choice) return out
+    const d = choice.delta ?? {}
+    const reasoning = typeof d.reasoning_content === 'string' ? d.reasoning_content : typeof d.reasoning === 'string' ? d.reasoning : ''
+    if (reasoning !== '') {
+      if (!this.#reasoning) {
+        out += this.#closeMessage()
+        const r = this.#reasoning = this.#open<ResponsesReasoningItem>({ type: 'reasoning', id: 'rs_' + newId(), summary: [], content: [] })
+        out += this.#ev('response.output_item.added', { output_index: r.index, item: { ...r.item, content: [] } })
+        out += this.#ev('response.content_part.added', { item_id: r.item.id, output_index: r.index, content_index: 0, part: { type: 'reasoning_text', text: '' } })
+      }
+      this.#reasoning.text += reasoning
+      out += this.#ev('response.reasoning_text.delta', { item_id: this.#reasoning.item.id, output_index: this.#reasoning.index, content_index: 0, delta: reasoning })
+    }
+    const text = (typeof d.content === 'string' ? d.content : '') + (typeof d.refusal === 'string' ? d.refusal : '')
+    if (text !== '') {
+      out += this.#closeReasoning()
+      if (!this.#message) {
+        const m = this.#message = this.#open<ResponsesMessageItem>({ type: 'message', id: 'msg_' + newId(), status: 'in_progress', role: 'assistant', content: [] })
+        out += this.#ev('response.output_item.added', { output_index: m.index, item: { ...m.item, content: [] } })
+        out += this.#ev('response.content_part.added', { item_id: m.item.id, output_index: m.index, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } })
+      }
+      this.#message.text += text
+      out += this.#ev('response.output_text.delta', { item_id: this.#message.item.id, output_index: this.#message.index, content_index: 0, delta: text, logprobs: [] })
+    }
+    if (Array.isArray(d.tool_calls)) {
+      for (const tc of d.tool_calls) {
+        const k = typeof tc?.index === 'number' ? tc.index : this.#calls.size
+        let c = this.#calls.get(k)
+        if (!c) {
+          out += this.#closeReasoning() + this.#closeMessage()
+          const item = functionCallItem(this.#info, 'fc_' + newId(), typeof tc?.id === 'string' && tc.id !== '' ? tc.id : 'call_' + newId(), String(tc?.function?.name ?? ''), '', 'in_progress')
+          c = this.#open(item)
+          this.#calls.set(k, c)
+          out += this.#ev('response.output_item.added', { output_index: c.index, item: { ...item } })
+        }
+        const args = tc?.function?.arguments
+        if (typeof args === 'string' && args !== '') {
+          c.text += args
+          out += this.#ev('response.function_call_arguments.delta', { item_id: c.item.id, output_index: c.index, delta: args })
+        }
+      }
+    }
+    if (choice.finish_reason !== null && choice.finish_reason !== undefined) this.#finish = choice.finish_reason
+    return out
+  }
+
+  /** The upstream finished: close every item, then `response.completed` or `response.incomplete`. */
+  complete (usage: Usage | undefined): string {
+    if (this.#done) return ''
+    let out = this.start()
+    this.#done = true
+    out += this.#closeReasoning() + this.#closeMessage() + this.#closeCalls()
+    const { status, incomplete } = statusFromFinish(this.#finish)
+    const r = responseObject(this.#shell, status, this.#items, usage ?? estimateUsage(this.#shell.opts.estimatedInputTokens), incomplete)
+    return out + this.#ev(status === 'completed' ? 'response.completed' : 'response.incomplete', { response: r })
+  }
+
+  /** A failure after the first byte: `response.failed` (with what was generated so far), then `error`. */
+  fail (message: string, status = 502, detail?: StreamFailDetail): string {
+    if (this.#done) return ''
+    let out = this.start()
+    this.#done = true
+    const code = detail?.code !== undefined ? String(detail.code) : status === 408 ? 'timeout' : 'server_error'
+    // Items cut short keep what was generated, marked incomplete.
+    if (this.#message) {
+      this.#message.item.status = 'incomplete'
+      this.#message.item.content = [{ type: 'output_text', text: this.#message.text, annotations: [], logprobs: [] }]
+    }
+    if (this.#reasoning) this.#reasoning.item.content = [{ type: 'reasoning_text', text: this.#reasoning.text }]
+    for (const c of this.#calls.values()) {
+      c.item.status = 'incomplete'
+      c.item.arguments = c.text
+    }
+    const r = responseObject(this.#shell, 'failed', this.#items, this.shownUsage ?? null, null, { code, message })
+    out += this.#ev('response.failed', { response: r })
+    return out + this.#ev('error', { code, message, param: null })
+  }
+
+  /** An upstream error chunk or event mid-stream (its text sanitized). */
+  upstreamError (e: unknown): string {
+    const text = isObject(e) ? e.message : undefined
+    const message = typeof text === 'string' ? sanitizeUpstreamMessage(text) : 'The model service failed mid-stream.'
+    return this.fail(message, 502)
+  }
+}
