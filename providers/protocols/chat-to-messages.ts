@@ -12,13 +12,8 @@
  * content, tool calls and `reasoning_content` (thinking text), stop reasons and usage mapped,
  * events → chunks (a usage chunk with `choices: []` only when the client asked for it).
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
-import type { Usage } from '../../core/types/usage.ts'
+import { sseData, SSE_DONE, estimateUsage, gwError, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromMessages, usageToChat } from './usage.ts'
-import { sseData, SSE_DONE } from '../../core/dispatch/sse.ts'
-import { estimateUsage } from '../../core/dispatch/estimate.ts'
-import { gwError } from '../../core/errors/errors.ts'
-import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeErrorType, safeToolId, textOf } from './common.ts'
 import { isMediaBlock } from './media-blocks.ts'
 import { isObject, parseWire, str, type JsonObject } from './wire.ts'
@@ -32,7 +27,7 @@ interface Turn { role: 'user' | 'assistant', content: MessagesBlock[] }
 
 /** A user turn for requests that would otherwise have none (only system messages, or assistant first). */
 const FILLER_USER_TEXT = '(continue)'
-const REASONING_BUDGET: Record<string, number> = { minimal: 1024, low: 1024, medium: 2048, high: 4096 }
+const REASONING_BUDGET: ReadonlyMap<string, number> = new Map([['minimal', 1024], ['low', 1024], ['medium', 2048], ['high', 4096]])
 
 function pushTurn (turns: Turn[], role: Turn['role'], blocks: MessagesBlock[]): void {
   if (blocks.length === 0) return
@@ -176,8 +171,9 @@ export function chatToMessagesRequest (body: ChatRequestWire, opts: TranslateOpt
     if (choice) out.tool_choice = choice
   }
   const effort = body.reasoning_effort
-  if (typeof effort === 'string' && REASONING_BUDGET[effort] && thinkingAllowed(turns)) {
-    const budget = REASONING_BUDGET[effort]
+  // A Map, not an object: an effort named after an Object.prototype member ("constructor") is no budget.
+  const budget = typeof effort === 'string' ? REASONING_BUDGET.get(effort) : undefined
+  if (budget !== undefined && thinkingAllowed(turns)) {
     out.thinking = { type: 'enabled', budget_tokens: budget }
     if (maxTokens <= budget) maxTokens = budget + 1024
     delete out.temperature

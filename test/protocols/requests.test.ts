@@ -195,6 +195,10 @@ t.test('C→M request', async t => {
     const r = chatToMessages.request({ ...base, max_tokens: 4000, reasoning_effort: 'medium' }, opts)
     t.same(r.thinking, { type: 'enabled', budget_tokens: 2048 })
     t.ok((r.max_tokens as number) > 2048)
+    for (const effort of ['constructor', 'toString', '__proto__', 'extreme']) {
+      const odd = chatToMessages.request({ ...base, max_tokens: 4000, reasoning_effort: effort }, opts)
+      t.equal(odd.thinking, undefined, `reasoning_effort "${effort}" is no effort level: no thinking block without a budget`)
+    }
     t.throws(() => chatToMessages.request({ ...base, n: 2 }, opts), { name: 'GatewayError', statusCode: 400 })
     t.equal(chatToMessages.request({ ...base, max_completion_tokens: 7, max_tokens: 9 }, opts).max_tokens, 7, 'max_completion_tokens wins')
   })
