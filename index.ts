@@ -41,7 +41,7 @@ export type { ErrorCode, ErrorSpec, GatewayErrorOptions } from './core/errors/er
 
 // ── shared data shapes ────────────────────────────────────────────────────────────────────────
 // The protocols' usage objects to and from the normalized Usage.
-export { usageFromChat, usageFromMessages, usageToChat, usageToMessages } from './providers/protocols/usage.ts'
+export { usageFromChat, usageFromMessages, usageFromResponses, usageToChat, usageToMessages, usageToResponses } from './providers/protocols/usage.ts'
 export type { Usage } from './core/types/usage.ts'
 export type { ModelEntry, ModelPrice, Deployment, Protocol, ClientProtocol, PublicModel } from './core/types/model.ts'
 export type { Principal } from './core/types/principal.ts'

@@ -6,14 +6,10 @@
  * event (each chunk is parsed for usage, finish and the output relayed, never re-serialized; an
  * upstream error chunk is rebuilt with its text sanitized).
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
-import type { Usage } from '../../core/types/usage.ts'
+import { sseData, sanitizeUpstreamMessage, modelSpanOf, spliceModel, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromChat } from './usage.ts'
-import { sseData } from '../../core/dispatch/sse.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { ChatChunkWire, ChatCompletionWire, ChatRequestWire } from './wire-chat.ts'
-import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
-import { modelSpanOf, spliceModel } from '../../core/http/body.ts'
 import { applyModelParameters, CHAT_STANDARD, chatChunkChars, chatDeltaChars, DeferredCount, parametersUnchanged, plainChatChunk, safeErrorType } from './common.ts'
 
 /** Put before the model key of a stream request that has no `stream_options`: usage is what the call is billed on. */

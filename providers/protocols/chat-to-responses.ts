@@ -10,13 +10,8 @@
  * has no Responses form and is dropped; `n` > 1 → 400. Answer: message text → content,
  * `function_call` items → tool_calls, status → finish_reason. Stream: Responses events → chunks.
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
-import type { Usage } from '../../core/types/usage.ts'
+import { sseData, SSE_DONE, estimateUsage, gwError, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageToChat } from './usage.ts'
-import { sseData, SSE_DONE } from '../../core/dispatch/sse.ts'
-import { estimateUsage } from '../../core/dispatch/estimate.ts'
-import { gwError } from '../../core/errors/errors.ts'
-import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
 import { applyModelParameters, CHAT_STANDARD, newId, safeErrorType, textOf } from './common.ts'
 import { usageFromResponses } from './usage.ts'
 import { isObject, parseWire, str, type JsonObject } from './wire.ts'

@@ -1,6 +1,6 @@
 /** @module protocols/common – small pieces every translator shares (ids, reason maps, parameters). */
 import { randomBytes } from 'node:crypto'
-import type { ModelEntry } from '../../core/types/model.ts'
+import type { ModelEntry } from '../../index.ts'
 import { isObject, parseWire } from './wire.ts'
 import type { ChatChunkWire, ChatDeltaWire, ChatFinishReason } from './wire-chat.ts'
 import type { MessagesDeltaWire, MessagesEventWire, MessagesStopReason } from './wire-messages.ts'

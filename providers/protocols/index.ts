@@ -1,5 +1,5 @@
 /** @module protocols – the nine translators, keyed `<client>-to-<upstream>` (chat, messages, Responses API). */
-import type { Translator, TranslatorKey } from '../../core/dispatch/provider.ts'
+import type { Translator, TranslatorKey } from '../../index.ts'
 import { chatToChat } from './chat-to-chat.ts'
 import { chatToMessages } from './chat-to-messages.ts'
 import { chatToResponses } from './chat-to-responses.ts'

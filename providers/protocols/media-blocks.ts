@@ -4,7 +4,7 @@
  * or a PDF by URL) as a `document` block. For the routes whose contract carries media to a
  * messages upstream; the chat route flattens to text instead.
  */
-import { gwError } from '../../core/errors/errors.ts'
+import { gwError } from '../../index.ts'
 import { isObject } from './wire.ts'
 import type { MessagesImageType, MessagesMediaBlock } from './wire-messages.ts'
 

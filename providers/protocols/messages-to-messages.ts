@@ -5,14 +5,10 @@
  * forwarded as received; only `message_start`, `message_delta` (usage), content deltas (output
  * relayed, for a stream cut before its final usage) and `error` (rebuilt, sanitized) are parsed.
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
-import type { Usage } from '../../core/types/usage.ts'
+import { sseEvent, sanitizeUpstreamMessage, modelSpanOf, spliceModel, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromMessages } from './usage.ts'
-import { sseEvent } from '../../core/dispatch/sse.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { MessagesAnswerWire, MessagesEventWire } from './wire-messages.ts'
-import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
-import { modelSpanOf, spliceModel } from '../../core/http/body.ts'
 import { applyModelParameters, DeferredCount, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged, safeErrorType } from './common.ts'
 
 class MessagesPassStream implements StreamTranslator {

@@ -5,9 +5,7 @@
  * Responses request (chat-to-responses.ts); answers and streams go back Responses → chat →
  * messages the same way. Usage and billing are the Responses stream's own counts.
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
-import type { Usage } from '../../core/types/usage.ts'
-import { SseParser } from '../../core/dispatch/sse.ts'
+import { SseParser, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { messagesToChat, messagesToChatRequest } from './messages-to-chat.ts'
 import { chatToResponses, chatToResponsesBody, ChatOverResponsesStream } from './chat-to-responses.ts'
 import type { MessagesRequestWire } from './wire-messages.ts'

@@ -5,11 +5,7 @@
  * client's messages translator (chat-to-messages.ts) in between. Tool names come back as the
  * client named them, through the CallInfo the request recorded (responses-request.ts).
  */
-import type { TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
-import type { Usage } from '../../core/types/usage.ts'
-import { sseEvent } from '../../core/dispatch/sse.ts'
-import { estimateUsage } from '../../core/dispatch/estimate.ts'
-import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
+import { sseEvent, estimateUsage, sanitizeUpstreamMessage, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { newId, textOf } from './common.ts'
 import { usageToResponses } from './usage.ts'
 import { callInfo, type CallInfo } from './responses-request.ts'

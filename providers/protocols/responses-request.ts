@@ -21,8 +21,7 @@
  *   → `reasoning_effort`, `text.verbosity` → `verbosity`.
  */
 import { createHash } from 'node:crypto'
-import type { TranslateOptions } from '../../core/dispatch/provider.ts'
-import { gwError } from '../../core/errors/errors.ts'
+import { gwError, type TranslateOptions } from '../../index.ts'
 import { applyModelParameters, CHAT_STANDARD } from './common.ts'
 import { documentBlock, imageBlock } from './media-blocks.ts'
 import { isObject } from './wire.ts'

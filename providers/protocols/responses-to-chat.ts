@@ -5,10 +5,8 @@
  * chunk becomes the Responses events it implies; the final usage is the usage chunk (or usage on a
  * finishing chunk), running counts on other chunks are provisional, as on the chat route.
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
-import type { Usage } from '../../core/types/usage.ts'
+import { estimateUsage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromChat } from './usage.ts'
-import { estimateUsage } from '../../core/dispatch/estimate.ts'
 import { chatDeltaChars } from './common.ts'
 import { responsesToChatRequest } from './responses-request.ts'
 import { chatAnswerToResponse, ResponsesEmitter } from './responses-answer.ts'

@@ -8,10 +8,7 @@
  * (chat-to-messages) → Responses. Usage and billing are the messages translator's own (the
  * upstream's counts, or the estimate billed when there are none, which the client is shown).
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
-import type { Usage } from '../../core/types/usage.ts'
-import { SseParser } from '../../core/dispatch/sse.ts'
-import { estimateUsage } from '../../core/dispatch/estimate.ts'
+import { SseParser, estimateUsage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { chatToMessages, chatToMessagesRequest } from './chat-to-messages.ts'
 import { responsesToChatRequest } from './responses-request.ts'
 import { chatAnswerToResponse, ResponsesEmitter } from './responses-answer.ts'

@@ -7,10 +7,7 @@
  * the output relayed (deltas) and the end. A stream that ends without a final event, or fails,
  * ends with `response.failed` and `error`, numbered after the last event seen.
  */
-import type { StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail } from '../../core/dispatch/provider.ts'
-import type { Usage } from '../../core/types/usage.ts'
-import { sseEvent } from '../../core/dispatch/sse.ts'
-import { sanitizeUpstreamMessage } from '../../core/dispatch/upstream-errors.ts'
+import { sseEvent, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromResponses } from './usage.ts'
 import { responsesDeltaChars } from './chat-to-responses.ts'
 import { isObject, parseWire, type JsonObject } from './wire.ts'

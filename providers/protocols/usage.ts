@@ -3,7 +3,7 @@
  * and from the gateway's normalized {@link Usage}: what the translators read from upstream answers
  * and render to clients.
  */
-import type { Usage } from '../../core/types/usage.ts'
+import type { Usage } from '../../index.ts'
 import type { ChatUsage } from './wire-chat.ts'
 import type { MessagesUsage } from './wire-messages.ts'
 import type { ResponsesUsage } from './wire-responses.ts'
