@@ -1,11 +1,15 @@
 /** @module plugins/auth/keys – API key format, hashing and constant-time comparison (auth checks keys, the admin CLI makes them). */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto'
 
 export const KEY_PREFIX = 'sk-gw-'
 
-/** sha256 hex of the whole secret: what config and the ledger store instead of the key. */
+/**
+ * sha256 hex of the whole secret: what config and the ledger store instead of the key. The
+ * one-shot `crypto.hash` (no Hash object per call) is about twice as fast as createHash; it runs
+ * on every authenticated request.
+ */
 export function hashKey (secret: string): string {
-  return createHash('sha256').update(secret).digest('hex')
+  return hash('sha256', secret, 'hex')
 }
 
 /** A new random key: `sk-gw-` + 40 url-safe characters. */
