@@ -3,7 +3,9 @@
 // flight. The IP limit is passed by at most maxUnsynced per replica; the request quota is never
 // passed; a token cap is passed by no more than the calls admitted together use (as in exact
 // mode), and its window counts every token; the balance never goes negative, Σ charges == balance drop, one usage record per
-// success; slices and leases go back on shutdown; a killed replica's slice expires and is swept.
+// success; a 402 while another replica's slice holds free money leaves at most maxSlice + one call
+// of it out of reach; slices and leases go back on shutdown; a killed replica's slice expires and
+// is swept.
 import t, { type Test } from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -20,9 +22,13 @@ const SERVER = resolve('dist/server.js')
 const KEY_Q = 'sk-gw-leases-quota-key-0001'
 const KEY_B = 'sk-gw-leases-balance-key-01'
 const KEY_T = 'sk-gw-leases-tokens-key-001'
+const KEY_E = 'sk-gw-leases-early-402-key1'
 const ORG_Q = 'org-lease-quota'
 const ORG_B = 'org-lease-balance'
 const ORG_T = 'org-lease-tokens'
+const ORG_E = 'org-lease-early-402'
+/** The balance plugin's `lease.maxSlice` below (currency units) in micro-units. */
+const MAX_SLICE_MICROS = 10_000
 const TOKENS = 2000
 /** Calls in flight at once in the token-cap test: the most that can be admitted before the cap is seen. */
 const TOKEN_WIDTH = 60
@@ -44,7 +50,7 @@ function config (rUrl: string, prefix: string, dbUrl: string, schema: string): R
     models: [{ id: 'echo/one', input_modalities: ['text'], price: { input: 1, output: 2 }, deployments: [{ provider: 'echo', model: 'echo' }] }],
     pipeline: [
       { plugin: 'ip-limit', config: { limit: IP_LIMIT, windowMs: 3_600_000, trustedProxies: ['127.0.0.1/32'], mode: 'lease', lease: { intervalMs: 50, maxUnsynced: MAX_UNSYNCED } } },
-      { plugin: 'auth', config: { keys: [{ key: KEY_Q, id: 'lease-q', organization: ORG_Q }, { key: KEY_B, id: 'lease-b', organization: ORG_B }, { key: KEY_T, id: 'lease-t', organization: ORG_T }] } },
+      { plugin: 'auth', config: { keys: [{ key: KEY_Q, id: 'lease-q', organization: ORG_Q }, { key: KEY_B, id: 'lease-b', organization: ORG_B }, { key: KEY_T, id: 'lease-t', organization: ORG_T }, { key: KEY_E, id: 'lease-e', organization: ORG_E }] } },
       { plugin: 'quota', config: { mode: 'lease', limits: [{ scope: 'organization', id: ORG_Q, window: 'hour', requests: REQUESTS }, { scope: 'organization', id: ORG_T, window: 'hour', tokens: TOKENS }] } },
       { plugin: 'balance', config: { mode: 'lease', lease: { maxSlice: 0.01, idleMs: 60_000 } } },
     ],
@@ -63,11 +69,15 @@ async function startReplica (t: Test, configPath: string): Promise<{ url: string
   return { url: (m as RegExpExecArray)[1], child }
 }
 
-function call (url: string, key: string, ip: string, maxTokens = 50): Promise<{ status: number, body: any }> {
+function callBody (maxTokens: number, content: string): string {
+  return JSON.stringify({ model: 'echo/one', max_tokens: maxTokens, messages: [{ role: 'user', content }] })
+}
+
+function call (url: string, key: string, ip: string, maxTokens = 50, content = 'lease me'): Promise<{ status: number, body: any }> {
   return fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-forwarded-for': ip },
-    body: JSON.stringify({ model: 'echo/one', max_tokens: maxTokens, messages: [{ role: 'user', content: 'lease me' }] }),
+    body: callBody(maxTokens, content),
   }).then(async r => {
     const text = await r.text()
     let body: unknown = text
@@ -113,6 +123,7 @@ t.test('two replicas in lease mode', async t => {
   await ledger.createOrganization(ORG_Q)
   await ledger.createOrganization(ORG_B)
   await ledger.createOrganization(ORG_T)
+  await ledger.createOrganization(ORG_E)
   await ledger.topUp(ORG_Q, 1_000_000_000)
   await ledger.topUp(ORG_T, 1_000_000_000)
   const redis = new Redis(rUrl)
@@ -171,7 +182,12 @@ t.test('two replicas in lease mode', async t => {
     const per = records.map(r => r.inputTokens + r.outputTokens)
     tokensUsed = per.reduce((x, y) => x + y, 0)
     t.ok(tokensUsed >= TOKENS, `${tokensUsed} tokens used: a refusal means the cap was really reached`)
-    t.ok(tokensUsed <= TOKENS + TOKEN_WIDTH * Math.max(...per), `${tokensUsed} tokens ≤ the cap + ${TOKEN_WIDTH} calls in flight × ${Math.max(...per)} tokens`)
+    // A call's tokens are added when it settles, just after its answer (and reach the shared window
+    // in Redis a round trip later), so while a call is in flight at the client, the one that slot
+    // ran before may still be uncounted: the calls admitted before each other's usage was counted
+    // are those in flight plus those still settling, one per slot as long as settling takes less
+    // than a call (the echo upstream takes 30 ms).
+    t.ok(tokensUsed <= TOKENS + 2 * TOKEN_WIDTH * Math.max(...per), `${tokensUsed} tokens ≤ the cap + 2 × ${TOKEN_WIDTH} calls (in flight, and settling) × ${Math.max(...per)} tokens`)
   })
 
   let successes = 0
@@ -196,6 +212,50 @@ t.test('two replicas in lease mode', async t => {
     t.equal(now.balance, initial - charged, 'balance == initial − Σ charges')
     t.ok(now.balance >= 0, 'never negative')
     t.ok(now.reserved <= now.balance, 'what the slices hold fits in the balance')
+  })
+
+  t.test('a 402 while another replica\'s slice holds free money: at most lease.maxSlice + one call of it', async t => {
+    // Replica a serves a burst and keeps its slice (not idle, not low: the organization has far
+    // more than twice what it holds); then replica b spends until it gets 402. At that moment the
+    // only money b could not reach is a's free slice, bounded by maxSlice + one call, and what b's
+    // own calls in flight held.
+    const initial = 100_000
+    await ledger.topUp(ORG_E, initial)
+    const content = 'lease me '.repeat(200)
+    // What one call can reserve, in micro-units at the prices above (1 per input token, 2 per
+    // output token): at most one input token per byte of the body, plus the per-message overhead
+    // (well under 100), and max_tokens of output.
+    const oneCall = Buffer.byteLength(callBody(10, content)) + 100 + 2 * 10
+    const since = Date.now() - 1
+    const burst = await bounded(30, 10, i => call(a.url, KEY_E, ip(20_000 + i), 10, content))
+    t.same(burst.filter(r => r.status !== 200), [], 'replica a\'s burst succeeds')
+    t.ok(await until(async () => (await ledger.listUsage({ from: since })).filter(r => r.organization === ORG_E).length === 30), 'its calls are charged')
+    const sliceOf = async (pid: number | undefined): Promise<number> =>
+      (await ledger.listHolds()).filter(h => h.organization === ORG_E && h.owner?.endsWith(`:${pid}`)).reduce((n, h) => n + h.amount, 0)
+    // Its charges committed, the slice shrinks by their cost in the background.
+    let held = 0
+    await until(async () => { const before = held; held = await sliceOf(a.child.pid); return held === before })
+    t.ok(held > 0, `replica a holds ${held} micro-units of free money in its slice`)
+    t.ok(held <= MAX_SLICE_MICROS + oneCall, `${held} ≤ lease.maxSlice (${MAX_SLICE_MICROS}) + one call (${oneCall})`)
+
+    const WIDTH = 10
+    let refused: { status: number, body: any } | undefined
+    let served = 0
+    for (let round = 0; refused === undefined && round < 200; round++) {
+      const results = await bounded(WIDTH, WIDTH, i => call(b.url, KEY_E, ip(30_000 + round * WIDTH + i), 10, content))
+      served += results.filter(r => r.status === 200).length
+      refused = results.find(r => r.status !== 200)
+    }
+    t.ok(refused !== undefined, `replica b got a refusal after ${served} calls`)
+    t.equal(refused?.status, 402)
+    t.match(refused?.body?.error?.message, /Insufficient balance/, 'the spec\'s 402 body')
+    t.equal(await sliceOf(a.child.pid), held, 'replica a\'s slice did not move meanwhile')
+    t.ok(await until(async () => (await ledger.listUsage({ from: since })).filter(r => r.organization === ORG_E).length === 30 + served), 'every success is charged')
+    // At the 402, less than one call was available beyond every hold: what was left unspent is a's
+    // slice, b's calls in flight and b's free slice (each under one call), and that remainder.
+    const left = (await ledger.getBalance(ORG_E))!.balance
+    t.ok(left >= 0, 'never negative')
+    t.ok(left <= held + (WIDTH + 2) * oneCall, `${left} left ≤ a's slice ${held} + ${WIDTH + 2} calls × ${oneCall}`)
   })
 
   t.test('a killed replica\'s slice expires and is swept; nothing is charged for its cut calls', async t => {
