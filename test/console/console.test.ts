@@ -14,6 +14,18 @@ import { generateKey, hashKey, keyDisplayPrefix } from '../../plugins/auth/keys.
 import { ADMIN_KEY } from '../helpers/admin.ts'
 import { browserAvailable, cell, check, go, launch, micros, signIn, watchErrors } from '../helpers/browser.ts'
 import { consoleGateway, UPSTREAM_SECRET } from '../helpers/console-app.ts'
+import type { Page } from 'playwright-core'
+
+/**
+ * The rows of table `testid` once it shows `expected` of them, or after 10 s whatever it shows: a
+ * filtered list replaces the unfiltered one (which may already hold the awaited row) a moment
+ * after the filter is applied, so counting at once can see the old table.
+ */
+async function rowsOnceSettled (page: Page, testid: string, expected: number): Promise<number> {
+  const selector = `[data-testid="${testid}"] tbody tr`
+  await page.waitForFunction(([sel, n]) => document.querySelectorAll(sel as string).length === n, [selector, expected] as const, { timeout: 10_000 }).catch(() => {})
+  return page.locator(selector).count()
+}
 
 if (browserAvailable(t)) t.test('the console drives the admin API end to end', main)
 
@@ -78,14 +90,14 @@ async function main (t: Test): Promise<void> {
   // The filter: one organization's keys only; its select does not stretch across the page.
   await page.locator('#key-filter').selectOption('globex')
   await page.locator('[data-testid="keys"] tr[data-row="globex-key"]').waitFor()
-  t.equal(await page.locator('[data-testid="keys"] tbody tr').count(), 1, 'globex: its key only')
+  t.equal(await rowsOnceSettled(page, 'keys', 1), 1, 'globex: its key only')
   await page.locator('#key-filter').selectOption('acme')
   await page.locator(`[data-testid="keys"] tr[data-row="${created.id}"]`).waitFor()
-  t.equal(await page.locator('[data-testid="keys"] tbody tr').count(), 1, 'acme: its key only')
+  t.equal(await rowsOnceSettled(page, 'keys', 1), 1, 'acme: its key only')
   t.equal(await cell(page, 'keys', created.id, 'models').textContent(), 'echo/echo-1', 'with its allow-list')
   t.ok((await page.locator('#key-filter').boundingBox())!.width < 400, 'the filter select is as wide as its options')
   await page.locator('#key-filter').selectOption('')
-  t.equal(await page.locator('[data-testid="keys"] tbody tr').count(), 2, 'all keys')
+  t.equal(await rowsOnceSettled(page, 'keys', 2), 2, 'all keys')
 
   const chat = (key: string, model = 'echo/echo-1') => fetch(`${gateway}/v1/chat/completions`, {
     method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -113,7 +125,7 @@ async function main (t: Test): Promise<void> {
   await page.locator('#u-org').selectOption('acme')
   await page.getByRole('button', { name: 'Apply' }).click()
   await page.locator(`[data-testid="usage"] tr[data-row="${traceId}"]`).waitFor()
-  t.equal(await page.locator('[data-testid="usage"] tbody tr').count(), 1, 'filtered by organization')
+  t.equal(await rowsOnceSettled(page, 'usage', 1), 1, 'filtered by organization')
   t.equal(micros(await cell(page, 'usage', traceId, 'cost').textContent()), call.cost, 'the cost shown is the ledger\'s')
   const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()])
   const csv = readFileSync((await download.path())!, 'utf8')
