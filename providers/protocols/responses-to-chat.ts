@@ -26,7 +26,7 @@ class ResponsesOverChatStream implements StreamTranslator {
 
   constructor (clientBody: ResponsesRequestWire, opts: TranslateOptions) {
     this.#estimatedInputTokens = opts.estimatedInputTokens
-    this.#emit = new ResponsesEmitter(opts, clientBody)
+    this.#emit = new ResponsesEmitter(opts, clientBody, () => this.#billed())
     this.#readUsage = opts.upstream?.readUsage ?? usageFromChat
   }
 

@@ -28,7 +28,12 @@ class ResponsesOverMessagesStream implements StreamTranslator {
     this.#estimatedInputTokens = opts.estimatedInputTokens
     // The inner chat stream always carries its usage chunk: the final event shows it.
     this.#inner = chatToMessages.stream({ stream: true, stream_options: { include_usage: true } }, opts)
-    this.#emit = new ResponsesEmitter(opts, clientBody)
+    this.#emit = new ResponsesEmitter(opts, clientBody, () => this.#billed())
+  }
+
+  /** The final usage, else the estimate billing uses (see stream-out's billedStreamUsage). */
+  #billed (): Usage {
+    return this.#inner.usage ?? estimateUsage(this.#estimatedInputTokens, this.#inner.outputChars, this.#inner.startUsage)
   }
 
   get usage (): Usage | undefined { return this.#inner.usage }
@@ -42,7 +47,7 @@ class ResponsesOverMessagesStream implements StreamTranslator {
     let out = ''
     for (const ev of this.#parser.push(chat)) {
       if (ev.data === '[DONE]') {
-        out += this.#emit.complete(this.#inner.usage ?? estimateUsage(this.#estimatedInputTokens, this.#inner.outputChars, this.#inner.startUsage))
+        out += this.#emit.complete(this.#billed())
         continue
       }
       let chunk: ChatChunkWire | null

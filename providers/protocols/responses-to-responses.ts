@@ -7,8 +7,8 @@
  * the output relayed (deltas) and the end. A stream that ends without a final event, or fails,
  * ends with `response.failed` and `error`, numbered after the last event seen.
  */
-import { sseEvent, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
-import { usageFromResponses } from './usage.ts'
+import { sseEvent, sanitizeUpstreamMessage, estimateUsage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { usageFromResponses, usageToResponses } from './usage.ts'
 import { responsesDeltaChars } from './chat-to-responses.ts'
 import { isObject, parseWire, type JsonObject } from './wire.ts'
 import type { ResponsesEventWire, ResponseWire } from './wire-responses.ts'
@@ -24,9 +24,11 @@ class ResponsesPassStream implements StreamTranslator {
   /** The upstream's `response` of `response.created`: what a `response.failed` the gateway ends the stream with repeats. */
   #response: ResponseWire | undefined
   readonly #readUsage: (u: JsonObject) => Usage
+  readonly #estimatedInputTokens: number
 
   constructor (opts: TranslateOptions) {
     this.#readUsage = opts.upstream?.readUsage ?? usageFromResponses
+    this.#estimatedInputTokens = opts.estimatedInputTokens
   }
 
   push (ev: SseEvent): string {
@@ -60,7 +62,9 @@ class ResponsesPassStream implements StreamTranslator {
     if (this.#done) return ''
     this.#done = true
     const code = detail?.code !== undefined ? String(detail.code) : status === 408 ? 'timeout' : 'server_error'
-    const response = { ...this.#response, status: 'failed', error: { code, message } }
+    // The usage shown is what the call is billed (see stream-out's billedStreamUsage).
+    const billed = this.usage ?? estimateUsage(this.#estimatedInputTokens, this.outputChars, this.startUsage)
+    const response = { ...this.#response, status: 'failed', error: { code, message }, usage: usageToResponses(billed) }
     return sseEvent('response.failed', { type: 'response.failed', sequence_number: this.#seq++, response }) +
       sseEvent('error', { type: 'error', sequence_number: this.#seq++, code, message, param: null })
   }

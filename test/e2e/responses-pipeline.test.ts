@@ -181,6 +181,9 @@ t.test('timeout: 408 in the numeric-code body before the first byte; response.fa
       t.match(failed, { status: 'failed', error: { code: String, message: String } })
       const rec = await until(async () => (await ledger.listUsage({})).some(r => r.traceId === response.headers.get('x-gw-trace-id')))
       t.ok(rec, 'the cut stream is billed')
+      const billed = (await ledger.listUsage({})).find(r => r.traceId === response.headers.get('x-gw-trace-id'))!
+      t.match(failed?.usage, { input_tokens: billed.inputTokens, output_tokens: billed.outputTokens }, 'response.failed shows the usage billed')
+      t.ok(billed.outputTokens > 0, 'the relayed text is billed')
     })
   }
 })

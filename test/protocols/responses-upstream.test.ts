@@ -107,6 +107,9 @@ t.test('responses → responses stream: forwarded; usage from response.completed
   const tail = events(out).slice(2).map(e => JSON.parse(e.data))
   t.match(tail, [{ type: 'response.failed', sequence_number: 2, response: { id: 'resp_p', status: 'failed', error: { code: 'server_error' } } }, { type: 'error', sequence_number: 3 }])
   t.equal(st.outputChars, 5)
+  // It shows what the call is billed: no final usage came, so the estimate (5 characters → 2 tokens).
+  t.match(tail[0].response.usage, { output_tokens: 2 }, 'the failed response shows the usage billed')
+  t.ok(tail[0].response.usage.input_tokens > 0)
 
   seq = 0
   const done = translators['responses-to-responses'].stream({}, fresh())

@@ -71,6 +71,11 @@ t.test('a cut stream ends with response.failed and error; billing sees the relay
     t.match(final, { status: 'failed', error: { code: 'server_error', message: /ended the stream/ }, output: [{ type: 'message', content: [{ text: 'abcdefgh' }] }] })
     t.equal(st.finished, false)
     t.equal(st.outputChars, 8, `${upstream}: output characters relayed`)
+    // The failed response shows what the call is billed: the input the upstream reported at the
+    // start (messages) or the gateway's estimate (chat), and 8 relayed characters at 4 per token.
+    const input = upstream === 'messages' ? st.startUsage!.inputTokens : opts.estimatedInputTokens
+    t.ok(input > 0)
+    t.match(final?.usage, { input_tokens: input, output_tokens: 2, total_tokens: input + 2 }, `${upstream}: the usage billed is shown`)
     t.equal(st.end(), '', 'nothing after the end')
     t.equal(st.fail('x'), '', 'nor after a failure')
   }
