@@ -26,8 +26,10 @@ export type {
 // messages and Responses framing `event:` + `data:`).
 export { SseParser, SseEventTooLarge, sseData, sseEvent, SSE_DONE } from './core/dispatch/sse.ts'
 // The one estimate of a call's usage when the upstream reported none (an answer without usage, a
-// stream cut short), and the output-token guess it uses.
-export { estimateUsage, estimateOutputTokens } from './core/dispatch/estimate.ts'
+// stream cut short), the output-token guess it uses, and what a stream is billed (its final usage,
+// else that estimate of what it relayed).
+export { estimateUsage, estimateOutputTokens, streamUsage } from './core/dispatch/estimate.ts'
+export type { StreamUsageSoFar } from './core/dispatch/estimate.ts'
 // The one sanitizer for upstream text shown to a client (an error message, an error event).
 export { sanitizeUpstreamMessage } from './core/dispatch/upstream-errors.ts'
 // Same-protocol fast path: where the client's body text holds its model, to send that text with

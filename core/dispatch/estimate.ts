@@ -106,6 +106,17 @@ export function estimateUsage (estimatedInputTokens: number, outputChars = 0, kn
   }
 }
 
+/** What a stream has seen of its usage: the upstream's final count, its early count, the output characters relayed. */
+export interface StreamUsageSoFar { readonly usage?: Usage, readonly startUsage?: Usage, readonly outputChars: number }
+
+/**
+ * What a stream is billed: the upstream's final usage when it came, else estimateUsage of what was
+ * relayed. Core bills with it and translators show it (a final or failure event), so the two agree.
+ */
+export function streamUsage (st: StreamUsageSoFar, estimatedInputTokens: number): Usage {
+  return st.usage ?? estimateUsage(estimatedInputTokens, st.outputChars, st.startUsage)
+}
+
 /**
  * Rough prompt tokens of a chat, messages or Responses request, for a client's context meter (message_start):
  * the text of messages (Responses: input items), system (instructions) and tools at 4 characters per token, plus 3 per message and

@@ -14,7 +14,7 @@ import { messagesTypeOf } from '../errors/error-reply.ts'
 import { StreamBlocked, StreamRewriter } from './response-hooks.ts'
 import type { CircuitTicket } from './routing.ts'
 import type { Usage } from '../types/usage.ts'
-import { estimateUsage } from './estimate.ts'
+import { streamUsage } from './estimate.ts'
 import { ChunkReader } from './chunk-reader.ts'
 
 /** One deployment being tried. */
@@ -44,8 +44,7 @@ const CLIENT_GONE = new Error('client closed the connection')
  * running count the upstream reported).
  */
 export function billedStreamUsage (st: StreamTranslator, estimatedInputTokens: number): { usage: Usage, estimated: boolean } {
-  if (st.usage) return { usage: st.usage, estimated: false }
-  return { usage: estimateUsage(estimatedInputTokens, st.outputChars, st.startUsage), estimated: true }
+  return { usage: streamUsage(st, estimatedInputTokens), estimated: st.usage === undefined }
 }
 
 /** Resolves when `raw` drains, closes, or the call is aborted (the deadline fired), whichever comes first. */

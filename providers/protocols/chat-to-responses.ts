@@ -10,7 +10,7 @@
  * has no Responses form and is dropped; `n` > 1 → 400. Answer: message text → content,
  * `function_call` items → tool_calls, status → finish_reason. Stream: Responses events → chunks.
  */
-import { sseData, SSE_DONE, estimateUsage, gwError, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { sseData, SSE_DONE, estimateUsage, streamUsage, gwError, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageToChat } from './usage.ts'
 import { applyModelParameters, CHAT_STANDARD, newId, safeErrorType, textOf } from './common.ts'
 import { usageFromResponses } from './usage.ts'
@@ -229,8 +229,8 @@ export class ChatOverResponsesStream implements StreamTranslator {
         this.finished = true
         if (d.response?.usage) this.usage = this.#readUsage(d.response.usage)
         let out = this.#role() + this.#chunk({}, finishOf(d.response?.status, d.response?.incomplete_details?.reason, this.#calls.size > 0))
-        // Without the upstream's final count: the estimate billing uses (see stream-out's billedStreamUsage).
-        if (this.#includeUsage) out += sseData({ id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model, choices: [], usage: usageToChat(this.usage ?? estimateUsage(this.#estimatedInputTokens, this.outputChars, this.startUsage)) } satisfies ChatChunk)
+        // Without the upstream's final count: the estimate billing uses.
+        if (this.#includeUsage) out += sseData({ id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model, choices: [], usage: usageToChat(streamUsage(this, this.#estimatedInputTokens)) } satisfies ChatChunk)
         return out + SSE_DONE
       }
       case 'response.failed': case 'error': {

@@ -13,7 +13,7 @@
  * `reasoning_content` / `reasoning` (DeepSeek, vLLM, OpenRouter) comes back as a thinking block
  * ahead of the text, with an empty signature.
  */
-import { sseEvent, estimateUsage, gwError, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { sseEvent, estimateUsage, streamUsage, gwError, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromChat, usageToMessages } from './usage.ts'
 import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, messagesErrorType, newId, parseArgs, safeToolId, stopFromFinish, textOf } from './common.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
@@ -328,8 +328,8 @@ class MessagesOverChatStream implements StreamTranslator {
     this.finished = true
     let out = this.#started ? '' : this.#start(undefined)
     out += this.#flushTools()
-    // Without the upstream's final count: the estimate billing uses (see stream-out's billedStreamUsage).
-    const usage = usageToMessages(this.usage ?? estimateUsage(this.#opts.estimatedInputTokens, this.outputChars, this.startUsage))
+    // Without the upstream's final count: the estimate billing uses.
+    const usage = usageToMessages(streamUsage(this, this.#opts.estimatedInputTokens))
     const stop = this.#refusal && this.#finish !== 'tool_calls' ? 'refusal' : stopFromFinish(this.#finish)
     out += messagesEvent({ type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage })
     out += messagesEvent({ type: 'message_stop' })

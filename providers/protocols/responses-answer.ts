@@ -133,13 +133,10 @@ export class ResponsesEmitter {
   #reasoning: OpenItem<ResponsesReasoningItem> | undefined
   readonly #calls = new Map<number, OpenItem<ResponsesFunctionCallItem>>()
   #finish: unknown = null
-  /** Usage shown in the final event (chat usage chunk, read by the caller's rules). */
-  shownUsage: Usage | undefined
-  /** What the call is billed so far (the upstream's final counts, else the estimate from what was relayed). */
-  readonly #billed: (() => Usage) | undefined
+  /** What the call is billed so far (streamUsage of the translator): shown in `response.failed`. */
+  readonly #billed: () => Usage
 
-  /** `billed`: shown in `response.failed`, so that a failed stream shows what it is charged. */
-  constructor (opts: TranslateOptions, clientBody?: ResponsesRequestWire, billed?: () => Usage) {
+  constructor (opts: TranslateOptions, clientBody: ResponsesRequestWire | undefined, billed: () => Usage) {
     this.#billed = billed
     this.#info = callInfo(opts, clientBody)
     this.#shell = { id: 'resp_' + newId(), createdAt: Math.floor(Date.now() / 1000), opts, info: this.#info }
@@ -278,7 +275,7 @@ export class ResponsesEmitter {
       c.item.status = 'incomplete'
       c.item.arguments = c.text
     }
-    const r = responseObject(this.#shell, 'failed', this.#items, this.#billed?.() ?? this.shownUsage ?? null, null, { code, message })
+    const r = responseObject(this.#shell, 'failed', this.#items, this.#billed(), null, { code, message })
     out += this.#ev('response.failed', { response: r })
     return out + this.#ev('error', { code, message, param: null })
   }

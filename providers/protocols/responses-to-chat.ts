@@ -5,7 +5,7 @@
  * chunk becomes the Responses events it implies; the final usage is the usage chunk (or usage on a
  * finishing chunk), running counts on other chunks are provisional, as on the chat route.
  */
-import { estimateUsage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { streamUsage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromChat } from './usage.ts'
 import { chatDeltaChars } from './common.ts'
 import { responsesToChatRequest } from './responses-request.ts'
@@ -30,9 +30,8 @@ class ResponsesOverChatStream implements StreamTranslator {
     this.#readUsage = opts.upstream?.readUsage ?? usageFromChat
   }
 
-  /** The final usage, else the estimate billing uses (see stream-out's billedStreamUsage). */
   #billed (): Usage {
-    return this.usage ?? estimateUsage(this.#estimatedInputTokens, this.outputChars, this.startUsage)
+    return streamUsage(this, this.#estimatedInputTokens)
   }
 
   push (ev: SseEvent): string {
@@ -53,7 +52,6 @@ class ResponsesOverChatStream implements StreamTranslator {
       const u = this.#readUsage(chunk.usage)
       if (!choice || finishing) this.usage = u
       else this.startUsage = u
-      this.#emit.shownUsage = u
     }
     if (choice) this.outputChars += chatDeltaChars(choice.delta)
     return this.#emit.chunk(chunk)

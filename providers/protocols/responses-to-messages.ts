@@ -8,7 +8,7 @@
  * (chat-to-messages) → Responses. Usage and billing are the messages translator's own (the
  * upstream's counts, or the estimate billed when there are none, which the client is shown).
  */
-import { SseParser, estimateUsage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { SseParser, streamUsage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { chatToMessages, chatToMessagesRequest } from './chat-to-messages.ts'
 import { responsesToChatRequest } from './responses-request.ts'
 import { chatAnswerToResponse, ResponsesEmitter } from './responses-answer.ts'
@@ -31,9 +31,8 @@ class ResponsesOverMessagesStream implements StreamTranslator {
     this.#emit = new ResponsesEmitter(opts, clientBody, () => this.#billed())
   }
 
-  /** The final usage, else the estimate billing uses (see stream-out's billedStreamUsage). */
   #billed (): Usage {
-    return this.#inner.usage ?? estimateUsage(this.#estimatedInputTokens, this.#inner.outputChars, this.#inner.startUsage)
+    return streamUsage(this.#inner, this.#estimatedInputTokens)
   }
 
   get usage (): Usage | undefined { return this.#inner.usage }

@@ -7,7 +7,7 @@
  * the output relayed (deltas) and the end. A stream that ends without a final event, or fails,
  * ends with `response.failed` and `error`, numbered after the last event seen.
  */
-import { sseEvent, sanitizeUpstreamMessage, estimateUsage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { sseEvent, sanitizeUpstreamMessage, streamUsage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromResponses, usageToResponses } from './usage.ts'
 import { responsesDeltaChars } from './chat-to-responses.ts'
 import { isObject, parseWire, type JsonObject } from './wire.ts'
@@ -62,9 +62,8 @@ class ResponsesPassStream implements StreamTranslator {
     if (this.#done) return ''
     this.#done = true
     const code = detail?.code !== undefined ? String(detail.code) : status === 408 ? 'timeout' : 'server_error'
-    // The usage shown is what the call is billed (see stream-out's billedStreamUsage).
-    const billed = this.usage ?? estimateUsage(this.#estimatedInputTokens, this.outputChars, this.startUsage)
-    const response = { ...this.#response, status: 'failed', error: { code, message }, usage: usageToResponses(billed) }
+    // The usage shown is what the call is billed.
+    const response = { ...this.#response, status: 'failed', error: { code, message }, usage: usageToResponses(streamUsage(this, this.#estimatedInputTokens)) }
     return sseEvent('response.failed', { type: 'response.failed', sequence_number: this.#seq++, response }) +
       sseEvent('error', { type: 'error', sequence_number: this.#seq++, code, message, param: null })
   }
