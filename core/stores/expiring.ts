@@ -12,13 +12,20 @@ import { StoreFullError } from './kv.ts'
  */
 interface Entry { key: string, v: string | number, exp: number, at: number }
 
+/** Matches at once: running it makes V8 flatten its subject (see flatten). */
+const FLATTEN = /^/
+
 /**
- * The same string, stored flat. V8 keeps a string built by concatenation as a tree of its pieces
- * (measured: about 460 bytes more for a claim key or token holding a UUID), and a claim is held for a day;
- * a property name is kept as one flat, internalized copy.
+ * The same string, made flat in place and returned. V8 keeps a string built by concatenation as
+ * a tree of its pieces (a claim key is prefix + key id + the client's Idempotency-Key), which a
+ * claim would hold for a day. A regular expression runs only on a flat string, so testing one
+ * turns the tree into a single copy of its characters, kept under the same reference; the pieces
+ * are then garbage. Same memory as internalizing the string (a property name), at a tenth of the
+ * CPU, and no entry in V8's string table per claim.
  */
 function flatten (s: string): string {
-  return Object.keys({ [s]: 0 })[0]
+  FLATTEN.test(s)
+  return s
 }
 
 /**
@@ -61,8 +68,9 @@ export class ExpiringMemoryStore implements KvStore {
   }
 
   #insert (key: string, v: string | number, exp: number): void {
-    const e: Entry = { key: flatten(key), v: typeof v === 'string' ? flatten(v) : v, exp, at: exp }
-    this.#map.set(key, e)
+    const k = flatten(key)
+    const e: Entry = { key: k, v: typeof v === 'string' ? flatten(v) : v, exp, at: exp }
+    this.#map.set(k, e)
     this.#push(e)
     // Stale nodes (deleted keys) wait for their time; rebuild before they pile up.
     if (this.#heap.length > 2 * this.#map.size + 1024) this.#rebuild()
