@@ -70,6 +70,66 @@ const SSE_HEADERS = {
 }
 
 /**
+ * Where one stream's bytes go: the client's response. One object per stream holds what its
+ * writes need (no closures per call).
+ */
+class StreamSink {
+  started = false
+  readonly raw: ServerResponse
+
+  constructor (
+    readonly ctx: RequestContext, readonly reply: FastifyReply, readonly a: Attempt, readonly st: StreamTranslator,
+    readonly controller: CallAbort, readonly deadline: Deadline,
+  ) {
+    this.raw = reply.raw
+  }
+
+  /**
+   * A client that stops reading must not hold the call: while it has not drained, no upstream
+   * chunk is read, so the stream-gap deadline runs out and aborts the call; the client is then
+   * disconnected (the caller sees raw.destroyed) and the stream settles as a client abort.
+   * A promise only when the client must drain first.
+   */
+  write (out: string | Buffer): Promise<void> | undefined {
+    const raw = this.raw
+    if (out.length === 0 || raw.destroyed) return
+    if (raw.write(out)) return
+    return drainOrAbort(raw, this.controller).then(() => this.#stalled())
+  }
+
+  #stalled (): void {
+    const raw = this.raw
+    if (!raw.destroyed && raw.writableNeedDrain) {
+      this.ctx.log.warn({ provider: this.a.d.provider, gapMs: this.deadline.ms }, 'the client stopped reading the stream; disconnecting it')
+      raw.destroy()
+    }
+  }
+
+  /** The first bytes: the call is accepted and the client's head goes out. */
+  start (): void {
+    const { ctx, a } = this
+    this.started = true
+    this.deadline.toIdle()
+    a.circuit.success()
+    ctx.accepted(a.d.provider)
+    // From here on the stream's end ends the call (fastify's hooks no longer see the reply).
+    ctx.streaming()
+    this.reply.hijack()
+    this.raw.writeHead(200, { ...SSE_HEADERS, ...inferenceHeaders(ctx, a.d.provider) })
+  }
+
+  /**
+   * Before the events that end the stream go out, the call's cost is known: plugins settle what
+   * the client's next call must already see (the balance hold shrinks to it).
+   */
+  answered (): Promise<void> | undefined {
+    if (this.ctx.hasAnswered) return
+    const billed = billedStreamUsage(this.st, this.a.opts.estimatedInputTokens)
+    return this.ctx.answered(billed.usage, billed.estimated)
+  }
+}
+
+/**
  * Streams one upstream answer. The client's headers go out with the first translated bytes, so
  * an upstream that fails before producing any output can still fail over ('retry'). After that,
  * a failure ends the stream with the protocol's error event; usage read so far is settled once.
@@ -81,43 +141,11 @@ export async function streamResponse (
   const parser = new SseParser({ maxEventBytes: gw.config.server.maxUpstreamEventBytes })
   const st = a.translator.stream(ctx.body as Record<string, unknown>, a.opts)
   const raw = reply.raw
-  let started = false
   // Decided per route at start-up: with no stream hook the translator's bytes go out untouched.
   const hooks = gw.pipeline.responders[ctx.route].stream
   const rewriter = hooks.length === 0 ? undefined : new StreamRewriter(ctx.protocol as ClientProtocol, ev => ctx.runStreamHooks(hooks, ev))
 
-  // A client that stops reading must not hold the call: while it has not drained, no upstream
-  // chunk is read, so the stream-gap deadline runs out and aborts the call; the client is then
-  // disconnected (the caller sees raw.destroyed) and the stream settles as a client abort.
-  // A promise only when the client must drain first.
-  const write = (out: string | Buffer): Promise<void> | undefined => {
-    if (out.length === 0 || raw.destroyed) return
-    if (raw.write(out)) return
-    return drainOrAbort(raw, controller).then(() => {
-      if (!raw.destroyed && raw.writableNeedDrain) {
-        ctx.log.warn({ provider: a.d.provider, gapMs: deadline.ms }, 'the client stopped reading the stream; disconnecting it')
-        raw.destroy()
-      }
-    })
-  }
-  const start = (): void => {
-    started = true
-    deadline.toIdle()
-    a.circuit.success()
-    ctx.accepted(a.d.provider)
-    // From here on the stream's end ends the call (fastify's hooks no longer see the reply).
-    ctx.streaming()
-    reply.hijack()
-    raw.writeHead(200, { ...SSE_HEADERS, ...inferenceHeaders(ctx, a.d.provider) })
-  }
-
-  // Before the events that end the stream go out, the call's cost is known: plugins settle what
-  // the client's next call must already see (the balance hold shrinks to it).
-  const answered = (): Promise<void> | undefined => {
-    if (ctx.hasAnswered) return
-    const billed = billedStreamUsage(st, a.opts.estimatedInputTokens)
-    return ctx.answered(billed.usage, billed.estimated)
-  }
+  const sink = new StreamSink(ctx, reply, a, st, controller, deadline)
 
   const reader = new ChunkReader(res.body)
   try {
@@ -144,37 +172,37 @@ export async function streamResponse (
       if (rewriter !== undefined && out !== '') out = await rewriter.apply(out)
       const bytes = same ? chunk : out
       if (bytes.length === 0) continue
-      if (!started) start()
+      if (!sink.started) sink.start()
       if (st.finished) {
-        const p = answered()
+        const p = sink.answered()
         if (p !== undefined) await p
       }
-      const w = write(bytes)
+      const w = sink.write(bytes)
       if (w !== undefined) await w
       if (raw.destroyed) throw new Error('client closed the connection')
     }
     let out = ''
     for (const ev of parser.end()) out += st.push(ev)
-    if (!started && !st.finished) {
+    if (!sink.started && !st.finished) {
       a.circuit.failure()
       ctx.log.warn({ provider: a.d.provider }, 'upstream stream ended before any output; trying the next deployment')
       return 'retry'
     }
     out += st.end()
     if (rewriter !== undefined && out !== '') out = await rewriter.apply(out)
-    if (!started) start()
+    if (!sink.started) sink.start()
     if (!st.finished) ctx.failed(gwError('GW_ERR_UPSTREAM_FAILED'))
-    else await answered()
-    await write(out)
+    else await sink.answered()
+    await sink.write(out)
     if (raw.destroyed) throw new Error('client closed the connection')
     raw.end()
   } catch (err) {
     if (err instanceof StreamBlocked && !ctx.aborted && !raw.destroyed) {
       // A stream hook refused the answer: the stream ends with its error as the last event; the
       // upstream did answer, so what it produced is billed.
-      if (!started) start()
+      if (!sink.started) sink.start()
       ctx.failed(err.error)
-      await write(blockedEvent(st, err.error, ctx))
+      await sink.write(blockedEvent(st, err.error, ctx))
       if (!raw.destroyed) raw.end()
       if (!res.body.destroyed) res.body.destroy()
       return 'served'
@@ -182,7 +210,7 @@ export async function streamResponse (
     const clientGone = ctx.aborted || raw.destroyed
     const tooLarge = err instanceof SseEventTooLarge
     if (tooLarge) ctx.log.warn({ provider: a.d.provider, limitBytes: err.limitBytes }, 'an upstream stream event passed server.maxUpstreamEventBytes; the call fails')
-    if (!started) {
+    if (!sink.started) {
       if (deadline.expired) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
       if (clientGone) throw err
       if (tooLarge) {
@@ -197,12 +225,12 @@ export async function streamResponse (
       ctx.clientGone(CLIENT_GONE)
     } else if (deadline.expired) {
       ctx.failed(gwError('GW_ERR_TIMEOUT'))
-      await write(st.fail('The stream went silent past the time limit.', 408))
+      await sink.write(st.fail('The stream went silent past the time limit.', 408))
     } else {
       gw.circuits.failure(a.d)
       if (!tooLarge) ctx.log.warn({ err, provider: a.d.provider }, 'upstream stream broke after the first byte')
       ctx.failed(gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err }))
-      await write(st.fail('The model service failed mid-stream.', 502))
+      await sink.write(st.fail('The model service failed mid-stream.', 502))
     }
     if (!raw.destroyed) raw.end()
     if (!res.body.destroyed) res.body.destroy()
@@ -210,7 +238,7 @@ export async function streamResponse (
     reader.detach()
     // Left early (a throw, a retry): the body is not read to its end, so it goes.
     if (!reader.ended && !res.body.destroyed) res.body.destroy()
-    if (started) {
+    if (sink.started) {
       const billed = billedStreamUsage(st, a.opts.estimatedInputTokens)
       ctx.used(billed.usage, billed.estimated)
       controller.abort(STREAM_OVER)
