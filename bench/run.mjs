@@ -679,6 +679,14 @@ function targets (results) {
       out.push({ name, measured: `+${(g.p50 - d.p50).toFixed(3)} ms vs bare +${(b.p50 - d.p50).toFixed(3)} ms (difference ${diff.toFixed(3)} ms)`, status: diff <= 0.15 ? 'met' : `missed by ${(diff - 0.15).toFixed(3)} ms` })
     }
   }
+  // Tails: the gateway's p99 at most twice the bare proxy's, in each case both ran.
+  for (const id of ['json-c1', 'json-c16', 'json-c64', 'sse-c16']) {
+    const g = x('embedded', id); const b = x('bare', id)
+    const name = `embedded p99 ≤ 2× bare's, ${id.startsWith('sse') ? 'streaming c=16' : `JSON ${id.slice(5)}`}`
+    if (!g || !b) { out.push({ name, measured: 'n/a', status: 'not measured' }); continue }
+    const v = g.p99 / b.p99
+    out.push({ name, measured: `${g.p99.toFixed(3)} vs ${b.p99.toFixed(3)} ms (${v.toFixed(2)}×)`, status: v <= 2 ? 'met' : `missed by ${(v - 2).toFixed(2)}×` })
+  }
   for (const sys of ['embedded', 'scaleout']) {
     const r = results[sys]
     const name = `${sys} peak RSS ≤ 150 MB`

@@ -63,3 +63,19 @@ t.test('a fallback load generator is labelled in the report', async t => {
   const { md } = render(t, recorded({ 'json-c16': 22214 }, { 'json-c16': 10024 }, { loader: 'autocannon', fallback: true, why: 'wrk is not installed' }))
   t.match(md, /- Load: \*\*autocannon fallback: ratios may be inflated\*\*/)
 })
+
+t.test('the tails target: the gateway p99 against twice the bare proxy p99, per case both ran', async t => {
+  const data = recorded({ 'json-c16': 22214, 'sse-c16': 9000 }, { 'json-c1': 5000, 'json-c16': 10024, 'sse-c16': 4000 }, wrk) as ReturnType<typeof recorded> & { results: Record<string, unknown> }
+  data.systems.push({ id: 'embedded', label: 'gateway, embedded' })
+  const bareCases = (data.results.bare as { cases: Record<string, { p99: number }> }).cases
+  bareCases['json-c16'].p99 = 10
+  bareCases['sse-c16'].p99 = 10
+  data.results.embedded = {
+    cases: { 'json-c16': { ...cell(3000), p99: 19.5 }, 'sse-c16': { ...cell(2000), p99: 20.5 } },
+    rssMb: 200,
+  }
+  const { md } = render(t, data)
+  t.match(md, /\| embedded p99 ≤ 2× bare's, JSON c16 \| 19\.500 vs 10\.000 ms \(1\.95×\) \| met \|/)
+  t.match(md, /\| embedded p99 ≤ 2× bare's, streaming c=16 \| 20\.500 vs 10\.000 ms \(2\.05×\) \| missed by 0\.05× \|/)
+  t.match(md, /\| embedded p99 ≤ 2× bare's, JSON c1 \| n\/a \| not measured \|/, 'a case the gateway did not run')
+})
