@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import type { Gateway } from '../routes/gateway.ts'
 import type { RequestContext } from '../pipeline/runner.ts'
-import type { ProviderInstance, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from './provider.ts'
+import type { ProviderInstance, SseEvent, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from './provider.ts'
 import type { ClientProtocol, Deployment } from '../types/model.ts'
 import type { Deadline } from './deadline.ts'
 import { SseParser, SseEventTooLarge, sseData, sseEvent } from './sse.ts'
@@ -130,6 +130,56 @@ class StreamSink {
 }
 
 /**
+ * What one upstream chunk becomes for the client. A chunk that is exactly whole events (`whole`)
+ * goes out as the upstream's bytes for as long as the translator relays each event as it came or
+ * drops it (a usage chunk the client did not ask for): the chunk itself, or the byte ranges of the
+ * events kept, so its text is neither concatenated nor encoded again. Otherwise the translated text.
+ */
+export function relayChunk (chunk: Buffer, events: readonly SseEvent[], st: StreamTranslator, whole: boolean): string | Buffer {
+  let same = whole
+  let out = ''
+  // Once an event is dropped: the kept events' byte ranges so far, where the run of kept events
+  // that is still open starts, and where the next event starts (a whole chunk's events are its
+  // bytes end to end, so their offsets are the sums of their UTF-8 lengths).
+  let pieces: Buffer[] | undefined
+  let from = 0
+  let at = 0
+  for (let i = 0; i < events.length; i++) {
+    const ev = events[i]
+    const o = st.push(ev)
+    if (same) {
+      if (o === ev.raw) {
+        if (pieces !== undefined) at += Buffer.byteLength(ev.raw)
+        continue
+      }
+      if (o === '') {
+        if (pieces === undefined) {
+          pieces = []
+          for (let k = 0; k < i; k++) at += Buffer.byteLength(events[k].raw)
+        }
+        if (at > from) pieces.push(chunk.subarray(from, at))
+        at += Buffer.byteLength(ev.raw)
+        from = at
+        continue
+      }
+      // The translator changed an event: text from here on, starting with what was kept so far.
+      same = false
+      if (pieces === undefined) {
+        for (let k = 0; k < i; k++) out += events[k].raw
+      } else {
+        if (at > from) pieces.push(chunk.subarray(from, at))
+        out = Buffer.concat(pieces).toString('utf8')
+      }
+    }
+    out += o
+  }
+  if (!same) return out
+  if (pieces === undefined) return chunk
+  if (at > from) pieces.push(chunk.subarray(from, at))
+  return pieces.length === 1 ? pieces[0] : Buffer.concat(pieces)
+}
+
+/**
  * Streams one upstream answer. The client's headers go out with the first translated bytes, so
  * an upstream that fails before producing any output can still fail over ('retry'). After that,
  * a failure ends the stream with the protocol's error event; usage read so far is settled once.
@@ -155,22 +205,8 @@ export async function streamResponse (
       if (chunk === null) break
       deadline.bump()
       const events = parser.push(chunk)
-      // Events the translator relays as they came, from a chunk that is exactly those events, go
-      // out as the upstream's bytes: no text to encode again.
-      let same = rewriter === undefined && parser.whole
-      let out = ''
-      for (let i = 0; i < events.length; i++) {
-        const ev = events[i]
-        const o = st.push(ev)
-        if (same) {
-          if (o === ev.raw) continue
-          same = false
-          for (let k = 0; k < i; k++) out += events[k].raw
-        }
-        out += o
-      }
-      if (rewriter !== undefined && out !== '') out = await rewriter.apply(out)
-      const bytes = same ? chunk : out
+      let bytes = relayChunk(chunk, events, st, rewriter === undefined && parser.whole)
+      if (rewriter !== undefined && bytes.length > 0) bytes = await rewriter.apply(bytes as string)
       if (bytes.length === 0) continue
       if (!sink.started) sink.start()
       if (st.finished) {
