@@ -16,12 +16,13 @@ import { ChatAnthropic } from '@langchain/anthropic'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { outcomeSpy } from '../helpers/outcome-spy.ts'
 
-const CLAUDE = resolve('node_modules/@anthropic-ai/claude-code/cli.js')
+// Claude Code 2.1 ships a native executable (its postinstall links the platform's binary here).
+const CLAUDE = resolve('node_modules/@anthropic-ai/claude-code/bin/claude.exe')
 
 function runClaude (args: string[], env: Record<string, string>): Promise<{ code: number | null, out: string, err: string }> {
   return new Promise(resolve => {
     const home = mkdtempSync(join(tmpdir(), 'gw-claude-'))
-    const child = spawn(process.execPath, [CLAUDE, ...args], {
+    const child = spawn(CLAUDE, args, {
       cwd: home,
       env: { PATH: process.env.PATH ?? '', HOME: home, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
