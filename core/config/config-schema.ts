@@ -28,6 +28,11 @@ const CircuitOverride = (description: string) => Type.Object({
   trialTimeoutMs: Type.Optional(Type.Integer({ minimum: 1, description: CIRCUIT_DOC.trialTimeoutMs })),
 }, { additionalProperties: false, description })
 
+const AFFINITY_DOC = {
+  enabled: 'Session affinity: a session (the client\'s session id, prompt_cache_key or metadata.user_id, else its prompt\'s stable prefix) keeps to one deployment among equal priorities, where its prompt cache lives.',
+  ttlMs: 'How long a session stays pinned after its last call (the prompt caches\' lifetime; refreshed by each call).',
+}
+
 export const PipelineEntry = Type.Object({
   plugin: Type.String({ description: 'Built-in plugin name, or the name a custom module declares.', pattern: '^[a-z][a-z0-9-]*$' }),
   module: Type.Optional(Type.String({ description: 'Path of a custom plugin module (default export: definePlugin(...)), relative to the config file.' })),
@@ -66,6 +71,10 @@ export const ModelConfig = Type.Object({
   price: Type.Optional(Price),
   deprecated: Type.Boolean({ default: false, description: 'Hidden from lists and refused on calls.' }),
   circuit: Type.Optional(CircuitOverride('Circuit thresholds for this model\'s deployments, over its provider\'s and the top-level circuit.')),
+  affinity: Type.Optional(Type.Object({
+    enabled: Type.Optional(Type.Boolean({ description: AFFINITY_DOC.enabled })),
+    ttlMs: Type.Optional(Type.Integer({ minimum: 1000, description: AFFINITY_DOC.ttlMs })),
+  }, { additionalProperties: false, description: 'Session affinity for this model, over routing.affinity.' })),
   deployments: Type.Array(Type.Object({
     provider: Type.String({ description: 'A providers[].name.' }),
     model: Type.Optional(Type.String({ description: 'The upstream\'s model name; default: the id.' })),
@@ -147,6 +156,12 @@ export const GatewayConfigSchema = Type.Object({
     }, { additionalProperties: false, default: {} }),
   }, { additionalProperties: false, default: {} }),
   circuit: Circuit,
+  routing: Type.Object({
+    affinity: Type.Object({
+      enabled: Type.Boolean({ default: true, description: AFFINITY_DOC.enabled }),
+      ttlMs: Type.Integer({ minimum: 1000, default: 300000, description: AFFINITY_DOC.ttlMs }),
+    }, { additionalProperties: false, default: {} }),
+  }, { additionalProperties: false, default: {} }),
   providers: Type.Array(ProviderEntry, { default: [], description: 'Upstream provider instances.' }),
   models: Type.Array(ModelConfig, { default: [], description: 'The model catalog.' }),
   aliases: Type.Record(Type.String(), Type.String(), { default: {}, description: 'Extra model names mapped to catalog ids (e.g. names Claude Code sends).' }),

@@ -32,6 +32,7 @@ function toEntry (m: ModelConfigT, providers: ReadonlySet<string>, providerCircu
     maxOutputTokens: m.max_output_tokens,
     inputModalities: new Set(m.input_modalities),
     supportedParameters: new Set(m.supported_parameters),
+    affinity: m.affinity,
     deprecated: m.deprecated,
   }) as ModelEntry
 }

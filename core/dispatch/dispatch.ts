@@ -3,11 +3,12 @@ import type { FastifyReply } from 'fastify'
 import type { Gateway } from '../routes/gateway.ts'
 import type { RequestContext } from '../pipeline/runner.ts'
 import type { TranslateOptions, UpstreamResponse } from './provider.ts'
-import type { ClientProtocol } from '../types/model.ts'
+import type { ClientProtocol, Deployment } from '../types/model.ts'
 import { gwError, isGatewayError, type GatewayError } from '../errors/errors.ts'
 import { Deadline, DeadlineExceeded } from './deadline.ts'
 import { CallAbort } from './abort.ts'
 import { orderDeployments } from './routing.ts'
+import { Affinity, sessionMaterial, type Session } from './affinity.ts'
 import { defaultMapError, countsForCircuit, isFinal, readCapped, readText, UpstreamBodyTooLarge } from './upstream-errors.ts'
 import { estimateInputTokens, estimateUsage } from './estimate.ts'
 import { streamResponse, inferenceHeaders, type Attempt } from './stream-out.ts'
@@ -46,7 +47,15 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
   let lastError: GatewayError | undefined
   let tried = 0
   try {
-    for (const d of orderDeployments(model.deployments)) {
+    let order: readonly Deployment[] = orderDeployments(model.deployments, gw.random)
+    // Session affinity: one store read per call, and only for a model with deployments among equals.
+    const affinity = gw.affinity.settings(model, gw.config.routing.affinity)
+    let session: Session | undefined
+    if (affinity !== undefined) {
+      session = await gw.affinity.lookup(Affinity.keyOf(ctx.principal, model.id, sessionMaterial(clientProtocol, body, ctx.headers)), affinity.ttlMs)
+      order = Affinity.pinFirst(order, session.pinned)
+    }
+    for (const d of order) {
       // Settled exactly once however this attempt ends: explicitly below, or on leaving the
       // iteration (a call cut by the deadline is a failure, any other end releases a trial).
       using circuit = gw.circuits.allow(d, deadline)
@@ -84,6 +93,7 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
         lastError = mapped
         continue
       }
+      if (session !== undefined) gw.affinity.served(session, d, model.deployments)
       if (wantsStream && isSse(res.headers)) {
         const result = await streamResponse(gw, ctx, reply, res, attempt, controller, deadline)
         if (result === 'served') return

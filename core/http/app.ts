@@ -22,6 +22,7 @@ import type { Phase } from '../types/phases.ts'
 import { RequestContext } from '../pipeline/runner.ts'
 import { UpstreamClient } from '../dispatch/upstream.ts'
 import { Circuits, type CircuitOptions } from '../dispatch/routing.ts'
+import { Affinity } from '../dispatch/affinity.ts'
 import { compileOrThrow, describeErrors } from '../config/schema.ts'
 import { coerceSubstituted, deepFreeze, substitutedIn } from '../config/config.ts'
 import { lookupAll } from './resolve-host.ts'
@@ -56,6 +57,8 @@ export interface BuildAppOptions {
   /** Replaces the system resolver handed to plugins (tests: deterministic DNS without a network). */
   resolveHost?: HostResolver
   logger?: Logger
+  /** Draws the weighted order among equal deployments (tests seed it); default Math.random. */
+  random?: () => number
   /** Circuit defaults over the config file's top-level `circuit` (tests). */
   circuit?: Partial<CircuitOptions>
 }
@@ -205,6 +208,9 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   const upstream = new UpstreamClient()
   // Circuit state is shared through the store when it is shared (Redis); in memory it stays local.
   const circuits = new Circuits({ ...config.circuit, ...opts.circuit }, now, stores.shared ? { store: stores.open('circuit', 'counters') } : undefined)
+  // Session pins live in the same store: per process in memory (evictable, like counters), shared with Redis.
+  const affinity = new Affinity(stores.open('affinity', 'counters'), now)
+  const random = opts.random ?? Math.random
   /** Calls in flight and settles running, all versions together (shutdown waits for them). */
   const totals: CallTracker = { inFlight: 0, settling: 0 }
   /**
@@ -248,7 +254,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     // The call lifecycle counts through these (++/--): each change goes to this version's count
     // (so it is retired only once idle) and to the app's totals, which the getters show.
     const gw: Gateway = {
-      config: cfg, catalog, pipeline, providers, translators, stores, ledger, log, now, upstream, circuits,
+      config: cfg, catalog, pipeline, providers, translators, stores, ledger, log, now, upstream, circuits, affinity, random,
       configVersion, configLoadedAt,
       trustedProxies: cfg.server.trustedProxies.length > 0 ? blockListOf(cfg.server.trustedProxies) : undefined,
       observer: observerFor(cfg),

@@ -8,6 +8,7 @@ import type { Pipeline } from '../pipeline/pipeline.ts'
 import type { ProviderInstance, Translator, TranslatorKey } from '../dispatch/provider.ts'
 import type { UpstreamClient } from '../dispatch/upstream.ts'
 import type { Circuits } from '../dispatch/routing.ts'
+import type { Affinity } from '../dispatch/affinity.ts'
 import type { StoreSet } from '../stores/kv.ts'
 import type { Ledger } from '../ledger/ledger.ts'
 import type { Observer } from '../observe/observer.ts'
@@ -34,6 +35,10 @@ export interface Gateway {
   readonly translators: Readonly<Record<TranslatorKey, Translator>>
   readonly upstream: UpstreamClient
   readonly circuits: Circuits
+  /** Session pins (cache-friendly routing), in the app's key-value store. */
+  readonly affinity: Affinity
+  /** Draws the weighted order among equal deployments (Math.random unless a test seeds it). */
+  readonly random: () => number
   readonly stores: StoreSet
   readonly ledger: Ledger
   readonly log: Logger

@@ -54,4 +54,6 @@ export interface ModelEntry {
   readonly maxOutputTokens: number
   readonly inputModalities: ReadonlySet<string>
   readonly supportedParameters: ReadonlySet<string>
+  /** This model's session affinity settings, over the routing-wide ones; absent ones fall through. */
+  readonly affinity?: Readonly<{ enabled?: boolean, ttlMs?: number }>
 }
