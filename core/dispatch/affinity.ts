@@ -147,7 +147,9 @@ function walk (v: unknown, out: string[], budget: { left: number }): void {
  *
  * A pin lives from `ttlMs` to 1.25 × `ttlMs` after its session's last call: it is rewritten, with
  * that longer lifetime, when missing, when another deployment served, or once a quarter of `ttlMs`
- * has passed since it was written (not on every call: with Redis that saves a write per call).
+ * has passed since it was written (not on every call: with Redis that saves a round trip per call;
+ * the write is awaited, so it costs one round trip on a session's first call and about every
+ * `ttlMs` / 4 after).
  * The store is the app's key-value store: memory in one process, Redis shared by replicas. A
  * store that fails only turns affinity off for the calls it fails.
  */
@@ -209,13 +211,22 @@ export class Affinity {
   /**
    * Deployment `d` (of `deployments`) answered this session's call: pin it, unless the pin already
    * names it and is fresh. Only a deployment among equals is pinned (elsewhere the order is fixed).
-   * Not awaited by the call; a store error is ignored.
+   * A write is awaited by the call (a promise; undefined when there is nothing to write or the
+   * store wrote at once), so the session's next call, on any replica, finds it: a client that
+   * sends its next turn the moment it has this answer must not race the write. A store error is
+   * ignored.
    */
-  served (session: Session, d: Deployment, deployments: readonly Deployment[]): void {
+  served (session: Session, d: Deployment, deployments: readonly Deployment[]): Promise<void> | undefined {
     const key = Circuits.key(d)
     const t = this.now()
-    if (session.pinned === key && t - session.writtenAt < session.ttlMs / 4) return
-    if (!inGroupOfEquals(deployments, d)) return
-    this.store.set(session.key, `${t} ${key}`, session.ttlMs + session.ttlMs / 4).catch(() => {})
+    if (session.pinned === key && t - session.writtenAt < session.ttlMs / 4) return undefined
+    if (!inGroupOfEquals(deployments, d)) return undefined
+    const value = `${t} ${key}`
+    const ttl = session.ttlMs + session.ttlMs / 4
+    if (this.store.setSync !== undefined) {
+      try { this.store.setSync(session.key, value, ttl) } catch { /* a full store: no pin */ }
+      return undefined
+    }
+    return this.store.set(session.key, value, ttl).catch(() => {})
   }
 }

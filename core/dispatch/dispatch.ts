@@ -93,7 +93,10 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
         lastError = mapped
         continue
       }
-      if (session !== undefined) gw.affinity.served(session, d, model.deployments)
+      if (session !== undefined) {
+        const pinning = gw.affinity.served(session, d, model.deployments)
+        if (pinning !== undefined) await pinning
+      }
       if (wantsStream && isSse(res.headers)) {
         const result = await streamResponse(gw, ctx, reply, res, attempt, controller, deadline)
         if (result === 'served') return
