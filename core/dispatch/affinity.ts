@@ -113,7 +113,7 @@ function leading (items: unknown): unknown[] | undefined {
   return out
 }
 
-/** Appends the strings (and scalars) found in `v`, depth first, at most PREFIX_CHARS in all. */
+/** Appends the strings (and scalars) found in `v`, depth first, at most about PREFIX_CHARS characters and values in all. */
 function collect (v: unknown, out: string[]): void {
   const budget = { left: PREFIX_CHARS }
   walk(v, out, budget)
@@ -121,7 +121,10 @@ function collect (v: unknown, out: string[]): void {
 }
 
 function walk (v: unknown, out: string[], budget: { left: number }): void {
-  if (budget.left <= 0 || v === undefined || v === null) return
+  if (budget.left <= 0) return
+  // Every value visited counts, so a part made of empty objects or nulls is bounded too.
+  budget.left--
+  if (v === undefined || v === null) return
   if (typeof v === 'string') {
     const s = v.length > budget.left ? v.slice(0, budget.left) : v
     budget.left -= s.length + 1

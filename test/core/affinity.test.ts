@@ -48,3 +48,10 @@ t.test('a pin moves its deployment ahead of its equals only', async t => {
   t.equal(Affinity.pinFirst(order, 'gone/m'), order, 'a pin to a deployment no longer configured changes nothing')
   t.equal(Affinity.pinFirst(order, undefined), order)
 })
+
+t.test('the prefix walk stops at its bound however the part is made', async t => {
+  const empties = Array.from({ length: 100_000 }, () => ({}))
+  const a = { tools: [...empties, { name: 'a' }], messages: [{ role: 'user', content: 'x' }] }
+  const b = { tools: [...empties, { name: 'b' }], messages: [{ role: 'user', content: 'x' }] }
+  t.equal(stablePrefix('messages', a), stablePrefix('messages', b), 'what lies past 100 000 empty objects is not walked')
+})
