@@ -139,6 +139,16 @@ function walk (v: unknown, out: string[], budget: { left: number }): void {
   }
 }
 
+/** A session from its stored pin (`<writtenAt> <deployment>`), or without a pin. */
+function sessionOf (key: string, ttlMs: number, v: string | undefined): Session {
+  if (v !== undefined) {
+    const sp = v.indexOf(' ')
+    const at = Number(v.slice(0, sp))
+    if (sp > 0 && Number.isFinite(at)) return { key, ttlMs, pinned: v.slice(sp + 1), writtenAt: at }
+  }
+  return { key, ttlMs, pinned: undefined, writtenAt: 0 }
+}
+
 /**
  * Pins sessions to deployments. A model with two or more deployments of equal priority (where
  * routing would otherwise pick at random by weight) looks its session's pin up once per call; the
@@ -180,20 +190,17 @@ export class Affinity {
     return createHash('sha256').update(scope).update('\0').update(modelId).update('\0').update(material).digest('base64url').slice(0, 32)
   }
 
-  /** Reads the session's pin. A store error reads as no pin. */
-  async lookup (key: string, ttlMs: number): Promise<Session> {
-    let v: string | undefined
-    try {
-      v = await this.store.get(key)
-    } catch {
-      v = undefined
+  /**
+   * Reads the session's pin: at once from an in-process store (no promise), else a promise. A store
+   * error reads as no pin.
+   */
+  lookup (key: string, ttlMs: number): Session | Promise<Session> {
+    if (this.store.getSync !== undefined) {
+      let v: string | undefined
+      try { v = this.store.getSync(key) } catch { v = undefined }
+      return sessionOf(key, ttlMs, v)
     }
-    if (v !== undefined) {
-      const sp = v.indexOf(' ')
-      const at = Number(v.slice(0, sp))
-      if (sp > 0 && Number.isFinite(at)) return { key, ttlMs, pinned: v.slice(sp + 1), writtenAt: at }
-    }
-    return { key, ttlMs, pinned: undefined, writtenAt: 0 }
+    return this.store.get(key).then(v => sessionOf(key, ttlMs, v), () => sessionOf(key, ttlMs, undefined))
   }
 
   /** `order` with the pinned deployment moved to the front of its priority group. */

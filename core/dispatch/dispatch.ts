@@ -52,7 +52,8 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
     const affinity = gw.affinity.settings(model, gw.config.routing.affinity)
     let session: Session | undefined
     if (affinity !== undefined) {
-      session = await gw.affinity.lookup(Affinity.keyOf(ctx.principal, model.id, sessionMaterial(clientProtocol, body, ctx.headers)), affinity.ttlMs)
+      const found = gw.affinity.lookup(Affinity.keyOf(ctx.principal, model.id, sessionMaterial(clientProtocol, body, ctx.headers)), affinity.ttlMs)
+      session = found instanceof Promise ? await found : found
       order = Affinity.pinFirst(order, session.pinned)
     }
     for (const d of order) {

@@ -164,6 +164,10 @@ export class ExpiringMemoryStore implements KvStore {
   }
 
   async get (key: string): Promise<string | undefined> {
+    return this.getSync(key)
+  }
+
+  getSync (key: string): string | undefined {
     const e = this.#live(key, this.#now())
     return e === undefined ? undefined : String(e.v)
   }

@@ -69,7 +69,7 @@ export function memoryStores (cfg: Pick<KvConfig, 'maxKeys' | 'maxWindows' | 'ma
 export function namespaced (store: KvStore, ns: string): KvStore {
   const p = ns + ':'
   // The synchronous facet is offered only when the backend has it (in-process stores).
-  const sync = store.incrSync !== undefined && store.setIfAbsentSync !== undefined && store.setSync !== undefined && store.delIfValueSync !== undefined
+  const sync = store.incrSync !== undefined && store.setIfAbsentSync !== undefined && store.setSync !== undefined && store.delIfValueSync !== undefined && store.getSync !== undefined
   return {
     shared: store.shared,
     incr: (k: string, by: number, w: number): Promise<CounterResult> => store.incr(p + k, by, w),
@@ -77,6 +77,7 @@ export function namespaced (store: KvStore, ns: string): KvStore {
     setIfAbsentSync: sync ? (k: string, v: string, t: number): boolean => store.setIfAbsentSync!(p + k, v, t) : undefined,
     setSync: sync ? (k: string, v: string, t: number): void => store.setSync!(p + k, v, t) : undefined,
     delIfValueSync: sync ? (k: string, v: string): boolean => store.delIfValueSync!(p + k, v) : undefined,
+    getSync: sync ? (k: string): string | undefined => store.getSync!(p + k) : undefined,
     peek: (k: string) => store.peek(p + k),
     setIfAbsent: (k: string, v: string, t: number) => store.setIfAbsent(p + k, v, t),
     get: (k: string) => store.get(p + k),

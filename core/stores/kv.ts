@@ -22,13 +22,14 @@ export interface KvStore {
   /**
    * The synchronous facet, in-process backends only: the operation of the same name done and
    * answered before it returns, so a hook that counts or claims can stay synchronous (no promise
-   * per call). A store offers all four or none; shared (network) backends have none, and callers
+   * per call). A store offers all five or none; shared (network) backends have none, and callers
    * fall back to the asynchronous operations. They throw where their twins reject (a full store).
    */
   incrSync?: (key: string, by: number, windowMs: number) => CounterResult
   setIfAbsentSync?: (key: string, value: string, ttlMs: number) => boolean
   setSync?: (key: string, value: string, ttlMs: number) => void
   delIfValueSync?: (key: string, value: string) => boolean
+  getSync?: (key: string) => string | undefined
   /** Current counter value and time to reset, or value 0 when absent. */
   peek (key: string): Promise<CounterResult>
   /** Sets `key` to `value` only if absent; true when this call set it. */

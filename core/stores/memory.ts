@@ -64,6 +64,10 @@ export class MemoryStore implements KvStore {
   }
 
   async get (key: string): Promise<string | undefined> {
+    return this.getSync(key)
+  }
+
+  getSync (key: string): string | undefined {
     const e = this.#live(key)
     return e === undefined ? undefined : String(e.v)
   }

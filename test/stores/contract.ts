@@ -197,9 +197,9 @@ export function kvContract (t: Test, makeStore: MakeStore): void {
 }
 
 /**
- * The synchronous facet of an in-process store (incrSync, setIfAbsentSync, setSync, delIfValueSync):
- * each does what its asynchronous twin does, on the same keys, answered before it returns. A store
- * offers all four or none; a namespaced view offers them when its store does.
+ * The synchronous facet of an in-process store (incrSync, setIfAbsentSync, setSync, delIfValueSync,
+ * getSync): each does what its asynchronous twin does, on the same keys, answered before it returns. A store
+ * offers all five or none; a namespaced view offers them when its store does.
  */
 export function kvSyncContract (t: Test, makeStore: MakeStore): void {
   const open = async (t: Test): Promise<KvHarness> => {
@@ -213,6 +213,7 @@ export function kvSyncContract (t: Test, makeStore: MakeStore): void {
     setIfAbsent: (k: string, v: string, ttl: number) => store.setIfAbsentSync!(k, v, ttl),
     set: (k: string, v: string, ttl: number) => store.setSync!(k, v, ttl),
     delIfValue: (k: string, v: string) => store.delIfValueSync!(k, v),
+    get: (k: string) => store.getSync!(k),
   })
 
   for (const view of ['store', 'namespaced view'] as const) {
@@ -223,7 +224,7 @@ export function kvSyncContract (t: Test, makeStore: MakeStore): void {
 
     t.test(`${view}: offers every synchronous operation`, async t => {
       const { s } = await make(t)
-      for (const m of ['incrSync', 'setIfAbsentSync', 'setSync', 'delIfValueSync'] as const) t.type(s[m], 'function', m)
+      for (const m of ['incrSync', 'setIfAbsentSync', 'setSync', 'delIfValueSync', 'getSync'] as const) t.type(s[m], 'function', m)
     })
 
     t.test(`${view}: setIfAbsentSync – one winner, seen by the async operations`, async t => {
@@ -261,6 +262,19 @@ export function kvSyncContract (t: Test, makeStore: MakeStore): void {
       await h.advance(h.shortMs + 1)
       t.equal(await s.get('short'), undefined, 'expires after its TTL')
       t.equal(f.setIfAbsent('short', 'y', 10_000), true)
+    })
+
+    t.test(`${view}: getSync – reads what either twin wrote, until it expires`, async t => {
+      const { h, s } = await make(t)
+      const f = facet(s)
+      t.equal(f.get('k'), undefined, 'absent')
+      await s.set('k', 'async', h.shortMs)
+      t.equal(f.get('k'), 'async')
+      f.set('k', 'sync', h.shortMs)
+      t.equal(f.get('k'), 'sync')
+      t.equal(await s.get('k'), 'sync')
+      await h.advance(h.shortMs + 1)
+      t.equal(f.get('k'), undefined, 'expired')
     })
 
     t.test(`${view}: incrSync – counts with incr, and a window expires`, async t => {

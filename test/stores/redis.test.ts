@@ -46,7 +46,7 @@ if (url !== undefined) {
     const store: KvStore = await RedisStore.open({ url, prefix: `${prefix}nosync:` })
     t.teardown(() => store.close())
     const view = namespaced(store, 'p')
-    for (const m of ['incrSync', 'setIfAbsentSync', 'setSync', 'delIfValueSync'] as const) {
+    for (const m of ['incrSync', 'setIfAbsentSync', 'setSync', 'delIfValueSync', 'getSync'] as const) {
       t.equal(store[m], undefined, `store.${m}`)
       t.equal(view[m], undefined, `view.${m}`)
     }
