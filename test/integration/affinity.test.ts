@@ -265,3 +265,35 @@ t.test('two replicas sharing Redis send one session to the same deployment', asy
   t.equal((await call(baseA, 'session-two', 2)).provider, 'chat-2', 'A follows B\'s pin')
   t.equal((await call(baseA, 'session-one', 3)).provider, 'chat-0', 'and keeps session one where it was')
 })
+
+t.test('a pin lasts ttlMs after the session\'s last call, each call extending it; a model may turn affinity off', async t => {
+  const ups = await Promise.all(Array.from({ length: 2 }, () => cachingUpstream()))
+  let clock = 5_000_000
+  let draw = 0
+  const doc = poolDoc(ups, { routing: { affinity: { ttlMs: 60_000 } } })
+  ;(doc.models as unknown[]).push({ id: 'pool/no-affinity', affinity: { enabled: false }, deployments: ups.map((_, i) => ({ provider: `chat-${i}`, model: 'up-chat' })) })
+  const app = await buildTestApp({ doc, pipeline: [AUTH_ENTRY], random: () => draw, now: () => clock })
+  const base = await listen(app)
+  t.teardown(async () => { await app.close(); await Promise.all(ups.map(u => u.close())) })
+  const call = async (model = 'pool/chat'): Promise<string | null> => {
+    const res = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'application/json', 'session-id': 'ttl-session' },
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+    })
+    await res.text()
+    return res.headers.get('x-gw-provider')
+  }
+  draw = 0
+  t.equal(await call(), 'chat-0', 'pinned to chat-0')
+  draw = 0.999 // any call not pinned now goes to chat-1
+  for (let i = 0; i < 4; i++) {
+    clock += 50_000 // under ttlMs since the previous call, 200 s after the first by the end
+    t.equal(await call(), 'chat-0', `${(i + 1) * 50} s later: still pinned (each call extends the pin)`)
+  }
+  clock += 76_000 // past 1.25 × ttlMs since the last call
+  t.equal(await call(), 'chat-1', 'after ttlMs without a call the pin is gone: a new draw')
+  t.equal(await call('pool/no-affinity'), 'chat-1')
+  draw = 0
+  t.equal(await call('pool/no-affinity'), 'chat-0', 'a model with affinity off draws on every call')
+})
