@@ -1,0 +1,136 @@
+// Signed reasoning across protocols, straight through the translators: a messages upstream's
+// thinking and redacted_thinking blocks as a Responses client's reasoning items (encrypted_content,
+// when `include` asks for it) and as a chat client's `thinking_blocks`, given back as the same
+// blocks at the head of the assistant turn; a Responses upstream's reasoning items as a messages
+// client's thinking blocks (the item in the signature) and given back as reasoning items.
+import t from 'tap'
+import { translators } from '../../providers/protocols/index.ts'
+import { decodeReasoning, decodeThinking, encodeReasoning, encodeThinking } from '../../providers/protocols/thinking.ts'
+import { parseSse, translateFixture } from '../../testing.ts'
+
+const PARAMS = ['max_tokens', 'tools', 'tool_choice', 'stream', 'thinking', 'reasoning_effort', 'temperature']
+const { opts: base } = translateFixture(PARAMS)
+const fresh = () => ({ ...base })
+
+const SIGNED = { type: 'thinking', thinking: 'User wants Oslo.', signature: 'EqQBsig==' } as const
+const REDACTED = { type: 'redacted_thinking', data: 'EmwKAhgBredacted' } as const
+const TOOLS = [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }]
+
+function sse (name: string, data: unknown): string {
+  return `event: ${name}\ndata: ${JSON.stringify({ type: name, ...(data as object) })}\n\n`
+}
+
+/** A messages upstream's stream: a signed thinking block, a redacted one, then a tool call. */
+const MESSAGES_STREAM = [
+  sse('message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'up', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } } }),
+  sse('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } }),
+  sse('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'User wants ' } }),
+  sse('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'Oslo.' } }),
+  sse('content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: 'EqQBsig==' } }),
+  sse('content_block_stop', { index: 0 }),
+  sse('content_block_start', { index: 1, content_block: REDACTED }),
+  sse('content_block_stop', { index: 1 }),
+  sse('content_block_start', { index: 2, content_block: { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} } }),
+  sse('content_block_delta', { index: 2, delta: { type: 'input_json_delta', partial_json: '{"city":"Oslo"}' } }),
+  sse('content_block_stop', { index: 2 }),
+  sse('message_delta', { delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 20 } }),
+  sse('message_stop', {}),
+].join('')
+
+t.test('the encodings round-trip and reject what they did not make', async t => {
+  t.same(decodeThinking(encodeThinking(SIGNED)), SIGNED)
+  t.same(decodeThinking(encodeThinking(REDACTED)), REDACTED)
+  t.equal(decodeThinking('gAAAAABopenai-blob'), undefined, "another vendor's encrypted content is not a thinking block")
+  t.equal(decodeThinking('gw-thinking:not base64 json'), undefined)
+  t.equal(decodeThinking(encodeReasoning({ encrypted_content: 'x', summary: [] })), undefined, 'a carried reasoning item is no thinking block')
+  t.same(decodeReasoning(encodeReasoning({ encrypted_content: 'gAAAA', summary: ['s1', 's2'] })), { encrypted_content: 'gAAAA', summary: ['s1', 's2'] })
+  t.equal(decodeReasoning('EqQBsig=='), undefined, "Anthropic's own signature is no reasoning item")
+})
+
+t.test('responses → messages: answer blocks become reasoning items with encrypted_content (include asked)', async t => {
+  const tr = translators['responses-to-messages']
+  const answer = { id: 'msg_1', type: 'message', role: 'assistant', model: 'up', content: [SIGNED, REDACTED, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } }], stop_reason: 'tool_use', stop_sequence: null, usage: { input_tokens: 10, output_tokens: 20 } }
+  for (const include of [true, false]) {
+    const opts = fresh()
+    tr.request({ model: 'm/x', input: 'weather?', tools: TOOLS, reasoning: { effort: 'medium' }, ...(include ? { include: ['reasoning.encrypted_content'] } : {}) }, opts)
+    const { body } = tr.response(answer, opts) as { body: any }
+    t.same(body.output.map((o: any) => o.type), ['reasoning', 'reasoning', 'function_call'])
+    t.same(body.output[0].content, [{ type: 'reasoning_text', text: 'User wants Oslo.' }])
+    if (include) {
+      t.same(decodeThinking(body.output[0].encrypted_content), SIGNED, 'the signed block, whole')
+      t.same(decodeThinking(body.output[1].encrypted_content), REDACTED, 'the redacted block, whole')
+    } else {
+      t.notOk('encrypted_content' in body.output[0], 'no encrypted_content without include')
+    }
+  }
+})
+
+t.test('responses → messages: the stream closes each reasoning item with its block', async t => {
+  const tr = translators['responses-to-messages']
+  for (const chunked of [false, true]) {
+    const opts = fresh()
+    const body = { model: 'm/x', input: 'weather?', tools: TOOLS, stream: true, include: ['reasoning.encrypted_content'] }
+    tr.request(body, opts)
+    const st = tr.stream(body, opts)
+    let out = ''
+    for (const ev of parseSse(MESSAGES_STREAM, chunked)) out += st.push(ev)
+    out += st.end()
+    const events = parseSse(out).map(e => JSON.parse(e.data))
+    const done = events.filter(e => e.type === 'response.output_item.done').map(e => e.item)
+    t.same(done.map((i: any) => i.type), ['reasoning', 'reasoning', 'function_call'])
+    t.same(decodeThinking(done[0].encrypted_content), SIGNED, 'signature_delta ends in the first item')
+    t.same(done[0].content, [{ type: 'reasoning_text', text: 'User wants Oslo.' }])
+    t.same(decodeThinking(done[1].encrypted_content), REDACTED)
+    const deltas = events.filter(e => e.type === 'response.reasoning_text.delta').map(e => e.delta).join('')
+    t.equal(deltas, 'User wants Oslo.')
+    const final = events.find(e => e.type === 'response.completed').response
+    t.same(final.output.map((i: any) => i.encrypted_content !== undefined), [true, true, false])
+  }
+})
+
+t.test('responses → messages: reasoning items given back become the turn\'s first blocks; thinking stays on', async t => {
+  const tr = translators['responses-to-messages']
+  const input = [
+    { role: 'user', content: 'weather?' },
+    { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: encodeThinking(SIGNED) },
+    { type: 'reasoning', id: 'rs_2', summary: [], encrypted_content: encodeThinking(REDACTED) },
+    { type: 'reasoning', id: 'rs_3', summary: [], encrypted_content: 'gAAAAAother-vendor' },
+    { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Checking.' }] },
+    { type: 'function_call', call_id: 'toolu_1', name: 'get_weather', arguments: '{"city":"Oslo"}' },
+    { type: 'function_call_output', call_id: 'toolu_1', output: 'sunny' },
+  ]
+  const out: any = tr.request({ model: 'm/x', input, tools: TOOLS, reasoning: { effort: 'medium' } }, fresh())
+  t.same(out.messages[1], { role: 'assistant', content: [SIGNED, REDACTED, { type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } }] })
+  t.same(out.thinking, { type: 'enabled', budget_tokens: 2048 }, 'the tool loop keeps thinking on: its thinking came back')
+  // Without the blocks (the client did not keep them) the loop goes on without thinking, as before.
+  const bare: any = tr.request({ model: 'm/x', input: input.filter(i => i.type !== 'reasoning'), tools: TOOLS, reasoning: { effort: 'medium' } }, fresh())
+  t.equal(bare.thinking, undefined)
+  // Toward a chat upstream no reasoning item is sent.
+  const chat: any = translators['responses-to-chat'].request({ model: 'm/x', input, tools: TOOLS }, fresh())
+  t.notOk(JSON.stringify(chat).includes('thinking_blocks'))
+})
+
+t.test('chat → messages: thinking_blocks in the answer, the stream and back in the request', async t => {
+  const tr = translators['chat-to-messages']
+  const answer = { id: 'msg_1', type: 'message', role: 'assistant', model: 'up', content: [SIGNED, REDACTED, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } }], stop_reason: 'tool_use', stop_sequence: null, usage: { input_tokens: 10, output_tokens: 20 } }
+  const { body } = tr.response(answer, fresh()) as { body: any }
+  t.same(body.choices[0].message.thinking_blocks, [SIGNED, REDACTED])
+  t.equal(body.choices[0].message.reasoning_content, 'User wants Oslo.')
+  const st = tr.stream({ stream: true }, fresh())
+  let out = ''
+  for (const ev of parseSse(MESSAGES_STREAM)) out += st.push(ev)
+  const blocks = parseSse(out).filter(e => e.data !== '[DONE]').flatMap(e => JSON.parse(e.data).choices?.[0]?.delta?.thinking_blocks ?? [])
+  t.same(blocks, [SIGNED, REDACTED], 'each block whole, once')
+  const req: any = tr.request({
+    model: 'm/x',
+    reasoning_effort: 'medium',
+    tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }],
+    messages: [
+      { role: 'user', content: 'weather?' },
+      { role: 'assistant', content: null, thinking_blocks: [SIGNED, REDACTED, { type: 'thinking', thinking: 'unsigned', signature: '' }], tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] },
+      { role: 'tool', tool_call_id: 'toolu_1', content: 'sunny' },
+    ],
+  }, fresh())
+  t.same(req.messages[1].content, [SIGNED, REDACTED, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } }], 'unsigned thinking dropped')
+  t.same(req.thinking, { type: 'enabled', budget_tokens: 2048 })
+})
