@@ -134,3 +134,74 @@ t.test('chat → messages: thinking_blocks in the answer, the stream and back in
   t.same(req.messages[1].content, [SIGNED, REDACTED, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } }], 'unsigned thinking dropped')
   t.same(req.thinking, { type: 'enabled', budget_tokens: 2048 })
 })
+
+const RS_ITEM = { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Plan.' }], encrypted_content: 'gAAAAencrypted' }
+const FC_ITEM = { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Oslo"}', status: 'completed' }
+const RESPONSES_USAGE = { input_tokens: 10, input_tokens_details: { cached_tokens: 0 }, output_tokens: 20, output_tokens_details: { reasoning_tokens: 5 }, total_tokens: 30 }
+const RESPONSES_STREAM = [
+  sse('response.created', { response: { id: 'resp_1', status: 'in_progress', output: [] } }),
+  sse('response.output_item.added', { output_index: 0, item: { ...RS_ITEM, summary: [], encrypted_content: null } }),
+  sse('response.reasoning_summary_text.delta', { output_index: 0, summary_index: 0, delta: 'Pl' }),
+  sse('response.reasoning_summary_text.delta', { output_index: 0, summary_index: 0, delta: 'an.' }),
+  sse('response.output_item.done', { output_index: 0, item: RS_ITEM }),
+  sse('response.output_item.added', { output_index: 1, item: { ...FC_ITEM, arguments: '', status: 'in_progress' } }),
+  sse('response.function_call_arguments.delta', { output_index: 1, delta: '{"city":"Oslo"}' }),
+  sse('response.output_item.done', { output_index: 1, item: FC_ITEM }),
+  sse('response.completed', { response: { id: 'resp_1', status: 'completed', output: [RS_ITEM, FC_ITEM], usage: RESPONSES_USAGE } }),
+].join('')
+const MSG_TOOLS = [{ name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }]
+
+t.test('messages → responses: reasoning items are thinking blocks carrying the item, and go back as it', async t => {
+  const tr = translators['messages-to-responses']
+  const req: any = tr.request({ model: 'm/x', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2048 }, tools: MSG_TOOLS, messages: [{ role: 'user', content: 'weather?' }] }, fresh())
+  t.same(req.include, ['reasoning.encrypted_content'], 'the upstream is asked for the reasoning to give back')
+  const { body } = tr.response({ id: 'resp_1', object: 'response', status: 'completed', output: [RS_ITEM, FC_ITEM], usage: RESPONSES_USAGE }, fresh()) as { body: any }
+  t.same(body.content.map((b: any) => b.type), ['thinking', 'tool_use'])
+  t.equal(body.content[0].thinking, 'Plan.')
+  t.same(decodeReasoning(body.content[0].signature), { encrypted_content: 'gAAAAencrypted', summary: ['Plan.'] })
+  // The client gives its turn back: the reasoning item goes first, as the upstream made it.
+  const next: any = tr.request({
+    model: 'm/x', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2048 }, tools: MSG_TOOLS,
+    messages: [
+      { role: 'user', content: 'weather?' },
+      { role: 'assistant', content: [body.content[0], { type: 'thinking', thinking: 'x', signature: 'EqQBanthropic' }, REDACTED, body.content[1]] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: body.content[1].id, content: 'sunny' }] },
+    ],
+  }, fresh())
+  t.same(next.input.slice(1, 3), [
+    { type: 'reasoning', summary: [{ type: 'summary_text', text: 'Plan.' }], encrypted_content: 'gAAAAencrypted' },
+    { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Oslo"}' },
+  ], "Anthropic's own thinking and redacted thinking are not sent to a Responses upstream")
+  t.equal(next.input.length, 4)
+  // Toward a chat upstream no thinking goes on.
+  const chat: any = translators['messages-to-chat'].request({ model: 'm/x', max_tokens: 100, messages: [{ role: 'user', content: 'q' }, { role: 'assistant', content: [body.content[0], { type: 'text', text: 'a' }] }] }, fresh())
+  t.notOk(JSON.stringify(chat).includes('thinking_blocks'))
+})
+
+t.test('messages → responses: the stream ends the thinking block with a signature_delta carrying the item', async t => {
+  const tr = translators['messages-to-responses']
+  for (const chunked of [false, true]) {
+    const st = tr.stream({ model: 'm/x', stream: true }, fresh())
+    let out = ''
+    for (const ev of parseSse(RESPONSES_STREAM, chunked)) out += st.push(ev)
+    out += st.end()
+    const evs = parseSse(out).map(e => ({ name: e.event, data: JSON.parse(e.data) }))
+    const shape = evs.filter(e => e.name?.startsWith('content_block')).map(e => `${e.name} ${e.data.index} ${e.data.content_block?.type ?? e.data.delta?.type ?? ''}`.trim())
+    t.same(shape, [
+      'content_block_start 0 thinking', 'content_block_delta 0 thinking_delta', 'content_block_delta 0 thinking_delta', 'content_block_delta 0 signature_delta', 'content_block_stop 0',
+      'content_block_start 1 tool_use', 'content_block_delta 1 input_json_delta', 'content_block_stop 1',
+    ])
+    const sig = evs.find(e => e.data.delta?.type === 'signature_delta')!.data.delta.signature
+    t.same(decodeReasoning(sig), { encrypted_content: 'gAAAAencrypted', summary: ['Plan.'] })
+  }
+})
+
+t.test('chat → responses: thinking_blocks out and back', async t => {
+  const tr = translators['chat-to-responses']
+  const { body } = tr.response({ id: 'resp_1', object: 'response', status: 'completed', output: [RS_ITEM, FC_ITEM], usage: RESPONSES_USAGE }, fresh()) as { body: any }
+  const blocks = body.choices[0].message.thinking_blocks
+  t.equal(blocks.length, 1)
+  const req: any = tr.request({ model: 'm/x', reasoning_effort: 'low', messages: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a', thinking_blocks: blocks }, { role: 'user', content: 'q2' }] }, fresh())
+  t.same(req.input.map((i: any) => i.type), ['message', 'reasoning', 'message', 'message'])
+  t.equal(req.input[1].encrypted_content, 'gAAAAencrypted')
+})
