@@ -115,6 +115,29 @@ function simplify (turns: Turn[]): MessagesTurn[] {
   })
 }
 
+function isThinking (b: MessagesBlock | undefined): boolean {
+  return b?.type === 'thinking' || b?.type === 'redacted_thinking'
+}
+
+/**
+ * Thinking blocks given back, placed as a messages upstream takes them: first in their assistant
+ * turn (a turn merged from several chat messages may have them after its text), and never a turn
+ * of thinking alone (an answer cut while thinking), which is refused: such blocks are dropped.
+ */
+function settleThinking (turns: Turn[]): Turn[] {
+  if (!turns.some(t => t.role === 'assistant' && t.content.some(isThinking))) return turns
+  const out: Turn[] = []
+  for (const t of turns) {
+    let blocks = t.content
+    if (t.role === 'assistant' && blocks.some(isThinking)) {
+      if (!isThinking(blocks[0])) blocks = [...blocks.filter(isThinking), ...blocks.filter(b => !isThinking(b))]
+      if (blocks.every(isThinking)) blocks = []
+    }
+    pushTurn(out, t.role, blocks)
+  }
+  return out
+}
+
 /**
  * Whether thinking may be turned on for these turns. A messages upstream with thinking on requires
  * the assistant turn of a tool loop in progress (tool_use answered by tool_result, no new user
@@ -144,10 +167,11 @@ function isNamedTool (t: ChatToolWire | null): t is NamedTool {
 /** A chat body → a messages body; `media`: the Responses route's intermediate body, whose image and document blocks pass on. */
 export function chatToMessagesRequest (body: ChatRequestWire, opts: TranslateOptions, media = false): MessagesRequest {
   if (typeof body.n === 'number' && body.n > 1) throw gwError('GW_ERR_BAD_REQUEST', ['n > 1 is not supported for this model'])
-  const { system, turns } = convert(body, media)
+  const { system, turns: converted } = convert(body, media)
+  const turns = settleThinking(converted)
   const out: MessagesRequest = system.length > 0
-    ? { model: opts.upstreamModel, system: system.join('\n\n'), messages: simplify(turns) }
-    : { model: opts.upstreamModel, messages: simplify(turns) }
+    ? { model: opts.upstreamModel, system: system.join('\n\n'), messages: [] }
+    : { model: opts.upstreamModel, messages: [] }
   const asked = body.max_completion_tokens ?? body.max_tokens
   let maxTokens = typeof asked === 'number' ? Math.min(asked, opts.model.maxOutputTokens) : opts.model.maxOutputTokens
   if (typeof body.temperature === 'number') out.temperature = Math.min(1, Math.max(0, body.temperature))
@@ -190,6 +214,12 @@ export function chatToMessagesRequest (body: ChatRequestWire, opts: TranslateOpt
     delete out.temperature
     const c = out.tool_choice
     if (c && (c.type === 'any' || c.type === 'tool')) out.tool_choice = { type: 'auto' }
+    out.messages = simplify(turns)
+  } else {
+    // Without thinking on, a final assistant turn (a prefill) may not hold thinking blocks.
+    const last = turns[turns.length - 1]
+    if (last?.role === 'assistant') last.content = last.content.filter(b => !isThinking(b))
+    out.messages = simplify(turns.filter(t => t.content.length > 0))
   }
   out.max_tokens = maxTokens
   const rf = body.response_format

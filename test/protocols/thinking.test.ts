@@ -205,3 +205,29 @@ t.test('chat → responses: thinking_blocks out and back', async t => {
   t.same(req.input.map((i: any) => i.type), ['message', 'reasoning', 'message', 'message'])
   t.equal(req.input[1].encrypted_content, 'gAAAAencrypted')
 })
+
+t.test('chat → messages: thinking blocks placed as a messages upstream takes them', async t => {
+  const tr = translators['chat-to-messages']
+  const call = { id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{}' } }
+  const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }]
+  // Text then thinking (two chat messages merged into one turn): the thinking goes first.
+  const merged: any = tr.request({ model: 'm/x', reasoning_effort: 'low', tools, messages: [
+    { role: 'user', content: 'q' },
+    { role: 'assistant', content: 'Checking.' },
+    { role: 'assistant', content: null, thinking_blocks: [SIGNED], tool_calls: [call] },
+    { role: 'tool', tool_call_id: 'toolu_1', content: 'sunny' },
+  ] }, fresh())
+  t.same(merged.messages[1].content.map((b: any) => b.type), ['thinking', 'text', 'tool_use'])
+  t.ok(merged.thinking)
+  // A turn of thinking alone (cut while thinking) is dropped; the user turns around it join.
+  const alone: any = tr.request({ model: 'm/x', messages: [
+    { role: 'user', content: 'q' }, { role: 'assistant', content: null, thinking_blocks: [SIGNED] }, { role: 'user', content: 'again' },
+  ] }, fresh())
+  t.same(alone.messages, [{ role: 'user', content: [{ type: 'text', text: 'q' }, { type: 'text', text: 'again' }] }])
+  // A final assistant turn (prefill) keeps no thinking when thinking is off.
+  const prefill: any = tr.request({ model: 'm/x', messages: [
+    { role: 'user', content: 'q' }, { role: 'assistant', content: 'The answer is', thinking_blocks: [SIGNED] },
+  ] }, fresh())
+  t.same(prefill.messages[1], { role: 'assistant', content: 'The answer is' })
+  t.equal(prefill.thinking, undefined)
+})
