@@ -399,7 +399,8 @@ class MessagesOverChatStream implements StreamTranslator {
     this.outputChars += chatDeltaChars(d)
     const reasoning = reasoningText(d)
     if (reasoning !== '') out += this.#thinking(reasoning)
-    for (const b of thinkingBlocksOf(d.thinking_blocks)) out += this.#thinkingBlock(b)
+    // A block whole when it ends: its signature (an entry without one is a fragment whose text came as reasoning_content).
+    for (const b of thinkingBlocksOf(d.thinking_blocks)) if (b.type === 'redacted_thinking' || b.signature !== '') out += this.#thinkingBlock(b)
     if (typeof d.content === 'string' && d.content !== '') out += this.#text(d.content)
     if (typeof d.refusal === 'string' && d.refusal !== '') { this.#refusal = true; out += this.#text(d.refusal) }
     if (Array.isArray(d.tool_calls)) {

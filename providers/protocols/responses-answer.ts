@@ -247,7 +247,8 @@ export class ResponsesEmitter {
     const d = choice.delta ?? {}
     const reasoning = typeof d.reasoning_content === 'string' ? d.reasoning_content : typeof d.reasoning === 'string' ? d.reasoning : ''
     if (reasoning !== '') out += this.#reasoningText(reasoning)
-    for (const b of thinkingBlocksOf(d.thinking_blocks)) out += this.#thinkingBlock(b)
+    // A block whole when it ends: its signature (an entry without one is a fragment whose text came as reasoning_content).
+    for (const b of thinkingBlocksOf(d.thinking_blocks)) if (b.type === 'redacted_thinking' || b.signature !== '') out += this.#thinkingBlock(b)
     const text = (typeof d.content === 'string' ? d.content : '') + (typeof d.refusal === 'string' ? d.refusal : '')
     if (text !== '') {
       out += this.#closeReasoning()

@@ -231,3 +231,27 @@ t.test('chat → messages: thinking blocks placed as a messages upstream takes t
   t.same(prefill.messages[1], { role: 'assistant', content: 'The answer is' })
   t.equal(prefill.thinking, undefined)
 })
+
+t.test('messages ← chat: a LiteLLM-style stream (thinking_blocks fragments, then the signature) is one signed thinking block', async t => {
+  const tr = translators['messages-to-chat']
+  const chunk = (delta: unknown, finish: string | null = null) => `data: ${JSON.stringify({ id: 'chatcmpl-1', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
+  const stream = [
+    chunk({ role: 'assistant', reasoning_content: 'User wants ', thinking_blocks: [{ type: 'thinking', thinking: 'User wants ', signature: null }] }),
+    chunk({ reasoning_content: 'Oslo.', thinking_blocks: [{ type: 'thinking', thinking: 'Oslo.', signature: '' }] }),
+    chunk({ thinking_blocks: [{ type: 'thinking', thinking: '', signature: 'EqQBsig==' }] }),
+    chunk({ content: 'Sunny.' }),
+    chunk({}, 'stop'),
+    'data: [DONE]\n\n',
+  ].join('')
+  const st = tr.stream({ model: 'm/x', stream: true }, fresh())
+  let out = ''
+  for (const ev of parseSse(stream)) out += st.push(ev)
+  out += st.end()
+  const evs = parseSse(out).map(e => JSON.parse(e.data))
+  const blocks = evs.filter(e => e.type?.startsWith('content_block')).map(e => `${e.type} ${e.index} ${e.content_block?.type ?? e.delta?.type ?? ''}`.trim())
+  t.same(blocks, [
+    'content_block_start 0 thinking', 'content_block_delta 0 thinking_delta', 'content_block_delta 0 thinking_delta', 'content_block_delta 0 signature_delta', 'content_block_stop 0',
+    'content_block_start 1 text', 'content_block_delta 1 text_delta', 'content_block_stop 1',
+  ])
+  t.equal(evs.find(e => e.delta?.type === 'signature_delta').delta.signature, 'EqQBsig==')
+})
