@@ -229,7 +229,9 @@ export class ResponsesEmitter {
    */
   #thinkingBlock (b: AnyThinkingBlock): string {
     let out = ''
-    if (b.type === 'thinking' && !this.#reasoning && b.thinking !== '') out += this.#reasoningText(b.thinking)
+    // A redacted block never ends the item open (unsigned text streamed before it).
+    if (b.type === 'redacted_thinking') out += this.#closeReasoning()
+    else if (!this.#reasoning && b.thinking !== '') out += this.#reasoningText(b.thinking)
     if (this.#reasoning) return out + this.#closeReasoning(b)
     out += this.#closeMessage()
     const r = this.#open<ResponsesReasoningItem>({ type: 'reasoning', id: 'rs_' + newId(), summary: [], content: [] })

@@ -255,3 +255,27 @@ t.test('messages ← chat: a LiteLLM-style stream (thinking_blocks fragments, th
   ])
   t.equal(evs.find(e => e.delta?.type === 'signature_delta').delta.signature, 'EqQBsig==')
 })
+
+t.test('responses → messages: a redacted block after unsigned thinking is an item of its own', async t => {
+  const tr = translators['responses-to-messages']
+  const opts = fresh()
+  const body = { model: 'm/x', input: 'q', stream: true, include: ['reasoning.encrypted_content'] }
+  tr.request(body, opts)
+  const st = tr.stream(body, opts)
+  const stream = [
+    sse('message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'up', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } } }),
+    sse('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: 'unsigned', signature: '' } }),
+    sse('content_block_stop', { index: 0 }),
+    sse('content_block_start', { index: 1, content_block: REDACTED }),
+    sse('content_block_stop', { index: 1 }),
+    sse('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }),
+    sse('message_stop', {}),
+  ].join('')
+  let out = ''
+  for (const ev of parseSse(stream)) out += st.push(ev)
+  const done = parseSse(out).map(e => JSON.parse(e.data)).filter(e => e.type === 'response.output_item.done').map(e => e.item)
+  t.equal(done.length, 2)
+  t.equal(done[0].encrypted_content, undefined, 'the unsigned item carries nothing')
+  t.same(done[0].content, [{ type: 'reasoning_text', text: 'unsigned' }])
+  t.same(decodeThinking(done[1].encrypted_content), REDACTED)
+})
