@@ -22,7 +22,7 @@ import { usageFromMessages, usageToChat } from './usage.ts'
 import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeErrorType, safeToolId, textOf } from './common.ts'
 import { isMediaBlock } from './media-blocks.ts'
 import { isObject, parseWire, str, type JsonObject } from './wire.ts'
-import { signedForMessages, thinkingBlock, thinkingBlocksOf } from './thinking.ts'
+import { isThinkingBlock, settleThinking, signedForMessages, thinkingBlock, thinkingBlocksOf } from './thinking.ts'
 import type { ChatChunk, ChatCompletion, ChatDelta, ChatErrorChunk, ChatFinishReason, ChatAnswerMessage, ChatRequestWire, ChatToolChoiceWire, ChatToolWire } from './wire-chat.ts'
 import type {
   MessagesAnswerWire, MessagesBlock, MessagesBlockWire, MessagesEventWire, MessagesMediaBlock, MessagesRequest, MessagesTextBlock,
@@ -115,29 +115,6 @@ function simplify (turns: Turn[]): MessagesTurn[] {
   })
 }
 
-function isThinking (b: MessagesBlock | undefined): boolean {
-  return b?.type === 'thinking' || b?.type === 'redacted_thinking'
-}
-
-/**
- * Thinking blocks given back, placed as a messages upstream takes them: first in their assistant
- * turn (a turn merged from several chat messages may have them after its text), and never a turn
- * of thinking alone (an answer cut while thinking), which is refused: such blocks are dropped.
- */
-function settleThinking (turns: Turn[]): Turn[] {
-  if (!turns.some(t => t.role === 'assistant' && t.content.some(isThinking))) return turns
-  const out: Turn[] = []
-  for (const t of turns) {
-    let blocks = t.content
-    if (t.role === 'assistant' && blocks.some(isThinking)) {
-      if (!isThinking(blocks[0])) blocks = [...blocks.filter(isThinking), ...blocks.filter(b => !isThinking(b))]
-      if (blocks.every(isThinking)) blocks = []
-    }
-    pushTurn(out, t.role, blocks)
-  }
-  return out
-}
-
 /**
  * Whether thinking may be turned on for these turns. A messages upstream with thinking on requires
  * the assistant turn of a tool loop in progress (tool_use answered by tool_result, no new user
@@ -218,7 +195,7 @@ export function chatToMessagesRequest (body: ChatRequestWire, opts: TranslateOpt
   } else {
     // Without thinking on, a final assistant turn (a prefill) may not hold thinking blocks.
     const last = turns[turns.length - 1]
-    if (last?.role === 'assistant') last.content = last.content.filter(b => !isThinking(b))
+    if (last?.role === 'assistant') last.content = last.content.filter(b => !isThinkingBlock(b))
     out.messages = simplify(turns.filter(t => t.content.length > 0))
   }
   out.max_tokens = maxTokens

@@ -14,6 +14,7 @@
  *   entry of a delta's `thinking_blocks` is one whole block, sent when the block ends.
  * A colon is no base64 character: no upstream's own signature or encrypted content starts with
  * either prefix, and a carried value is only ever decoded toward the upstream kind that made it.
+ * Also here: where given-back blocks go in a messages upstream's turns (settleThinking).
  */
 import { isObject } from './wire.ts'
 
@@ -79,4 +80,31 @@ export function decodeReasoning (v: unknown): CarriedReasoning | undefined {
 /** Whether a block can go back to a messages upstream: redacted, or thinking signed by that upstream (not empty, not a carried reasoning item). */
 export function signedForMessages (b: AnyThinkingBlock): boolean {
   return b.type === 'redacted_thinking' || (b.signature !== '' && !b.signature.startsWith(REASONING_PREFIX))
+}
+
+export function isThinkingBlock (b: { type: string } | undefined): boolean {
+  return b?.type === 'thinking' || b?.type === 'redacted_thinking'
+}
+
+/**
+ * Thinking blocks given back, placed as a messages upstream takes them: first in their assistant
+ * turn (a turn merged from several chat messages may have them after its text), and never a turn
+ * of thinking alone (an answer cut while thinking), which is refused: such blocks are dropped, and
+ * the turns on either side of a dropped turn join.
+ */
+export function settleThinking<T extends { role: string, content: Array<{ type: string }> }> (turns: T[]): T[] {
+  if (!turns.some(t => t.role === 'assistant' && t.content.some(isThinkingBlock))) return turns
+  const out: T[] = []
+  for (const t of turns) {
+    let blocks = t.content
+    if (t.role === 'assistant' && blocks.some(isThinkingBlock)) {
+      if (!isThinkingBlock(blocks[0])) blocks = [...blocks.filter(isThinkingBlock), ...blocks.filter(b => !isThinkingBlock(b))]
+      if (blocks.every(isThinkingBlock)) blocks = []
+    }
+    if (blocks.length === 0) continue
+    const last = out[out.length - 1]
+    if (last && last.role === t.role) last.content.push(...blocks)
+    else out.push({ ...t, content: [...blocks] })
+  }
+  return out
 }
