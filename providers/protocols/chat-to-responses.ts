@@ -245,6 +245,9 @@ export class ChatOverResponsesStream implements StreamTranslator {
         return typeof d.delta === 'string' && d.delta !== '' ? this.#role() + this.#chunk(name === 'response.refusal.delta' ? { refusal: d.delta } : { content: d.delta }) : ''
       case 'response.reasoning_text.delta': case 'response.reasoning_summary_text.delta':
         return typeof d.delta === 'string' && d.delta !== '' ? this.#role() + this.#chunk({ reasoning_content: d.delta }) : ''
+      case 'response.reasoning_summary_part.added':
+        // Summary parts are joined by a blank line, as in the answer's reasoning text.
+        return typeof d.summary_index === 'number' && d.summary_index > 0 ? this.#role() + this.#chunk({ reasoning_content: '\n\n' }) : ''
       case 'response.output_item.done': {
         const carried = d.item?.type === 'reasoning' ? carriedThinking(d.item) : undefined
         return carried ? this.#role() + this.#chunk({ thinking_blocks: [carried] }) : ''

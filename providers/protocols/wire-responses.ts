@@ -106,6 +106,8 @@ export interface ResponsesEventWire {
   type?: unknown
   sequence_number?: unknown
   output_index?: unknown
+  /** reasoning summary events: which part of the item's summary */
+  summary_index?: unknown
   delta?: unknown
   item?: ResponsesOutputItemWire | null
   response?: ResponseWire | null

@@ -279,3 +279,24 @@ t.test('responses → messages: a redacted block after unsigned thinking is an i
   t.same(done[0].content, [{ type: 'reasoning_text', text: 'unsigned' }])
   t.same(decodeThinking(done[1].encrypted_content), REDACTED)
 })
+
+t.test('messages ← responses: summary parts streamed are joined by a blank line, as in the answer', async t => {
+  const item = { ...RS_ITEM, summary: [{ type: 'summary_text', text: 'One.' }, { type: 'summary_text', text: 'Two.' }] }
+  const stream = [
+    sse('response.created', { response: { id: 'resp_1', status: 'in_progress', output: [] } }),
+    sse('response.output_item.added', { output_index: 0, item: { ...item, summary: [], encrypted_content: null } }),
+    sse('response.reasoning_summary_part.added', { output_index: 0, summary_index: 0, part: { type: 'summary_text', text: '' } }),
+    sse('response.reasoning_summary_text.delta', { output_index: 0, summary_index: 0, delta: 'One.' }),
+    sse('response.reasoning_summary_part.added', { output_index: 0, summary_index: 1, part: { type: 'summary_text', text: '' } }),
+    sse('response.reasoning_summary_text.delta', { output_index: 0, summary_index: 1, delta: 'Two.' }),
+    sse('response.output_item.done', { output_index: 0, item }),
+    sse('response.completed', { response: { id: 'resp_1', status: 'completed', output: [item], usage: RESPONSES_USAGE } }),
+  ].join('')
+  const st = translators['messages-to-responses'].stream({ model: 'm/x', stream: true }, fresh())
+  let out = ''
+  for (const ev of parseSse(stream)) out += st.push(ev)
+  const text = parseSse(out).map(e => JSON.parse(e.data)).filter(e => e.delta?.type === 'thinking_delta').map(e => e.delta.thinking).join('')
+  const { body } = translators['messages-to-responses'].response({ id: 'resp_1', object: 'response', status: 'completed', output: [item], usage: RESPONSES_USAGE }, fresh()) as { body: any }
+  t.equal(text, 'One.\n\nTwo.')
+  t.equal(body.content[0].thinking, text)
+})
