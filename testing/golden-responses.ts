@@ -232,10 +232,10 @@ export const RESPONSES_GOLDEN_ANSWERS: readonly ResponsesGoldenAnswer[] = [
     expect: { output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Need weather.' }] }, { type: 'function_call', call_id: 'call_1', name: 'get_weather' }] },
   },
   {
-    name: 'responses ← messages: thinking blocks are a reasoning item before the message (redacted_thinking has no text)',
+    name: 'responses ← messages: each thinking block is a reasoning item before the message (redacted_thinking has no text)',
     upstream: 'messages', usage: GOLDEN_USAGE,
     answer: { content: [{ type: 'thinking', thinking: 'Short answer.', signature: 'EqQBCgIYAhIM' }, { type: 'redacted_thinking', data: 'EmwKAhgB' }, { type: 'text', text: 'Hello' }], stop_reason: 'end_turn' },
-    expect: { output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Short answer.' }] }, { type: 'message', content: [{ type: 'output_text', text: 'Hello' }] }] },
+    expect: { output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Short answer.' }] }, { type: 'reasoning', content: [] }, { type: 'message', content: [{ type: 'output_text', text: 'Hello' }] }] },
   },
   {
     name: 'responses ← messages: thinking before a tool_use is a reasoning item before the function_call',

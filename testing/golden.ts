@@ -415,10 +415,10 @@ export const GOLDEN_ANSWERS: readonly GoldenAnswer[] = [
     expect: { content: [{ type: 'thinking', thinking: 'Need weather.' }, use('call_1', 'Paris')], stop_reason: 'tool_use' },
   },
   {
-    name: 'chat ← messages: thinking blocks become message.reasoning_content (redacted_thinking has no text to show)',
+    name: 'chat ← messages: thinking blocks become message.reasoning_content (redacted_thinking has no text to show) and, whole, thinking_blocks',
     client: 'chat', upstream: 'messages',
     answer: { content: THINKING_ANSWER, stop_reason: 'end_turn' }, usage: GOLDEN_USAGE,
-    expect: { choices: [{ message: { role: 'assistant', content: 'Hello', reasoning_content: 'Short answer.' }, finish_reason: 'stop' }] },
+    expect: { choices: [{ message: { role: 'assistant', content: 'Hello', reasoning_content: 'Short answer.', thinking_blocks: THINKING_ANSWER.slice(0, 2) }, finish_reason: 'stop' }] },
   },
   {
     name: 'chat ← messages: thinking before a tool_use becomes reasoning_content beside the tool_calls',
@@ -599,9 +599,9 @@ export const GOLDEN_STREAMS: readonly GoldenStream[] = [
     shape: ['message_start', 'start 0 text', 'delta 0 text_delta Hel', 'stop 0', 'message_delta max_tokens', 'message_stop'],
   },
   {
-    name: 'chat ← messages: a thinking block streams as reasoning_content deltas before the text; signature and redacted_thinking dropped', client: 'chat', upstream: 'messages', usage: GOLDEN_USAGE,
+    name: 'chat ← messages: a thinking block streams as reasoning_content deltas before the text; each block comes whole in thinking_blocks when it ends (signed, redacted)', client: 'chat', upstream: 'messages', usage: GOLDEN_USAGE,
     stream: { events: THINKING_EVENTS, stop_reason: 'end_turn' },
-    shape: ['role assistant', 'reasoning User wants', 'reasoning  hi.', 'text Hi', 'finish stop', '[DONE]'],
+    shape: ['role assistant', 'reasoning User wants', 'reasoning  hi.', 'thinking_block thinking EqQBCgIYAhIM', 'thinking_block redacted_thinking EmwKAhgBEgy3', 'text Hi', 'finish stop', '[DONE]'],
   },
   {
     name: 'chat ← messages: thinking text on the block start streams too, then the tool call', client: 'chat', upstream: 'messages', usage: GOLDEN_USAGE,
@@ -750,6 +750,7 @@ export function streamShape (client: Protocol, text: string): { shape: string[],
       } else if (typeof d.content === 'string') shape.push(`text ${d.content}`)
       else if (typeof d.refusal === 'string') shape.push(`refusal ${d.refusal}`)
       else if (typeof d.reasoning_content === 'string') shape.push(`reasoning ${d.reasoning_content}`)
+      else if (Array.isArray(d.thinking_blocks)) for (const b of d.thinking_blocks) shape.push(`thinking_block ${b.type} ${b.signature ?? b.data}`)
       else shape.push('other ' + JSON.stringify(d))
       continue
     }

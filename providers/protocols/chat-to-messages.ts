@@ -8,15 +8,21 @@
  * client's parts pass on, in user turns and as tool_result content. System and developer
  * messages, tools, tool_choice, tool calls and tool results, stop sequences, the output cap and
  * sampling parameters are translated faithfully; `reasoning_effort` becomes a thinking budget
- * except in a tool loop (see thinkingAllowed). Response and stream: content blocks → message
- * content, tool calls and `reasoning_content` (thinking text), stop reasons and usage mapped,
- * events → chunks (a usage chunk with `choices: []` only when the client asked for it).
+ * except in a tool loop whose thinking the client did not give back (see thinkingAllowed).
+ * Response and stream: content blocks → message content, tool calls and `reasoning_content`
+ * (thinking text), stop reasons and usage mapped, events → chunks (a usage chunk with
+ * `choices: []` only when the client asked for it). Signed thinking (protocols/thinking.ts): the
+ * answer's thinking and redacted_thinking blocks also come whole in the message's
+ * `thinking_blocks` (in a stream, each in one delta when its block ends, with its signature); an
+ * assistant message's `thinking_blocks` go back as the turn's first blocks, those the upstream
+ * signed only (unsigned thinking and another vendor's reasoning are dropped).
  */
 import { sseData, SSE_DONE, estimateUsage, gwError, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromMessages, usageToChat } from './usage.ts'
 import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeErrorType, safeToolId, textOf } from './common.ts'
 import { isMediaBlock } from './media-blocks.ts'
 import { isObject, parseWire, str, type JsonObject } from './wire.ts'
+import { isThinkingBlock, settleThinking, signedForMessages, thinkingBlock, thinkingBlocksOf } from './thinking.ts'
 import type { ChatChunk, ChatCompletion, ChatDelta, ChatErrorChunk, ChatFinishReason, ChatAnswerMessage, ChatRequestWire, ChatToolChoiceWire, ChatToolWire } from './wire-chat.ts'
 import type {
   MessagesAnswerWire, MessagesBlock, MessagesBlockWire, MessagesEventWire, MessagesMediaBlock, MessagesRequest, MessagesTextBlock,
@@ -64,7 +70,8 @@ function convert (body: ChatRequestWire, media: boolean): { system: string[], tu
         pushTurn(turns, 'user', contentBlocks(m.content, media))
         break
       case 'assistant': {
-        const blocks: MessagesBlock[] = []
+        // Signed thinking first: the upstream wants it back unchanged, ahead of the turn's tool_use.
+        const blocks: MessagesBlock[] = thinkingBlocksOf(m.thinking_blocks).filter(signedForMessages)
         const t = textOf(m.content, '')
         if (t !== '') blocks.push({ type: 'text', text: t })
         if (typeof m.refusal === 'string' && m.refusal !== '') blocks.push({ type: 'text', text: m.refusal })
@@ -111,14 +118,18 @@ function simplify (turns: Turn[]): MessagesTurn[] {
 /**
  * Whether thinking may be turned on for these turns. A messages upstream with thinking on requires
  * the assistant turn of a tool loop in progress (tool_use answered by tool_result, no new user
- * text since) to start with its thinking block, and a chat history has none to give back: such a
+ * text since) to start with its thinking block: when the client gave none back (a chat history
+ * without `thinking_blocks`, a Responses client that did not ask for encrypted reasoning) the
  * request is sent without thinking. A new user turn closes the loop; earlier turns need none.
  */
 function thinkingAllowed (turns: Turn[]): boolean {
   for (let i = turns.length - 1; i >= 0; i--) {
     const t = turns[i]
     if (t.role === 'user' && !t.content.some(b => b.type === 'tool_result')) return true
-    if (t.role === 'assistant' && t.content.some(b => b.type === 'tool_use')) return false
+    if (t.role === 'assistant' && t.content.some(b => b.type === 'tool_use')) {
+      const first = t.content[0]?.type
+      return first === 'thinking' || first === 'redacted_thinking'
+    }
   }
   return true
 }
@@ -133,10 +144,11 @@ function isNamedTool (t: ChatToolWire | null): t is NamedTool {
 /** A chat body → a messages body; `media`: the Responses route's intermediate body, whose image and document blocks pass on. */
 export function chatToMessagesRequest (body: ChatRequestWire, opts: TranslateOptions, media = false): MessagesRequest {
   if (typeof body.n === 'number' && body.n > 1) throw gwError('GW_ERR_BAD_REQUEST', ['n > 1 is not supported for this model'])
-  const { system, turns } = convert(body, media)
+  const { system, turns: converted } = convert(body, media)
+  const turns = settleThinking(converted)
   const out: MessagesRequest = system.length > 0
-    ? { model: opts.upstreamModel, system: system.join('\n\n'), messages: simplify(turns) }
-    : { model: opts.upstreamModel, messages: simplify(turns) }
+    ? { model: opts.upstreamModel, system: system.join('\n\n'), messages: [] }
+    : { model: opts.upstreamModel, messages: [] }
   const asked = body.max_completion_tokens ?? body.max_tokens
   let maxTokens = typeof asked === 'number' ? Math.min(asked, opts.model.maxOutputTokens) : opts.model.maxOutputTokens
   if (typeof body.temperature === 'number') out.temperature = Math.min(1, Math.max(0, body.temperature))
@@ -179,6 +191,12 @@ export function chatToMessagesRequest (body: ChatRequestWire, opts: TranslateOpt
     delete out.temperature
     const c = out.tool_choice
     if (c && (c.type === 'any' || c.type === 'tool')) out.tool_choice = { type: 'auto' }
+    out.messages = simplify(turns)
+  } else {
+    // Without thinking on, a final assistant turn (a prefill) may not hold thinking blocks.
+    const last = turns[turns.length - 1]
+    if (last?.role === 'assistant') last.content = last.content.filter(b => !isThinkingBlock(b))
+    out.messages = simplify(turns.filter(t => t.content.length > 0))
   }
   out.max_tokens = maxTokens
   const rf = body.response_format
@@ -199,15 +217,20 @@ function response (upstream: unknown, opts: TranslateOptions, fallback?: Usage):
   let text = ''
   let hasText = false
   let reasoning = ''
+  const thinking: NonNullable<ChatAnswerMessage['thinking_blocks']> = []
   const calls: NonNullable<ChatAnswerMessage['tool_calls']> = []
   for (const b of Array.isArray(body.content) ? body.content : []) {
     if (b?.type === 'text' && typeof b.text === 'string') { text += b.text; hasText = true }
-    else if (b?.type === 'thinking' && typeof b.thinking === 'string') reasoning += b.thinking
-    else if (b?.type === 'tool_use') calls.push({ id: str(b.id), type: 'function', function: { name: str(b.name), arguments: JSON.stringify(b.input ?? {}) } })
+    else if (b?.type === 'thinking' || b?.type === 'redacted_thinking') {
+      if (b.type === 'thinking' && typeof b.thinking === 'string') reasoning += b.thinking
+      const whole = thinkingBlock(b)
+      if (whole) thinking.push(whole)
+    } else if (b?.type === 'tool_use') calls.push({ id: str(b.id), type: 'function', function: { name: str(b.name), arguments: JSON.stringify(b.input ?? {}) } })
   }
   const message: ChatAnswerMessage = { role: 'assistant', content: hasText || calls.length === 0 ? text : null, refusal: null }
   // Thinking text in the field DeepSeek and vLLM use (redacted thinking has none to show).
   if (reasoning !== '') message.reasoning_content = reasoning
+  if (thinking.length > 0) message.thinking_blocks = thinking
   if (calls.length > 0) message.tool_calls = calls
   const usage = body.usage ? (opts.upstream?.readUsage ?? usageFromMessages)(body.usage) : undefined
   return {
@@ -223,8 +246,8 @@ function response (upstream: unknown, opts: TranslateOptions, fallback?: Usage):
   }
 }
 
-/** What a content block of the upstream's stream became: text, a tool call (its chat index), thinking, or nothing. */
-type BlockKind = { kind: 'text' | 'thinking' | 'other' } | { kind: 'tool_use', toolIdx: number }
+/** What a content block of the upstream's stream became: text, a tool call (its chat index), thinking (its text and signature so far), or nothing. */
+type BlockKind = { kind: 'text' | 'other' } | { kind: 'tool_use', toolIdx: number } | { kind: 'thinking', text: string, signature: string }
 
 /** The chat client's stream over a messages upstream: messages events in, chat chunks out. */
 class ChatOverMessagesStream implements StreamTranslator {
@@ -298,16 +321,29 @@ class ChatOverMessagesStream implements StreamTranslator {
           this.#blocks.set(d.index, { kind: 'tool_use', toolIdx })
           return this.#role() + this.#chunk({ tool_calls: [{ index: toolIdx, id: str(b.id), type: 'function', function: { name: str(b.name), arguments: '' } }] })
         }
-        this.#blocks.set(d.index, { kind: b.type === 'thinking' ? 'thinking' : 'other' })
-        if (b.type === 'thinking' && typeof b.thinking === 'string' && b.thinking !== '') return this.#role() + this.#chunk({ reasoning_content: b.thinking })
-        return ''
+        if (b.type === 'redacted_thinking') {
+          this.#blocks.set(d.index, { kind: 'other' })
+          const whole = thinkingBlock(b)
+          return whole ? this.#role() + this.#chunk({ thinking_blocks: [whole] }) : ''
+        }
+        if (b.type !== 'thinking') {
+          this.#blocks.set(d.index, { kind: 'other' })
+          return ''
+        }
+        const text = typeof b.thinking === 'string' ? b.thinking : ''
+        this.#blocks.set(d.index, { kind: 'thinking', text, signature: typeof b.signature === 'string' ? b.signature : '' })
+        return text !== '' ? this.#role() + this.#chunk({ reasoning_content: text }) : ''
       }
       case 'content_block_delta': {
         const blk = this.#blocks.get(d.index)
         const delta = d.delta ?? {}
         this.outputChars += messagesDeltaChars(delta)
         if (delta.type === 'text_delta' && blk?.kind === 'text' && typeof delta.text === 'string' && delta.text !== '') return this.#chunk({ content: delta.text })
-        if (delta.type === 'thinking_delta' && blk?.kind === 'thinking' && typeof delta.thinking === 'string' && delta.thinking !== '') return this.#chunk({ reasoning_content: delta.thinking })
+        if (delta.type === 'thinking_delta' && blk?.kind === 'thinking' && typeof delta.thinking === 'string' && delta.thinking !== '') {
+          blk.text += delta.thinking
+          return this.#chunk({ reasoning_content: delta.thinking })
+        }
+        if (delta.type === 'signature_delta' && blk?.kind === 'thinking' && typeof delta.signature === 'string') blk.signature += delta.signature
         if (delta.type === 'input_json_delta' && blk?.kind === 'tool_use' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
           return this.#chunk({ tool_calls: [{ index: blk.toolIdx, function: { arguments: delta.partial_json } }] })
         }
@@ -325,8 +361,15 @@ class ChatOverMessagesStream implements StreamTranslator {
         this.#done = true
         return this.#role() + sseData({ error: { message: typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', type: safeErrorType(e.type, 'api_error'), param: null, code: null } } satisfies ChatErrorChunk)
       }
+      case 'content_block_stop': {
+        // A signed thinking block ends: the whole block, for the client to give back.
+        const blk = this.#blocks.get(d.index)
+        if (blk?.kind !== 'thinking' || blk.signature === '') return ''
+        this.#blocks.set(d.index, { kind: 'other' })
+        return this.#role() + this.#chunk({ thinking_blocks: [{ type: 'thinking', thinking: blk.text, signature: blk.signature }] })
+      }
       default:
-        return '' // ping, content_block_stop, unknown events
+        return '' // ping, unknown events
     }
   }
 

@@ -9,14 +9,20 @@
  * `max_output_tokens`; `store: false` always (the gateway asks no upstream to keep state); `stop`
  * has no Responses form and is dropped; `n` > 1 → 400. Answer: message text → content,
  * `function_call` items → tool_calls, status → finish_reason. Stream: Responses events → chunks.
+ * Reasoning (protocols/thinking.ts): with `reasoning_effort` the upstream is asked for
+ * `reasoning.encrypted_content` (store is false: the items themselves are what comes back); each
+ * reasoning item is a `thinking_blocks` thinking block (its summary or reasoning text, the item in
+ * the signature), in a stream when the item is done; an assistant message's thinking blocks
+ * carrying a reasoning item go back as that item, ahead of the message's text and calls.
  */
 import { sseData, SSE_DONE, estimateUsage, streamUsage, gwError, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageToChat } from './usage.ts'
 import { applyModelParameters, CHAT_STANDARD, newId, safeErrorType, textOf } from './common.ts'
 import { usageFromResponses } from './usage.ts'
 import { isObject, parseWire, str, type JsonObject } from './wire.ts'
+import { decodeReasoning, encodeReasoning, thinkingBlocksOf, type ThinkingBlock } from './thinking.ts'
 import type { ChatAnswerMessage, ChatCompletion, ChatChunk, ChatDelta, ChatErrorChunk, ChatFinishReason, ChatPartWire, ChatRequestWire, ChatToolWire } from './wire-chat.ts'
-import type { ResponsesEventWire, ResponsesFunctionTool, ResponsesInputItem, ResponsesInputPart, ResponsesRequest, ResponseWire } from './wire-responses.ts'
+import type { ResponsesEventWire, ResponsesFunctionTool, ResponsesInputItem, ResponsesInputPart, ResponsesOutputItemWire, ResponsesRequest, ResponseWire } from './wire-responses.ts'
 
 function inputParts (content: unknown): ResponsesInputPart[] {
   if (typeof content === 'string') return [{ type: 'input_text', text: content }]
@@ -62,6 +68,10 @@ export function chatToResponsesBody (body: ChatRequestWire, opts: TranslateOptio
         input.push({ type: 'message', role: 'user', content: inputParts(m.content) })
         break
       case 'assistant': {
+        for (const b of thinkingBlocksOf(m.thinking_blocks)) {
+          const r = b.type === 'thinking' ? decodeReasoning(b.signature) : undefined
+          if (r) input.push({ type: 'reasoning', summary: r.summary.map(text => ({ type: 'summary_text' as const, text })), encrypted_content: r.encrypted_content })
+        }
         const t = textOf(m.content, '')
         if (t !== '') input.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: t }] })
         for (const c of Array.isArray(m.tool_calls) ? m.tool_calls : []) {
@@ -99,9 +109,26 @@ export function chatToResponsesBody (body: ChatRequestWire, opts: TranslateOptio
     out.text = { format: f }
   } else if (rf?.type === 'json_object') out.text = { format: { type: 'json_object' } }
   if (typeof body.verbosity === 'string') out.text = { ...out.text, verbosity: body.verbosity }
-  if (typeof body.reasoning_effort === 'string') out.reasoning = { effort: body.reasoning_effort }
+  if (typeof body.reasoning_effort === 'string') {
+    out.reasoning = { effort: body.reasoning_effort }
+    out.include = ['reasoning.encrypted_content']
+  }
   if (body.stream === true) out.stream = true
   return out
+}
+
+/** A reasoning item's text: its reasoning_text content, else its summary parts (a blank line between). */
+function reasoningItemText (item: ResponsesOutputItemWire): string {
+  const texts = (list: unknown): string[] => (Array.isArray(list) ? list as unknown[] : []).flatMap(c => isObject(c) && typeof c.text === 'string' ? [c.text] : [])
+  const content = texts(item.content)
+  return content.length > 0 ? content.join('') : texts(item.summary).join('\n\n')
+}
+
+/** A reasoning item with encrypted content as a thinking block that carries it. */
+function carriedThinking (item: ResponsesOutputItemWire): ThinkingBlock | undefined {
+  if (typeof item.encrypted_content !== 'string') return undefined
+  const summary = (Array.isArray(item.summary) ? item.summary : []).flatMap(p => typeof p?.text === 'string' ? [p.text] : [])
+  return { type: 'thinking', thinking: reasoningItemText(item), signature: encodeReasoning({ encrypted_content: item.encrypted_content, summary }) }
 }
 
 function request (body: ChatRequestWire, opts: TranslateOptions): ResponsesRequest {
@@ -123,6 +150,7 @@ function response (upstream: unknown, opts: TranslateOptions, fallback?: Usage):
   let text = ''
   let refusal = ''
   let reasoning = ''
+  const thinking: ThinkingBlock[] = []
   const calls: NonNullable<ChatAnswerMessage['tool_calls']> = []
   for (const item of Array.isArray(body.output) ? body.output : []) {
     if (item?.type === 'message') {
@@ -133,11 +161,14 @@ function response (upstream: unknown, opts: TranslateOptions, fallback?: Usage):
     } else if (item?.type === 'function_call') {
       calls.push({ id: str(item.call_id), type: 'function', function: { name: str(item.name), arguments: typeof item.arguments === 'string' ? item.arguments : '{}' } })
     } else if (item?.type === 'reasoning') {
-      for (const c of Array.isArray(item.content) ? item.content : []) if (typeof c?.text === 'string') reasoning += c.text
+      reasoning += reasoningItemText(item)
+      const carried = carriedThinking(item)
+      if (carried) thinking.push(carried)
     }
   }
   const message: ChatAnswerMessage = { role: 'assistant', content: text !== '' || calls.length === 0 ? text : null, refusal: refusal === '' ? null : refusal }
   if (reasoning !== '') message.reasoning_content = reasoning
+  if (thinking.length > 0) message.thinking_blocks = thinking
   if (calls.length > 0) message.tool_calls = calls
   const usage = body.usage ? (opts.upstream?.readUsage ?? usageFromResponses)(body.usage) : undefined
   return {
@@ -214,6 +245,13 @@ export class ChatOverResponsesStream implements StreamTranslator {
         return typeof d.delta === 'string' && d.delta !== '' ? this.#role() + this.#chunk(name === 'response.refusal.delta' ? { refusal: d.delta } : { content: d.delta }) : ''
       case 'response.reasoning_text.delta': case 'response.reasoning_summary_text.delta':
         return typeof d.delta === 'string' && d.delta !== '' ? this.#role() + this.#chunk({ reasoning_content: d.delta }) : ''
+      case 'response.reasoning_summary_part.added':
+        // Summary parts are joined by a blank line, as in the answer's reasoning text.
+        return typeof d.summary_index === 'number' && d.summary_index > 0 ? this.#role() + this.#chunk({ reasoning_content: '\n\n' }) : ''
+      case 'response.output_item.done': {
+        const carried = d.item?.type === 'reasoning' ? carriedThinking(d.item) : undefined
+        return carried ? this.#role() + this.#chunk({ thinking_blocks: [carried] }) : ''
+      }
       case 'response.output_item.added': {
         if (d.item?.type !== 'function_call') return ''
         const index = this.#calls.size

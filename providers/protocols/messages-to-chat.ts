@@ -9,7 +9,11 @@
  * the stream rebuilt event by event (message_start first with an input estimate, one content
  * block per text run or tool call, message_delta with the final usage, then message_stop).
  * Reasoning: `thinking` → `reasoning_effort` (thinkingEffort); thinking blocks in the history are
- * dropped (a chat upstream cannot take another vendor's signed thinking); the upstream's
+ * dropped toward a chat upstream (a chat upstream cannot take another vendor's signed thinking);
+ * toward a Responses upstream (messages-to-responses composes this translator) thinking blocks
+ * carrying a Responses reasoning item (protocols/thinking.ts) go on as the assistant message's
+ * `thinking_blocks`. The upstream's `thinking_blocks` (whole blocks: LiteLLM, or the Responses
+ * translator in between) come back as those blocks, signature and all; without them its
  * `reasoning_content` / `reasoning` (DeepSeek, vLLM, OpenRouter) comes back as a thinking block
  * ahead of the text, with an empty signature.
  */
@@ -17,6 +21,7 @@ import { sseEvent, estimateUsage, streamUsage, gwError, sanitizeUpstreamMessage,
 import { usageFromChat, usageToMessages } from './usage.ts'
 import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, messagesErrorType, newId, parseArgs, safeToolId, stopFromFinish, textOf } from './common.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
+import { REASONING_PREFIX, thinkingBlock, thinkingBlocksOf, type AnyThinkingBlock, type ThinkingBlock } from './thinking.ts'
 import type { ChatChunkWire, ChatCompletionWire, ChatContentPart, ChatDeltaWire, ChatFunctionTool, ChatMessage, ChatMessageAsSent, ChatRequest, ChatToolCall, ChatToolCallWire } from './wire-chat.ts'
 import type {
   MessagesAnswer, MessagesBlockWire, MessagesImageAsSent, MessagesRequestWire, MessagesStreamEvent, MessagesToolUseBlock, MessagesToolWire,
@@ -82,8 +87,12 @@ function asContent (parts: ChatContentPart[]): string | ChatContentPart[] {
   return only?.type === 'text' ? only.text : parts
 }
 
-/** The messages list, one Anthropic message at a time: tool results become tool messages ahead of the rest of their user turn. */
-function convertMessages (body: MessagesRequestWire, systemRole: 'system' | 'developer'): Array<ChatMessage | ChatMessageAsSent> {
+/**
+ * The messages list, one Anthropic message at a time: tool results become tool messages ahead of
+ * the rest of their user turn. `reasoning`: thinking blocks carrying a Responses reasoning item
+ * become the assistant message's `thinking_blocks` (for the Responses translator next).
+ */
+function convertMessages (body: MessagesRequestWire, systemRole: 'system' | 'developer', reasoning = false): Array<ChatMessage | ChatMessageAsSent> {
   const out: Array<ChatMessage | ChatMessageAsSent> = []
   const sys = body.system === undefined ? '' : systemText(body.system)
   if (sys !== '') out.push({ role: systemRole, content: sys })
@@ -111,14 +120,20 @@ function convertMessages (body: MessagesRequestWire, systemRole: 'system' | 'dev
     } else {
       let text = ''
       const calls: ChatToolCall[] = []
+      const thinking: ThinkingBlock[] = []
       for (const b of blocks) {
         if (b?.type === 'text' && typeof b.text === 'string') text += b.text
         else if (b?.type === 'tool_use') {
           calls.push({ id: safeToolId(b.id), type: 'function', function: { name: String(b.name), arguments: JSON.stringify(b.input ?? {}) } })
+        } else if (reasoning && b?.type === 'thinking') {
+          const t = thinkingBlock(b)
+          if (t?.type === 'thinking' && t.signature.startsWith(REASONING_PREFIX)) thinking.push(t)
         }
       }
-      if (calls.length > 0) out.push({ role: 'assistant', content: text === '' ? null : text, tool_calls: calls })
-      else if (text !== '') out.push({ role: 'assistant', content: text })
+      const msg: ChatMessage & { role: 'assistant' } = { role: 'assistant', content: text === '' ? null : text }
+      if (calls.length > 0) msg.tool_calls = calls
+      if (thinking.length > 0) msg.thinking_blocks = thinking
+      if (calls.length > 0 || thinking.length > 0 || text !== '') out.push(msg)
     }
   }
   return out
@@ -158,9 +173,12 @@ function reasoningText (m: ChatDeltaWire): string {
   return ''
 }
 
-/** A messages body → a chat body for `opts`' upstream (the model's parameters applied). */
-export function messagesToChatRequest (body: MessagesRequestWire, opts: TranslateOptions): ChatRequest {
-  const out: ChatRequest = { model: opts.upstreamModel, messages: convertMessages(body, opts.upstream?.systemRole ?? 'system') }
+/**
+ * A messages body → a chat body for `opts`' upstream (the model's parameters applied);
+ * `reasoning`: the body goes on to the Responses translator (carried reasoning items kept).
+ */
+export function messagesToChatRequest (body: MessagesRequestWire, opts: TranslateOptions, reasoning = false): ChatRequest {
+  const out: ChatRequest = { model: opts.upstreamModel, messages: convertMessages(body, opts.upstream?.systemRole ?? 'system', reasoning) }
   const cap = Math.min(typeof body.max_tokens === 'number' ? body.max_tokens : opts.model.maxOutputTokens, opts.model.maxOutputTokens)
   out[opts.upstream?.maxTokensField ?? 'max_tokens'] = cap
   if (typeof body.temperature === 'number') out.temperature = body.temperature
@@ -214,8 +232,10 @@ function response (upstream: unknown, opts: TranslateOptions, fallback?: Usage):
   const choice = body.choices?.[0] ?? {}
   const m = choice.message ?? {}
   const content: MessagesAnswer['content'] = []
+  const whole = thinkingBlocksOf(m.thinking_blocks)
   const reasoning = reasoningText(m)
-  if (reasoning !== '') content.push({ type: 'thinking', thinking: reasoning, signature: '' })
+  if (whole.length > 0) content.push(...whole)
+  else if (reasoning !== '') content.push({ type: 'thinking', thinking: reasoning, signature: '' })
   const text = typeof m.content === 'string' ? m.content : textOf(m.content)
   if (text !== '') content.push({ type: 'text', text })
   if (typeof m.refusal === 'string' && m.refusal !== '') content.push({ type: 'text', text: m.refusal })
@@ -301,6 +321,24 @@ class MessagesOverChatStream implements StreamTranslator {
     return out + messagesEvent({ type: 'content_block_delta', index: this.#open.index, delta: { type: 'thinking_delta', thinking: t } })
   }
 
+  /** A whole block from `thinking_blocks`: it ends the thinking block its text streamed into (with its signature), or is a block of its own. */
+  #thinkingBlock (b: AnyThinkingBlock): string {
+    let out = this.#open?.kind === 'thinking' ? '' : this.#closeOpen()
+    if (b.type === 'redacted_thinking') {
+      out += this.#closeOpen()
+      const index = this.#next++
+      return out + messagesEvent({ type: 'content_block_start', index, content_block: b }) + messagesEvent({ type: 'content_block_stop', index })
+    }
+    if (!this.#open) {
+      const index = this.#next++
+      this.#open = { kind: 'thinking', index }
+      out += messagesEvent({ type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } })
+      if (b.thinking !== '') out += messagesEvent({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: b.thinking } })
+    }
+    out += messagesEvent({ type: 'content_block_delta', index: this.#open.index, delta: { type: 'signature_delta', signature: b.signature } })
+    return out + this.#closeOpen()
+  }
+
   #text (t: string): string {
     let out = this.#open?.kind === 'thinking' ? this.#closeOpen() : ''
     if (!this.#open) {
@@ -361,6 +399,8 @@ class MessagesOverChatStream implements StreamTranslator {
     this.outputChars += chatDeltaChars(d)
     const reasoning = reasoningText(d)
     if (reasoning !== '') out += this.#thinking(reasoning)
+    // A block whole when it ends: its signature (an entry without one is a fragment whose text came as reasoning_content).
+    for (const b of thinkingBlocksOf(d.thinking_blocks)) if (b.type === 'redacted_thinking' || b.signature !== '') out += this.#thinkingBlock(b)
     if (typeof d.content === 'string' && d.content !== '') out += this.#text(d.content)
     if (typeof d.refusal === 'string' && d.refusal !== '') { this.#refusal = true; out += this.#text(d.refusal) }
     if (Array.isArray(d.tool_calls)) {

@@ -3,7 +3,9 @@
  *
  * Composed: the messages request becomes a chat request (messages-to-chat.ts rules) and that a
  * Responses request (chat-to-responses.ts); answers and streams go back Responses → chat →
- * messages the same way. Usage and billing are the Responses stream's own counts.
+ * messages the same way. Usage and billing are the Responses stream's own counts. Reasoning
+ * items (asked with their encrypted content) are thinking blocks whose signature carries the
+ * item, and go back as that item (protocols/thinking.ts).
  */
 import { SseParser, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { messagesToChat, messagesToChatRequest } from './messages-to-chat.ts'
@@ -50,7 +52,7 @@ class MessagesOverResponsesStream implements StreamTranslator {
 export const messagesToResponses: Translator = {
   request (body: MessagesRequestWire, opts: TranslateOptions): ResponsesRequest {
     // messages-to-chat already applied the model's parameters (in chat form).
-    return chatToResponsesBody(messagesToChatRequest(body, opts), opts)
+    return chatToResponsesBody(messagesToChatRequest(body, opts, true), opts)
   },
   response (body: unknown, opts: TranslateOptions, fallback?: Usage) {
     const chat = chatToResponses.response(body, opts, fallback)

@@ -3,13 +3,17 @@
  * `chat.completion` as a `response` object, and chat chunks as the Responses event stream
  * (ResponsesEmitter). responses-to-chat uses these directly; responses-to-messages puts the chat
  * client's messages translator (chat-to-messages.ts) in between. Tool names come back as the
- * client named them, through the CallInfo the request recorded (responses-request.ts).
+ * client named them, through the CallInfo the request recorded (responses-request.ts). Each
+ * thinking or redacted_thinking block of a messages upstream (the chat body's `thinking_blocks`)
+ * is one reasoning item, its text as `reasoning_text` content and, when the request's `include`
+ * lists `reasoning.encrypted_content`, the whole block in `encrypted_content` (protocols/thinking.ts).
  */
 import { sseEvent, estimateUsage, sanitizeUpstreamMessage, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { newId, textOf } from './common.ts'
 import { usageToResponses } from './usage.ts'
 import { callInfo, type CallInfo } from './responses-request.ts'
 import { isObject } from './wire.ts'
+import { encodeThinking, thinkingBlocksOf, type AnyThinkingBlock } from './thinking.ts'
 import type { ChatChunkWire, ChatCompletionWire, ChatDeltaWire } from './wire-chat.ts'
 import type {
   ResponseObject, ResponseStatus, ResponsesEventData, ResponsesFunctionCallItem, ResponsesItemStatus, ResponsesMessageItem,
@@ -83,6 +87,13 @@ function reasoningOf (m: ChatDeltaWire): string {
   return ''
 }
 
+/** A messages thinking block as a reasoning item: its text, and the block itself when the client asked for encrypted reasoning. */
+function reasoningItem (info: CallInfo, b: AnyThinkingBlock): ResponsesReasoningItem {
+  const item: ResponsesReasoningItem = { type: 'reasoning', id: 'rs_' + newId(), summary: [], content: b.type === 'thinking' && b.thinking !== '' ? [{ type: 'reasoning_text', text: b.thinking }] : [] }
+  if (info.encrypted === true) item.encrypted_content = encodeThinking(b)
+  return item
+}
+
 /** A chat `chat.completion` → the `response` object; `usage` is what the call is billed (undefined: the input estimate is shown). */
 export function chatAnswerToResponse (answer: unknown, usage: Usage | undefined, opts: TranslateOptions): ResponseObject {
   const body: ChatCompletionWire = isObject(answer) ? answer : {}
@@ -90,8 +101,10 @@ export function chatAnswerToResponse (answer: unknown, usage: Usage | undefined,
   const choice = body.choices?.[0] ?? {}
   const m = choice.message ?? {}
   const output: ResponsesOutputItem[] = []
+  const blocks = thinkingBlocksOf(m.thinking_blocks)
   const reasoning = reasoningOf(m)
-  if (reasoning !== '') output.push({ type: 'reasoning', id: 'rs_' + newId(), summary: [], content: [{ type: 'reasoning_text', text: reasoning }] })
+  if (blocks.length > 0) for (const b of blocks) output.push(reasoningItem(info, b))
+  else if (reasoning !== '') output.push({ type: 'reasoning', id: 'rs_' + newId(), summary: [], content: [{ type: 'reasoning_text', text: reasoning }] })
   const text = typeof m.content === 'string' ? m.content : textOf(m.content)
   const content: ResponsesMessageItem['content'] = []
   if (text !== '') content.push({ type: 'output_text', text, annotations: [], logprobs: [] })
@@ -175,11 +188,12 @@ export class ResponsesEmitter {
       this.#ev('response.output_item.done', { output_index: m.index, item: m.item })
   }
 
-  #closeReasoning (): string {
+  #closeReasoning (block?: AnyThinkingBlock): string {
     const r = this.#reasoning
     if (!r) return ''
     this.#reasoning = undefined
     r.item.content = [{ type: 'reasoning_text', text: r.text }]
+    if (block && this.#info.encrypted === true) r.item.encrypted_content = encodeThinking(block)
     return this.#ev('response.reasoning_text.done', { item_id: r.item.id, output_index: r.index, content_index: 0, text: r.text }) +
       this.#ev('response.content_part.done', { item_id: r.item.id, output_index: r.index, content_index: 0, part: { type: 'reasoning_text', text: r.text } }) +
       this.#ev('response.output_item.done', { output_index: r.index, item: r.item })
@@ -197,6 +211,35 @@ export class ResponsesEmitter {
     return out
   }
 
+  #reasoningText (text: string): string {
+    let out = ''
+    if (!this.#reasoning) {
+      out += this.#closeMessage()
+      const r = this.#reasoning = this.#open<ResponsesReasoningItem>({ type: 'reasoning', id: 'rs_' + newId(), summary: [], content: [] })
+      out += this.#ev('response.output_item.added', { output_index: r.index, item: { ...r.item, content: [] } })
+      out += this.#ev('response.content_part.added', { item_id: r.item.id, output_index: r.index, content_index: 0, part: { type: 'reasoning_text', text: '' } })
+    }
+    this.#reasoning.text += text
+    return out + this.#ev('response.reasoning_text.delta', { item_id: this.#reasoning.item.id, output_index: this.#reasoning.index, content_index: 0, delta: text })
+  }
+
+  /**
+   * A whole thinking block, sent when it ended: it closes the reasoning item its text streamed
+   * into (a thinking block with no text streamed, and a redacted one, are an item of their own).
+   */
+  #thinkingBlock (b: AnyThinkingBlock): string {
+    let out = ''
+    // A redacted block never ends the item open (unsigned text streamed before it).
+    if (b.type === 'redacted_thinking') out += this.#closeReasoning()
+    else if (!this.#reasoning && b.thinking !== '') out += this.#reasoningText(b.thinking)
+    if (this.#reasoning) return out + this.#closeReasoning(b)
+    out += this.#closeMessage()
+    const r = this.#open<ResponsesReasoningItem>({ type: 'reasoning', id: 'rs_' + newId(), summary: [], content: [] })
+    if (this.#info.encrypted === true) r.item.encrypted_content = encodeThinking(b)
+    return out + this.#ev('response.output_item.added', { output_index: r.index, item: { ...r.item, content: [] } }) +
+      this.#ev('response.output_item.done', { output_index: r.index, item: r.item })
+  }
+
   /** One chat chunk (not an error chunk). */
   chunk (chunk: ChatChunkWire | null): string {
     if (this.#done) return ''
@@ -205,16 +248,9 @@ export class ResponsesEmitter {
     if (!choice) return out
     const d = choice.delta ?? {}
     const reasoning = typeof d.reasoning_content === 'string' ? d.reasoning_content : typeof d.reasoning === 'string' ? d.reasoning : ''
-    if (reasoning !== '') {
-      if (!this.#reasoning) {
-        out += this.#closeMessage()
-        const r = this.#reasoning = this.#open<ResponsesReasoningItem>({ type: 'reasoning', id: 'rs_' + newId(), summary: [], content: [] })
-        out += this.#ev('response.output_item.added', { output_index: r.index, item: { ...r.item, content: [] } })
-        out += this.#ev('response.content_part.added', { item_id: r.item.id, output_index: r.index, content_index: 0, part: { type: 'reasoning_text', text: '' } })
-      }
-      this.#reasoning.text += reasoning
-      out += this.#ev('response.reasoning_text.delta', { item_id: this.#reasoning.item.id, output_index: this.#reasoning.index, content_index: 0, delta: reasoning })
-    }
+    if (reasoning !== '') out += this.#reasoningText(reasoning)
+    // A block whole when it ends: its signature (an entry without one is a fragment whose text came as reasoning_content).
+    for (const b of thinkingBlocksOf(d.thinking_blocks)) if (b.type === 'redacted_thinking' || b.signature !== '') out += this.#thinkingBlock(b)
     const text = (typeof d.content === 'string' ? d.content : '') + (typeof d.refusal === 'string' ? d.refusal : '')
     if (text !== '') {
       out += this.#closeReasoning()

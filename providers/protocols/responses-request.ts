@@ -15,8 +15,12 @@
  * - images and files: chat `image_url` / `file` parts toward a chat upstream; toward a messages
  *   upstream, messages `image` / `document` blocks (in user messages and in function_call_output,
  *   which becomes the tool_result's content), when the model lists the `image` / `file` modality;
- * - `reasoning` items given back, `include`, `client_metadata`, `truncation`, `max_tool_calls`
- *   are ignored (no chat upstream can take or produce encrypted reasoning);
+ * - `reasoning` items given back: toward a messages upstream, one whose `encrypted_content` carries
+ *   a thinking or redacted_thinking block (protocols/thinking.ts) becomes that block again, at the
+ *   head of its assistant turn; other reasoning items, and all of them toward a chat upstream (no
+ *   chat upstream takes signed reasoning back), are ignored; `include` decides whether answers show
+ *   `encrypted_content` (`reasoning.encrypted_content`); `client_metadata`, `truncation`,
+ *   `max_tool_calls` are ignored;
  * - `max_output_tokens` → the output cap, `text.format` → `response_format`, `reasoning.effort`
  *   → `reasoning_effort`, `text.verbosity` → `verbosity`.
  */
@@ -25,6 +29,7 @@ import { gwError, type TranslateOptions } from '../../index.ts'
 import { applyModelParameters, CHAT_STANDARD } from './common.ts'
 import { documentBlock, imageBlock } from './media-blocks.ts'
 import { isObject } from './wire.ts'
+import { decodeThinking } from './thinking.ts'
 import type { ChatContentPart, ChatFunctionTool, ChatMessage, ChatRequest, ChatToolCall } from './wire-chat.ts'
 import type { ResponseEcho, ResponsesPartWire, ResponsesRequestWire, ResponsesToolChoiceWire, ResponsesToolWire } from './wire-responses.ts'
 
@@ -36,6 +41,8 @@ export interface CallInfo {
   /** Upstream function name → the client's name and namespace. */
   names: Map<string, { name: string, namespace?: string }>
   echo: Partial<ResponseEcho>
+  /** `include` lists `reasoning.encrypted_content`: reasoning items carry their signed thinking. */
+  encrypted?: boolean
 }
 
 /**
@@ -55,6 +62,7 @@ export function describeCall (body: ResponsesRequestWire): CallInfo {
   if (Array.isArray(body.tools)) convertTools(body.tools, names)
   return {
     names,
+    encrypted: Array.isArray(body.include) && (body.include as unknown[]).includes('reasoning.encrypted_content'),
     echo: {
       instructions: typeof body.instructions === 'string' ? body.instructions : null,
       max_output_tokens: typeof body.max_output_tokens === 'number' ? body.max_output_tokens : null,
@@ -142,8 +150,13 @@ function outputText (v: unknown): string {
   return texts.join('\n')
 }
 
-/** `input` (a string or items) and `instructions` → chat messages; `media` as in userPart. */
-function convertInput (body: ResponsesRequestWire, systemRole: 'system' | 'developer', media?: ReadonlySet<string>): ChatMessage[] {
+/**
+ * `input` (a string or items) and `instructions` → chat messages; `media` as in userPart. With
+ * `thinking` (a messages upstream next) a reasoning item carrying a messages thinking block gives
+ * the assistant message its `thinking_blocks`, which the chat → messages translator puts first in
+ * the turn (before the text and tool_use blocks that follow the item).
+ */
+function convertInput (body: ResponsesRequestWire, systemRole: 'system' | 'developer', media?: ReadonlySet<string>, thinking = false): ChatMessage[] {
   const out: ChatMessage[] = []
   if (typeof body.instructions === 'string' && body.instructions !== '') out.push({ role: systemRole, content: body.instructions })
   const input = body.input
@@ -188,11 +201,20 @@ function convertInput (body: ResponsesRequestWire, systemRole: 'system' | 'devel
         // Toward a messages upstream a tool result can hold images and documents too.
         out.push({ role: 'tool', tool_call_id: item.call_id, content: media && Array.isArray(item.output) ? chatContent(item.output, `${where}.output`, media) : outputText(item.output) })
         break
+      case 'reasoning': {
+        const block = thinking ? decodeThinking(item.encrypted_content) : undefined
+        if (!block) break
+        const last = out[out.length - 1]
+        // Consecutive reasoning items are one assistant turn's thinking, before its text and calls.
+        if (last?.role === 'assistant' && last.content === null && last.tool_calls === undefined) (last.thinking_blocks ??= []).push(block)
+        else out.push({ role: 'assistant', content: null, thinking_blocks: [block] })
+        break
+      }
       case 'item_reference':
         bad(`${where}: item_reference needs stored responses; this gateway is stateless, send the items themselves`)
         break
       default:
-        break // reasoning items, built-in tool calls and their outputs: no chat form (ignored)
+        break // built-in tool calls and their outputs: no chat form (ignored)
     }
   }
   return out
@@ -241,7 +263,7 @@ function convertToolChoice (tc: unknown, known: Set<string>): ChatRequest['tool_
  */
 export function responsesToChatRequest (body: ResponsesRequestWire, opts: TranslateOptions, forChatUpstream = true): ChatRequest {
   const info = describeCall(body)
-  const out: ChatRequest = { model: opts.upstreamModel, messages: convertInput(body, opts.upstream?.systemRole ?? 'system', forChatUpstream ? undefined : opts.model.inputModalities) }
+  const out: ChatRequest = { model: opts.upstreamModel, messages: convertInput(body, opts.upstream?.systemRole ?? 'system', forChatUpstream ? undefined : opts.model.inputModalities, !forChatUpstream) }
   const cap = Math.min(typeof body.max_output_tokens === 'number' ? body.max_output_tokens : opts.model.maxOutputTokens, opts.model.maxOutputTokens)
   const capField = opts.upstream?.maxTokensField ?? 'max_tokens'
   out[capField] = cap

@@ -9,6 +9,7 @@
  */
 import type { ErrorWire, JsonObject } from './wire.ts'
 import type { MessagesImageAsSent, MessagesMediaBlock } from './wire-messages.ts'
+import type { AnyThinkingBlock } from './thinking.ts'
 
 // ── read ────────────────────────────────────────────────────────────────────────────────────
 
@@ -29,6 +30,8 @@ export interface ChatDeltaWire {
   reasoning_content?: unknown
   /** Thinking text, as OpenRouter sends it. */
   reasoning?: unknown
+  /** Signed thinking as messages blocks (LiteLLM's field; protocols/thinking.ts): a list. */
+  thinking_blocks?: unknown
   tool_calls?: Array<ChatToolCallWire | null> | null
 }
 
@@ -128,7 +131,7 @@ export type ChatContentPart =
 export type ChatMessage =
   | { role: 'system' | 'developer', content: string }
   | { role: 'user', content: string | ChatContentPart[] }
-  | { role: 'assistant', content: string | null, tool_calls?: ChatToolCall[] }
+  | { role: 'assistant', content: string | null, tool_calls?: ChatToolCall[], thinking_blocks?: AnyThinkingBlock[] }
   | { role: 'tool', tool_call_id: string, content: string | ChatContentPart[] }
 
 /** A messages client's turn with text content, passed on with the role it was sent with (the request schema made it a string). */
@@ -184,6 +187,8 @@ export type ChatAnswerMessage = {
   content: string | null
   refusal: string | null
   reasoning_content?: string
+  /** The signed and redacted thinking, whole, to be given back in the next request's assistant message. */
+  thinking_blocks?: AnyThinkingBlock[]
   tool_calls?: ChatAnswerToolCall[]
 }
 
@@ -203,6 +208,8 @@ export type ChatDelta = {
   content?: string
   refusal?: string
   reasoning_content?: string
+  /** Whole blocks, each sent once when its block ended (its text also came as reasoning_content). */
+  thinking_blocks?: AnyThinkingBlock[]
   tool_calls?: Array<{ index: number, id?: string, type?: 'function', function: { name?: string, arguments: string } }>
 }
 

@@ -12,6 +12,9 @@ export interface MessagesBlockWire {
   type?: unknown
   text?: unknown
   thinking?: unknown
+  /** thinking: its signature; redacted_thinking: its data */
+  signature?: unknown
+  data?: unknown
   /** tool_use */
   id?: unknown
   name?: unknown
@@ -109,9 +112,10 @@ export type MessagesToolUseBlock = { type: 'tool_use', id: string, name: string,
 export type MessagesToolResultBlock = { type: 'tool_result', tool_use_id: string, content?: string | Array<MessagesTextBlock | MessagesMediaBlock> }
 /** Thinking text; the signature is empty when the thinking came from another vendor (nothing to sign it). */
 export type MessagesThinkingBlock = { type: 'thinking', thinking: string, signature: string }
+export type MessagesRedactedThinkingBlock = { type: 'redacted_thinking', data: string }
 
 /** A block of a request turn. */
-export type MessagesBlock = MessagesTextBlock | MessagesToolUseBlock | MessagesToolResultBlock | MessagesMediaBlock
+export type MessagesBlock = MessagesTextBlock | MessagesToolUseBlock | MessagesToolResultBlock | MessagesMediaBlock | MessagesThinkingBlock | MessagesRedactedThinkingBlock
 
 /** A turn sent upstream: a lone text block is sent as a string. */
 export type MessagesTurn = { role: 'user' | 'assistant', content: string | MessagesBlock[] }
@@ -155,7 +159,7 @@ export type MessagesAnswer = {
   type: 'message'
   role: 'assistant'
   model: string
-  content: Array<MessagesThinkingBlock | MessagesTextBlock | MessagesToolUseBlock>
+  content: Array<MessagesThinkingBlock | MessagesRedactedThinkingBlock | MessagesTextBlock | MessagesToolUseBlock>
   stop_reason: MessagesStopReason
   stop_sequence: null
   usage: MessagesUsage
@@ -164,8 +168,8 @@ export type MessagesAnswer = {
 /** A stream event sent to a client; its `type` is also the SSE event name. */
 export type MessagesStreamEvent =
   | { type: 'message_start', message: Omit<MessagesAnswer, 'content' | 'stop_reason'> & { content: [], stop_reason: null } }
-  | { type: 'content_block_start', index: number, content_block: MessagesThinkingBlock | MessagesTextBlock | MessagesToolUseBlock }
-  | { type: 'content_block_delta', index: number, delta: { type: 'text_delta', text: string } | { type: 'thinking_delta', thinking: string } | { type: 'input_json_delta', partial_json: string } }
+  | { type: 'content_block_start', index: number, content_block: MessagesThinkingBlock | MessagesRedactedThinkingBlock | MessagesTextBlock | MessagesToolUseBlock }
+  | { type: 'content_block_delta', index: number, delta: { type: 'text_delta', text: string } | { type: 'thinking_delta', thinking: string } | { type: 'signature_delta', signature: string } | { type: 'input_json_delta', partial_json: string } }
   | { type: 'content_block_stop', index: number }
   | { type: 'message_delta', delta: { stop_reason: MessagesStopReason, stop_sequence: null }, usage: MessagesUsage }
   | { type: 'message_stop' }

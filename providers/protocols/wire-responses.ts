@@ -32,6 +32,9 @@ export interface ResponsesItemWire {
   arguments?: unknown
   /** A string or a list of parts. */
   output?: unknown
+  /** reasoning: the opaque reasoning to give back, and its summary parts */
+  encrypted_content?: unknown
+  summary?: unknown
 }
 
 /** A tool: `function`, `namespace` (a named group of functions), or a built-in tool. */
@@ -79,6 +82,9 @@ export interface ResponsesRequestWire {
 export interface ResponsesOutputItemWire {
   type?: unknown
   content?: Array<{ type?: unknown, text?: unknown, refusal?: unknown } | null> | null
+  /** reasoning: `{type: "summary_text", text}` parts, and the opaque reasoning (when `include` asked for it) */
+  summary?: Array<{ type?: unknown, text?: unknown } | null> | null
+  encrypted_content?: unknown
   call_id?: unknown
   name?: unknown
   arguments?: unknown
@@ -100,6 +106,8 @@ export interface ResponsesEventWire {
   type?: unknown
   sequence_number?: unknown
   output_index?: unknown
+  /** reasoning summary events: which part of the item's summary */
+  summary_index?: unknown
   delta?: unknown
   item?: ResponsesOutputItemWire | null
   response?: ResponseWire | null
@@ -125,6 +133,8 @@ export type ResponsesInputItem =
   | { type: 'message', role: 'assistant', content: Array<{ type: 'output_text', text: string }> }
   | { type: 'function_call', call_id: string, name: string, arguments: string }
   | { type: 'function_call_output', call_id: string, output: string }
+  /** Reasoning the upstream made, given back (stateless: no id, the encrypted content itself). */
+  | { type: 'reasoning', summary: Array<{ type: 'summary_text', text: string }>, encrypted_content: string }
 
 /** A Responses request sent upstream. Sampling and identity fields a chat client's body passes on unchecked keep their `unknown`. */
 export type ResponsesRequest = {
@@ -146,6 +156,8 @@ export type ResponsesRequest = {
   tool_choice?: 'auto' | 'none' | 'required' | { type: 'function', name: string }
   text?: { format?: { type: 'json_object' } | { type: 'json_schema', name: unknown, schema: unknown, strict?: boolean }, verbosity?: string }
   reasoning?: { effort: string }
+  /** `reasoning.encrypted_content` when reasoning is on: the items' reasoning to give back later (store is false). */
+  include?: string[]
   stream?: true
 }
 
@@ -169,7 +181,8 @@ export type ResponsesMessageItem = {
   role: 'assistant'
   content: Array<ResponsesOutputText | { type: 'refusal', refusal: string }>
 }
-export type ResponsesReasoningItem = { type: 'reasoning', id: string, summary: [], content: ResponsesReasoningText[] }
+/** `encrypted_content`: a messages upstream's thinking block (protocols/thinking.ts), when the request's `include` asked for it. */
+export type ResponsesReasoningItem = { type: 'reasoning', id: string, summary: [], content: ResponsesReasoningText[], encrypted_content?: string }
 export type ResponsesFunctionCallItem = {
   type: 'function_call'
   id: string

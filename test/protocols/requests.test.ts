@@ -231,7 +231,7 @@ t.test('non-streamed responses', async t => {
     t.match(body.id, /^chatcmpl-/)
     t.equal(body.object, 'chat.completion')
     t.equal(body.model, 'm/x')
-    t.same(body.choices, [{ index: 0, message: { role: 'assistant', content: 'Hello', refusal: null, reasoning_content: 'hmm', tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] }, logprobs: null, finish_reason: 'tool_calls' }])
+    t.same(body.choices, [{ index: 0, message: { role: 'assistant', content: 'Hello', refusal: null, reasoning_content: 'hmm', thinking_blocks: [{ type: 'thinking', thinking: 'hmm', signature: 's' }], tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] }, logprobs: null, finish_reason: 'tool_calls' }])
     t.match(body.usage, { prompt_tokens: 100, completion_tokens: 9, total_tokens: 109, prompt_tokens_details: { cached_tokens: 30 } })
     t.match(usage, { inputTokens: 100, cachedInputTokens: 30, outputTokens: 9 })
   })

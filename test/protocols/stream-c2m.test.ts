@@ -53,6 +53,7 @@ function shape (cs: any[]): string[] {
     }
     if (typeof d.content === 'string') return `text ${d.content}`
     if (typeof d.reasoning_content === 'string') return `reasoning ${d.reasoning_content}`
+    if (Array.isArray(d.thinking_blocks)) return d.thinking_blocks.map((b: any) => `thinking_block ${b.type} ${b.signature ?? b.data}`).join(' ')
     return 'other ' + JSON.stringify(d)
   })
 }
@@ -141,7 +142,7 @@ t.test('4. a tool call with no input deltas: only the start chunk with arguments
   t.same(shape(o.chunks), ['role assistant', 'tool 0 toolu_n now', 'finish tool_calls'])
 })
 
-t.test('thinking text goes out as reasoning_content, never into content; signatures, redacted thinking and citations dropped', async t => {
+t.test('thinking text goes out as reasoning_content, never into content; signed and redacted thinking whole in thinking_blocks; citations dropped', async t => {
   const { out } = run(start() +
     ev('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '' } }) +
     ev('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'secret' } }) +
@@ -150,8 +151,8 @@ t.test('thinking text goes out as reasoning_content, never into content; signatu
     textStart(2, 'An') + textDelta(2, 'swer') + ev('content_block_delta', { index: 2, delta: { type: 'citations_delta', citation: {} } }) + stop(2) +
     msgDelta('end_turn') + STOP)
   const o = chunks(t, out)
-  t.same(shape(o.chunks), ['role assistant', 'reasoning secret', 'text An', 'text swer', 'finish stop'])
-  t.notMatch(out, /"content":"[^"]*secret|sig|"xx"/)
+  t.same(shape(o.chunks), ['role assistant', 'reasoning secret', 'thinking_block thinking sig', 'thinking_block redacted_thinking xx', 'text An', 'text swer', 'finish stop'])
+  t.notMatch(out, /"content":"[^"]*(secret|sig|xx)/)
 })
 
 t.test('10. every stop_reason maps to a chat finish_reason (never a messages value)', async t => {
