@@ -14,6 +14,9 @@
  * memory instead of a ledger round trip per call; see slice.ts for its rules and bounds.
  * On an in-process ledger (SQLite) every hook runs without a promise once the model's price is
  * cached: reserve, shrink and release answer at once and the charge is queued (charge.ts).
+ * count_tokens is never billed: nothing is held or charged, but an organization with nothing
+ * available (balance − live holds ≤ 0, and in lease mode nothing free in this replica's slice)
+ * gets 402 there too, as its next call would.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { definePlugin, gwError, type GatewayContext, type Outcome, type Reservation, type ModelPrice, type UsageRecord } from '../../index.ts'
@@ -47,7 +50,7 @@ export default definePlugin({
   phase: 'admit',
   dependencies: ['auth'],
   requires: ['principal'],
-  defaultRoutes: ['chat', 'messages', 'responses'],
+  defaultRoutes: ['chat', 'messages', 'responses', 'count_tokens'],
   configSchema: BalanceConfig,
   state: (): State => ({}),
   async create (config, deps) {
@@ -244,6 +247,22 @@ export default definePlugin({
       await charges.write(slot.reservation, usageRecord(ctx, outcome, slot, cost), ticket ? ok => slot.slice!.charged(ticket, ok) : undefined)
     }
 
+    /**
+     * count_tokens: 402 when the organization has nothing available. Read only: a count holds
+     * and costs nothing, so two counts never race for money.
+     */
+    async function solvent (org: string): Promise<void> {
+      if (leasing && (slices.get(org)?.free ?? 0) > 0) return
+      let b: { balance: number, reserved: number } | undefined
+      try {
+        b = await ledger.getBalance(org)
+      } catch (err) {
+        deps.log.error({ err }, 'balance: ledger unreachable (balance)')
+        throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+      }
+      if (b === undefined || b.balance - b.reserved <= 0) throw gwError('GW_ERR_BALANCE_INSUFFICIENT')
+    }
+
     return {
       onAnswered (_ctx, outcome, state) {
         const slot = state.slot
@@ -261,6 +280,7 @@ export default definePlugin({
         if (!ctx.model || !principal) return
         const org = principal.organization
         if (config.enforce && !org) throw gwError('GW_ERR_BALANCE_NO_ORGANIZATION')
+        if (ctx.route === 'count_tokens') return config.enforce && org ? solvent(org) : undefined
         // The price from the cache (no ledger read) keeps an in-process admit synchronous.
         const price = sync ? prices.cached(ctx.model) : undefined
         if (price === undefined) return admitAsync(ctx, state, org)

@@ -74,7 +74,8 @@ export default definePlugin({
   requires: ['principal'],
   storePurpose: 'windows',
   state: (): State => ({}),
-  defaultRoutes: ['chat', 'messages', 'responses'],
+  // count_tokens counts as a request; it has no usage, so it adds no tokens or spend.
+  defaultRoutes: ['chat', 'messages', 'responses', 'count_tokens'],
   configSchema: QuotaConfig,
   create (config, deps) {
     const prices = new PriceBook(deps.ledger, config.priceCacheMs)
