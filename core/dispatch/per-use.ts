@@ -5,7 +5,8 @@
  * in `supported_parameters` (the feature name, or `service_tier`) AND its price has a per-use
  * price (`price.perUse[feature]`) or a tier multiplier (`price.serviceTiers[tier]`); otherwise the
  * call is refused with 400 naming the parameter (a server tool is never dropped: that would change
- * the answer). Client tools (functions, and the tools the client itself executes: bash, text
+ * the answer; a server tool sent only to upstreams of another protocol is dropped by the
+ * translators and passes). Client tools (functions, and the tools the client itself executes: bash, text
  * editor, computer use, memory) are not per-use features.
  */
 import { gwError } from '../errors/errors.ts'
@@ -57,9 +58,14 @@ export function requestedTier (body: Record<string, unknown>): string | undefine
   return typeof t === 'string' && !STANDARD_TIERS.has(t) ? t : undefined
 }
 
-/** Refuses (400, naming the parameter) a server tool or service tier the model does not list and price. */
-export function checkPerUse (model: ModelEntry, protocol: ClientProtocol, body: Record<string, unknown>): void {
-  for (const t of serverTools(protocol, body)) {
+/**
+ * Refuses (400, naming the parameter) a server tool or service tier the model does not list and
+ * price. `toolsReachUpstream`: the model has a deployment speaking the client's protocol; without
+ * one, the translators drop server tools (they have no form in the other protocols), so they
+ * cost nothing and are not refused. A tier crosses protocols: always checked.
+ */
+export function checkPerUse (model: ModelEntry, protocol: ClientProtocol, body: Record<string, unknown>, toolsReachUpstream = true): void {
+  for (const t of toolsReachUpstream ? serverTools(protocol, body) : []) {
     const listed = model.supportedParameters.has(t.feature) || (t.where === 'web_search_options' && model.supportedParameters.has('web_search_options'))
     if (!listed) throw gwError('GW_ERR_BAD_REQUEST', [`${t.where}: the server tool "${t.type}" is not available for model "${model.id}"`])
     if (model.price?.perUse?.[t.feature] === undefined) throw gwError('GW_ERR_BAD_REQUEST', [`${t.where}: the server tool "${t.type}" has no per-use price for model "${model.id}"`])

@@ -11,8 +11,10 @@ import OpenAI from 'openai'
 import Anthropic from '@anthropic-ai/sdk'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json, sse, msgEvent, respEvent, responsesResponse, responsesUsage, chatCompletion } from '../helpers/fake-upstream.ts'
-import { openLedger } from '../../core/ledger/index.ts'
+import { openLedger, type Ledger } from '../../core/ledger/index.ts'
 import { until } from '../helpers/until.ts'
+import { databaseUrl } from '../helpers/backends.ts'
+import { pgLedgers } from '../helpers/pg-ledgers.ts'
 
 const ORG = 'org-test'
 const START = 1_000_000_000
@@ -21,12 +23,12 @@ const PRICED = { input: 1, output: 2, perUse: { web_search: 10 }, serviceTiers: 
 const PLAIN = { input: 1, output: 2 }
 const SEARCH = { type: 'web_search_20250305', name: 'web_search', max_uses: 5 }
 
-async function setup (t: Test) {
+async function setup (t: Test, given?: Ledger) {
   const chatUp = await startFakeUpstream()
   const msgUp = await startFakeUpstream()
   const respUp = await startFakeUpstream()
-  const ledger = await openLedger({ backend: 'sqlite', path: ':memory:' })
-  await ledger.migrate()
+  const ledger = given ?? await openLedger({ backend: 'sqlite', path: ':memory:' })
+  if (!given) await ledger.migrate()
   await ledger.createOrganization(ORG)
   await ledger.topUp(ORG, START)
   const model = (id: string, provider: string, price: unknown, extra: string[]) => ({ id, price, supported_parameters: [...BASE, ...extra], deployments: [{ provider, model: 'up-model' }] })
@@ -51,7 +53,7 @@ async function setup (t: Test) {
     },
   })
   const url = await listen(app)
-  t.teardown(async () => { await app.close(); await chatUp.close(); await msgUp.close(); await respUp.close(); await ledger.close() })
+  t.teardown(async () => { await app.close(); await chatUp.close(); await msgUp.close(); await respUp.close(); if (!given) await ledger.close() })
   const anthropic = new Anthropic({ baseURL: url, apiKey: TEST_KEY, maxRetries: 0 })
   const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: TEST_KEY, maxRetries: 0 })
   const spent = async () => START - (await ledger.getBalance(ORG))!.balance
@@ -93,8 +95,8 @@ t.test('/v1/messages: server tools and tiers the model does not list and price g
   t.equal(ok.status, 200)
 })
 
-t.test('/v1/messages: web searches the upstream reports are billed per use, JSON and streamed, many at once', async t => {
-  const { anthropic, msgUp, spent, charged } = await setup(t)
+async function billedSearches (t: Test, ledger?: Ledger) {
+  const { anthropic, msgUp, spent, charged } = await setup(t, ledger)
   msgUp.handle((req, res) => {
     if (!req.body.stream) return json(res, 200, messagesAnswer(3))
     return sse(res, [
@@ -119,6 +121,37 @@ t.test('/v1/messages: web searches the upstream reports are billed per use, JSON
   const records = await charged(21)
   t.equal(records.filter(u => u.cost === 100 + 100 + 2 * 10_000).length, 1, 'the stream\'s final server_tool_use is billed')
   t.equal(await spent(), 20 * json1 + 20_200)
+}
+
+t.test('/v1/messages: web searches the upstream reports are billed per use, JSON and streamed, many at once (SQLite)', async t => billedSearches(t))
+
+t.test('/v1/messages: the same on a PostgreSQL ledger', async t => {
+  const url = await databaseUrl(t)
+  if (!url) return
+  await billedSearches(t, await pgLedgers(t, url, 'per_use')(t))
+})
+
+t.test('the reservation covers max_uses searches: a balance that cannot pay for them gets 402', async t => {
+  const { anthropic, ledger, msgUp } = await setup(t)
+  msgUp.handle((_req, res) => json(res, 200, messagesAnswer(1)))
+  await ledger.topUp(ORG, -(START - 40_000))
+  const body = (maxUses: number) => ({ model: 'm/search', max_tokens: 100, messages: [{ role: 'user' as const, content: 'news?' }], tools: [{ ...SEARCH, max_uses: maxUses }] })
+  const refused = await anthropic.messages.create(body(5) as never).then(() => null, e => e)
+  t.equal(refused?.status, 402, '5 searches (50 000) do not fit in 40 000')
+  t.equal(msgUp.requests.length, 0)
+  await anthropic.messages.create(body(1) as never)
+  t.equal(msgUp.requests.length, 1, 'one search does')
+})
+
+t.test('server tools sent to a model served only by upstreams of another protocol are dropped by translation, not refused', async t => {
+  const { url, chatUp, charged } = await setup(t)
+  chatUp.handle((_req, res) => json(res, 200, chatCompletion('ok', { prompt: 100, completion: 50, cached: 0 })))
+  const viaResponses = await post(url, '/v1/responses', { model: 'c/plain', input: 'x', tools: [{ type: 'web_search' }, { type: 'function', name: 'f', parameters: { type: 'object' } }] })
+  t.equal(viaResponses.status, 200)
+  const viaMessages = await post(url, '/v1/messages', { model: 'c/plain', max_tokens: 100, messages: [{ role: 'user', content: 'x' }], tools: [SEARCH] })
+  t.equal(viaMessages.status, 200)
+  for (const r of chatUp.requests) t.notMatch(JSON.stringify(r.body.tools ?? []), /web_search/)
+  t.same((await charged(2)).map(u => u.cost), [200, 200], 'tokens only')
 })
 
 t.test('/v1/messages: a priority tier bills its tokens at the multiplier', async t => {
