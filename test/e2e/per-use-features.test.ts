@@ -36,6 +36,7 @@ async function setup (t: Test, given?: Ledger) {
     ledger,
     pipeline: [AUTH_ENTRY, { plugin: 'balance' }],
     doc: {
+      metrics: { listen: 'main' },
       providers: [
         { name: 'up-chat', adapter: 'openai-compatible', config: { baseUrl: `${chatUp.origin}/v1`, apiKey: 'sk-up' } },
         { name: 'up-msg', adapter: 'anthropic-compatible', config: { baseUrl: msgUp.origin, apiKey: 'sk-ant-up' } },
@@ -219,4 +220,9 @@ t.test('/v1/chat/completions: web_search_options and tiers refused unless listed
   t.equal((await charged(10)).filter(u => u.cost === 200 + 10_000).length, 10)
   await openai.chat.completions.create({ model: 'c/search', messages: [{ role: 'user', content: 'x' }], service_tier: 'priority' })
   t.equal((await charged(11)).filter(u => u.cost === 400).length, 1)
+  // The cost metric counts what was billed: 10 × 0.0102 + 0.0004.
+  const metrics = await (await fetch(`${url}/metrics`)).text()
+  const line = metrics.split('\n').find(l => l.startsWith('gw_cost_total{') && l.includes('model="c/search"'))
+  t.ok(line, 'a cost series for the model')
+  t.ok(Math.abs(Number(line!.split(' ').at(-1)) - 0.1024) < 1e-9, String(line))
 })
