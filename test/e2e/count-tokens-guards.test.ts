@@ -138,6 +138,21 @@ t.test('balance, PostgreSQL ledger', async t => {
   await balanceSuite(t, pgLedgers(t, url, 'count_guard'))
 })
 
+t.test('balance in lease mode (PostgreSQL): 402 with nothing, counts beside a leased slice', async t => {
+  const url = await databaseUrl(t)
+  if (!url) return
+  const ledgerFor = pgLedgers(t, url, 'count_lease')
+  const pipeline = [AUTH_ENTRY, { plugin: 'balance', config: { mode: 'lease' } }]
+  const broke = await setup(t, { ledger: await ledgerFor(t), balance: 0, pipeline })
+  t.equal((await broke.client.messages.countTokens({ model: 'msgvendor/msg-model', messages: say('x') }).then(() => null, e => e))?.status, 402)
+  const { client, url: gw, ledger } = await setup(t, { ledger: await ledgerFor(t), balance: 1_000_000, pipeline })
+  // A call leases a slice: the organization's money sits in this replica's hold.
+  const r = await fetch(`${gw}/v1/messages`, { method: 'POST', headers: { 'x-api-key': TEST_KEY, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'msgvendor/msg-model', max_tokens: 5, messages: say('x') }) })
+  t.equal(r.status, 200)
+  t.ok((await ledger.getBalance(ORG))!.reserved > 0, 'a slice is held')
+  t.same(await client.messages.countTokens({ model: 'msgvendor/msg-model', messages: say('x') }), { input_tokens: 11 })
+})
+
 t.test('quota: a count uses up a request of the window, shared with /v1/messages; no tokens are added', async t => {
   const { client, url } = await setup(t, {
     pipeline: [AUTH_ENTRY, { plugin: 'quota', config: { limits: [{ scope: 'organization', window: 'day', requests: 3 }, { scope: 'key', window: 'day', tokens: 1 }] } }],
