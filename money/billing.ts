@@ -18,15 +18,48 @@ export function ceilMicros (x: number): Micros {
  * `rate` micro-units per token. Without a cached rate, all input bills at the input rate.
  * Cache writes are part of `inputTokens` and bill once, at the input rate.
  */
-export function costMicros (u: Usage, price: ModelPrice): Micros {
+export function costMicros (u: Usage, price: ModelPrice, extras?: PerUseTerms): Micros {
   const cached = Math.min(u.cachedInputTokens, u.inputTokens)
   const cachedRate = price.cachedInput ?? price.input
-  return ceilMicros((u.inputTokens - cached) * price.input + cached * cachedRate + u.outputTokens * price.output)
+  const tokens = (u.inputTokens - cached) * price.input + cached * cachedRate + u.outputTokens * price.output
+  if (extras === undefined && u.serverToolUses === undefined) return ceilMicros(tokens)
+  return ceilMicros(tokens * tierMultiplier(price, extras?.tier) + usesMicros(price, u.serverToolUses, extras?.uses))
 }
 
-/** What a call may cost at most, as reserved at admit: input estimate + output cap × output rate. */
-export function reserveMicros (estimatedInputTokens: number, outputCap: number, price: ModelPrice): Micros {
-  return ceilMicros(estimatedInputTokens * price.input + outputCap * price.output)
+/**
+ * What a call's per-use terms are: the non-standard `service_tier` it asked for (its token cost
+ * is multiplied by `price.serviceTiers[tier]`) and, at admit, the server-tool uses reserved; at
+ * settle, uses billed when the upstream reports none for that feature (chat's web search: one).
+ */
+export interface PerUseTerms { tier?: string, uses?: Readonly<Record<string, number>> }
+
+/** The tier's multiplier (1 for a standard tier, or one the price does not list). */
+export function tierMultiplier (price: ModelPrice, tier: string | undefined): number {
+  const m = tier === undefined ? undefined : price.serviceTiers?.[tier]
+  return m === undefined ? 1 : m
+}
+
+/**
+ * Server-tool uses × `price.perUse` (per 1000 uses, so `p` per 1000 is `p × 1000` micro-units per
+ * use): the uses the upstream reported, or `fallback`'s for a feature it reported none of.
+ */
+function usesMicros (price: ModelPrice, reported: Readonly<Record<string, number>> | undefined, fallback: Readonly<Record<string, number>> | undefined): number {
+  const per = price.perUse
+  if (per === undefined) return 0
+  let m = 0
+  for (const f in reported) m += reported[f] * (per[f] ?? 0) * 1000
+  for (const f in fallback) if (reported?.[f] === undefined) m += fallback[f] * (per[f] ?? 0) * 1000
+  return m
+}
+
+/**
+ * What a call may cost at most, as reserved at admit: (input estimate × input rate + output cap ×
+ * output rate) × the tier's multiplier + the reserved server-tool uses × their per-use prices.
+ */
+export function reserveMicros (estimatedInputTokens: number, outputCap: number, price: ModelPrice, extras?: PerUseTerms): Micros {
+  const tokens = estimatedInputTokens * price.input + outputCap * price.output
+  if (extras === undefined) return ceilMicros(tokens)
+  return ceilMicros(tokens * Math.max(1, tierMultiplier(price, extras.tier)) + usesMicros(price, undefined, extras.uses))
 }
 
 /** Micro-units → a decimal string in currency units (for the CLI and exports). */

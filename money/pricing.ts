@@ -8,6 +8,16 @@ import type { Ledger, ModelEntry, ModelPrice } from '../index.ts'
 const NONE: ModelPrice = Object.freeze({ input: 0, output: 0 })
 
 /**
+ * A ledger price (token rates only, set by the admin CLI) keeps the config's per-use prices and
+ * tier multipliers: those are the catalog's.
+ */
+function withConfigTerms (p: ModelPrice, model: ModelEntry): ModelPrice {
+  const c = model.price
+  if (c?.perUse === undefined && c?.serviceTiers === undefined) return p
+  return { ...p, perUse: c.perUse, serviceTiers: c.serviceTiers }
+}
+
+/**
  * Caches ledger prices for `ttlMs` (a price change reaches every replica within that time).
  * A model with no price anywhere is free.
  */
@@ -20,14 +30,14 @@ export class PriceBook {
   /** The price while the cache holds it fresh (no ledger read, no promise); undefined otherwise. */
   cached (model: ModelEntry): ModelPrice | undefined {
     const hit = this.#cache.get(model.id)
-    return hit === undefined ? undefined : hit.p || model.price || NONE
+    return hit === undefined ? undefined : hit.p ? withConfigTerms(hit.p, model) : model.price || NONE
   }
 
   async price (model: ModelEntry): Promise<ModelPrice> {
     const hit = this.#cache.get(model.id)
-    if (hit) return hit.p || model.price || NONE
+    if (hit) return hit.p ? withConfigTerms(hit.p, model) : model.price || NONE
     const p = await this.ledger.getPrice(model.id)
     this.#cache.set(model.id, { p: p ?? false })
-    return p ?? model.price ?? NONE
+    return p ? withConfigTerms(p, model) : model.price ?? NONE
   }
 }

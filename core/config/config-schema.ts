@@ -52,6 +52,8 @@ const Price = Type.Object({
   input: Type.Number({ minimum: 0, description: 'Price per million input tokens.' }),
   cachedInput: Type.Optional(Type.Number({ minimum: 0, description: 'Price per million cached input tokens; absent: input rate.' })),
   output: Type.Number({ minimum: 0, description: 'Price per million output tokens.' }),
+  perUse: Type.Optional(Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_]*$' }), Type.Number({ minimum: 0 }), { description: 'Price per 1000 uses of an upstream server tool, by feature name (web_search, web_fetch, code_interpreter, image_generation...). A server tool passes only when the model lists its feature in supported_parameters and has a price here (0: free per use); the uses the upstream reports are billed.' })),
+  serviceTiers: Type.Optional(Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_]*$' }), Type.Number({ minimum: 0 }), { description: 'Multiplier of the token cost per service_tier value (e.g. priority: 2, flex: 0.5). A service_tier other than auto / default / standard / standard_only passes only when the model lists service_tier in supported_parameters and the tier has a multiplier here.' })),
 }, { additionalProperties: false })
 
 export const ModelConfig = Type.Object({

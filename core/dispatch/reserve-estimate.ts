@@ -4,15 +4,11 @@
  * shaping of the request can bring down) and the prompt's text counted with the model's
  * tokenizer, which is the higher one for text that tokenizes at fewer than 4 bytes per token
  * (CJK scripts, code, numbers, random strings). Counting is bounded: about `maxChars`
- * characters are tokenized per call; a longer prompt is sampled (see countText).
+ * characters are tokenized per call; a longer prompt is sampled (see tokenizer.ts countSampled).
  */
 import { IMAGE_TOKENS, reservedInputTokens } from './estimate.ts'
 import { MESSAGE_OVERHEAD, TOOL_OVERHEAD } from './token-count.ts'
-import { reservationEncodingFor, tokenCounter, tokenCounterNow, type TokenCounter } from './tokenizer.ts'
-
-/** A sampled string is read in windows of at least this many characters, at most SAMPLE_WINDOWS of them. */
-const SAMPLE_WINDOW = 256
-const SAMPLE_WINDOWS = 32
+import { countSampled, reservationEncodingFor, tokenCounter, tokenCounterNow, type TokenCounter } from './tokenizer.ts'
 
 /** The text of a request: every string an upstream reads as text, in body order. */
 interface Texts { strings: string[], chars: number, images: number, messages: number, tools: number }
@@ -53,38 +49,10 @@ function collect (body: Record<string, unknown>): Texts {
   return acc
 }
 
-/**
- * Tokens of `texts`' strings: all of them up to `maxChars` characters in all. Beyond that each
- * string is sampled in proportion to its length (so every message is read, whatever its kind),
- * in up to SAMPLE_WINDOWS windows spread over it, and its count scaled to its whole length.
- */
-function countText (counter: TokenCounter, texts: Texts, maxChars: number): number {
-  if (texts.chars <= maxChars) {
-    let n = 0
-    for (const s of texts.strings) n += counter.count(s)
-    return n
-  }
-  const share = maxChars / texts.chars
-  let n = 0
-  for (const s of texts.strings) {
-    const budget = Math.max(1, Math.round(s.length * share))
-    if (budget >= s.length) { n += counter.count(s); continue }
-    const windows = Math.min(SAMPLE_WINDOWS, Math.max(1, Math.floor(budget / SAMPLE_WINDOW)))
-    const size = Math.ceil(budget / windows)
-    let tokens = 0
-    for (let w = 0; w < windows; w++) {
-      const from = Math.floor(w * s.length / windows)
-      tokens += counter.count(s.slice(from, from + size))
-    }
-    n += tokens * s.length / (size * windows)
-  }
-  return Math.ceil(n)
-}
-
 /** The prompt's count with `counter`: the text of every string plus images, messages and tools. */
 function countWith (counter: TokenCounter, body: Record<string, unknown>, maxChars: number): number {
   const texts = collect(body)
-  return countText(counter, texts, maxChars) + IMAGE_TOKENS * texts.images + MESSAGE_OVERHEAD * texts.messages + TOOL_OVERHEAD * texts.tools
+  return countSampled(counter, texts.strings, texts.chars, maxChars) + IMAGE_TOKENS * texts.images + MESSAGE_OVERHEAD * texts.messages + TOOL_OVERHEAD * texts.tools
 }
 
 /**

@@ -3,7 +3,7 @@
  * messages-protocol upstream can count them: real OpenAI tokenizers (js-tiktoken's tables, see
  * tokenizer.ts), documented approximations for everything else.
  */
-import { encodingFor, tokenCounter } from './tokenizer.ts'
+import { countSampled, encodingFor, tokenCounter, type TokenCounter } from './tokenizer.ts'
 
 export { encodingFor, type EncodingName } from './tokenizer.ts'
 
@@ -15,6 +15,11 @@ export const DOCUMENT_TOKENS = 1600
 export const MESSAGE_OVERHEAD = 3
 /** Framing per tool definition. */
 export const TOOL_OVERHEAD = 8
+/**
+ * Characters tokenized per local count, at most (about 40 ms of the event loop for the slowest
+ * text, random CJK characters; 3 ms for English). A longer prompt is sampled: see countInputTokens.
+ */
+export const LOCAL_COUNT_MAX_CHARS = 8192
 
 type Json = Record<string, unknown>
 
@@ -23,9 +28,17 @@ type Json = Record<string, unknown>
  * thinking, tool_use name and input JSON, tool_result content, images at IMAGE_TOKENS each,
  * documents by their text or DOCUMENT_TOKENS) plus MESSAGE_OVERHEAD per message, and `tools`
  * (name, description and input_schema JSON) plus TOOL_OVERHEAD per tool.
+ * Bounded: text of up to `maxChars` characters in all is counted exactly; longer text is joined
+ * (one newline between strings) and sampled in windows spread over it, the count scaled to its
+ * length (countSampled), so at most about `maxChars` characters are tokenized however large the
+ * body or however many strings it holds.
  */
-export async function countInputTokens (body: Json, modelName: string): Promise<number> {
-  const enc = await tokenCounter(encodingFor(modelName))
+export async function countInputTokens (body: Json, modelName: string, maxChars = LOCAL_COUNT_MAX_CHARS): Promise<number> {
+  return countInputTokensWith(await tokenCounter(encodingFor(modelName)), body, maxChars)
+}
+
+/** countInputTokens with a given counter (no promise). */
+export function countInputTokensWith (enc: TokenCounter, body: Json, maxChars = LOCAL_COUNT_MAX_CHARS): number {
   let fixed = 0
   const texts: string[] = []
   const block = (b: unknown): void => {
@@ -73,7 +86,14 @@ export async function countInputTokens (body: Json, modelName: string): Promise<
     if (typeof x.description === 'string') texts.push(x.description)
     if (x.input_schema !== undefined) texts.push(JSON.stringify(x.input_schema))
   }
-  let n = fixed
-  for (const s of texts) if (s !== '') n += enc.count(s)
-  return n
+  let chars = 0
+  for (const s of texts) chars += s.length
+  if (chars <= maxChars) {
+    let n = fixed
+    for (const s of texts) if (s !== '') n += enc.count(s)
+    return n
+  }
+  // Joined, so that many short strings cost no more than one long one.
+  const all = texts.join('\n')
+  return fixed + countSampled(enc, [all], all.length, maxChars)
 }

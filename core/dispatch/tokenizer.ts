@@ -113,6 +113,40 @@ class BpeCounter implements TokenCounter {
   }
 }
 
+/** A sampled string is read in windows of at least this many characters, at most SAMPLE_WINDOWS of them. */
+const SAMPLE_WINDOW = 256
+const SAMPLE_WINDOWS = 32
+
+/**
+ * Tokens of `strings` (`chars` characters in all): every one counted whole up to `maxChars`
+ * characters in all. Beyond that each string is sampled in proportion to its length (so every
+ * string is read, whatever its kind), in up to SAMPLE_WINDOWS windows spread over it, and its
+ * count scaled to its whole length: about `maxChars` characters are tokenized (each string at
+ * least one), however long the text.
+ */
+export function countSampled (counter: TokenCounter, strings: readonly string[], chars: number, maxChars: number): number {
+  if (chars <= maxChars) {
+    let n = 0
+    for (const s of strings) n += counter.count(s)
+    return n
+  }
+  const share = maxChars / chars
+  let n = 0
+  for (const s of strings) {
+    const budget = Math.max(1, Math.round(s.length * share))
+    if (budget >= s.length) { n += counter.count(s); continue }
+    const windows = Math.min(SAMPLE_WINDOWS, Math.max(1, Math.floor(budget / SAMPLE_WINDOW)))
+    const size = Math.ceil(budget / windows)
+    let tokens = 0
+    for (let w = 0; w < windows; w++) {
+      const from = Math.floor(w * s.length / windows)
+      tokens += counter.count(s.slice(from, from + size))
+    }
+    n += tokens * s.length / (size * windows)
+  }
+  return Math.ceil(n)
+}
+
 function isAscii (s: string): boolean {
   for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false
   return true

@@ -9,7 +9,8 @@ import type { GatewayConfig } from '../config/config-schema.ts'
 import type { CallObserver, CallState } from '../pipeline/lifecycle.ts'
 import type { RequestContext } from '../pipeline/runner.ts'
 import type { Usage } from '../types/usage.ts'
-import type { ModelPrice } from '../types/model.ts'
+import type { ClientProtocol, ModelPrice } from '../types/model.ts'
+import { settleTerms } from '../dispatch/per-use.ts'
 import type { GatewayMetrics } from './metrics.ts'
 import { formatTraceparent, newSpanId, newTraceId, parseTraceparent } from './trace-context.ts'
 import type { SpanExporter, SpanRecord } from './spans.ts'
@@ -24,10 +25,20 @@ export function isExpectedError (status: number): boolean {
  * million tokens is P micro-units per token, cached input at its own rate), before rounding.
  * The ledger's charge is the bill; this is for logs and metrics.
  */
-function costOf (u: Usage, price: Readonly<ModelPrice> | undefined): number | undefined {
+function costOf (u: Usage, price: Readonly<ModelPrice> | undefined, protocol: string, body: unknown): number | undefined {
   if (!price) return undefined
   const cached = Math.min(u.cachedInputTokens, u.inputTokens)
-  const micros = (u.inputTokens - cached) * price.input + cached * (price.cachedInput ?? price.input) + u.outputTokens * price.output
+  let micros = (u.inputTokens - cached) * price.input + cached * (price.cachedInput ?? price.input) + u.outputTokens * price.output
+  // Per-use terms (core/dispatch/per-use.ts): the tier's multiplier, server-tool uses per 1000.
+  const terms = price.perUse !== undefined || price.serviceTiers !== undefined ? settleTerms(protocol as ClientProtocol, body as Record<string, unknown> | undefined) : undefined
+  const m = terms?.tier === undefined ? undefined : price.serviceTiers?.[terms.tier]
+  if (m !== undefined) micros *= m
+  const per = price.perUse
+  if (per !== undefined) {
+    const uses = u.serverToolUses
+    for (const f in uses) micros += uses[f] * (per[f] ?? 0) * 1000
+    for (const f in terms?.uses) if (uses?.[f] === undefined) micros += terms!.uses![f] * (per[f] ?? 0) * 1000
+  }
   return Math.ceil(micros - 1e-7) / 1e6
 }
 
@@ -140,7 +151,7 @@ export class Observer {
       cachedInputTokens: u?.cachedInputTokens,
       outputTokens: u?.outputTokens,
       usageEstimated: u ? out.usageEstimated : undefined,
-      cost: u ? costOf(u, call.model?.price) : undefined,
+      cost: u ? costOf(u, call.model?.price, call.protocol, call.body) : undefined,
       clientAborted: out.clientAborted || undefined,
     }
     ;(call.log as Logger)[this.#accessLevel](line, 'access')
@@ -244,7 +255,7 @@ export class CallObs implements CallObserver {
       inputTokens: u?.inputTokens ?? 0,
       cachedInputTokens: u?.cachedInputTokens ?? 0,
       outputTokens: u?.outputTokens ?? 0,
-      cost: u ? costOf(u, call.model?.price) : undefined,
+      cost: u ? costOf(u, call.model?.price, call.protocol, call.body) : undefined,
     })
     const err = out.error
     if (err !== undefined && this.attempts.length === 0 && call.rejectedBy !== undefined) m.rejections.inc({ plugin: call.rejectedBy, code: err.code })

@@ -19,6 +19,19 @@ const validate = compileOrThrow(CountTokensBody, 'count_tokens request')
 export const COUNT_TOKENS_UPSTREAM_TIMEOUT_MS = 10_000
 /** Upstream count answers are small; anything larger is not one. */
 const MAX_COUNT_BODY = 64 * 1024
+/**
+ * The fields of Anthropic's count tokens request that a count needs; nothing else of the client's
+ * body is forwarded (`mcp_servers` would have the upstream connect to servers the client names).
+ */
+export const COUNT_TOKENS_FIELDS = ['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking'] as const
+
+/** The body forwarded upstream: COUNT_TOKENS_FIELDS of the client's, with the upstream's model name. */
+function forwardedBody (body: Record<string, unknown>, upstreamModel: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const k of COUNT_TOKENS_FIELDS) if (body[k] !== undefined) out[k] = body[k]
+  out.model = upstreamModel
+  return out
+}
 
 /** Checks the body and resolves the model for the caller (preHandler, before `inspect`). */
 export function prepareCountTokens (gw: Gateway, ctx: RequestContext, body: unknown): void {
@@ -47,8 +60,8 @@ function forwardBoundMs (gw: Gateway, ctx: RequestContext): number {
 }
 
 /**
- * The count from the model's messages-protocol deployments, in routing order, with the model name
- * replaced by the upstream's; undefined when none has one to give (no such deployment, the
+ * The count from the model's messages-protocol deployments, in routing order, of the body's
+ * COUNT_TOKENS_FIELDS with the model name replaced by the upstream's; undefined when none has one to give (no such deployment, the
  * upstream unreachable, a non-2xx answer, an answer without a numeric `input_tokens`, or no time
  * left). Each forward is aborted with the call (the client gone, shutdown) and at its bound.
  */
@@ -63,7 +76,7 @@ async function upstreamCount (gw: Gateway, ctx: RequestContext): Promise<number 
       ctx.log.warn({ provider: d.provider }, 'the call\'s deadline passed before the token count was forwarded; counting locally')
       return undefined
     }
-    const req = provider.prepareCountTokens({ model: ctx.model!, deployment: d, body: { ...body, model: d.upstreamModel }, stream: false, clientHeaders: ctx.headers, requestId: ctx.requestId })
+    const req = provider.prepareCountTokens({ model: ctx.model!, deployment: d, body: forwardedBody(body, d.upstreamModel), stream: false, clientHeaders: ctx.headers, requestId: ctx.requestId })
     try {
       const res = await gw.upstream.send(req, AbortSignal.any([ctx.signal, AbortSignal.timeout(bound)]))
       const text = await readText(res.body, MAX_COUNT_BODY)

@@ -5,6 +5,8 @@ import type { RequestContext } from '../pipeline/runner.ts'
 import { compileOrThrow, describeErrors } from '../config/schema.ts'
 import { gwError } from '../errors/errors.ts'
 import { dispatch } from '../dispatch/dispatch.ts'
+import { checkPerUse } from '../dispatch/per-use.ts'
+import type { ClientProtocol, ModelEntry } from '../types/model.ts'
 import { toGatewayError } from '../errors/error-reply.ts'
 import { ChatBody, MessagesBody, ResponsesBody } from './request-schemas.ts'
 
@@ -45,8 +47,15 @@ export function prepareInference (gw: Gateway, ctx: RequestContext, body: unknow
   if (ctx.protocol === 'responses') refuseStateful(b)
   const model = gw.catalog.usable(b.model, ctx.principal)
   if (!model) throw gwError('GW_ERR_MODEL_UNKNOWN', [b.model])
+  checkPerUse(model, ctx.protocol as ClientProtocol, b, hasDeploymentSpeaking(gw, model, ctx.protocol))
   ctx.model = model
   ctx.body = Object.freeze(b)
+}
+
+/** Whether some deployment of `model` speaks `protocol` (server tools reach only such an upstream). */
+function hasDeploymentSpeaking (gw: Gateway, model: ModelEntry, protocol: string): boolean {
+  for (const d of model.deployments) if (gw.providers.get(d.provider)?.protocol === protocol) return true
+  return false
 }
 
 /** The handlers use the config version each request started under (gatewayOf). */

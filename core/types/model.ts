@@ -5,11 +5,18 @@ export type Protocol = 'chat' | 'messages'
 /** What a client route speaks: an upstream protocol, or the OpenAI Responses API (`/v1/responses`, client side only). */
 export type ClientProtocol = Protocol | 'responses'
 
-/** Per-million-token prices in the ledger's currency unit. `cachedInput` optional. */
+/**
+ * Per-million-token prices in the ledger's currency unit. `cachedInput` optional.
+ * `perUse`: price per 1000 uses of an upstream server tool (`web_search`, `web_fetch`,
+ * `code_interpreter`...; see core/dispatch/per-use.ts), a feature without one is refused.
+ * `serviceTiers`: the multiplier of the token cost for a `service_tier` other than the standard one.
+ */
 export interface ModelPrice {
   input: number
   cachedInput?: number
   output: number
+  perUse?: Readonly<Record<string, number>>
+  serviceTiers?: Readonly<Record<string, number>>
 }
 
 /** One way to serve a model: a configured provider instance plus the upstream's own model name. */

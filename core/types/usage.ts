@@ -13,4 +13,9 @@ export interface Usage {
   cacheWriteTokens: number
   outputTokens: number
   reasoningTokens?: number
+  /**
+   * Uses of upstream server tools as the upstream reports them, by feature name (`web_search`):
+   * messages `usage.server_tool_use.<feature>_requests`, Responses `<feature>_call` output items.
+   */
+  serverToolUses?: Record<string, number>
 }

@@ -14,13 +14,17 @@
  * memory instead of a ledger round trip per call; see slice.ts for its rules and bounds.
  * On an in-process ledger (SQLite) every hook runs without a promise once the model's price is
  * cached: reserve, shrink and release answer at once and the charge is queued (charge.ts).
+ * count_tokens is never billed: nothing is held or charged, but an organization with nothing
+ * available (balance − live holds ≤ 0, and in lease mode nothing free in this replica's slice)
+ * gets 402 there too, as its next call would.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
-import { definePlugin, gwError, type GatewayContext, type Outcome, type Reservation, type ModelPrice, type UsageRecord } from '../../index.ts'
+import { definePlugin, gwError, type GatewayContext, type Outcome, type Reservation, type ModelPrice, type UsageRecord, type Usage, type ClientProtocol } from '../../index.ts'
 import { PriceBook } from '../../money/pricing.ts'
 import { costMicros, reserveMicros } from '../../money/billing.ts'
 import { requestedChoices, requestedOutputCap } from '../../core/dispatch/estimate.ts'
 import { reservationInputTokens, reservationInputTokensNow } from '../../core/dispatch/reserve-estimate.ts'
+import { reserveTerms, settleTerms } from '../../core/dispatch/per-use.ts'
 import { BalanceConfig } from './schema.ts'
 import { Slice, type Ticket } from './slice.ts'
 import { Charges, LEDGER_ATTEMPTS } from './charge.ts'
@@ -47,7 +51,7 @@ export default definePlugin({
   phase: 'admit',
   dependencies: ['auth'],
   requires: ['principal'],
-  defaultRoutes: ['chat', 'messages', 'responses'],
+  defaultRoutes: ['chat', 'messages', 'responses', 'count_tokens'],
   configSchema: BalanceConfig,
   state: (): State => ({}),
   async create (config, deps) {
@@ -133,6 +137,11 @@ export default definePlugin({
     const maxChars = config.tokenizeMaxChars ?? DEFAULT_TOKENIZE_MAX_CHARS
     const upstreamName = (ctx: GatewayContext): string => ctx.model!.deployments[0]?.upstreamModel ?? ctx.model!.id
 
+    // Server tools and service tiers (core/dispatch/per-use.ts): reserved for their uses and
+    // multiplier, billed from the uses the upstream reports at the tier asked for.
+    const termsAtAdmit = (ctx: GatewayContext) => reserveTerms(ctx.protocol as ClientProtocol, ctx.body as Record<string, unknown>)
+    const costOf = (ctx: GatewayContext, u: Usage, price: ModelPrice): number => costMicros(u, price, settleTerms(ctx.protocol as ClientProtocol, ctx.body as Record<string, unknown>))
+
     /**
      * What the call holds back: its worst-case cost. Input: the whole body as received at 4 bytes
      * per token, or the prompt's tokens when the tokenizer counts more, capped by the context
@@ -143,14 +152,14 @@ export default definePlugin({
       const model = ctx.model!
       const body = ctx.body as Record<string, unknown>
       const input = reservationInputTokensNow(body, ctx.bodyBytes, model.public.context_length, upstreamName(ctx), maxChars)
-      return input === undefined ? undefined : reserveMicros(input, requestedOutputCap(body, model.maxOutputTokens) * requestedChoices(body), price)
+      return input === undefined ? undefined : reserveMicros(input, requestedOutputCap(body, model.maxOutputTokens) * requestedChoices(body), price, termsAtAdmit(ctx))
     }
 
     async function amountFor (ctx: GatewayContext, price: ModelPrice): Promise<number> {
       const model = ctx.model!
       const body = ctx.body as Record<string, unknown>
       const input = await reservationInputTokens(body, ctx.bodyBytes, model.public.context_length, upstreamName(ctx), maxChars)
-      return reserveMicros(input, requestedOutputCap(body, model.maxOutputTokens) * requestedChoices(body), price)
+      return reserveMicros(input, requestedOutputCap(body, model.maxOutputTokens) * requestedChoices(body), price, termsAtAdmit(ctx))
     }
 
     /** Admit on an in-process ledger with the price and the amount known: checked and held with no await in between. */
@@ -235,7 +244,7 @@ export default definePlugin({
         if (slot.reservation) await release(slot.reservation)
         return
       }
-      const cost = costMicros(outcome.usage, slot.price)
+      const cost = costOf(ctx, outcome.usage, slot.price)
       if (slot.ticket) await slot.slice!.answered(slot.ticket, cost)
       else if (!slot.shrunk) await shrink(slot, cost)
       const ticket = slot.ticket
@@ -244,23 +253,40 @@ export default definePlugin({
       await charges.write(slot.reservation, usageRecord(ctx, outcome, slot, cost), ticket ? ok => slot.slice!.charged(ticket, ok) : undefined)
     }
 
+    /**
+     * count_tokens: 402 when the organization has nothing available. Read only: a count holds
+     * and costs nothing, so two counts never race for money.
+     */
+    async function solvent (org: string): Promise<void> {
+      if (leasing && (slices.get(org)?.free ?? 0) > 0) return
+      let b: { balance: number, reserved: number } | undefined
+      try {
+        b = await ledger.getBalance(org)
+      } catch (err) {
+        deps.log.error({ err }, 'balance: ledger unreachable (balance)')
+        throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+      }
+      if (b === undefined || b.balance - b.reserved <= 0) throw gwError('GW_ERR_BALANCE_INSUFFICIENT')
+    }
+
     return {
-      onAnswered (_ctx, outcome, state) {
+      onAnswered (ctx, outcome, state) {
         const slot = state.slot
         if (!outcome.upstreamSucceeded || !outcome.usage) return
         if (slot?.ticket) {
           slot.shrunk = true
-          return slot.slice!.answered(slot.ticket, costMicros(outcome.usage, slot.price))
+          return slot.slice!.answered(slot.ticket, costOf(ctx, outcome.usage, slot.price))
         }
         if (!slot?.reservation) return
-        if (sync) return shrinkSync(slot, costMicros(outcome.usage, slot.price))
-        return shrink(slot, costMicros(outcome.usage, slot.price))
+        if (sync) return shrinkSync(slot, costOf(ctx, outcome.usage, slot.price))
+        return shrink(slot, costOf(ctx, outcome.usage, slot.price))
       },
       onRequest (ctx, state) {
         const principal = ctx.principal
         if (!ctx.model || !principal) return
         const org = principal.organization
         if (config.enforce && !org) throw gwError('GW_ERR_BALANCE_NO_ORGANIZATION')
+        if (ctx.route === 'count_tokens') return config.enforce && org ? solvent(org) : undefined
         // The price from the cache (no ledger read) keeps an in-process admit synchronous.
         const price = sync ? prices.cached(ctx.model) : undefined
         if (price === undefined) return admitAsync(ctx, state, org)
@@ -283,7 +309,7 @@ export default definePlugin({
           }
           return
         }
-        const cost = costMicros(outcome.usage, slot.price)
+        const cost = costOf(ctx, outcome.usage, slot.price)
         if (!slot.shrunk) shrinkSync(slot, cost)
         // Queued: the settle returns now; the hold is dropped when the batch commits, and a
         // failed charge is retried (close() waits for them all).

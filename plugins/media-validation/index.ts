@@ -4,7 +4,7 @@
  * input_audio need `audio`, file needs `file`; an image data URI must be base64 of an image media
  * type. Messages: image blocks need `image` (base64 of an image type, or a url source); video is
  * not supported on that route. Every URL an upstream would fetch (image_url, video_url, audio_url,
- * image and document url sources) must be http(s) and reach only public addresses, after DNS
+ * image and document url sources; count_tokens bodies are messages bodies) must be http(s) and reach only public addresses, after DNS
  * resolution (see url-policy.ts). Responses API: input_image needs `image` (its image_url as a chat
  * image_url), input_file needs `file`, in message items and function_call_output parts. Every
  * error names the part.
@@ -43,7 +43,8 @@ function checkBase64 (data: unknown, where: string): void {
 export default definePlugin({
   name: 'media-validation',
   phase: 'inspect',
-  defaultRoutes: ['chat', 'messages', 'responses'],
+  // count_tokens is a messages body: an upstream counting it fetches its media URLs too.
+  defaultRoutes: ['chat', 'messages', 'responses', 'count_tokens'],
   configSchema: MediaValidationConfig,
   create (config, deps) {
     const imageTypes = new Set(config.imageMediaTypes.map(s => s.toLowerCase()))

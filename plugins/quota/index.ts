@@ -10,9 +10,10 @@
  * mode lease (Redis): the same windows, but each replica leases slices of them and counts in
  * memory (see lease.ts): no store round trip per call except when a slice runs out.
  */
-import { definePlugin, gwError, isStoreFull, type GatewayError, type GatewayContext, type Usage } from '../../index.ts'
+import { definePlugin, gwError, isStoreFull, type GatewayError, type GatewayContext, type Usage, type ClientProtocol } from '../../index.ts'
 import { PriceBook } from '../../money/pricing.ts'
 import { costMicros } from '../../money/billing.ts'
+import { settleTerms } from '../../core/dispatch/per-use.ts'
 import { QuotaConfig, type QuotaLimitT } from './schema.ts'
 import { CounterLease } from './lease.ts'
 
@@ -74,7 +75,8 @@ export default definePlugin({
   requires: ['principal'],
   storePurpose: 'windows',
   state: (): State => ({}),
-  defaultRoutes: ['chat', 'messages', 'responses'],
+  // count_tokens counts as a request; it has no usage, so it adds no tokens or spend.
+  defaultRoutes: ['chat', 'messages', 'responses', 'count_tokens'],
   configSchema: QuotaConfig,
   create (config, deps) {
     const prices = new PriceBook(deps.ledger, config.priceCacheMs)
@@ -82,6 +84,9 @@ export default definePlugin({
     const store = deps.store
     const cached = limits.map(() => new Map<string, WindowKeys>())
     const hasSpend = limits.some(l => l.spend !== undefined)
+
+    /** The call's tier and per-call uses (spend counts what balance bills). */
+    const terms = (ctx: GatewayContext) => settleTerms(ctx.protocol as ClientProtocol, ctx.body as Record<string, unknown> | undefined)
 
     /** The window of limit `index` for `subject` at `now`, its keys made once per window. */
     function windowKeys (limit: QuotaLimitT, index: number, subject: string, now: number): WindowKeys {
@@ -259,14 +264,14 @@ export default definePlugin({
           if (l) {
             if (l.tokens && tokens > 0) await l.tokens.spend(tokens)
             if (l.spend) {
-              cost ??= costMicros(u, await prices.price(ctx.model!))
+              cost ??= costMicros(u, await prices.price(ctx.model!), terms(ctx))
               if (cost > 0) await l.spend.spend(cost)
             }
             continue
           }
           if (a.limit.tokens !== undefined && tokens > 0) await store.incr(a.tokens, tokens, ttlOf(a, now))
           if (a.limit.spend !== undefined) {
-            cost ??= costMicros(u, await prices.price(ctx.model!))
+            cost ??= costMicros(u, await prices.price(ctx.model!), terms(ctx))
             if (cost > 0) await store.incr(a.spend, cost, ttlOf(a, now))
           }
         } catch (err) {
@@ -300,7 +305,7 @@ export default definePlugin({
         if (leased === undefined && sync) {
           // The spend is priced from the cache; only a price not cached yet needs the ledger.
           const price = hasSpend ? prices.cached(ctx.model!) : undefined
-          if (!hasSpend || price !== undefined) return addSync(list, u.inputTokens + u.outputTokens, price === undefined ? 0 : costMicros(u, price), deps.now())
+          if (!hasSpend || price !== undefined) return addSync(list, u.inputTokens + u.outputTokens, price === undefined ? 0 : costMicros(u, price, terms(ctx)), deps.now())
         }
         return addAsync(ctx, list, leased, u)
       },

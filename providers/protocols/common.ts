@@ -64,7 +64,7 @@ export const MESSAGES_STANDARD = new Set([
   'temperature', 'top_p', 'top_k', 'stop_sequences', 'tools', 'tool_choice', 'thinking', 'metadata', 'service_tier',
 ])
 
-/** Does the model list this parameter? Aliases: max_completion_tokens ~ max_tokens, parallel_tool_calls ~ tools. */
+/** Does the model list this parameter? Aliases: max_completion_tokens ~ max_tokens, parallel_tool_calls ~ tools, web_search_options ~ web_search. */
 export function supports (model: ModelEntry, param: string): boolean {
   const s = model.supportedParameters
   if (s.has(param)) return true
@@ -72,6 +72,8 @@ export function supports (model: ModelEntry, param: string): boolean {
   if (param === 'parallel_tool_calls') return s.has('tools')
   if (param === 'stop_sequences') return s.has('stop')
   if (param === 'stop') return s.has('stop_sequences')
+  // Chat's web search parameter is the web_search feature (billed per use; see core/dispatch/per-use.ts).
+  if (param === 'web_search_options') return s.has('web_search')
   return false
 }
 

@@ -6,7 +6,7 @@
  * relayed, for a stream cut before its final usage) and `error` (rebuilt, sanitized) are parsed.
  */
 import { sseEvent, sanitizeUpstreamMessage, modelSpanOf, spliceModel, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
-import { usageFromMessages } from './usage.ts'
+import { serverToolUsesFromMessages, usageFromMessages } from './usage.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { MessagesAnswerWire, MessagesEventWire } from './wire-messages.ts'
 import { applyModelParameters, DeferredCount, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged, safeErrorType } from './common.ts'
@@ -18,6 +18,8 @@ class MessagesPassStream implements StreamTranslator {
   readonly #relayed = new DeferredCount(messagesEventChars)
   #start: Record<string, number> | undefined
   #final: Record<string, number> | undefined
+  /** The last `usage.server_tool_use` seen (cumulative, like the counts): not a number, so kept apart. */
+  #serverTools: Record<string, number> | undefined
   readonly #readUsage: (u: JsonObject) => Usage
 
   constructor (opts: TranslateOptions) {
@@ -29,7 +31,10 @@ class MessagesPassStream implements StreamTranslator {
   }
 
   get usage (): Usage | undefined {
-    return this.#final ? this.#readUsage(this.#final) : undefined
+    if (!this.#final) return undefined
+    const u = this.#readUsage(this.#final)
+    if (this.#serverTools && !u.serverToolUses) u.serverToolUses = this.#serverTools
+    return u
   }
 
   get startUsage (): Usage | undefined {
@@ -46,8 +51,11 @@ class MessagesPassStream implements StreamTranslator {
         const d = parseWire<MessagesEventWire>(ev.data)
         // message_start's counts are provisional (output_tokens 1); only message_delta's are final,
         // and they are cumulative: they overwrite, never add.
-        if (name === 'message_start') this.#start = numericUsage(d?.message?.usage, this.#start)
-        else if (d?.usage && typeof d.usage === 'object') this.#final = numericUsage(d.usage, { ...this.#start, ...this.#final })
+        const usage = name === 'message_start' ? d?.message?.usage : d?.usage
+        if (name === 'message_start') this.#start = numericUsage(usage, this.#start)
+        else if (usage && typeof usage === 'object') this.#final = numericUsage(usage, { ...this.#start, ...this.#final })
+        const tools = serverToolUsesFromMessages((usage as Record<string, unknown> | undefined)?.server_tool_use)
+        if (tools) this.#serverTools = tools
       } catch { /* forwarded as is; the client sees what the upstream sent */ }
     } else if (name === 'message_stop') {
       this.finished = true

@@ -8,10 +8,17 @@
  * ends with `response.failed` and `error`, numbered after the last event seen.
  */
 import { sseEvent, sanitizeUpstreamMessage, streamUsage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
-import { usageFromResponses, usageToResponses } from './usage.ts'
+import { serverToolUsesFromResponses, usageFromResponses, usageToResponses } from './usage.ts'
 import { responsesDeltaChars } from './chat-to-responses.ts'
 import { isObject, parseWire, type JsonObject } from './wire.ts'
 import type { ResponsesEventWire, ResponseWire } from './wire-responses.ts'
+
+/** `u` with the server-tool uses of the answer's output items (billed per use). */
+function withServerTools (u: Usage, output: unknown): Usage {
+  const tools = serverToolUsesFromResponses(output)
+  if (tools) u.serverToolUses = tools
+  return u
+}
 
 /** The Responses client's stream over a Responses upstream: events forwarded as received. */
 class ResponsesPassStream implements StreamTranslator {
@@ -46,7 +53,7 @@ class ResponsesPassStream implements StreamTranslator {
     if (name === 'response.created' && d.response && typeof d.response === 'object') this.#response = d.response
     if (name === 'response.completed' || name === 'response.incomplete' || name === 'response.failed') {
       this.#done = true
-      if (d.response?.usage) this.usage = this.#readUsage(d.response.usage)
+      if (d.response?.usage) this.usage = withServerTools(this.#readUsage(d.response.usage), d.response.output)
       this.finished = name !== 'response.failed'
     }
     const raw = ev.event === undefined ? sseEvent(String(name), d) : ev.raw
@@ -79,7 +86,7 @@ export const responsesToResponses: Translator = {
   },
   response (body: unknown, opts: TranslateOptions) {
     const answer: ResponseWire = isObject(body) ? body : {}
-    return { body, usage: answer.usage ? (opts.upstream?.readUsage ?? usageFromResponses)(answer.usage) : undefined }
+    return { body, usage: answer.usage ? withServerTools((opts.upstream?.readUsage ?? usageFromResponses)(answer.usage), answer.output) : undefined }
   },
   stream (_clientBody: JsonObject, opts: TranslateOptions): StreamTranslator {
     return new ResponsesPassStream(opts)

@@ -33,6 +33,39 @@ export function usageFromChat (u: unknown): Usage {
   return out
 }
 
+/**
+ * Server-tool uses of a messages `usage.server_tool_use` object: each `<feature>_requests` count
+ * (`web_search_requests` → `web_search`); undefined when it reports none.
+ */
+export function serverToolUsesFromMessages (stu: unknown): Record<string, number> | undefined {
+  if (typeof stu !== 'object' || stu === null) return undefined
+  let out: Record<string, number> | undefined
+  for (const [k, v] of Object.entries(stu)) {
+    if (!k.endsWith('_requests') || n(v) === 0) continue
+    ;(out ??= {})[k.slice(0, -'_requests'.length)] = n(v)
+  }
+  return out
+}
+
+/** Output item types of the Responses API that the client, not the upstream, carries out. */
+const CLIENT_CALL_ITEMS = new Set(['function_call', 'custom_tool_call', 'computer_call', 'local_shell_call', 'shell_call', 'apply_patch_call'])
+
+/**
+ * Server-tool uses of a Responses answer's `output`: one per `<feature>_call` item the upstream
+ * ran (`web_search_call` → `web_search`, `image_generation_call`, `code_interpreter_call`...).
+ */
+export function serverToolUsesFromResponses (output: unknown): Record<string, number> | undefined {
+  if (!Array.isArray(output)) return undefined
+  let out: Record<string, number> | undefined
+  for (const item of output as unknown[]) {
+    const type = at(item, 'type')
+    if (typeof type !== 'string' || !type.endsWith('_call') || CLIENT_CALL_ITEMS.has(type)) continue
+    const f = type.slice(0, -'_call'.length)
+    ;(out ??= {})[f] = (out[f] ?? 0) + 1
+  }
+  return out
+}
+
 /** Normalizes a messages-protocol `usage` object: input_tokens excludes cache reads and writes. */
 export function usageFromMessages (u: unknown): Usage {
   const read = n(at(u, 'cache_read_input_tokens'))
@@ -45,6 +78,8 @@ export function usageFromMessages (u: unknown): Usage {
   }
   const r = n(at(at(u, 'output_tokens_details'), 'thinking_tokens'))
   if (r) out.reasoningTokens = r
+  const tools = serverToolUsesFromMessages(at(u, 'server_tool_use'))
+  if (tools) out.serverToolUses = tools
   return out
 }
 

@@ -1,8 +1,8 @@
 /**
  * POST /v1/messages/count_tokens with the official Anthropic SDK (`client.messages.countTokens`)
  * against a listening gateway: forwarded to a messages upstream (model name replaced), counted
- * locally with the OpenAI tokenizers otherwise (and when the upstream has no count), never billed
- * or limited by quota/balance, and the route's errors (400, 404, 401, 413, 429).
+ * locally with the OpenAI tokenizers otherwise (and when the upstream has no count), never billed,
+ * and the route's errors (400, 404, 401, 402, 413, 429). The other guards: count-tokens-guards.test.ts.
  */
 import t, { type Test } from 'tap'
 import Anthropic from '@anthropic-ai/sdk'
@@ -128,15 +128,19 @@ t.test('errors: bad body 400, unknown model 404, no key 401, all in the messages
   t.equal(msgUp.requests.length, 0, 'no refused call reached the upstream')
 })
 
-t.test('size and IP limits apply; balance does not', async t => {
-  const { client, ledger, msgUp } = await setup(t, [{ plugin: 'ip-limit', config: { limit: 3, windowMs: 24 * 3_600_000 } }, { plugin: 'size-limit', config: { maxBytes: 2048 } }])
+t.test('size and IP limits apply; balance refuses an organization with nothing left', async t => {
+  const { client, ledger, msgUp } = await setup(t, [{ plugin: 'ip-limit', config: { limit: 4, windowMs: 24 * 3_600_000 } }, { plugin: 'size-limit', config: { maxBytes: 2048 } }])
   msgUp.handle((_req, res) => json(res, 200, { input_tokens: 7 }))
-  // An organization with nothing left still counts: the route is never reserved or billed.
-  await ledger.topUp(ORG, -1_000_000)
   t.same(await client.messages.countTokens({ model: 'msgvendor/msg-model', messages: [{ role: 'user', content: 'x' }] }), { input_tokens: 7 })
+  t.same(await ledger.getBalance(ORG), { balance: 1_000_000, reserved: 0 }, 'a count holds and charges nothing')
+  // An organization with nothing left is refused, as its next call would be.
+  await ledger.topUp(ORG, -1_000_000)
+  const broke = await client.messages.countTokens({ model: 'msgvendor/msg-model', messages: [{ role: 'user', content: 'x' }] }).then(() => null, e => e)
+  t.ok(broke instanceof Anthropic.APIError && broke.status === 402, '402')
+  await ledger.topUp(ORG, 1_000_000)
   const big = await client.messages.countTokens({ model: 'msgvendor/msg-model', messages: [{ role: 'user', content: 'x'.repeat(4096) }] }).then(() => null, e => e)
   t.equal(big?.status, 413)
   await client.messages.countTokens({ model: 'msgvendor/msg-model', messages: [{ role: 'user', content: 'x' }] })
   const limited = await client.messages.countTokens({ model: 'msgvendor/msg-model', messages: [{ role: 'user', content: 'x' }] }).then(() => null, e => e)
-  t.ok(limited instanceof Anthropic.RateLimitError, 'the fourth call from this IP is limited')
+  t.ok(limited instanceof Anthropic.RateLimitError, 'the fifth call from this IP is limited')
 })

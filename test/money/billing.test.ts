@@ -89,3 +89,17 @@ t.test('formatMicros ⇄ parseAmount round trip', async t => {
   }
   t.equal(formatMicros(parseAmount('2.5')), '2.500000', 'normalized to 6 decimals')
 })
+
+t.test('per-use terms: tier multiplier on the tokens, server-tool uses per 1000 at their price', async t => {
+  const price = { input: 1, output: 2, perUse: { web_search: 10, web_fetch: 0 }, serviceTiers: { priority: 2, flex: 0.5 } }
+  const u = { inputTokens: 100, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 50 }
+  t.equal(costMicros(u, price), 200, 'no uses, no tier: tokens only')
+  t.equal(costMicros({ ...u, serverToolUses: { web_search: 3, web_fetch: 4, unpriced: 9 } }, price), 200 + 30_000, 'reported uses at their price; unpriced features 0')
+  t.equal(costMicros(u, price, { tier: 'priority' }), 400)
+  t.equal(costMicros(u, price, { tier: 'flex' }), 100)
+  t.equal(costMicros(u, price, { tier: 'unknown' }), 200, 'a tier without a multiplier bills at 1')
+  t.equal(costMicros(u, price, { uses: { web_search: 1 } }), 10_200, 'fallback uses when none reported')
+  t.equal(costMicros({ ...u, serverToolUses: { web_search: 2 } }, price, { uses: { web_search: 1 } }), 20_200, 'reported uses win over the fallback')
+  t.equal(reserveMicros(100, 50, price, { tier: 'priority', uses: { web_search: 5 } }), 400 + 50_000)
+  t.equal(reserveMicros(100, 50, price, { tier: 'flex' }), 200, 'a cheaper tier never reserves below the token prices')
+})
