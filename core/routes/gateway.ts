@@ -10,6 +10,7 @@ import type { UpstreamClient } from '../dispatch/upstream.ts'
 import type { Circuits } from '../dispatch/routing.ts'
 import type { StoreSet } from '../stores/kv.ts'
 import type { Ledger } from '../ledger/ledger.ts'
+import type { ChargeSpool } from '../ledger/spool.ts'
 import type { Observer } from '../observe/observer.ts'
 import type { RequestContext } from '../pipeline/runner.ts'
 import type { RouteName } from '../types/context.ts'
@@ -36,6 +37,8 @@ export interface Gateway {
   readonly circuits: Circuits
   readonly stores: StoreSet
   readonly ledger: Ledger
+  /** Charges the ledger would not take, replayed until they commit (the app's, shared by every version). */
+  readonly spool: ChargeSpool
   readonly log: Logger
   now (): number
   /** Calls past admission not yet settled, counted by their lifecycle (graceful shutdown waits for them). */

@@ -101,7 +101,8 @@ export default definePlugin({
     // An in-process ledger (SQLite) answers at once: hold, shrink, release and charge need no
     // promise (the charge is queued; charge.ts). Lease mode and PostgreSQL await the ledger.
     const sync = !leasing && ledger.reserveSync !== undefined && ledger.resizeSync !== undefined && ledger.releaseSync !== undefined && ledger.chargeQueued !== undefined
-    const charges = new Charges(ledger, deps.log, release)
+    const spool = deps.spool
+    const charges = new Charges(ledger, deps.log, release, spool)
 
     /**
      * The hold shrinks to the call's real cost before the client has its whole answer, not when
@@ -259,6 +260,8 @@ export default definePlugin({
       onRequest (ctx, state) {
         const principal = ctx.principal
         if (!ctx.model || !principal) return
+        // Charges are failing, or too many wait in the spool: nothing more is admitted until they commit.
+        if (spool?.blocked === true) throw gwError('GW_ERR_NOT_READY', [], { headers: { 'retry-after': String(spool.retryAfterSeconds) } })
         const org = principal.organization
         if (config.enforce && !org) throw gwError('GW_ERR_BALANCE_NO_ORGANIZATION')
         // The price from the cache (no ledger read) keeps an in-process admit synchronous.

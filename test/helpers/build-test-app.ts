@@ -1,4 +1,7 @@
 /** @module test/helpers/build-test-app – buildApp() on a test config with the built-ins: echo models, known keys, memory backends. */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import pino from 'pino'
 import { buildConfig } from '../../core/config/config.ts'
 import { buildApp, type BuildAppOptions, type GatewayApp } from '../../core/http/app.ts'
@@ -46,6 +49,11 @@ export async function buildTestApp (opts: TestAppOptions = {}): Promise<GatewayA
   const config = buildConfig(testDoc(opts), 'test config', process.cwd(), opts.env ?? {})
   // The stores follow the config's memory bounds (stores.kv), so a test can make them small.
   config.stores.kv.backend = 'memory'
+  // Each app its own charge spool (created only if a charge is spooled), unless the test names one.
+  const spoolDir = (opts.doc?.stores as { ledger?: { spool?: { path?: string } } } | undefined)?.ledger?.spool?.path === undefined
+    ? mkdtempSync(join(tmpdir(), 'gw-spool-'))
+    : undefined
+  if (spoolDir !== undefined) config.stores.ledger.spool.path = join(spoolDir, 'charges.jsonl')
   const ledger = opts.ledger ?? await openLedger({ backend: 'sqlite', path: ':memory:' })
   if (!opts.ledger) await ledger.migrate()
   const app = await buildApp(config, {
@@ -58,6 +66,7 @@ export async function buildTestApp (opts: TestAppOptions = {}): Promise<GatewayA
   })
   app.addHook('onClose', async () => {
     if (!opts.ledger) await ledger.close()
+    if (spoolDir !== undefined) rmSync(spoolDir, { recursive: true, force: true })
   })
   return app
 }
