@@ -57,8 +57,14 @@ export interface ChargeSpoolOptions {
 /** A charge in the spool, as this process knows it. */
 interface Entry {
   charge: SpooledCharge
-  /** The hold the replay drops (this process's: the call's own, or the one taken again at load). */
+  /** The hold the charge drops: the call's own, or one the ledger stores. */
   reservation: Reservation | undefined
+  /**
+   * A hold taken again at load for a charge of an earlier process (in-process ledger): released
+   * here once the charge committed, not by the charge, since the charge may find its record there
+   * already (then the ledger drops nothing).
+   */
+  rehold?: Reservation
   /** Told once the charge committed (a slice shrinks by its cost). */
   after?: () => void
 }
@@ -193,7 +199,10 @@ export class ChargeSpool {
     this.#lock()
     const { charges, unreadable, torn } = readSpool(this.path)
     this.#unreadable = unreadable
-    for (const charge of charges) this.#entries.add({ charge, reservation: this.#holdAgain(charge), after: undefined })
+    for (const charge of charges) {
+      if (this.#ledger.holdsInProcess) this.#entries.add({ charge, reservation: undefined, rehold: this.#holdAgain(charge) })
+      else this.#entries.add({ charge, reservation: charge.reservation ?? undefined })
+    }
     this.#total = charges.reduce((s, c) => s + c.record.cost, 0)
     if (torn || charges.length === 0) this.#rewrite()
     if (this.#entries.size === 0) return
@@ -202,12 +211,11 @@ export class ChargeSpool {
   }
 
   /**
-   * The hold of a charge loaded from the file. A hold in another process's memory is gone: it is
-   * taken again here so that the money keeps counting until the charge commits. A hold stored in
-   * the ledger (a file's reserved column, a PostgreSQL row) is the one the charge drops.
+   * A charge loaded from the file whose hold was in another process's memory (gone): the hold is
+   * taken again here so that the money keeps counting until the charge commits. (A hold stored in
+   * the ledger, a file's reserved column or a PostgreSQL row, is the one the charge drops.)
    */
   #holdAgain (c: SpooledCharge): Reservation | undefined {
-    if (!this.#ledger.holdsInProcess) return c.reservation ?? undefined
     const org = c.record.organization
     if (!org || !(c.record.cost > 0) || !this.#ledger.resizeSync) return undefined
     try {
@@ -275,6 +283,9 @@ export class ChargeSpool {
       this.#entries.delete(e)
       this.#total -= e.charge.record.cost
       committed++
+      if (e.rehold) {
+        try { this.#ledger.releaseSync?.(e.rehold) } catch { /* in memory: cannot fail */ }
+      }
       try { e.after?.() } catch { /* a listener's failure is not the charge's */ }
     }
     this.#failing = error !== undefined
