@@ -210,6 +210,10 @@ t.test('PostgreSQL unreachable mid-traffic: every served call is billed once aft
   await Promise.all(workers)
   t.ok(await until(async () => (await direct.listUsage({})).length >= served.length, 10_000), 'every charge landed')
   await billedOnce(t, direct, served)
-  t.ok(await until(async () => (await direct.listHolds()).length === 0, 10_000), 'no hold left')
+  // A reserve cut before its answer came back may leave a hold no call knows (it expires by
+  // itself); every served call's hold went with its charge.
+  const servedSet = new Set(served)
+  const left = await direct.listHolds()
+  t.notOk(left.some(h => h.traceId !== undefined && servedSet.has(h.traceId)), `no served call's hold left (${left.length} orphan hold(s) of calls cut at reserve)`)
   t.notOk(existsSync(spoolPath), 'the spool file is gone')
 })
