@@ -5,8 +5,8 @@
  * byte (the spool on another file system); the space is freed after the kill.
  */
 import t, { type Test } from 'tap'
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, existsSync, mkdtempSync, openSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
 import { once } from 'node:events'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -14,24 +14,12 @@ import Database from 'better-sqlite3'
 import { SqliteLedger } from '../../core/ledger/sqlite.ts'
 import { readSpool } from '../../core/ledger/spool.ts'
 import { until } from '../helpers/until.ts'
+import { fillDisk, smallDisk } from '../helpers/tmpfs.ts'
 
 const SERVER = resolve('dist/server.js')
 const KEY = 'sk-gw-spool-restart-0001'
 const ORG = 'org-spool'
 const INITIAL = 1_000_000_000
-
-/** Writes zeros into `file` until the file system says ENOSPC for a single byte. */
-function fill (file: string): void {
-  const fd = openSync(file, 'w')
-  try {
-    for (let size = 1 << 16; size >= 1;) {
-      try { writeSync(fd, Buffer.alloc(size)) } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err
-        size >>= 1
-      }
-    }
-  } finally { closeSync(fd) }
-}
 
 interface Server { child: ChildProcess, base: string }
 
@@ -64,9 +52,8 @@ t.test('SIGKILL with a non-empty spool, then a restart: every served call billed
     else t.skip('dist/server.js not built (run `npm run build`)', () => {})
     return
   }
-  const disk = mkdtempSync(join(tmpdir(), 'gw-kill-disk-'))
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', disk])
-  t.teardown(() => { try { execFileSync('umount', ['-l', disk]) } catch { /* gone */ } rmSync(disk, { recursive: true, force: true }) })
+  const disk = smallDisk(t, '4m')
+  if (!disk) return
   const cwd = mkdtempSync(join(tmpdir(), 'gw-kill-'))
   t.teardown(() => rmSync(cwd, { recursive: true, force: true }))
   const dbPath = join(disk, 'gw.db')
@@ -103,7 +90,7 @@ t.test('SIGKILL with a non-empty spool, then a restart: every served call billed
   side.pragma('wal_checkpoint(TRUNCATE)')
   side.close()
   const filler = join(disk, 'filler')
-  fill(filler)
+  fillDisk(filler)
 
   let refused = 0
   for (let wave = 0; wave < 40 && refused === 0; wave++) {

@@ -6,8 +6,7 @@
  * route's error body) and /readyz names the ledger; afterwards every served call is billed once.
  */
 import t, { type Test } from 'tap'
-import { execFileSync } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
@@ -16,6 +15,7 @@ import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-ap
 import { databaseUrl, randomId } from '../helpers/backends.ts'
 import { startTcpProxy } from '../helpers/tcp-proxy.ts'
 import { until } from '../helpers/until.ts'
+import { fillDisk, smallDisk } from '../helpers/tmpfs.ts'
 import { SqliteLedger } from '../../core/ledger/sqlite.ts'
 import { PostgresLedger } from '../../core/ledger/postgres.ts'
 import { readSpool } from '../../core/ledger/spool.ts'
@@ -50,28 +50,10 @@ async function billedOnce (t: Test, ledger: Ledger, served: readonly string[]): 
   t.equal(b?.balance, INITIAL - cost, 'the balance went down by exactly the recorded costs')
 }
 
-/** Writes zeros into `file` until the file system says ENOSPC for a single byte. */
-function fill (file: string): void {
-  const fd = openSync(file, 'w')
-  try {
-    for (let size = 1 << 16; size >= 1;) {
-      try {
-        writeSync(fd, Buffer.alloc(size))
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err
-        size >>= 1
-      }
-    }
-  } finally {
-    closeSync(fd)
-  }
-}
-
 t.test('SQLite on a full disk: calls are spooled, admission closes, and every call is billed once after space is freed', async t => {
-  const disk = mkdtempSync(join(tmpdir(), 'gw-full-'))
-  // A real file system that fills up: a 4 MiB tmpfs (the test runs as root).
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', disk])
-  t.teardown(() => { try { execFileSync('umount', ['-l', disk]) } catch { /* gone */ } rmSync(disk, { recursive: true, force: true }) })
+  // A real file system that fills up: a 4 MiB tmpfs.
+  const disk = smallDisk(t, '4m')
+  if (!disk) return
   const spoolDir = mkdtempSync(join(tmpdir(), 'gw-spool-')) // on another file system
   t.teardown(() => rmSync(spoolDir, { recursive: true, force: true }))
   const spoolPath = join(spoolDir, 'charges.jsonl')
@@ -99,7 +81,7 @@ t.test('SQLite on a full disk: calls are spooled, admission closes, and every ca
   side.pragma('wal_checkpoint(TRUNCATE)')
   side.close()
   const filler = join(disk, 'filler')
-  fill(filler)
+  fillDisk(filler)
 
   const full = await fetch(`${base}/readyz`)
   t.equal(full.status, 503, '/readyz 503 on a full disk, with no call made (write probe)')
