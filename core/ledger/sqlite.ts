@@ -31,6 +31,13 @@ export const isBusy = (err: unknown): boolean => typeof (err as { code?: unknown
 /** How long an occasional write (top-up, key, price, migration) retries a busy file before failing (ms). */
 const BUSY_WAIT_MS = 5000
 
+/**
+ * How long a charge batch, or a reservation in the file, retries a busy file on timers before it
+ * fails (ms): long enough for another process's commit, short enough that a lock held for long
+ * sends charges on to their retries and the spool.
+ */
+const CHARGE_BUSY_WAIT_MS = 250
+
 /** Below this much free space on the ledger's file system, `ping` (readiness) fails: the disk is full. */
 export const MIN_FREE_BYTES = 1024 * 1024
 
@@ -116,7 +123,7 @@ export class SqliteLedger implements Ledger {
       const r = this.#s.balance.get(org)
       return r ? { balance: Number(r.balance), reserved: Number(r.reserved) } : undefined
     }, this.#now, opts.balanceRefreshMs ?? 1000)
-    this.#batcher = new ChargeBatcher(items => this.#writeCharges(items), { delayMs: opts.chargeDelayMs ?? 5 })
+    this.#batcher = new ChargeBatcher(items => this.#writeBatch(items), { delayMs: opts.chargeDelayMs ?? 5, failWhole: isBusy })
     if (path !== ':memory:' && (opts.checkpoints ?? 'worker') === 'worker') {
       this.#db.pragma('wal_autocheckpoint = 0')
       // Without its worker the connection checkpoints itself again (SQLite's default, 1000 pages).
@@ -131,16 +138,27 @@ export class SqliteLedger implements Ledger {
    * Runs an occasional write, retrying it while another connection holds the write lock, with
    * timers in between (never a wait on the event loop), for up to BUSY_WAIT_MS.
    */
-  async #retryBusy<T> (write: () => T): Promise<T> {
+  async #retryBusy<T> (write: () => T, maxWaitMs = BUSY_WAIT_MS): Promise<T> {
     let delay = 2
     for (let waited = 0; ; waited += delay, delay = Math.min(delay * 2, 100)) {
       try {
         return write()
       } catch (err) {
-        if (!isBusy(err) || waited >= BUSY_WAIT_MS) throw err
+        if (!isBusy(err) || waited >= maxWaitMs) throw err
       }
       await sleep(delay)
     }
+  }
+
+  /** A charge batch: at once, or, while another connection holds the lock, again on timers for a moment. */
+  #writeBatch (items: readonly ChargeItem[]): void | Promise<void> {
+    try {
+      this.#writeCharges(items)
+      return
+    } catch (err) {
+      if (!isBusy(err)) throw err
+    }
+    return this.#retryBusy(() => this.#writeCharges(items), CHARGE_BUSY_WAIT_MS)
   }
 
   /** Checkpoints the worker finished (tests). */
@@ -222,8 +240,10 @@ export class SqliteLedger implements Ledger {
     return r ? { balance: Number(r.balance), reserved: Number(r.reserved) + this.#book.heldBy(organization) } : undefined
   }
 
+  /** As reserveSync; in the file, a busy lock is retried on timers for a moment (reserveSync throws it). */
   async reserve (organization: string, amount: Micros): Promise<Reservation | undefined> {
-    return this.reserveSync(organization, amount)
+    if (this.#memory) return this.reserveSync(organization, amount)
+    return this.#retryBusy(() => this.reserveSync(organization, amount), CHARGE_BUSY_WAIT_MS)
   }
 
   /** better-sqlite3 is synchronous: a reservation is answered before this returns, in either mode. */
