@@ -14,8 +14,10 @@
  * While a charge is spooled its money keeps counting against the organization: its hold stays in
  * place until the replayed charge drops it (on start-up, a spool written by an earlier process of
  * an in-process ledger (SQLite memory reservations) is held again). `blocked` tells admission to
- * fail closed: charges are failing (the last one given up went here and nothing committed since)
- * or the spool holds more than `maxCharges`.
+ * fail closed: charges are failing (a charge was given up to the spool, and since then nothing
+ * committed and the ledger's probe fails) or the spool holds more than `maxCharges`. A spooled
+ * charge the ledger refuses while it works (a record it rejects) stays in the spool, counted
+ * against that bound, without keeping admission closed.
  *
  * One process owns a spool file: `<path>.lock` holds its pid while the file exists. The admin CLI
  * reads a spool freely and replays one only when no live process owns it.
@@ -288,7 +290,11 @@ export class ChargeSpool {
       }
       try { e.after?.() } catch { /* a listener's failure is not the charge's */ }
     }
-    this.#failing = error !== undefined
+    // A charge that fails while the ledger works (it commits others, or answers its probe) failed
+    // for itself (a record it rejects): it stays in the spool, counted against the bound, but does
+    // not keep admission closed.
+    this.#failing = error !== undefined && committed === 0 && !await this.#ledger.ping().catch(() => false)
+    if (error !== undefined && !this.#failing) this.#log?.error({ err: error, spool: this.path, left: this.#entries.size }, 'ledger: the ledger works but refuses spooled charge(s); they stay in the spool (admin spool show) until it takes them')
     if (committed > 0) {
       try {
         this.#rewrite()
@@ -298,7 +304,7 @@ export class ChargeSpool {
       }
       this.#log?.info({ spool: this.path, committed, left: this.#entries.size }, 'ledger: spooled charges committed')
     }
-    if (error !== undefined) this.#log?.warn({ err: error, spool: this.path, left: this.#entries.size }, 'ledger: spooled charges still cannot be written; retrying')
+    if (this.#failing) this.#log?.warn({ err: error, spool: this.path, left: this.#entries.size }, 'ledger: spooled charges still cannot be written; retrying')
     this.#schedule()
   }
 

@@ -99,11 +99,12 @@ t.test('a charge the ledger refuses stays spooled with its hold kept; blocked wh
   await ledger.createOrganization(ORG)
   await ledger.topUp(ORG, START)
   const path = join(dir, 'charges.jsonl')
-  // The ledger refuses charges while `down` (everything else passes through).
+  // The ledger refuses charges and fails its probe while `down` (everything else passes through).
   let down = true
   const flaky = new Proxy(ledger, {
     get (target, key) {
       if (key === 'charge' && down) return () => Promise.reject(new Error('the ledger is down'))
+      if (key === 'ping' && down) return () => Promise.resolve(false)
       const v = Reflect.get(target, key) as unknown
       return typeof v === 'function' ? v.bind(target) : v
     },
@@ -189,6 +190,7 @@ t.test('SQLite memory reservations: a spool left by an earlier process is held a
   const flaky = new Proxy(ledger, {
     get (target, key) {
       if (key === 'charge' && down) return () => Promise.reject(new Error('the ledger is down'))
+      if (key === 'ping' && down) return () => Promise.resolve(false)
       const v = Reflect.get(target, key) as unknown
       return typeof v === 'function' ? v.bind(target) : v
     },
@@ -203,4 +205,25 @@ t.test('SQLite memory reservations: a spool left by an earlier process is held a
   await spool.replay()
   t.equal(spool.size, 0)
   t.strictSame(await ledger.getBalance(ORG), { balance: START - 1600, reserved: 0 }, 'each charged once; the holds taken again are gone (also the one whose record was there)')
+})
+
+t.test('a spooled charge the ledger refuses while it works stays spooled without keeping admission closed', async t => {
+  const dir = tmp(t)
+  const ledger = new SqliteLedger(join(dir, 'ledger.db'))
+  t.teardown(() => ledger.close())
+  await ledger.migrate()
+  await ledger.createOrganization(ORG)
+  await ledger.topUp(ORG, START)
+  const spool = new ChargeSpool(join(dir, 'charges.jsonl'), ledger, { retryMs: 20, maxCharges: 1 })
+  t.teardown(() => spool.close())
+  t.ok(spool.add(undefined, { ...record('poison', 10), model: null as unknown as string }), 'spooled (a record the ledger rejects: no model)')
+  t.ok(spool.blocked, 'blocked at first: a charge was given up')
+  await spool.replay()
+  t.equal(spool.size, 1, 'it stays in the spool')
+  t.notOk(spool.failing, 'the ledger answers its probe: charges are not failing')
+  t.notOk(spool.blocked, 'admission open (one charge, within the bound)')
+  t.ok(spool.add(undefined, record('second', 10)))
+  await spool.replay()
+  t.equal(spool.size, 1, 'the good one committed, the bad one stays')
+  t.notOk(spool.blocked)
 })
