@@ -164,6 +164,8 @@ export class ChargeSpool {
   #closed = false
   /** Σ cost of what is spooled. */
   #total = 0
+  /** The outcome last logged by a replay (see #replayOnce). */
+  #logged = ''
 
   constructor (readonly path: string, ledger: Ledger, opts: ChargeSpoolOptions = {}) {
     this.#ledger = ledger
@@ -294,7 +296,11 @@ export class ChargeSpool {
     // for itself (a record it rejects): it stays in the spool, counted against the bound, but does
     // not keep admission closed.
     this.#failing = error !== undefined && committed === 0 && !await this.#ledger.ping().catch(() => false)
-    if (error !== undefined && !this.#failing) this.#log?.error({ err: error, spool: this.path, left: this.#entries.size }, 'ledger: the ledger works but refuses spooled charge(s); they stay in the spool (admin spool show) until it takes them')
+    // Logged when the state changes, not at every replay of a spool that stays as it is.
+    const state = error === undefined ? '' : `${this.#failing ? 'failing' : 'refused'}:${this.#entries.size}`
+    const changed = state !== this.#logged
+    this.#logged = state
+    if (changed && error !== undefined && !this.#failing) this.#log?.error({ err: error, spool: this.path, left: this.#entries.size }, 'ledger: the ledger works but refuses spooled charge(s); they stay in the spool (admin spool show) until it takes them')
     if (committed > 0) {
       try {
         this.#rewrite()
@@ -304,7 +310,7 @@ export class ChargeSpool {
       }
       this.#log?.info({ spool: this.path, committed, left: this.#entries.size }, 'ledger: spooled charges committed')
     }
-    if (this.#failing) this.#log?.warn({ err: error, spool: this.path, left: this.#entries.size }, 'ledger: spooled charges still cannot be written; retrying')
+    if (changed && this.#failing) this.#log?.warn({ err: error, spool: this.path, left: this.#entries.size }, 'ledger: spooled charges still cannot be written; retrying')
     this.#schedule()
   }
 
