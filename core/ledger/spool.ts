@@ -22,7 +22,7 @@
  * One process owns a spool file: `<path>.lock` holds its pid while the file exists. The admin CLI
  * reads a spool freely and replays one only when no live process owns it.
  */
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync, mkdirSync } from 'node:fs'
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type { Logger } from 'pino'
 import type { Ledger, Micros, Reservation, UsageRecord } from './ledger.ts'
@@ -237,6 +237,7 @@ export class ChargeSpool {
   add (reservation: Reservation | undefined, record: UsageRecord, after?: () => void): boolean {
     this.#failing = true
     const charge: SpooledCharge = { spooledAt: this.#now(), reservation: reservation ?? null, record }
+    let before: number | undefined
     try {
       this.#lock()
       if (this.#fd === undefined) {
@@ -245,9 +246,12 @@ export class ChargeSpool {
         this.#fd = openSync(this.path, 'a')
         if (created) fsyncDir(dirname(this.path))
       }
+      before = fstatSync(this.#fd).size
       writeSync(this.#fd, JSON.stringify(charge) + '\n')
       fsyncSync(this.#fd)
     } catch (err) {
+      // A line written in part would run into the next one: cut it off again.
+      if (this.#fd !== undefined && before !== undefined) try { ftruncateSync(this.#fd, before) } catch { /* read back as a torn line */ }
       this.#log?.error({ err, spool: this.path }, 'ledger: cannot write the charge spool')
       return false
     }
