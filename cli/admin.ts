@@ -7,6 +7,7 @@ import { realpathSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { openLedger, type LedgerConfig } from '../core/ledger/index.ts'
 import type { KeyRecord, Ledger, UsageRecord } from '../core/ledger/ledger.ts'
+import { ChargeSpool, readSpool, spoolOwner, summarize, type SpoolSummary } from '../core/ledger/spool.ts'
 import type { ModelPrice } from '../core/types/model.ts'
 import { formatMicros, parseAmount } from '../money/billing.ts'
 import { generateKey, hashKey, keyDisplayPrefix } from '../plugins/auth/keys.ts'
@@ -50,6 +51,14 @@ Commands:
                                                 replica, trace id); expired ones no longer count
   holds release <id>                            PostgreSQL: drop one hold (a call that will never
                                                 settle); it would expire by itself anyway
+  spool show [--spool P] [--json]               the charge spool (charges the ledger would not take,
+                                                kept until they commit): count, total, oldest;
+                                                --spool default $GATEWAY_SPOOL_PATH or
+                                                ./data/charge-spool.jsonl (no ledger needed)
+  spool replay [--spool P] [--json]             writes the spooled charges to the ledger (each
+                                                once: one usage record per trace id) and keeps
+                                                what still fails; refused while a running gateway
+                                                owns the spool (it replays it itself)
   usage export [--from ISO] [--to ISO] [--format csv|json]
                                                 usage records with from <= time < to, to stdout;
                                                 time as ISO 8601, cost in currency units,
@@ -80,6 +89,18 @@ interface Parsed {
 
 const BOOLEAN_FLAGS = new Set(['json', 'help'])
 const GLOBAL_FLAGS = new Set(['sqlite', 'ledger-url', 'schema', 'url', 'admin-key'])
+
+/** The charge spool's path: --spool, else $GATEWAY_SPOOL_PATH, else the config's default. */
+function spoolPath (get: (name: string) => string | undefined, env: NodeJS.ProcessEnv): string {
+  const p = get('spool') ?? (env.GATEWAY_SPOOL_PATH || './data/charge-spool.jsonl')
+  if (p === '') throw new UsageError('--spool needs a path')
+  return p
+}
+
+function writeSpool (path: string, s: SpoolSummary, json: boolean, out: Writer, extra: Record<string, number> = {}): void {
+  const view = { spool: path, count: s.count, total: formatMicros(s.total), oldest: s.oldest === undefined ? null : new Date(s.oldest).toISOString(), unreadable: s.unreadable, ...extra }
+  out.write(json ? JSON.stringify(view) + '\n' : table(Object.entries(view).map(([k, v]) => [k, v === null ? '-' : String(v)])))
+}
 
 function parseArgv (argv: readonly string[]): Parsed {
   const positionals: string[] = []
@@ -215,7 +236,7 @@ async function knownOrganization (ledger: Ledger, org: string): Promise<void> {
 }
 
 /** Turns the command line into an action, validating every argument before the ledger opens. */
-function plan (p: Parsed): Action | undefined {
+function plan (p: Parsed, env: NodeJS.ProcessEnv): Action | undefined {
   const [group, sub, ...rest] = p.positionals
   const cmd = `${group} ${sub ?? ''}`.trim()
   switch (cmd) {
@@ -349,6 +370,24 @@ function plan (p: Parsed): Action | undefined {
         if (!l.holdsStored) throw new LedgerError(SQLITE_HOLDS)
         if (!await l.releaseHold(id!)) throw new LedgerError(`no hold "${id}" (released, charged or swept already)`)
         out.write(`released hold ${id}\n`)
+      }
+    }
+    case 'spool replay': {
+      const get = options(p, cmd, ['spool', 'json'])
+      positionals(rest, cmd, [])
+      const path = spoolPath(get, env)
+      const json = p.flags.has('json')
+      return async (l, out) => {
+        const owner = spoolOwner(path)
+        if (owner !== undefined) throw new LedgerError(`the spool ${path} belongs to the running gateway process ${owner}, which replays it itself`)
+        const before = summarize(readSpool(path).charges)
+        // Loads the file and replays it once; what commits leaves the file, the rest stays.
+        const spool = new ChargeSpool(path, l)
+        await spool.open()
+        const left = spool.summary()
+        await spool.close()
+        writeSpool(path, left, json, out, { committed: before.count - left.count })
+        if (left.count > 0) throw new LedgerError(`${left.count} charge(s) could not be written; they stay in the spool`)
       }
     }
     case 'usage export': {
@@ -504,7 +543,22 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, out: Writer,
       out.write(USAGE)
       return 0
     }
-    action = plan(p)
+    if (p.positionals[0] === 'spool' && p.positionals[1] === 'show') {
+      const get = options(p, 'spool show', ['spool', 'json'])
+      positionals(p.positionals.slice(2), 'spool show', [])
+      if (p.flags.has('url')) throw new UsageError('"spool show" reads the spool file only, not over --url')
+      const path = spoolPath(get, env)
+      let read: ReturnType<typeof readSpool>
+      try {
+        read = readSpool(path)
+      } catch (e) {
+        err.write(`admin: cannot read the spool ${path}: ${(e as Error).message}\n`)
+        return 1
+      }
+      writeSpool(path, summarize(read.charges, read.unreadable.length), p.flags.has('json'), out)
+      return 0
+    }
+    action = plan(p, env)
     if (!action) throw new UsageError(`unknown command "${p.positionals.slice(0, 2).join(' ')}"`)
     const url = p.flags.get('url')
     const adminKey = p.flags.get('admin-key')

@@ -155,6 +155,11 @@ export const GatewayConfigSchema = Type.Object({
       checkpoints: Type.Union([Type.Literal('worker'), Type.Literal('inline')], { default: 'worker', description: 'SQLite: who copies the write-ahead log back into the file (a checkpoint, with its fsyncs). worker: a worker thread with its own connection, so the event loop never waits for the disk. inline: SQLite itself, inside a commit, every ~1000 pages (no thread, about 14 MB less memory).' }),
       holdMarginMs: Type.Integer({ minimum: 100, default: 30000, description: 'PostgreSQL: a balance hold expires this long after its call\'s deadline (the replica running the call renews it meanwhile); the holds of a replica that died stop counting after it.' }),
       holdSweepMs: Type.Integer({ minimum: 10, default: 5000, description: 'PostgreSQL: how often each replica renews its live holds and deletes expired ones (at most a third of holdMarginMs is used).' }),
+      spool: Type.Object({
+        path: Type.String({ default: './data/charge-spool.jsonl', description: 'Append-only file (relative to the working directory) where a charge the ledger would not take after its quick retries is kept (fsync\'d) and replayed until it commits. One gateway process per file; put it on another file system than a SQLite ledger.' }),
+        maxCharges: Type.Integer({ minimum: 0, default: 1000, description: 'Admission fails closed (503) while the spool holds more charges than this (and while charges are failing).' }),
+        retryMs: Type.Integer({ minimum: 10, default: 1000, description: 'How often the spool is replayed while it holds charges; also the Retry-After of the 503.' }),
+      }, { additionalProperties: false, default: {} }),
     }, { additionalProperties: false, default: {} }),
   }, { additionalProperties: false, default: {} }),
   circuit: Circuit,

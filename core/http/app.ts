@@ -205,6 +205,18 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
   const { singleStore } = await import('../stores/index.ts')
   const given = { stores: opts.stores ?? (opts.store ? singleStore(opts.store) : undefined), ledger: opts.ledger }
   const { stores, ledger } = await openBackends(config, given, now)
+  const { ChargeSpool } = await import('../ledger/spool.ts')
+  const spoolCfg = config.stores.ledger.spool ?? {}
+  const spool = new ChargeSpool(spoolCfg.path ?? './data/charge-spool.jsonl', ledger, { maxCharges: spoolCfg.maxCharges, retryMs: spoolCfg.retryMs, log, now })
+  try {
+    // What an earlier run spooled is replayed before the first call is admitted (or keeps
+    // admission closed while the ledger still refuses it).
+    await spool.open()
+  } catch (err) {
+    if (!given.stores) await stores.close()
+    if (!opts.ledger) await ledger.close()
+    throw err
+  }
   const upstream = new UpstreamClient()
   // Circuit state is shared through the store when it is shared (Redis); in memory it stays local.
   const circuits = new Circuits({ ...config.circuit, ...opts.circuit }, now, stores.shared ? { store: stores.open('circuit', 'counters') } : undefined)
@@ -243,7 +255,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
         source: cfg.source,
         substituted: substitutedIn(cfg),
         log,
-        depsFor: (plugin, routes): Omit<PluginDeps, 'error'> => ({ store: stores.open(plugin.name, plugin.storePurpose ?? 'counters'), ledger, catalog: cat, log: log.child({ plugin: plugin.name }), now, routes, resolveHost }),
+        depsFor: (plugin, routes): Omit<PluginDeps, 'error'> => ({ store: stores.open(plugin.name, plugin.storePurpose ?? 'counters'), ledger, spool, catalog: cat, log: log.child({ plugin: plugin.name }), now, routes, resolveHost }),
       })
     } catch (err) {
       await Promise.allSettled([...providers.values()].map(p => p.close?.()))
@@ -254,7 +266,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     // The call lifecycle counts through these (++/--): each change goes to this version's count
     // (so it is retired only once idle) and to the app's totals, which the getters show.
     const gw: Gateway = {
-      config: cfg, catalog, pipeline, providers, translators, stores, ledger, log, now, upstream, circuits, affinity, random,
+      config: cfg, catalog, pipeline, providers, translators, stores, ledger, spool, log, now, upstream, circuits, affinity, random,
       configVersion, configLoadedAt,
       trustedProxies: cfg.server.trustedProxies.length > 0 ? blockListOf(cfg.server.trustedProxies) : undefined,
       observer: observerFor(cfg),
@@ -276,6 +288,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     current = await buildRuntime(config)
   } catch (err) {
     await upstream.close()
+    await spool.close()
     if (!given.stores) await stores.close()
     if (!opts.ledger) await ledger.close()
     throw err
@@ -513,6 +526,8 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
     await upstream.close()
     observed?.metrics?.close()
     await observed?.exporter?.shutdown()
+    // Every queued charge has been written or spooled by now; one last replay, then the file stays for the next start.
+    await spool.close()
     if (!given.stores) await stores.close()
     if (!opts.ledger) await ledger.close()
   })

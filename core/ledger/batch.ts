@@ -57,6 +57,12 @@ export interface ChargeBatcherOptions {
    */
   retryItems?: (err: unknown) => boolean
   /**
+   * Whether a failed batch failed as a whole, for a reason no item caused (default: never): the
+   * database's write lock held by another connection. Every item then fails with the error as it
+   * is, without being written alone.
+   */
+  failWhole?: (err: unknown) => boolean
+  /**
    * How long the first charge of a batch waits for others (ms, default 0: until the end of the
    * current I/O phase). A synchronous writer (SQLite) pays a commit per batch on the event loop,
    * so a short window lets a busy process write many calls per commit.
@@ -71,6 +77,7 @@ export class ChargeBatcher {
   readonly #write: WriteCharges
   readonly #maxBatch: number
   readonly #retryItems: (err: unknown) => boolean
+  readonly #failWhole: (err: unknown) => boolean
   readonly #delayMs: number
   #queue: Pending[] = []
   /** Told of this batcher's batches (its ledger's metrics); none: a size check per batch. */
@@ -82,6 +89,7 @@ export class ChargeBatcher {
     this.#write = write
     this.#maxBatch = opts.maxBatch ?? 256
     this.#retryItems = opts.retryItems ?? (() => true)
+    this.#failWhole = opts.failWhole ?? (() => false)
     this.#delayMs = opts.delayMs ?? 0
   }
 
@@ -158,8 +166,8 @@ export class ChargeBatcher {
             for (const p of batch) p.done(unknown)
             continue
           }
-          if (batch.length === 1) {
-            batch[0].done(failure(err))
+          if (batch.length === 1 || this.#failWhole(err)) {
+            for (const p of batch) p.done(failure(err))
             continue
           }
           // Something in the batch failed and nothing of it committed: write each one alone.

@@ -175,6 +175,11 @@ export interface Ledger {
   resize (reservation: Reservation, amount: Micros): Promise<Reservation>
   /** Drops a reservation without charging (dropping one already gone changes nothing on PostgreSQL). */
   release (reservation: Reservation): Promise<void>
+  /**
+   * true when reservations live in this process's memory (SQLite memory reservations): a hold
+   * another process made means nothing here (the charge spool takes its holds again at start-up).
+   */
+  readonly holdsInProcess?: boolean
   /** true when holds are stored one by one (PostgreSQL), so listHolds and releaseHold mean something. */
   readonly holdsStored: boolean
   /** The holds stored in the ledger (PostgreSQL); [] where holds live in the gateway process. */

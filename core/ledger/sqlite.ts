@@ -1,6 +1,7 @@
 /** @module ledger/sqlite – the embedded ledger: one SQLite file (WAL), survives restarts. */
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, statfsSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { randomBytes } from 'node:crypto'
 import Database from 'better-sqlite3'
 import type { ModelPrice } from '../types/model.ts'
@@ -20,6 +21,25 @@ import { ReservationBook } from './book.ts'
  */
 const HOLD_PREFIX = `hold-${randomBytes(12).toString('base64url')}-`
 let holds = 0
+
+/**
+ * Another connection (the admin CLI, a migration, a second process) holding the write lock: with
+ * busy_timeout 0 SQLite answers SQLITE_BUSY at once instead of waiting on the event loop.
+ */
+export const isBusy = (err: unknown): boolean => typeof (err as { code?: unknown })?.code === 'string' && (err as { code: string }).code.startsWith('SQLITE_BUSY')
+
+/** How long an occasional write (top-up, key, price, migration) retries a busy file before failing (ms). */
+const BUSY_WAIT_MS = 5000
+
+/**
+ * How long a charge batch, or a reservation in the file, retries a busy file on timers before it
+ * fails (ms): long enough for another process's commit, short enough that a lock held for long
+ * sends charges on to their retries and the spool.
+ */
+const CHARGE_BUSY_WAIT_MS = 250
+
+/** Below this much free space on the ledger's file system, `ping` (readiness) fails: the disk is full. */
+export const MIN_FREE_BYTES = 1024 * 1024
 
 /** The prepared statements the hot paths use, made once. */
 interface Statements {
@@ -74,6 +94,7 @@ export interface SqliteLedgerOptions {
 export class SqliteLedger implements Ledger {
   readonly holdsStored = false
   readonly #db: Database.Database
+  readonly #path: string
   readonly #now: () => number
   readonly #memory: boolean
   /** Memory reservations: held in this process (book.ts). */
@@ -87,10 +108,14 @@ export class SqliteLedger implements Ledger {
 
   constructor (path: string, opts: SqliteLedgerOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+    this.#path = path
     this.#db = new Database(path)
     this.#db.pragma('journal_mode = WAL')
     this.#db.pragma('synchronous = NORMAL')
-    this.#db.pragma('busy_timeout = 5000')
+    // The event loop never waits on another connection's lock: SQLITE_BUSY comes back at once.
+    // A charge batch that meets it fails and is retried later like any transient ledger error
+    // (then spooled: see spool.ts); occasional writes retry asynchronously (#retryBusy).
+    this.#db.pragma('busy_timeout = 0')
     this.#db.pragma('foreign_keys = ON')
     this.#now = opts.now ?? Date.now
     this.#memory = (opts.reservations ?? 'memory') === 'memory'
@@ -98,12 +123,42 @@ export class SqliteLedger implements Ledger {
       const r = this.#s.balance.get(org)
       return r ? { balance: Number(r.balance), reserved: Number(r.reserved) } : undefined
     }, this.#now, opts.balanceRefreshMs ?? 1000)
-    this.#batcher = new ChargeBatcher(items => this.#writeCharges(items), { delayMs: opts.chargeDelayMs ?? 5 })
+    this.#batcher = new ChargeBatcher(items => this.#writeBatch(items), { delayMs: opts.chargeDelayMs ?? 5, failWhole: isBusy })
     if (path !== ':memory:' && (opts.checkpoints ?? 'worker') === 'worker') {
       this.#db.pragma('wal_autocheckpoint = 0')
       // Without its worker the connection checkpoints itself again (SQLite's default, 1000 pages).
       this.#checkpointer = new Checkpointer(path, { onFailed: () => { if (this.#db.open) this.#db.pragma('wal_autocheckpoint = 1000') } })
     }
+  }
+
+  /** Memory reservations live in this process (see Ledger.holdsInProcess). */
+  get holdsInProcess (): boolean { return this.#memory }
+
+  /**
+   * Runs an occasional write, retrying it while another connection holds the write lock, with
+   * timers in between (never a wait on the event loop), for up to BUSY_WAIT_MS.
+   */
+  async #retryBusy<T> (write: () => T, maxWaitMs = BUSY_WAIT_MS): Promise<T> {
+    let delay = 2
+    for (let waited = 0; ; waited += delay, delay = Math.min(delay * 2, 100)) {
+      try {
+        return write()
+      } catch (err) {
+        if (!isBusy(err) || waited >= maxWaitMs) throw err
+      }
+      await sleep(delay)
+    }
+  }
+
+  /** A charge batch: at once, or, while another connection holds the lock, again on timers for a moment. */
+  #writeBatch (items: readonly ChargeItem[]): void | Promise<void> {
+    try {
+      this.#writeCharges(items)
+      return
+    } catch (err) {
+      if (!isBusy(err)) throw err
+    }
+    return this.#retryBusy(() => this.#writeCharges(items), CHARGE_BUSY_WAIT_MS)
   }
 
   /** Checkpoints the worker finished (tests). */
@@ -116,14 +171,14 @@ export class SqliteLedger implements Ledger {
 
   async migrate (): Promise<void> {
     const db = this.#db
-    db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)')
+    await this.#retryBusy(() => db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)'))
     const done = new Set(db.prepare<[], { version: number }>('SELECT version FROM schema_migrations').all().map(r => r.version))
     for (const m of SQLITE_MIGRATIONS) {
       if (done.has(m.version)) continue
-      db.transaction(() => {
+      await this.#retryBusy(() => db.transaction(() => {
         db.exec(m.sql)
         db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, this.#now())
-      }).immediate()
+      }).immediate())
     }
     this.#stmts = undefined
   }
@@ -146,21 +201,21 @@ export class SqliteLedger implements Ledger {
   }
 
   async createOrganization (id: string, name?: string): Promise<void> {
-    this.#db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)').run(id, name ?? null, this.#now())
+    await this.#retryBusy(() => this.#db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)').run(id, name ?? null, this.#now()))
   }
 
   async createProject (id: string, organization: string, name?: string): Promise<void> {
-    this.#db.prepare('INSERT INTO projects (id, organization, name, created_at) VALUES (?, ?, ?, ?)').run(id, organization, name ?? null, this.#now())
+    await this.#retryBusy(() => this.#db.prepare('INSERT INTO projects (id, organization, name, created_at) VALUES (?, ?, ?, ?)').run(id, organization, name ?? null, this.#now()))
   }
 
   async createKey (key: Omit<KeyRecord, 'createdAt' | 'revokedAt'>): Promise<KeyRecord> {
     const now = this.#now()
-    this.#db.prepare('INSERT INTO api_keys (id, hash, prefix, name, organization, project, models, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(...keyParams(key, now))
+    await this.#retryBusy(() => this.#db.prepare('INSERT INTO api_keys (id, hash, prefix, name, organization, project, models, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(...keyParams(key, now)))
     return { ...key, createdAt: now }
   }
 
   async revokeKey (id: string): Promise<boolean> {
-    return this.#db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(this.#now(), id).changes === 1
+    return (await this.#retryBusy(() => this.#db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(this.#now(), id))).changes === 1
   }
 
   async listKeys (): Promise<KeyRecord[]> {
@@ -173,7 +228,7 @@ export class SqliteLedger implements Ledger {
   }
 
   async topUp (organization: string, amount: Micros): Promise<Micros> {
-    const r = this.#db.prepare<[Micros, string], Pick<OrganizationColumns, 'balance'>>('UPDATE organizations SET balance = balance + ? WHERE id = ? RETURNING balance').get(amount, organization)
+    const r = await this.#retryBusy(() => this.#db.prepare<[Micros, string], Pick<OrganizationColumns, 'balance'>>('UPDATE organizations SET balance = balance + ? WHERE id = ? RETURNING balance').get(amount, organization))
     this.#wrote()
     if (!r) throw new Error(`unknown organization "${organization}"`)
     this.#book.moved(organization, amount)
@@ -185,8 +240,10 @@ export class SqliteLedger implements Ledger {
     return r ? { balance: Number(r.balance), reserved: Number(r.reserved) + this.#book.heldBy(organization) } : undefined
   }
 
+  /** As reserveSync; in the file, a busy lock is retried on timers for a moment (reserveSync throws it). */
   async reserve (organization: string, amount: Micros): Promise<Reservation | undefined> {
-    return this.reserveSync(organization, amount)
+    if (this.#memory) return this.reserveSync(organization, amount)
+    return this.#retryBusy(() => this.reserveSync(organization, amount), CHARGE_BUSY_WAIT_MS)
   }
 
   /** better-sqlite3 is synchronous: a reservation is answered before this returns, in either mode. */
@@ -276,9 +333,9 @@ export class SqliteLedger implements Ledger {
   }
 
   async setPrice (model: string, price: ModelPrice): Promise<void> {
-    this.#db.prepare(`INSERT INTO prices (model, input, cached_input, output, updated_at) VALUES (?, ?, ?, ?, ?)
+    await this.#retryBusy(() => this.#db.prepare(`INSERT INTO prices (model, input, cached_input, output, updated_at) VALUES (?, ?, ?, ?, ?)
       ON CONFLICT(model) DO UPDATE SET input = excluded.input, cached_input = excluded.cached_input, output = excluded.output, updated_at = excluded.updated_at`)
-      .run(model, price.input, price.cachedInput ?? null, price.output, this.#now())
+      .run(model, price.input, price.cachedInput ?? null, price.output, this.#now()))
   }
 
   async getPrice (model: string): Promise<ModelPrice | undefined> {
@@ -326,10 +383,32 @@ export class SqliteLedger implements Ledger {
     return this.#batcher.onBatch(listener)
   }
 
+  /**
+   * Readiness: a read, then for a file a write probe: one write transaction (it fails on an I/O
+   * error, a read-only or full file; a lock held elsewhere does not count, charges retry past it)
+   * and the file system's free space, which must be at least MIN_FREE_BYTES (a commit that reuses
+   * write-ahead log space can succeed on a full disk until the log must grow).
+   */
   async ping (): Promise<boolean> {
     try {
       this.#db.prepare('SELECT 1').get()
-      return true
+    } catch {
+      return false
+    }
+    if (this.#path === ':memory:') return true
+    try {
+      // Writes page 1 (the header holding user_version) through the log, the value unchanged.
+      this.#db.transaction(() => {
+        const v = Number(this.#db.pragma('user_version', { simple: true }))
+        this.#db.pragma(`user_version = ${Number.isSafeInteger(v) ? v : 0}`)
+      }).immediate()
+      this.#wrote()
+    } catch (err) {
+      if (!isBusy(err)) return false
+    }
+    try {
+      const fs = statfsSync(dirname(this.#path))
+      return fs.bavail * fs.bsize >= MIN_FREE_BYTES
     } catch {
       return false
     }

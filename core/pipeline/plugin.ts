@@ -5,6 +5,7 @@ import type { Phase } from '../types/phases.ts'
 import type { GatewayContext, Outcome, RouteName } from '../types/context.ts'
 import type { KvStore, StorePurpose } from '../stores/kv.ts'
 import type { Ledger } from '../ledger/ledger.ts'
+import type { ChargeSpool } from '../ledger/spool.ts'
 import type { Catalog } from '../dispatch/catalog.ts'
 import { GatewayError, type GatewayErrorOptions } from '../errors/errors.ts'
 import type { Principal } from '../types/principal.ts'
@@ -55,6 +56,11 @@ export interface PluginDeps<E extends string = string> {
   store: KvStore
   /** The ledger (SQLite or PostgreSQL). */
   ledger: Ledger
+  /**
+   * Where a charge the ledger would not take goes (replayed until it commits); `blocked` while
+   * charges are failing or it holds too many. Absent outside an app (a plugin built by hand).
+   */
+  spool?: ChargeSpool
   /** The model catalog (read-only). */
   catalog: Catalog
   log: Logger

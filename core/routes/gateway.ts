@@ -11,6 +11,7 @@ import type { Circuits } from '../dispatch/routing.ts'
 import type { Affinity } from '../dispatch/affinity.ts'
 import type { StoreSet } from '../stores/kv.ts'
 import type { Ledger } from '../ledger/ledger.ts'
+import type { ChargeSpool } from '../ledger/spool.ts'
 import type { Observer } from '../observe/observer.ts'
 import type { RequestContext } from '../pipeline/runner.ts'
 import type { RouteName } from '../types/context.ts'
@@ -41,6 +42,8 @@ export interface Gateway {
   readonly random: () => number
   readonly stores: StoreSet
   readonly ledger: Ledger
+  /** Charges the ledger would not take, replayed until they commit (the app's, shared by every version). */
+  readonly spool: ChargeSpool
   readonly log: Logger
   now (): number
   /** Calls past admission not yet settled, counted by their lifecycle (graceful shutdown waits for them). */

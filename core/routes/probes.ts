@@ -8,7 +8,8 @@ export const SERVICE_NAME = 'model-gateway'
 export async function firstDown (gw: Gateway): Promise<string | undefined> {
   const checks: [string, () => Promise<boolean>][] = [
     ['key-value store', () => gw.stores.ping()],
-    ['ledger', () => gw.ledger.ping()],
+    // The ledger is down too while charges are failing or too many wait in the spool.
+    ['ledger', async () => !gw.spool.blocked && await gw.ledger.ping()],
     ['plugins', () => gw.pipeline.ready()],
   ]
   for (const [name, check] of checks) {

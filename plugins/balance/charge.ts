@@ -1,15 +1,19 @@
 /**
  * @module plugins/balance/charge – writes a settled call's charge (debit, usage record, hold
- * dropped: one ledger transaction), retried on failure.
+ * dropped: one ledger transaction), retried on failure, spooled when the retries fail.
  *
  * On an in-process ledger (SQLite: `chargeQueued`) the charge is queued and the settle returns at
  * once, with no promise per call; on a network ledger (PostgreSQL) the settle awaits it. Either
- * way a failed charge is retried (LEDGER_ATTEMPTS in all, 100 ms × attempt apart), then its record
- * is logged at fatal and its hold released; `drain()` (the plugin's close, before the ledger
- * closes) waits for every queued charge and its retries.
+ * way a failed charge is retried (LEDGER_ATTEMPTS in all, 100 ms × attempt apart), then goes to
+ * the charge spool (a local fsync'd file, replayed until it commits: core/ledger/spool.ts) with
+ * its hold still in place, so its money keeps counting until it commits. Only a charge the spool
+ * cannot take either (no spool, or its file cannot be written) is logged at fatal, record and all,
+ * and its hold released. `drain()` (the plugin's close, before the ledger closes) waits for every
+ * queued charge and its retries.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
+import type { ChargeSpool } from '../../core/ledger/spool.ts'
 import type { Ledger, QueuedCharge, Reservation, UsageRecord } from '../../index.ts'
 
 /** Attempts at a charge or a release before giving up (with 100 ms × attempt between them). */
@@ -26,7 +30,7 @@ export class Charges {
   #open = 0
   #idle: Array<() => void> = []
 
-  constructor (readonly ledger: Ledger, readonly log: Logger, readonly release: (r: Reservation) => Promise<void>) {}
+  constructor (readonly ledger: Ledger, readonly log: Logger, readonly release: (r: Reservation) => Promise<void>, readonly spool?: ChargeSpool) {}
 
   /** true when charges can be queued without a promise (an in-process ledger). */
   get queued (): boolean { return this.ledger.chargeQueued !== undefined }
@@ -39,10 +43,13 @@ export class Charges {
 
   /** A queued attempt ended: done, retried later, or given up. */
   ended (a: Attempt, err: unknown): void {
-    if (err === undefined) return this.#finished()
+    if (err === undefined) {
+      this.spool?.committed()
+      return this.#finished()
+    }
     this.#warn(err, a.record)
     if (a.attempt >= LEDGER_ATTEMPTS) {
-      this.#fatal(err, a.record)
+      if (this.#spooled(err, a.reservation, a.record)) return this.#finished()
       // Its hold must not outlive it (releasing a hold its charge already dropped changes nothing).
       const r = a.reservation
       if (r === undefined) return this.#finished()
@@ -60,12 +67,14 @@ export class Charges {
     for (let attempt = 1; ; attempt++) {
       try {
         await this.ledger.charge(reservation, record)
+        this.spool?.committed()
         if (after) await after(true)
         return
       } catch (err) {
         this.#warn(err, record)
         if (attempt >= LEDGER_ATTEMPTS) {
-          this.#fatal(err, record)
+          // Spooled: the hold stays, and `after` runs once the replayed charge committed.
+          if (this.#spooled(err, reservation, record, after ? () => { void after(true) } : undefined)) return
           if (reservation) await this.release(reservation)
           if (after) await after(false)
           return
@@ -94,6 +103,16 @@ export class Charges {
       // there changes nothing.
       this.log.warn({ err, traceId: record.traceId }, 'balance: the ledger connection was lost while a charge was committing; retrying it (one charge per trace id, so it cannot be charged twice)')
     }
+  }
+
+  /** After the last attempt: to the spool (true), or logged at fatal when it cannot take it (false). */
+  #spooled (err: unknown, reservation: Reservation | undefined, record: UsageRecord, after?: () => void): boolean {
+    if (this.spool?.add(reservation, record, after) === true) {
+      this.log.error({ err, traceId: record.traceId, spool: this.spool.path }, 'balance: the ledger would not take a charge; it is spooled and replayed until it commits (admission is closed meanwhile)')
+      return true
+    }
+    this.#fatal(err, record)
+    return false
   }
 
   #fatal (err: unknown, record: UsageRecord): void {

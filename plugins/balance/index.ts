@@ -29,6 +29,9 @@ import { BalanceConfig } from './schema.ts'
 import { Slice, type Ticket } from './slice.ts'
 import { Charges, LEDGER_ATTEMPTS } from './charge.ts'
 
+/** SQLite's answer when another connection holds the file's write lock (SQLITE_BUSY and its variants). */
+const isBusy = (err: unknown): boolean => typeof (err as { code?: unknown })?.code === 'string' && (err as { code: string }).code.startsWith('SQLITE_BUSY')
+
 /** Characters of prompt text tokenized per call when the config did not go through the schema. */
 const DEFAULT_TOKENIZE_MAX_CHARS = 8192
 
@@ -105,7 +108,8 @@ export default definePlugin({
     // An in-process ledger (SQLite) answers at once: hold, shrink, release and charge need no
     // promise (the charge is queued; charge.ts). Lease mode and PostgreSQL await the ledger.
     const sync = !leasing && ledger.reserveSync !== undefined && ledger.resizeSync !== undefined && ledger.releaseSync !== undefined && ledger.chargeQueued !== undefined
-    const charges = new Charges(ledger, deps.log, release)
+    const spool = deps.spool
+    const charges = new Charges(ledger, deps.log, release, spool)
 
     /**
      * The hold shrinks to the call's real cost before the client has its whole answer, not when
@@ -163,13 +167,28 @@ export default definePlugin({
     }
 
     /** Admit on an in-process ledger with the price and the amount known: checked and held with no await in between. */
-    function admitSync (ctx: GatewayContext, state: State, org: string | undefined, price: ModelPrice, amount: number): void {
+    function admitSync (ctx: GatewayContext, state: State, org: string | undefined, price: ModelPrice, amount: number): void | Promise<void> {
       const slot: Slot = { price }
       state.slot = slot
       if (!config.enforce || !org) return
       let r: Reservation | undefined
       try {
         r = ledger.reserveSync!(org, amount, { deadlineMs: ctx.deadlineMs, traceId: ctx.requestId })
+      } catch (err) {
+        // SQLite file reservations: another process holds the file's lock; the asynchronous
+        // reserve retries it on timers (the event loop never waits for it).
+        if (isBusy(err)) return reserveLater(ctx, slot, org, amount)
+        deps.log.error({ err }, 'balance: ledger unreachable (reserve)')
+        throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+      }
+      if (!r) throw gwError('GW_ERR_BALANCE_INSUFFICIENT')
+      slot.reservation = r
+    }
+
+    async function reserveLater (ctx: GatewayContext, slot: Slot, org: string, amount: number): Promise<void> {
+      let r: Reservation | undefined
+      try {
+        r = await ledger.reserve(org, amount, { deadlineMs: ctx.deadlineMs, traceId: ctx.requestId })
       } catch (err) {
         deps.log.error({ err }, 'balance: ledger unreachable (reserve)')
         throw gwError('GW_ERR_NOT_READY', [], { cause: err })
@@ -284,6 +303,8 @@ export default definePlugin({
       onRequest (ctx, state) {
         const principal = ctx.principal
         if (!ctx.model || !principal) return
+        // Charges are failing, or too many wait in the spool: nothing more is admitted until they commit.
+        if (spool?.blocked === true) throw gwError('GW_ERR_NOT_READY', [], { headers: { 'retry-after': String(spool.retryAfterSeconds) } })
         const org = principal.organization
         if (config.enforce && !org) throw gwError('GW_ERR_BALANCE_NO_ORGANIZATION')
         if (ctx.route === 'count_tokens') return config.enforce && org ? solvent(org) : undefined
@@ -292,7 +313,7 @@ export default definePlugin({
         if (price === undefined) return admitAsync(ctx, state, org)
         const amount = config.enforce && org ? amountNow(ctx, price) : 0
         if (amount === undefined) return admitAsync(ctx, state, org)
-        admitSync(ctx, state, org, price, amount)
+        return admitSync(ctx, state, org, price, amount)
       },
       onSettle (ctx, outcome, state) {
         const slot = state.slot

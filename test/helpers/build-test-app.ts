@@ -1,4 +1,7 @@
 /** @module test/helpers/build-test-app – buildApp() on a test config with the built-ins: echo models, known keys, memory backends. */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import pino from 'pino'
 import { buildConfig } from '../../core/config/config.ts'
 import { buildApp, type BuildAppOptions, type GatewayApp } from '../../core/http/app.ts'
@@ -35,10 +38,25 @@ export interface TestAppOptions extends Partial<BuildAppOptions> {
   env?: Record<string, string>
 }
 
+/**
+ * The charge spool of this test process's apps (created only if a charge is spooled; a test that
+ * spools on purpose names its own in `doc.stores`). Never the working directory's default: a
+ * spool left there would be replayed into other tests' ledgers.
+ */
+let spoolDir: string | undefined
+function testSpoolPath (): string {
+  if (spoolDir === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-test-spool-'))
+    spoolDir = dir
+    process.on('exit', () => { rmSync(dir, { recursive: true, force: true }) })
+  }
+  return join(spoolDir, 'charges.jsonl')
+}
+
 /** The embedded default's providers and models with a test pipeline. */
 export function testDoc (opts: TestAppOptions = {}): Record<string, unknown> {
   const base = embeddedDefault('sk-gw-unused-demo')
-  return { ...base, pipeline: opts.pipeline ?? [AUTH_ENTRY], logging: { level: 'silent' }, ...opts.doc }
+  return { ...base, pipeline: opts.pipeline ?? [AUTH_ENTRY], logging: { level: 'silent' }, stores: { ledger: { spool: { path: testSpoolPath() } } }, ...opts.doc }
 }
 
 /** Builds an app on memory backends (the config's memory stores and a fresh in-memory SQLite ledger unless given). */
@@ -46,6 +64,8 @@ export async function buildTestApp (opts: TestAppOptions = {}): Promise<GatewayA
   const config = buildConfig(testDoc(opts), 'test config', process.cwd(), opts.env ?? {})
   // The stores follow the config's memory bounds (stores.kv), so a test can make them small.
   config.stores.kv.backend = 'memory'
+  // A test whose doc replaces `stores` without naming a spool still gets this process's own.
+  if (config.stores.ledger.spool.path === './data/charge-spool.jsonl') config.stores.ledger.spool.path = testSpoolPath()
   const ledger = opts.ledger ?? await openLedger({ backend: 'sqlite', path: ':memory:' })
   if (!opts.ledger) await ledger.migrate()
   const app = await buildApp(config, {

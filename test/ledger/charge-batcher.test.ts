@@ -112,3 +112,12 @@ t.test('batch listeners belong to one batcher: another batcher\'s batches are no
   await a.charge(undefined, record('w'))
   t.strictSame(seenA, [[2, true]], 'a stopped listener is told no more')
 })
+
+t.test('failWhole: a batch that failed for a reason no item caused fails every item with it, none written alone', async t => {
+  const batches: string[][] = []
+  const busy = Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' })
+  const b = new ChargeBatcher(items => { batches.push(ids(items)); throw busy }, { failWhole: err => (err as { code?: string }).code === 'SQLITE_BUSY' })
+  const results = await Promise.allSettled(['a', 'b', 'c'].map(id => b.charge(undefined, record(id))))
+  t.strictSame(batches, [['a', 'b', 'c']], 'one write, no item-by-item retry')
+  t.ok(results.every(r => r.status === 'rejected' && r.reason === busy), 'each item rejects with the error as it is (not an unknown outcome)')
+})
