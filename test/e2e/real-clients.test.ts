@@ -16,7 +16,7 @@ import { ChatOpenAI } from '@langchain/openai'
 import { ChatAnthropic } from '@langchain/anthropic'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { outcomeSpy } from '../helpers/outcome-spy.ts'
-import { anthropicLike, startFakeUpstream } from '../helpers/fake-upstream.ts'
+import { anthropicLike, startFakeUpstream, KNOWN_BETAS, MID_CONVERSATION_SYSTEM_BETA } from '../helpers/fake-upstream.ts'
 import { embeddedDefault } from '../../core/config/default-config.ts'
 
 // Claude Code 2.1 ships a native executable (its postinstall links the platform's binary here).
@@ -99,6 +99,35 @@ t.test('Claude Code 2.1, headless: plain, streamed and tool turns on messages an
       t.ok(calls.every(c => c.outcome.status === 200), 'no failed call (no silent non-streaming retry)')
     })
   }
+
+  t.test('on the 2026 line, and on an upstream that takes system turns in neither form (folded)', async t => {
+    // This upstream knows only 2023-06-01 and not the mid-conversation-system beta.
+    const old = await startFakeUpstream(anthropicLike({ versions: ['2023-06-01'], betas: KNOWN_BETAS.filter(b => b !== MID_CONVERSATION_SYSTEM_BETA) }))
+    const v2026 = await startFakeUpstream(anthropicLike({ versions: ['2026-10-21'] }))
+    const base = embeddedDefault('sk-gw-unused') as { providers: unknown[], models: unknown[] }
+    const app2 = await buildTestApp({
+      doc: {
+        providers: [...base.providers,
+          { name: 'old', adapter: 'anthropic-compatible', config: { baseUrl: old.origin, apiKey: 'k', systemMessages: 'fold' } },
+          { name: 'new', adapter: 'anthropic-compatible', config: { baseUrl: v2026.origin, apiKey: 'k', version: '2026-10-21' } }],
+        models: [...base.models,
+          { id: 'anthropic/folded', deployments: [{ provider: 'old', model: 'claude-up' }] },
+          { id: 'anthropic/v2026', deployments: [{ provider: 'new', model: 'claude-up' }] }],
+      },
+    })
+    const url2 = await listen(app2)
+    t.teardown(async () => { await app2.close(); await old.close(); await v2026.close() })
+    for (const model of ['anthropic/folded', 'anthropic/v2026']) {
+      const r = await runClaude(['-p', 'say hello', '--model', model, '--output-format', 'json'], { ANTHROPIC_BASE_URL: url2, ANTHROPIC_AUTH_TOKEN: TEST_KEY })
+      t.match(resultOf(r.out)?.result, echoes('say hello'), `${model}: ${r.out.slice(0, 300)}`)
+      const tl = await runClaude(['-p', 'please /tool Bash echo cc-43', '--model', model, '--allowedTools', 'Bash', '--output-format', 'json'], { ANTHROPIC_BASE_URL: url2, ANTHROPIC_API_KEY: TEST_KEY })
+      t.match(resultOf(tl.out)?.result, /^Echo: tool said cc-43/, `${model}: tool turn`)
+    }
+    t.ok(old.requests.length >= 3 && old.requests.every(r => r.body.messages.every((m: { role: string }) => m.role !== 'system')), 'folded: no system turn in the list')
+    t.ok(old.requests.every(r => JSON.stringify(r.body.system).includes('# Environment')), 'folded: Claude Code\'s environment block closes the system prompt')
+    t.ok(v2026.requests.length >= 3 && v2026.requests.every(r => r.headers['anthropic-version'] === '2026-10-21'))
+    t.ok(v2026.requests.some(r => r.body.messages.some((m: { role: string }) => m.role === 'system')), '2026 line: the system turn as sent')
+  })
 
   t.test('what reached the checking upstream', async t => {
     t.ok(up.requests.length >= 5)
