@@ -52,7 +52,7 @@ t.test('argumentsFor: $ref, anyOf/oneOf, allOf and untyped schemas', async t => 
 })
 
 t.test('argumentsFor: where the text goes when nothing required takes it', async t => {
-  // The first optional string takes the text (the demo tools of the README declare { text } unrequired).
+  // The first optional string takes the text (the SDK tests' tools declare { text } unrequired).
   t.same(argumentsFor({ type: 'object', properties: { n: { type: 'integer' }, text: { type: 'string' } } }, 'find Oslo'), { text: 'find Oslo' })
   t.same(argumentsFor({ type: 'object', properties: { mode: { type: 'string', enum: ['a'] }, q: { type: 'string' } } }, 'x'), { q: 'x' })
   // No properties: { text } unless extra properties are forbidden.
