@@ -160,6 +160,18 @@ export function requestedOutputCap (body: Record<string, unknown>, modelMax: num
   return modelMax
 }
 
+/**
+ * `usage` with at most `outputCap` output tokens: the output a call reserved for (its cap ×
+ * completions, the cap its upstream request carried) is the most it is billed for output. An
+ * upstream that passes the cap it was sent is cut (streams) and the excess is not the client's.
+ */
+export function capOutput (usage: Usage, outputCap: number): Usage {
+  if (usage.outputTokens <= outputCap) return usage
+  const out: Usage = { ...usage, outputTokens: outputCap }
+  if (out.reasoningTokens !== undefined && out.reasoningTokens > outputCap) out.reasoningTokens = outputCap
+  return out
+}
+
 /** How many completions the request asks for (`n`): each one can use the whole output cap. */
 export function requestedChoices (body: Record<string, unknown>): number {
   const n = body.n
