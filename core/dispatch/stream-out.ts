@@ -55,11 +55,11 @@ export function billedStreamUsage (st: StreamTranslator, estimatedInputTokens: n
  * answer reached the client (the deadline, the client gone): billed `usage` (an estimate: the input
  * estimate plus the output read so far; its output at most the cap), marked estimated, like a
  * stream cut short. The upstream may go on generating it; the client pays at least what it
- * surely cost.
+ * surely cost. The call is not `accepted` (no answer began): a retry with the same idempotency
+ * key may run it again.
  */
 export function billCut (ctx: RequestContext, a: Attempt, usage: Usage): void {
-  ctx.accepted(a.d.provider)
-  ctx.used(capOutput(usage, a.outputCap), true)
+  ctx.used(capOutput(usage, a.outputCap), true, a.d.provider)
 }
 
 /** Thrown inside a stream's relay loop when its output passed the call's output cap. */

@@ -250,7 +250,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       const ledger = await make(t)
       const up = await upstream(t, false)
       stalling(up, undefined)
-      const url = await gateway(t, ledger, up, { balance: 100, maxOutput: 4096, timeoutMs: 300 })
+      const url = await gateway(t, ledger, up, { balance: 100, maxOutput: 4096, timeoutMs: 2000 })
       const results = await Promise.all(Array.from({ length: 8 }, () => post(url, ROUTES.chat, clientBody('chat', UPSTREAMS.chat, false))))
       for (const r of results) t.equal(r.status, 408)
       t.equal(up.requests.length, 8, 'each request reached the upstream')
