@@ -149,6 +149,21 @@ t.test('every client route × upstream protocol, streamed or not: the upstream g
   for (const u of await ledger.listUsage({})) t.ok(u.outputTokens <= CAP, `billed ${u.outputTokens} output tokens, within the cap`)
 })
 
+t.test('without the balance plugin the upstream gets the same cap: the model\'s, or the client\'s smaller one', async t => {
+  const up = await upstream(t, false)
+  const app = await buildTestApp({ doc: capDoc(up.origin), pipeline: [AUTH_ENTRY] })
+  t.teardown(() => app.close())
+  const url = await listen(app)
+  for (const route of ['chat', 'messages', 'responses'] as const) {
+    for (const stream of [false, true]) {
+      t.equal((await post(url, ROUTES[route], clientBody(route, UPSTREAMS[route], stream))).status, 200)
+      t.same(capsOf(up.requests.at(-1)!), [CAP], `${route} → ${route}${stream ? ', streamed' : ''}`)
+    }
+  }
+  t.equal((await post(url, ROUTES.chat, clientBody('chat', UPSTREAMS.chat, false, { max_completion_tokens: 3, max_tokens: 9 }))).status, 200)
+  t.same(capsOf(up.requests.at(-1)!), [3, 3], 'two chat caps: max_completion_tokens wins, and the other is lowered to it')
+})
+
 for (const backend of ['sqlite', 'postgres'] as const) {
   t.test(`${backend}: 20 calls in flight at once on 0.10 never overdraw, even from an upstream that ignores the cap`, async t => {
     let make = sqlite
