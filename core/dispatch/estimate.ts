@@ -154,10 +154,14 @@ export function reservedInputTokens (body: Record<string, unknown>, bodyBytes: n
  * supersedes max_tokens), clamped to the model's `max_output_tokens`; else the model's cap.
  */
 export function requestedOutputCap (body: Record<string, unknown>, modelMax: number): number {
-  for (const v of [body.max_completion_tokens, body.max_tokens, body.max_output_tokens]) {
-    if (typeof v === 'number' && v >= 0) return Math.min(Math.ceil(v), modelMax)
-  }
-  return modelMax
+  // Field by field, not a loop over an array: this runs on every call (reservation and request).
+  const v = asked(body.max_completion_tokens) ?? asked(body.max_tokens) ?? asked(body.max_output_tokens)
+  return v === undefined ? modelMax : Math.min(Math.ceil(v), modelMax)
+}
+
+/** A cap field's value when it is one (a number ≥ 0), else undefined. */
+function asked (v: unknown): number | undefined {
+  return typeof v === 'number' && v >= 0 ? v : undefined
 }
 
 /**
