@@ -29,6 +29,8 @@ export { SseParser, SseEventTooLarge, sseData, sseEvent, SSE_DONE } from './core
 // stream cut short), the output-token guess it uses, and what a stream is billed (its final usage,
 // else that estimate of what it relayed).
 export { estimateUsage, estimateOutputTokens, streamUsage } from './core/dispatch/estimate.ts'
+// The output cap a call reserves for and its upstream request carries (translators write it).
+export { requestedOutputCap } from './core/dispatch/estimate.ts'
 export type { StreamUsageSoFar } from './core/dispatch/estimate.ts'
 // The one sanitizer for upstream text shown to a client (an error message, an error event).
 export { sanitizeUpstreamMessage } from './core/dispatch/upstream-errors.ts'

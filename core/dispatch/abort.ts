@@ -12,6 +12,11 @@ import { EventEmitter } from 'node:events'
 export class CallAbort extends EventEmitter {
   aborted = false
   reason: unknown = undefined
+  /**
+   * true once the upstream request was written whole (set by the dispatcher, upstream.ts): from
+   * then on the upstream may be generating, and billing, the call whatever happens to it here.
+   */
+  sent = false
 
   /** Aborts once; later calls do nothing. */
   abort (reason: unknown): void {

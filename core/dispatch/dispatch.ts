@@ -10,8 +10,8 @@ import { CallAbort } from './abort.ts'
 import { orderDeployments } from './routing.ts'
 import { Affinity, sessionMaterial, type Session } from './affinity.ts'
 import { defaultMapError, countsForCircuit, isFinal, readCapped, readText, UpstreamBodyTooLarge } from './upstream-errors.ts'
-import { estimateInputTokens, estimateUsage } from './estimate.ts'
-import { streamResponse, inferenceHeaders, type Attempt } from './stream-out.ts'
+import { capOutput, estimateInputTokens, estimateUsage, requestedChoices, requestedOutputCap } from './estimate.ts'
+import { billCut, streamResponse, inferenceHeaders, type Attempt } from './stream-out.ts'
 import type { ClientAnswer, JsonObject } from './response-hooks.ts'
 
 /** Upstream error bodies are read up to this size for logs and 400 messages. */
@@ -40,6 +40,8 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
   const clientProtocol = ctx.protocol as ClientProtocol
   const wantsStream = body.stream === true
   const estimatedInputTokens = estimateInputTokens(body)
+  // What the call reserved for its output (the cap every translator writes upstream, per completion).
+  const outputCap = requestedOutputCap(body, model.maxOutputTokens) * requestedChoices(body)
   const controller = new CallAbort()
   if (ctx.aborted) controller.abort(ctx.abortReason)
   else ctx.onAbort = controller
@@ -64,7 +66,7 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
       const provider = gw.providers.get(d.provider)!
       const translator = gw.translators[`${clientProtocol}-to-${provider.protocol}`]
       const opts: TranslateOptions = { model, clientModel: String(body.model), upstreamModel: d.upstreamModel, estimatedInputTokens, upstream: provider.translate }
-      const attempt: Attempt = { d, provider, translator, opts, circuit }
+      const attempt: Attempt = { d, provider, translator, opts, circuit, outputCap }
       // A body the translator refuses is the client's fault: no failover (throws 400).
       const upstreamBody = translator.request(body, opts)
       // Same protocol: the client's text with the model name spliced in, when that is exact.
@@ -74,11 +76,21 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
       if (ctx.obs !== null) req.headers = ctx.obs.attempt(d.provider, d.upstreamModel, req.headers)
       let res: UpstreamResponse
       try {
-        res = provider.invoke ? await provider.invoke(req, controller.toSignal()) : await gw.upstream.send(req, controller)
+        if (provider.invoke) {
+          // In-process: the adapter has the whole request at once.
+          controller.sent = true
+          res = await provider.invoke(req, controller.toSignal())
+        } else {
+          res = await gw.upstream.send(req, controller)
+        }
         if (ctx.obs !== null) ctx.obs.attemptAnswered(res.status)
       } catch (err) {
-        if (deadline.expired) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
-        if (ctx.aborted) throw err
+        if (deadline.expired || ctx.aborted) {
+          // Cut while the upstream had the whole request (no answer yet): it may be generating it.
+          if (controller.sent) billCut(ctx, attempt, estimateUsage(estimatedInputTokens))
+          if (deadline.expired) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
+          throw err
+        }
         circuit.failure()
         ctx.log.warn({ err, provider: d.provider }, 'upstream unreachable; trying the next deployment')
         lastError = gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err })
@@ -126,11 +138,16 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
  */
 async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply, res: UpstreamResponse, a: Attempt, deadline: Deadline): Promise<boolean> {
   let text: string
+  const progress = { bytes: 0 }
   try {
-    text = await readCapped(res.body, res.headers, gw.config.server.maxUpstreamBodyBytes)
+    text = await readCapped(res.body, res.headers, gw.config.server.maxUpstreamBodyBytes, progress)
   } catch (err) {
-    if (deadline.expired) throw new DeadlineExceeded()
-    if (ctx.aborted) throw err
+    if (deadline.expired || ctx.aborted) {
+      // The answer's bytes received so far stand for its output (at 4 per token).
+      billCut(ctx, a, estimateUsage(a.opts.estimatedInputTokens, progress.bytes))
+      if (deadline.expired) throw new DeadlineExceeded()
+      throw err
+    }
     if (err instanceof UpstreamBodyTooLarge) {
       a.circuit.failure()
       ctx.log.warn({ provider: a.d.provider, limitBytes: err.limitBytes, contentType: res.headers['content-type'] }, 'an upstream answer passed server.maxUpstreamBodyBytes; the call fails')
@@ -153,9 +170,12 @@ async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply,
   // No usage in the answer: bill the estimate, with the whole answer's characters as output
   // (more than its text alone, so never less than what the client gets); a translated answer
   // shows the client that same estimate.
-  const fallback = estimateUsage(a.opts.estimatedInputTokens, text.length)
+  // Output is billed at most what the call reserved for it (capOutput): an answer past the cap
+  // its upstream was sent is relayed whole (it was generated) but its excess is not billed.
+  const fallback = capOutput(estimateUsage(a.opts.estimatedInputTokens, text.length), a.outputCap)
   const out = a.translator.response(json, a.opts, fallback)
-  const usage = out.usage ?? fallback
+  const usage = out.usage === undefined ? fallback : capOutput(out.usage, a.outputCap)
+  if (out.usage !== undefined && usage !== out.usage) ctx.log.warn({ provider: a.d.provider, outputCap: a.outputCap, outputTokens: out.usage.outputTokens }, 'an upstream answer passed the output cap it was sent; billed up to the cap')
   ctx.accepted(a.d.provider)
   // Recorded before the response hooks run: an answer they refuse is still billed.
   ctx.used(usage, !out.usage)

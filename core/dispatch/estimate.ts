@@ -147,14 +147,33 @@ export function reservedInputTokens (body: Record<string, unknown>, bodyBytes: n
 }
 
 /**
- * The output cap of a request, clamped to the model's: the largest of `max_tokens`,
- * `max_completion_tokens` and `max_output_tokens` (Responses) when given (a client sending both cannot reserve for the smaller one),
- * else the model's cap.
+ * The output cap of a call: the one number both the balance reservation assumes and the upstream
+ * request carries (every translator writes it into the upstream's cap field and lowers any other
+ * cap field above it, so the two cannot disagree). The first of `max_completion_tokens`,
+ * `max_tokens` and `max_output_tokens` (Responses) that is a number (max_completion_tokens
+ * supersedes max_tokens), clamped to the model's `max_output_tokens`; else the model's cap.
  */
 export function requestedOutputCap (body: Record<string, unknown>, modelMax: number): number {
-  let asked = -1
-  for (const v of [body.max_completion_tokens, body.max_tokens, body.max_output_tokens]) if (typeof v === 'number' && v >= 0 && v > asked) asked = v
-  return asked >= 0 ? Math.min(Math.ceil(asked), modelMax) : modelMax
+  // Field by field, not a loop over an array: this runs on every call (reservation and request).
+  const v = asked(body.max_completion_tokens) ?? asked(body.max_tokens) ?? asked(body.max_output_tokens)
+  return v === undefined ? modelMax : Math.min(Math.ceil(v), modelMax)
+}
+
+/** A cap field's value when it is one (a number ≥ 0), else undefined. */
+function asked (v: unknown): number | undefined {
+  return typeof v === 'number' && v >= 0 ? v : undefined
+}
+
+/**
+ * `usage` with at most `outputCap` output tokens: the output a call reserved for (its cap ×
+ * completions, the cap its upstream request carried) is the most it is billed for output. An
+ * upstream that passes the cap it was sent is cut (streams) and the excess is not the client's.
+ */
+export function capOutput (usage: Usage, outputCap: number): Usage {
+  if (usage.outputTokens <= outputCap) return usage
+  const out: Usage = { ...usage, outputTokens: outputCap }
+  if (out.reasoningTokens !== undefined && out.reasoningTokens > outputCap) out.reasoningTokens = outputCap
+  return out
 }
 
 /** How many completions the request asks for (`n`): each one can use the whole output cap. */

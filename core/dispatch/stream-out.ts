@@ -14,11 +14,14 @@ import { messagesTypeOf } from '../errors/error-reply.ts'
 import { StreamBlocked, StreamRewriter } from './response-hooks.ts'
 import type { CircuitTicket } from './routing.ts'
 import type { Usage } from '../types/usage.ts'
-import { streamUsage } from './estimate.ts'
+import { capOutput, streamUsage } from './estimate.ts'
 import { ChunkReader } from './chunk-reader.ts'
 
-/** One deployment being tried. */
-export interface Attempt { d: Deployment, provider: ProviderInstance, translator: Translator, opts: TranslateOptions, circuit: CircuitTicket }
+/**
+ * One deployment being tried. `outputCap`: the output tokens the call reserved for (its cap ×
+ * completions), the most its answer is billed for output.
+ */
+export interface Attempt { d: Deployment, provider: ProviderInstance, translator: Translator, opts: TranslateOptions, circuit: CircuitTicket, outputCap: number }
 
 /** Headers every inference answer carries. */
 export function inferenceHeaders (ctx: RequestContext, provider: string): Record<string, string> {
@@ -41,10 +44,72 @@ const CLIENT_GONE = new Error('client closed the connection')
  * upstream cut or failed, deadline) at least what was relayed, marked estimated: input from the
  * upstream's early count (messages `message_start`) or the gateway's estimate, output from the
  * characters of text, tool arguments and thinking relayed, 4 per token rounded up (or a larger
- * running count the upstream reported).
+ * running count the upstream reported). Output at most `outputCap` (capOutput).
  */
-export function billedStreamUsage (st: StreamTranslator, estimatedInputTokens: number): { usage: Usage, estimated: boolean } {
-  return { usage: streamUsage(st, estimatedInputTokens), estimated: st.usage === undefined }
+export function billedStreamUsage (st: StreamTranslator, estimatedInputTokens: number, outputCap = Number.POSITIVE_INFINITY): { usage: Usage, estimated: boolean } {
+  return { usage: capOutput(streamUsage(st, estimatedInputTokens), outputCap), estimated: st.usage === undefined }
+}
+
+/**
+ * A call the upstream had whole (its request written, or its answer begun) that was cut before its
+ * answer reached the client (the deadline, the client gone): billed `usage` (an estimate: the input
+ * estimate plus the output read so far; its output at most the cap), marked estimated, like a
+ * stream cut short. The upstream may go on generating it; the client pays at least what it
+ * surely cost. The call is not `accepted` (no answer began): a retry with the same idempotency
+ * key may run it again.
+ */
+export function billCut (ctx: RequestContext, a: Attempt, usage: Usage): void {
+  ctx.used(capOutput(usage, a.outputCap), true, a.d.provider)
+}
+
+/** Thrown inside a stream's relay loop when its output passed the call's output cap. */
+class OutputCapPassed extends Error {
+  constructor () {
+    super('the upstream passed the output cap it was sent')
+    this.name = 'OutputCapPassed'
+  }
+}
+
+/**
+ * Characters per token above which a stream's output is taken to have passed its cap. Ordinary
+ * text runs about 4 characters per token; 16 leaves room for long tokens (words, code, runs of
+ * spaces), so an upstream that honours the cap is never cut, while one that ignores it is cut
+ * within a few times its cap (its bill stops at the cap in any case: capOutput).
+ */
+const CUT_CHARS_PER_TOKEN = 16
+
+/**
+ * The backstop for an upstream that ignores the output cap it was sent: the output relayed so far
+ * against the cap, read without parsing the stream's every event. Output characters are never
+ * more than the upstream bytes that carried them, so the count (which folds the events a fast
+ * translator relayed unparsed) is read only once the bytes could hold more than the limit, and
+ * again only once enough further bytes came to pass it.
+ */
+class OutputGuard {
+  #bytes = 0
+  #next: number
+  readonly #maxChars: number
+
+  constructor (readonly cap: number) {
+    this.#maxChars = CUT_CHARS_PER_TOKEN * cap
+    this.#next = this.#maxChars
+  }
+
+  /**
+   * true when the stream's output passed the cap (the upstream's running count above it, or more
+   * characters than CUT_CHARS_PER_TOKEN per capped token), after `bytes` more upstream bytes.
+   * Once the upstream's final usage came the answer is over: it is billed up to the cap, not cut.
+   */
+  passed (st: StreamTranslator, bytes: number): boolean {
+    this.#bytes += bytes
+    if (st.usage !== undefined) return false
+    if ((st.startUsage?.outputTokens ?? 0) > this.cap) return true
+    if (this.#bytes <= this.#next) return false
+    const chars = st.outputChars
+    if (chars > this.#maxChars) return true
+    this.#next = this.#bytes + this.#maxChars - chars
+    return false
+  }
 }
 
 /** Resolves when `raw` drains, closes, or the call is aborted (the deadline fired), whichever comes first. */
@@ -124,7 +189,7 @@ class StreamSink {
    */
   answered (): Promise<void> | undefined {
     if (this.ctx.hasAnswered) return
-    const billed = billedStreamUsage(this.st, this.a.opts.estimatedInputTokens)
+    const billed = billedStreamUsage(this.st, this.a.opts.estimatedInputTokens, this.a.outputCap)
     return this.ctx.answered(billed.usage, billed.estimated)
   }
 }
@@ -196,6 +261,7 @@ export async function streamResponse (
   const rewriter = hooks.length === 0 ? undefined : new StreamRewriter(ctx.protocol as ClientProtocol, ev => ctx.runStreamHooks(hooks, ev))
 
   const sink = new StreamSink(ctx, reply, a, st, controller, deadline)
+  const guard = new OutputGuard(a.outputCap)
 
   const reader = new ChunkReader(res.body)
   try {
@@ -206,6 +272,9 @@ export async function streamResponse (
       deadline.bump()
       const events = parser.push(chunk)
       let bytes = relayChunk(chunk, events, st, rewriter === undefined && parser.whole)
+      // Checked after the chunk went through the translator, before it goes out: the chunk that
+      // passed the cap is not relayed, and a finished stream is done anyway.
+      if (!st.finished && guard.passed(st, chunk.length)) throw new OutputCapPassed()
       if (rewriter !== undefined && bytes.length > 0) bytes = await rewriter.apply(bytes as string)
       if (bytes.length === 0) continue
       if (!sink.started) sink.start()
@@ -244,9 +313,21 @@ export async function streamResponse (
       return 'served'
     }
     const clientGone = ctx.aborted || raw.destroyed
+    if (err instanceof OutputCapPassed && !clientGone) {
+      // The upstream ignored the cap it was sent: the stream ends with the protocol's error event,
+      // billed for its output up to the cap (billedStreamUsage), once, as any other end.
+      ctx.log.warn({ provider: a.d.provider, outputCap: a.outputCap }, 'an upstream stream passed the output cap it was sent; the stream is ended')
+      ctx.failed(gwError('GW_ERR_UPSTREAM_FAILED'))
+      if (!sink.started) sink.start()
+      await sink.write(st.fail('The model service passed the output limit of this call.', 502))
+      if (!raw.destroyed) raw.end()
+      if (!res.body.destroyed) res.body.destroy()
+      return 'served'
+    }
     const tooLarge = err instanceof SseEventTooLarge
     if (tooLarge) ctx.log.warn({ provider: a.d.provider, limitBytes: err.limitBytes }, 'an upstream stream event passed server.maxUpstreamEventBytes; the call fails')
     if (!sink.started) {
+      if (deadline.expired || clientGone) billCut(ctx, a, streamUsage(st, a.opts.estimatedInputTokens))
       if (deadline.expired) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
       if (clientGone) throw err
       if (tooLarge) {
@@ -275,7 +356,7 @@ export async function streamResponse (
     // Left early (a throw, a retry): the body is not read to its end, so it goes.
     if (!reader.ended && !res.body.destroyed) res.body.destroy()
     if (sink.started) {
-      const billed = billedStreamUsage(st, a.opts.estimatedInputTokens)
+      const billed = billedStreamUsage(st, a.opts.estimatedInputTokens, a.outputCap)
       ctx.used(billed.usage, billed.estimated)
       controller.abort(STREAM_OVER)
       await ctx.finish()

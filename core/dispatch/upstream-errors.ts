@@ -30,16 +30,17 @@ export class UpstreamBodyTooLarge extends Error {
  * Reads a whole answer of at most `max` bytes; past that it stops reading, destroys the body (the
  * upstream connection closes) and throws UpstreamBodyTooLarge. A declared Content-Length over the
  * cap fails before any byte is read. The body is read with three listeners shared by every call
- * (they find their read on the stream), not an async iterator: no promise per chunk.
+ * (they find their read on the stream), not an async iterator: no promise per chunk. `progress`,
+ * when given, holds the bytes read so far (what a read cut short had received).
  */
-export function readCapped (body: Readable, headers: UpstreamResponse['headers'], max: number): Promise<string> {
+export function readCapped (body: Readable, headers: UpstreamResponse['headers'], max: number, progress?: { bytes: number }): Promise<string> {
   const declared = typeof headers['content-length'] === 'string' ? Number(headers['content-length']) : NaN
   if (declared > max) {
     body.destroy()
     return Promise.reject(new UpstreamBodyTooLarge(max))
   }
   return new Promise<string>((resolve, reject) => {
-    const r = new CappedRead(body, max, resolve, reject)
+    const r = new CappedRead(body, max, resolve, reject, progress)
     ;(body as CappedBody)[CAPPED] = r
     body.on('data', onCappedData)
     body.on('end', onCappedEnd)
@@ -55,7 +56,7 @@ type CappedBody = Readable & { [CAPPED]?: CappedRead }
 class CappedRead {
   readonly chunks: Buffer[] = []
   size = 0
-  constructor (readonly body: Readable, readonly max: number, readonly resolve: (text: string) => void, readonly reject: (err: unknown) => void) {}
+  constructor (readonly body: Readable, readonly max: number, readonly resolve: (text: string) => void, readonly reject: (err: unknown) => void, readonly progress?: { bytes: number }) {}
 
   /** Detaches the listeners and settles the read: the text, or why it failed. */
   end (err: unknown, text?: string): void {
@@ -75,6 +76,7 @@ function onCappedData (this: CappedBody, chunk: Buffer | string): void {
   if (r === undefined) return
   const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
   r.size += b.length
+  if (r.progress !== undefined) r.progress.bytes = r.size
   if (r.size > r.max) {
     r.end(new UpstreamBodyTooLarge(r.max))
     this.destroy()

@@ -165,11 +165,15 @@ export abstract class CallLifecycle {
     this.outcome.provider = provider
   }
 
-  /** What the call is billed for so far, without an answer (a stream cut short). Ignored once settled. */
-  used (usage: Usage, estimated: boolean): void {
+  /**
+   * What the call is billed for so far, without an answer (a stream cut short, or a call cut while
+   * `provider` had its request). Ignored once settled.
+   */
+  used (usage: Usage, estimated: boolean, provider?: string): void {
     if (this.#state === 'settled') return
     this.outcome.usage = usage
     this.outcome.usageEstimated = estimated
+    if (provider !== undefined && this.outcome.provider === undefined) this.outcome.provider = provider
   }
 
   /**

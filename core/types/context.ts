@@ -20,7 +20,11 @@ export interface Outcome {
   status: number
   /** The error that ended the call, if any (a rejection, an upstream failure, a timeout...). */
   error?: GatewayError
-  /** Normalized usage of the upstream call; undefined when no upstream call produced any. */
+  /**
+   * Normalized usage of the upstream call; undefined when no upstream call produced any. What the
+   * call is billed: also set, estimated, for a call cut (its deadline, its client gone) after its
+   * request reached an upstream, whose `upstreamSucceeded` stays false when no answer had begun.
+   */
   usage?: Usage
   /** true when `usage` is the gateway's estimate, not what the upstream reported. */
   usageEstimated: boolean

@@ -5,11 +5,13 @@
  * + output cap × n × output rate; the input estimate is the larger of 4 bytes per token and the
  * tokenizer's count, see core/dispatch/reserve-estimate.ts): 402 when it does not fit, 403 when
  * the key has no organization.
- * settle: when an upstream answered, shrink the hold to the real cost at once, then charge it and
+ * settle: when the call has usage (an upstream answered, or the call was cut after its request
+ * reached one: core's estimate), shrink the hold to the real cost at once, then charge it and
  * write the usage record in ONE (batched) transaction that also drops the hold; otherwise release
  * the hold. Charges and releases are retried.
  * Concurrent calls can only spend what was reserved; the one overspend possible is a call whose
- * real cost exceeds its own reservation (the input estimate was low), bounded by that difference.
+ * real cost exceeds its own reservation (the input estimate was low), bounded by that difference:
+ * the output part cannot (core sends the reserved cap upstream and bills output up to it).
  * mode lease (PostgreSQL): the reservation is taken from this replica's slice of the balance in
  * memory instead of a ledger round trip per call; see slice.ts for its rules and bounds.
  * On an in-process ledger (SQLite) every hook runs without a promise once the model's price is
@@ -258,7 +260,7 @@ export default definePlugin({
 
     /** Settle on a network ledger or a slice: each step awaited; a charge retried (charge.ts). */
     async function settleAsync (ctx: GatewayContext, outcome: Outcome, slot: Slot): Promise<void> {
-      if (!outcome.upstreamSucceeded || !outcome.usage) {
+      if (!outcome.usage) {
         if (slot.ticket) await slot.slice!.dropped(slot.ticket)
         if (slot.reservation) await release(slot.reservation)
         return
@@ -291,7 +293,7 @@ export default definePlugin({
     return {
       onAnswered (ctx, outcome, state) {
         const slot = state.slot
-        if (!outcome.upstreamSucceeded || !outcome.usage) return
+        if (!outcome.usage) return
         if (slot?.ticket) {
           slot.shrunk = true
           return slot.slice!.answered(slot.ticket, costOf(ctx, outcome.usage, slot.price))
@@ -320,7 +322,7 @@ export default definePlugin({
         if (!slot) return
         state.slot = undefined
         if (!sync) return settleAsync(ctx, outcome, slot)
-        if (!outcome.upstreamSucceeded || !outcome.usage) {
+        if (!outcome.usage) {
           const r = slot.reservation
           if (r === undefined) return
           try {

@@ -2,15 +2,16 @@
  * @module protocols/chat-to-chat – chat client, chat upstream: the fast path.
  *
  * The request changes as little as possible (model name, defaults, unsupported standard parameters
- * dropped, usage asked for on streams). Answers go out byte for byte; a stream is forwarded event by
+ * dropped, usage asked for on streams, the call's output cap: requestedOutputCap, what the
+ * reservation assumed, inserted when the client gave none and lowered when it asked for more). Answers go out byte for byte; a stream is forwarded event by
  * event (each chunk is parsed for usage, finish and the output relayed, never re-serialized; an
  * upstream error chunk is rebuilt with its text sanitized).
  */
-import { sseData, sanitizeUpstreamMessage, modelSpanOf, spliceModel, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { sseData, sanitizeUpstreamMessage, modelSpanOf, spliceModel, requestedOutputCap, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromChat } from './usage.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { ChatChunkWire, ChatCompletionWire, ChatRequestWire } from './wire-chat.ts'
-import { applyModelParameters, CHAT_STANDARD, chatChunkChars, chatDeltaChars, DeferredCount, parametersUnchanged, plainChatChunk, safeErrorType } from './common.ts'
+import { applyModelParameters, CHAT_STANDARD, chatCapInText, chatChunkChars, chatDeltaChars, DeferredCount, enforceChatCap, parametersUnchanged, plainChatChunk, safeErrorType } from './common.ts'
 
 /** Put before the model key of a stream request that has no `stream_options`: usage is what the call is billed on. */
 const ASK_USAGE = '"stream_options":{"include_usage":true},'
@@ -115,15 +116,23 @@ export const chatToChat: Translator = {
     const out: Record<string, unknown> = { ...body, model: opts.upstreamModel }
     applyModelParameters(out, opts.model, CHAT_STANDARD)
     if (body.stream === true) out.stream_options = { ...body.stream_options, include_usage: true }
+    // The output cap is needed for the answer's size whatever supported_parameters says.
+    enforceChatCap(out, requestedOutputCap(body, opts.model.maxOutputTokens), opts.upstream?.maxTokensField ?? 'max_tokens')
     return out
   },
   requestText (body: ChatRequestWire, opts: TranslateOptions): string | undefined {
     const span = modelSpanOf(body)
     if (span === undefined || !parametersUnchanged(body, opts.model, CHAT_STANDARD)) return undefined
-    if (body.stream !== true || body.stream_options?.include_usage === true) return spliceModel(span, opts.upstreamModel)
+    const cap = requestedOutputCap(body, opts.model.maxOutputTokens)
+    const capText = chatCapInText(body, cap)
+    if (capText === undefined) return undefined
+    let insert = capText === 'insert' ? `"${opts.upstream?.maxTokensField ?? 'max_tokens'}":${cap},` : ''
     // No stream_options member at all (JSON.parse would have kept any spelling of it): add one.
-    if (!Object.hasOwn(body, 'stream_options')) return spliceModel(span, opts.upstreamModel, ASK_USAGE)
-    return undefined
+    if (body.stream === true && body.stream_options?.include_usage !== true) {
+      if (Object.hasOwn(body, 'stream_options')) return undefined
+      insert = ASK_USAGE + insert
+    }
+    return spliceModel(span, opts.upstreamModel, insert)
   },
   response (body: unknown, opts: TranslateOptions) {
     const answer: ChatCompletionWire = isObject(body) ? body : {}

@@ -17,7 +17,7 @@
  * assistant message's `thinking_blocks` go back as the turn's first blocks, those the upstream
  * signed only (unsigned thinking and another vendor's reasoning are dropped).
  */
-import { sseData, SSE_DONE, estimateUsage, gwError, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { sseData, SSE_DONE, estimateUsage, gwError, requestedOutputCap, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromMessages, usageToChat } from './usage.ts'
 import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeErrorType, safeToolId, textOf } from './common.ts'
 import { isMediaBlock } from './media-blocks.ts'
@@ -33,6 +33,8 @@ interface Turn { role: 'user' | 'assistant', content: MessagesBlock[] }
 
 /** A user turn for requests that would otherwise have none (only system messages, or assistant first). */
 const FILLER_USER_TEXT = '(continue)'
+/** The smallest thinking budget a messages upstream takes. */
+const MIN_THINKING_BUDGET = 1024
 const REASONING_BUDGET: ReadonlyMap<string, number> = new Map([['minimal', 1024], ['low', 1024], ['medium', 2048], ['high', 4096]])
 
 function pushTurn (turns: Turn[], role: Turn['role'], blocks: MessagesBlock[]): void {
@@ -149,8 +151,7 @@ export function chatToMessagesRequest (body: ChatRequestWire, opts: TranslateOpt
   const out: MessagesRequest = system.length > 0
     ? { model: opts.upstreamModel, system: system.join('\n\n'), messages: [] }
     : { model: opts.upstreamModel, messages: [] }
-  const asked = body.max_completion_tokens ?? body.max_tokens
-  let maxTokens = typeof asked === 'number' ? Math.min(asked, opts.model.maxOutputTokens) : opts.model.maxOutputTokens
+  const maxTokens = requestedOutputCap(body, opts.model.maxOutputTokens)
   if (typeof body.temperature === 'number') out.temperature = Math.min(1, Math.max(0, body.temperature))
   if (typeof body.top_p === 'number') out.top_p = body.top_p
   if (body.stop !== undefined && body.stop !== null) {
@@ -184,10 +185,12 @@ export function chatToMessagesRequest (body: ChatRequestWire, opts: TranslateOpt
   }
   const effort = body.reasoning_effort
   // A Map, not an object: an effort named after an Object.prototype member ("constructor") is no budget.
-  const budget = typeof effort === 'string' ? REASONING_BUDGET.get(effort) : undefined
-  if (budget !== undefined && thinkingAllowed(turns)) {
+  const effortBudget = typeof effort === 'string' ? REASONING_BUDGET.get(effort) : undefined
+  // The budget fits under the output cap (the upstream wants it below max_tokens, and max_tokens
+  // is what the call reserved for): a cap too small for the least budget gets no thinking.
+  const budget = effortBudget === undefined ? undefined : Math.min(effortBudget, maxTokens - 1)
+  if (budget !== undefined && budget >= MIN_THINKING_BUDGET && thinkingAllowed(turns)) {
     out.thinking = { type: 'enabled', budget_tokens: budget }
-    if (maxTokens <= budget) maxTokens = budget + 1024
     delete out.temperature
     const c = out.tool_choice
     if (c && (c.type === 'any' || c.type === 'tool')) out.tool_choice = { type: 'auto' }

@@ -15,7 +15,7 @@
  * the signature), in a stream when the item is done; an assistant message's thinking blocks
  * carrying a reasoning item go back as that item, ahead of the message's text and calls.
  */
-import { sseData, SSE_DONE, estimateUsage, streamUsage, gwError, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { sseData, SSE_DONE, estimateUsage, streamUsage, gwError, requestedOutputCap, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageToChat } from './usage.ts'
 import { applyModelParameters, CHAT_STANDARD, newId, safeErrorType, textOf } from './common.ts'
 import { usageFromResponses } from './usage.ts'
@@ -52,8 +52,11 @@ type NamedFunctionTool = ChatToolWire & { function: { name: string, description?
 /** The chat body's fields a Responses request takes as they are. */
 const SAME_FIELDS = ['temperature', 'top_p', 'parallel_tool_calls', 'user', 'metadata', 'safety_identifier', 'prompt_cache_key', 'service_tier'] as const
 
-/** A chat request (parameters already filtered for the model) → a Responses request. */
-export function chatToResponsesBody (body: ChatRequestWire, opts: TranslateOptions): ResponsesRequest {
+/**
+ * A chat request (parameters already filtered for the model) → a Responses request. `cap`: the
+ * call's output cap, read from the client's body before its parameters were filtered.
+ */
+export function chatToResponsesBody (body: ChatRequestWire, opts: TranslateOptions, cap = requestedOutputCap(body, opts.model.maxOutputTokens)): ResponsesRequest {
   if (typeof body.n === 'number' && body.n > 1) throw gwError('GW_ERR_BAD_REQUEST', ['n > 1 is not supported for this model'])
   const instructions: string[] = []
   const input: ResponsesInputItem[] = []
@@ -88,8 +91,7 @@ export function chatToResponsesBody (body: ChatRequestWire, opts: TranslateOptio
   }
   const out: ResponsesRequest = { model: opts.upstreamModel, input, store: false }
   if (instructions.length > 0) out.instructions = instructions.join('\n\n')
-  const asked = body.max_completion_tokens ?? body.max_tokens
-  out.max_output_tokens = typeof asked === 'number' ? Math.min(asked, opts.model.maxOutputTokens) : opts.model.maxOutputTokens
+  out.max_output_tokens = cap
   for (const k of SAME_FIELDS) if (body[k] !== undefined && body[k] !== null) out[k] = body[k]
   const tools = (Array.isArray(body.tools) ? body.tools : []).filter((t): t is NamedFunctionTool => t?.type === 'function' && typeof t.function?.name === 'string')
   if (tools.length > 0) {
@@ -136,7 +138,7 @@ function request (body: ChatRequestWire, opts: TranslateOptions): ResponsesReque
   if (typeof body.n === 'number' && body.n > 1) throw gwError('GW_ERR_BAD_REQUEST', ['n > 1 is not supported for this model'])
   const chat: ChatRequestWire = { ...body }
   applyModelParameters(chat, opts.model, CHAT_STANDARD)
-  return chatToResponsesBody(chat, opts)
+  return chatToResponsesBody(chat, opts, requestedOutputCap(body, opts.model.maxOutputTokens))
 }
 
 /** Response status (and incomplete reason) → chat finish_reason; tool calls win over a plain completion. */

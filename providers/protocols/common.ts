@@ -77,6 +77,56 @@ export function supports (model: ModelEntry, param: string): boolean {
   return false
 }
 
+/** The fields that carry a chat request's output cap. */
+const CHAT_CAP_FIELDS = ['max_tokens', 'max_completion_tokens'] as const
+
+/**
+ * Makes an upstream body carry the call's output cap (requestedOutputCap: what the reservation
+ * assumed) whatever the model's parameters dropped: each of `fields` holding a number above `cap`
+ * is lowered to it, one holding anything else (null) is dropped, and `field` is set to `cap` when
+ * none is left. A smaller cap the client asked for stays.
+ */
+export function enforceCap (out: Record<string, unknown>, cap: number, field: string, fields: readonly string[] = [field]): void {
+  let has = false
+  for (const k of fields) {
+    const v = out[k]
+    if (typeof v === 'number') {
+      if (v > cap) out[k] = cap
+      has = true
+    } else if (v !== undefined) {
+      delete out[k]
+    }
+  }
+  if (!has) out[field] = cap
+}
+
+/** enforceCap for a chat upstream body: `max_tokens` and `max_completion_tokens`, `field` (the provider's) when neither is there. */
+export function enforceChatCap (out: Record<string, unknown>, cap: number, field: string): void {
+  enforceCap(out, cap, field, CHAT_CAP_FIELDS)
+}
+
+/**
+ * What a same-protocol request's own text needs to carry `cap` (see enforceCap): 'as-is' when one
+ * of `fields` holds a number and none holds more than `cap` or a non-number; 'insert' when none
+ * of them is a member at all (the member can be added before the model key); undefined when the
+ * text must be rebuilt (a cap above `cap`, or a null one).
+ */
+export function capInText (body: Record<string, unknown>, cap: number, fields: readonly string[]): 'as-is' | 'insert' | undefined {
+  let has = false
+  for (const k of fields) {
+    if (!Object.hasOwn(body, k)) continue
+    const v = body[k]
+    if (typeof v !== 'number' || v > cap) return undefined
+    has = true
+  }
+  return has ? 'as-is' : 'insert'
+}
+
+/** capInText over a chat body's cap fields. */
+export function chatCapInText (body: Record<string, unknown>, cap: number): 'as-is' | 'insert' | undefined {
+  return capInText(body, cap, CHAT_CAP_FIELDS)
+}
+
 /** Applies the model's default_parameters to `out` where absent and drops standard parameters it does not list. */
 export function applyModelParameters (out: Record<string, unknown>, model: ModelEntry, standard: ReadonlySet<string>): void {
   const defaults = model.public.default_parameters

@@ -17,7 +17,7 @@
  * `reasoning_content` / `reasoning` (DeepSeek, vLLM, OpenRouter) comes back as a thinking block
  * ahead of the text, with an empty signature.
  */
-import { sseEvent, estimateUsage, streamUsage, gwError, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { sseEvent, estimateUsage, streamUsage, gwError, requestedOutputCap, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromChat, usageToMessages } from './usage.ts'
 import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, messagesErrorType, newId, parseArgs, safeToolId, stopFromFinish, textOf } from './common.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
@@ -179,7 +179,7 @@ function reasoningText (m: ChatDeltaWire): string {
  */
 export function messagesToChatRequest (body: MessagesRequestWire, opts: TranslateOptions, reasoning = false): ChatRequest {
   const out: ChatRequest = { model: opts.upstreamModel, messages: convertMessages(body, opts.upstream?.systemRole ?? 'system', reasoning) }
-  const cap = Math.min(typeof body.max_tokens === 'number' ? body.max_tokens : opts.model.maxOutputTokens, opts.model.maxOutputTokens)
+  const cap = requestedOutputCap(body, opts.model.maxOutputTokens)
   out[opts.upstream?.maxTokensField ?? 'max_tokens'] = cap
   if (typeof body.temperature === 'number') out.temperature = body.temperature
   if (typeof body.top_p === 'number') out.top_p = body.top_p

@@ -1,15 +1,19 @@
 /**
  * @module protocols/messages-to-messages – messages client, messages upstream: the fast path.
  *
- * Same rules as chat-to-chat: smallest change to the request, answers byte for byte, events
+ * Same rules as chat-to-chat: smallest change to the request (`max_tokens` above the call's
+ * output cap, requestedOutputCap, lowered to it), answers byte for byte, events
  * forwarded as received; only `message_start`, `message_delta` (usage), content deltas (output
  * relayed, for a stream cut before its final usage) and `error` (rebuilt, sanitized) are parsed.
  */
-import { sseEvent, sanitizeUpstreamMessage, modelSpanOf, spliceModel, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { sseEvent, sanitizeUpstreamMessage, modelSpanOf, spliceModel, requestedOutputCap, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { serverToolUsesFromMessages, usageFromMessages } from './usage.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { MessagesAnswerWire, MessagesEventWire } from './wire-messages.ts'
-import { applyModelParameters, DeferredCount, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged, safeErrorType } from './common.ts'
+import { applyModelParameters, capInText, DeferredCount, enforceCap, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged, safeErrorType } from './common.ts'
+
+/** The one field of a messages request that carries its output cap. */
+const MAX_TOKENS = ['max_tokens']
 
 class MessagesPassStream implements StreamTranslator {
   finished = false
@@ -94,12 +98,16 @@ export const messagesToMessages: Translator = {
   request (body: JsonObject, opts: TranslateOptions): Record<string, unknown> {
     const out: Record<string, unknown> = { ...body, model: opts.upstreamModel }
     applyModelParameters(out, opts.model, MESSAGES_STANDARD)
+    enforceCap(out, requestedOutputCap(body, opts.model.maxOutputTokens), 'max_tokens')
     return out
   },
   requestText (body: JsonObject, opts: TranslateOptions): string | undefined {
     const span = modelSpanOf(body)
     if (span === undefined || !parametersUnchanged(body, opts.model, MESSAGES_STANDARD)) return undefined
-    return spliceModel(span, opts.upstreamModel)
+    const cap = requestedOutputCap(body, opts.model.maxOutputTokens)
+    const capText = capInText(body, cap, MAX_TOKENS)
+    if (capText === undefined) return undefined
+    return spliceModel(span, opts.upstreamModel, capText === 'insert' ? `"max_tokens":${cap},` : '')
   },
   response (body: unknown, opts: TranslateOptions) {
     const answer: MessagesAnswerWire = isObject(body) ? body : {}

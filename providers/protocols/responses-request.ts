@@ -25,7 +25,7 @@
  *   → `reasoning_effort`, `text.verbosity` → `verbosity`.
  */
 import { createHash } from 'node:crypto'
-import { gwError, type TranslateOptions } from '../../index.ts'
+import { gwError, requestedOutputCap, type TranslateOptions } from '../../index.ts'
 import { applyModelParameters, CHAT_STANDARD } from './common.ts'
 import { documentBlock, imageBlock } from './media-blocks.ts'
 import { isObject } from './wire.ts'
@@ -264,7 +264,7 @@ function convertToolChoice (tc: unknown, known: Set<string>): ChatRequest['tool_
 export function responsesToChatRequest (body: ResponsesRequestWire, opts: TranslateOptions, forChatUpstream = true): ChatRequest {
   const info = describeCall(body)
   const out: ChatRequest = { model: opts.upstreamModel, messages: convertInput(body, opts.upstream?.systemRole ?? 'system', forChatUpstream ? undefined : opts.model.inputModalities, !forChatUpstream) }
-  const cap = Math.min(typeof body.max_output_tokens === 'number' ? body.max_output_tokens : opts.model.maxOutputTokens, opts.model.maxOutputTokens)
+  const cap = requestedOutputCap(body, opts.model.maxOutputTokens)
   const capField = opts.upstream?.maxTokensField ?? 'max_tokens'
   out[capField] = cap
   if (typeof body.temperature === 'number') out.temperature = body.temperature

@@ -2,15 +2,17 @@
  * @module protocols/responses-to-responses – Responses client, Responses upstream: the fast path.
  *
  * The request changes as little as possible (upstream model name, `default_parameters`, `store:
- * false` so the upstream keeps no state either); JSON answers go out byte for byte; stream events
+ * false` so the upstream keeps no state either, `max_output_tokens` set to the call's output cap,
+ * requestedOutputCap, when absent or above it); JSON answers go out byte for byte; stream events
  * are forwarded as received, parsed only for usage (`response.completed` / `response.incomplete`),
  * the output relayed (deltas) and the end. A stream that ends without a final event, or fails,
  * ends with `response.failed` and `error`, numbered after the last event seen.
  */
-import { sseEvent, sanitizeUpstreamMessage, streamUsage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { sseEvent, sanitizeUpstreamMessage, streamUsage, requestedOutputCap, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { serverToolUsesFromResponses, usageFromResponses, usageToResponses } from './usage.ts'
 import { responsesDeltaChars } from './chat-to-responses.ts'
 import { isObject, parseWire, type JsonObject } from './wire.ts'
+import { enforceCap } from './common.ts'
 import type { ResponsesEventWire, ResponseWire } from './wire-responses.ts'
 
 /** `u` with the server-tool uses of the answer's output items (billed per use). */
@@ -82,6 +84,7 @@ export const responsesToResponses: Translator = {
     const out: Record<string, unknown> = { ...body, model: opts.upstreamModel, store: false }
     const defaults = opts.model.public.default_parameters
     for (const k in defaults) if (out[k] === undefined) out[k] = defaults[k]
+    enforceCap(out, requestedOutputCap(body, opts.model.maxOutputTokens), 'max_output_tokens')
     return out
   },
   response (body: unknown, opts: TranslateOptions) {

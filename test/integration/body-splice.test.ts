@@ -1,7 +1,8 @@
 /**
  * Same-protocol requests reach the upstream as the client's bytes with only the top-level model
- * changed (plus `stream_options` on a chat stream that lacks it); anything unusual falls back to
- * serializing the parsed body, which must still carry the model the gateway routed and billed.
+ * changed (plus `stream_options` on a chat stream that lacks it, and the output cap the call
+ * reserved for when the client gave none); anything unusual falls back to serializing the parsed
+ * body, which must still carry the model the gateway routed and billed.
  */
 import t from 'tap'
 import { scanBody, modelSpanOf, spliceModel } from '../../core/http/body.ts'
@@ -44,6 +45,9 @@ t.test('spliceModel changes the value bytes only, and inserts members before the
   t.equal(modelSpanOf({ model: 'x' }), undefined, 'an object the parser did not make has no span')
 })
 
+/** What a chat body without a cap gets before its model key: the model's output cap (4096 by default). */
+const CAP = '"max_tokens":4096,'
+
 async function setup (t: any) {
   const chatUp = await startFakeUpstream()
   const msgUp = await startFakeUpstream()
@@ -65,16 +69,25 @@ t.test('same protocol: the upstream receives the client bytes with only the mode
   const chat = '{\n  "messages": [ {"role":"user","content":"héllo \\u263a \u{1F600} \\"model\\":\\"x\\"", "model": "nested"} ],\n  "model" :  "vendor/chat-model",\n  "temperature": 0.30,\n  "tools": [{"type":"function","function":{"name":"f","parameters":{"model":{"type":"string"}}}}],\n  "x_vendor": 1e2\n}'
   let res = await post('/v1/chat/completions', chat)
   t.equal(res.statusCode, 200)
-  t.equal(chatUp.requests.at(-1)!.text, chat.replace('"vendor/chat-model"', '"up-model"'), 'byte for byte: 0.30 and 1e2 stay as written')
+  t.equal(chatUp.requests.at(-1)!.text, chat.replace('"model" :  "vendor/chat-model"', CAP + '"model" :  "up-model"'), 'byte for byte: 0.30 and 1e2 stay as written; the cap added before the model')
+
+  const capped = '{"model":"vendor/chat-model","max_completion_tokens":12,"messages":[{"role":"user","content":"hi"}]}'
+  res = await post('/v1/chat/completions', capped)
+  t.equal(chatUp.requests.at(-1)!.text, capped.replace('vendor/chat-model', 'up-model'), 'a cap within the model\'s: nothing added')
+
+  const over = '{"model":"vendor/chat-model","max_tokens":100000,"messages":[{"role":"user","content":"hi"}]}'
+  res = await post('/v1/chat/completions', over)
+  t.equal(res.statusCode, 200)
+  t.same(chatUp.requests.at(-1)!.body, { model: 'up-model', max_tokens: 4096, messages: [{ role: 'user', content: 'hi' }] }, 'a cap above the model\'s: serialized again with the model\'s')
 
   const stream = '{"model":"vendor/chat-model","stream":true,"messages":[{"role":"user","content":"hi"}]}'
   res = await post('/v1/chat/completions', stream)
   t.equal(res.statusCode, 200)
-  t.equal(chatUp.requests.at(-1)!.text, '{"stream_options":{"include_usage":true},"model":"up-model","stream":true,"messages":[{"role":"user","content":"hi"}]}', 'a chat stream asks for usage: one member added before the model')
+  t.equal(chatUp.requests.at(-1)!.text, '{"stream_options":{"include_usage":true},' + CAP + '"model":"up-model","stream":true,"messages":[{"role":"user","content":"hi"}]}', 'a chat stream asks for usage: one member added before the model')
 
   const asked = '{"model":"vendor/chat-model","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}'
   res = await post('/v1/chat/completions', asked)
-  t.equal(chatUp.requests.at(-1)!.text, asked.replace('vendor/chat-model', 'up-model'), 'usage already asked for: nothing added')
+  t.equal(chatUp.requests.at(-1)!.text, asked.replace('"model":"vendor/chat-model"', CAP + '"model":"up-model"'), 'usage already asked for: only the cap added')
 
   const notAsked = '{"model":"vendor/chat-model","stream":true,"stream_options":{"include_usage":false},"messages":[{"role":"user","content":"hi"}]}'
   res = await post('/v1/chat/completions', notAsked)
@@ -84,7 +97,7 @@ t.test('same protocol: the upstream receives the client bytes with only the mode
   const uni = '{"model":"vendor/uni","messages":[{"role":"user","content":"hi"}]}'
   res = await post('/v1/chat/completions', uni)
   t.equal(res.statusCode, 200)
-  t.equal(chatUp.requests.at(-1)!.text, '{"model":"ünï \\"côdé\\"","messages":[{"role":"user","content":"hi"}]}', 'the upstream name is JSON-encoded')
+  t.equal(chatUp.requests.at(-1)!.text, '{' + CAP + '"model":"ünï \\"côdé\\"","messages":[{"role":"user","content":"hi"}]}', 'the upstream name is JSON-encoded')
 
   const msg = '{"max_tokens":64,\r\n"model":"msgvendor/msg-model","system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"text","text":"\\ud83d\\ude00"}]}],"metadata":{"model":"x"}}'
   res = await post('/v1/messages', msg)
@@ -93,9 +106,9 @@ t.test('same protocol: the upstream receives the client bytes with only the mode
   res = await post('/v1/messages', msg.replace('{', '{"stream":true,'))
   t.equal(res.statusCode, 200)
   t.equal(msgUp.requests.at(-1)!.text, msg.replace('{', '{"stream":true,').replace('"msgvendor/msg-model"', '"up-model"'))
-  await spy.settled(7)
+  await spy.settled(9)
   t.match(spy.seen.at(-1)!.outcome, { usage: { inputTokens: 9, outputTokens: 2 }, usageEstimated: false }, 'the stream is billed from its usage')
-  t.match(spy.seen[1].outcome, { usage: { inputTokens: 20, outputTokens: 2 }, usageEstimated: false }, 'the chat stream too (usage was asked for)')
+  t.match(spy.seen[3].outcome, { usage: { inputTokens: 20, outputTokens: 2 }, usageEstimated: false }, 'the chat stream too (usage was asked for)')
 })
 
 t.test('a huge body is spliced, not re-serialized', async t => {
@@ -104,8 +117,8 @@ t.test('a huge body is spliced, not re-serialized', async t => {
   const res = await post('/v1/chat/completions', big)
   t.equal(res.statusCode, 200)
   const got = chatUp.requests.at(-1)!.text
-  t.equal(got.length, big.length - 'vendor/chat-model'.length + 'up-model'.length)
-  t.ok(got === big.replace('"vendor/chat-model"', '"up-model"'), 'the same bytes (escapes kept as written)')
+  t.equal(got.length, big.length - 'vendor/chat-model'.length + 'up-model'.length + CAP.length)
+  t.ok(got === big.replace('"model":"vendor/chat-model"', CAP + '"model":"up-model"'), 'the same bytes (escapes kept as written)')
 })
 
 t.test('hostile bodies fall back to serializing what the gateway parsed, routed and billed', async t => {
@@ -140,7 +153,7 @@ t.test('hostile bodies fall back to serializing what the gateway parsed, routed 
   // The model's default_parameters change the body: serialized again, with the default.
   res = await post('/v1/chat/completions', '{"model":"vendor/defaults","messages":[{"role":"user","content":"hi"}]}')
   t.equal(res.statusCode, 200)
-  t.same(chatUp.requests.at(-1)!.body, { model: 'up-defaults', messages: [{ role: 'user', content: 'hi' }], top_p: 0.5 })
+  t.same(chatUp.requests.at(-1)!.body, { model: 'up-defaults', messages: [{ role: 'user', content: 'hi' }], top_p: 0.5, max_tokens: 4096 })
 
   // A duplicate stream_options (the last wins) is not added to: the parsed one is serialized.
   res = await post('/v1/chat/completions', '{"model":"vendor/chat-model","stream":true,"stream_options":null,"messages":[{"role":"user","content":"hi"}]}')
@@ -174,5 +187,5 @@ t.test('cross protocol and many calls in flight at once', async t => {
   }))
   for (const { r } of all) t.equal(r.statusCode, 200)
   const seen = new Set([...chatUp.requests, ...msgUp.requests].map(r => r.text))
-  for (const { text } of all) t.ok(seen.has(text.replace(/"(vendor\/chat-model|msgvendor\/msg-model)"/, '"up-model"')), text)
+  for (const { text, chat } of all) t.ok(seen.has(text.replace(/"model":"(vendor\/chat-model|msgvendor\/msg-model)"/, (chat ? CAP : '') + '"model":"up-model"')), text)
 })

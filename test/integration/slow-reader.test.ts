@@ -23,11 +23,20 @@ async function flood (res: ServerResponse, head: string[], delta: string): Promi
   if (!res.destroyed) res.end()
 }
 
+/**
+ * Models whose output cap is above the whole flood: the stream is stopped by the client that does
+ * not read, not by the backstop that ends a stream past its cap.
+ */
+const LONG_MODELS = [
+  { id: 'msgvendor/long', max_output_tokens: 100_000_000, deployments: [{ provider: 'up-msg', model: 'up-model' }] },
+  { id: 'vendor/long', max_output_tokens: 100_000_000, deployments: [{ provider: 'up-chat', model: 'up-model' }] },
+]
+
 const cases = [
   {
     name: 'messages route, messages upstream',
     path: '/v1/messages',
-    model: 'msgvendor/msg-model',
+    model: 'msgvendor/long',
     head: [
       msgEvent('message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'up-model', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } } }),
       msgEvent('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
@@ -37,7 +46,7 @@ const cases = [
   {
     name: 'chat route, chat upstream',
     path: '/v1/chat/completions',
-    model: 'vendor/chat-model',
+    model: 'vendor/long',
     head: [chatChunk({ role: 'assistant', content: '' })],
     delta: chatChunk({ content: TEXT }),
   },
@@ -50,13 +59,13 @@ for (const c of cases) {
     await ledger.migrate()
     const app = await buildTestApp({
       ledger,
-      doc: upstreamDoc(up.origin, up.origin),
+      doc: upstreamDoc(up.origin, up.origin, LONG_MODELS),
       pipeline: [{ plugin: 'timeout', config: { timeoutMs: 500 } }, AUTH_ENTRY, { plugin: 'balance', config: { enforce: false } }],
     })
     t.teardown(async () => { await app.close(); await up.close(); await ledger.close() })
     const base = new URL(await listen(app))
 
-    const body = JSON.stringify({ model: c.model, max_tokens: 100000, stream: true, messages: [{ role: 'user', content: 'Write forever.' }] })
+    const body = JSON.stringify({ model: c.model, max_tokens: 100_000_000, stream: true, messages: [{ role: 'user', content: 'Write forever.' }] })
     const sock = connect(Number(base.port), base.hostname)
     let received = ''
     let closed = false

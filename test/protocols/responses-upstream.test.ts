@@ -118,5 +118,5 @@ t.test('responses → responses stream: forwarded; usage from response.completed
   t.match(done.usage, { inputTokens: 12, cachedInputTokens: 2, outputTokens: 5 })
   t.equal(done.end(), '')
   const req = translators['responses-to-responses'].request({ model: 'm/x', input: 'hi', store: true }, fresh())
-  t.same(req, { model: 'up-x', input: 'hi', store: false })
+  t.same(req, { model: 'up-x', input: 'hi', store: false, max_output_tokens: fresh().model.maxOutputTokens }, 'the output cap the call reserved for (the model\'s) is added')
 })

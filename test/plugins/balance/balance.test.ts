@@ -108,13 +108,22 @@ t.test('balance – cached input bills at the cached rate', async t => {
 
 t.test('balance – a call that failed before any upstream answered releases its hold and is not charged', async t => {
   const { hooks, admit, held, ledger } = await setup(t)
-  for (const outcome of [fakeOutcome({ status: 502, upstreamSucceeded: false }), fakeOutcome({ status: 499, upstreamSucceeded: false, clientAborted: true, usage: USAGE })]) {
+  for (const outcome of [fakeOutcome({ status: 502, upstreamSucceeded: false }), fakeOutcome({ status: 499, upstreamSucceeded: false, clientAborted: true })]) {
     const { ctx, state } = await admit()
     t.same(await held(), { balance: 1000, reserved: RESERVED })
     await hooks.onSettle!(ctx, outcome, state)
     t.same(await held(), { balance: 1000, reserved: 0 }, `status ${outcome.status}: released`)
   }
   t.same(await ledger.listUsage({}), [], 'no usage record')
+})
+
+t.test('balance – a call cut after its request reached the upstream (usage, no answer) is charged its usage', async t => {
+  const { hooks, admit, held, ledger } = await setup(t)
+  const { ctx, state } = await admit()
+  await hooks.onSettle!(ctx, fakeOutcome({ status: 499, upstreamSucceeded: false, clientAborted: true, usage: USAGE, usageEstimated: true }), state)
+  t.ok(await until(async () => (await ledger.listUsage({})).length === 1), 'one usage record')
+  t.match((await ledger.listUsage({}))[0], { estimated: true, inputTokens: USAGE.inputTokens, outputTokens: USAGE.outputTokens })
+  t.equal((await held()).reserved, 0, 'the hold is gone')
 })
 
 t.test('balance – settle after a refused admit (402) changes nothing', async t => {
