@@ -47,9 +47,10 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
   let tried = 0
   try {
     for (const d of orderDeployments(model.deployments)) {
-      // Settled exactly once however this attempt ends: explicitly below, or on leaving the
-      // iteration (a call cut by the deadline is a failure, any other end releases a trial).
-      using circuit = gw.circuits.allow(d, deadline)
+      // Settled exactly once however this attempt ends: explicitly below, by its own headers bound
+      // (no headers within ttfbMs is a failure), or on leaving the iteration (a release: a call
+      // cut by its deadline or by the client says nothing about the upstream).
+      using circuit = gw.circuits.allow(d)
       if (!circuit) continue
       const provider = gw.providers.get(d.provider)!
       const translator = gw.translators[`${clientProtocol}-to-${provider.protocol}`]
@@ -65,6 +66,7 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
       let res: UpstreamResponse
       try {
         res = provider.invoke ? await provider.invoke(req, controller.toSignal()) : await gw.upstream.send(req, controller)
+        circuit.headers()
         if (ctx.obs !== null) ctx.obs.attemptAnswered(res.status)
       } catch (err) {
         if (deadline.expired) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
