@@ -73,7 +73,8 @@ t.test('the claim store full: a new claim gets 503 in the route\'s body shape; c
   const app = await buildTestApp({
     now: () => clock,
     logger: pino({ level: 'error' }, { write: (s: string) => { lines.push(s) } }),
-    doc: { stores: { kv: { maxClaims: 2 } } },
+    // The key's claim counter takes one place, its claims the other two.
+    doc: { stores: { kv: { maxClaims: 3 } } },
     pipeline: [{ plugin: 'ip-limit', config: TRUST_LOOPBACK }, AUTH_ENTRY, { plugin: 'idempotency', config: { ttlMs: 60_000 } }],
   })
   t.teardown(() => app.close())
@@ -87,7 +88,7 @@ t.test('the claim store full: a new claim gets 503 in the route\'s body shape; c
   const fullMsg = await post('/v1/messages', 'd', msgs)
   t.equal(fullMsg.status, 503)
   t.same(fullMsg.json, { type: 'error', error: { type: 'overloaded_error', message: 'The service is temporarily unavailable.' } })
-  t.ok(lines.some(l => /claim store full/.test(l) && /stores\.kv\.maxClaims = 2/.test(l)), 'a log line names the bound')
+  t.ok(lines.some(l => /claim store full/.test(l) && /stores\.kv\.maxClaims = 3/.test(l)), 'a log line names the bound')
   t.equal((await post('/v1/chat/completions', 'a')).status, 409, 'the held claims still answer 409')
   t.equal((await call(url, '/v1/chat/completions', { ip: '203.0.113.7', headers: auth(), body: chat })).status, 200, 'calls without a key are not affected')
   clock += 60_001
