@@ -10,7 +10,7 @@
  * mode lease (Redis): the same windows, but each replica leases slices of them and counts in
  * memory (see lease.ts): no store round trip per call except when a slice runs out.
  */
-import { definePlugin, gwError, isStoreFull, type GatewayError, type GatewayContext, type Usage } from '../../index.ts'
+import { definePlugin, gwError, isStoreFull, keyScope, type GatewayError, type GatewayContext, type Usage } from '../../index.ts'
 import { PriceBook } from '../../money/pricing.ts'
 import { costMicros } from '../../money/billing.ts'
 import { QuotaConfig, type QuotaLimitT } from './schema.ts'
@@ -38,7 +38,10 @@ export function windowAt (w: QuotaLimitT['window'], now: number): [string, numbe
  */
 interface WindowKeys {
   readonly limit: QuotaLimitT
+  /** What the window counts in the store: the organization, the project, or the key's scope (organization + id). */
   readonly subject: string
+  /** The subject as a 429 names it (the key's id, not its scope). */
+  readonly shown: string
   readonly window: string
   readonly start: number
   readonly end: number
@@ -84,13 +87,13 @@ export default definePlugin({
     const hasSpend = limits.some(l => l.spend !== undefined)
 
     /** The window of limit `index` for `subject` at `now`, its keys made once per window. */
-    function windowKeys (limit: QuotaLimitT, index: number, subject: string, now: number): WindowKeys {
+    function windowKeys (limit: QuotaLimitT, index: number, subject: string, shown: string, now: number): WindowKeys {
       const cache = cached[index]
       let k = cache.get(subject)
       if (k === undefined || now >= k.end || now < k.start) {
         const [window, left, len] = windowAt(limit.window, now)
         const base = `${index}:${limit.scope}:${subject}:${window}:`
-        k = { limit, subject, window, start: now + left - len, end: now + left, expiresAt: now + left + Math.min(len, 60_000), tokens: `${base}tokens`, spend: `${base}spend`, requests: `${base}requests` }
+        k = { limit, subject, shown, window, start: now + left - len, end: now + left, expiresAt: now + left + Math.min(len, 60_000), tokens: `${base}tokens`, spend: `${base}spend`, requests: `${base}requests` }
         if (cache.size >= MAX_CACHED_SUBJECTS) cache.clear()
         cache.set(subject, k)
       }
@@ -103,16 +106,18 @@ export default definePlugin({
       let out: WindowKeys[] | undefined
       for (let index = 0; index < limits.length; index++) {
         const limit = limits[index]
-        const subject = limit.scope === 'organization' ? p.organization : limit.scope === 'project' ? p.project : p.keyId
-        if (!subject || (limit.id !== undefined && limit.id !== subject)) continue
-        ;(out ??= []).push(windowKeys(limit, index, subject, now))
+        const shown = limit.scope === 'organization' ? p.organization : limit.scope === 'project' ? p.project : p.keyId
+        if (!shown || (limit.id !== undefined && limit.id !== shown)) continue
+        // A key's windows are its organization's and id's together: keys of two organizations
+        // that share an id (a ledger key and a config key) never share a window.
+        ;(out ??= []).push(windowKeys(limit, index, limit.scope === 'key' ? keyScope(p) : shown, shown, now))
       }
       return out
     }
 
     function exceeded (ctx: GatewayContext, a: WindowKeys, what: string, now: number): GatewayError {
       ctx.setHeader('retry-after', String(Math.max(1, Math.ceil((a.end - now) / 1000))))
-      return gwError('GW_ERR_QUOTA_EXCEEDED', [`${what} per ${a.limit.window} for ${a.limit.scope} "${a.subject}"`])
+      return gwError('GW_ERR_QUOTA_EXCEEDED', [`${what} per ${a.limit.window} for ${a.limit.scope} "${a.shown}"`])
     }
 
     /** A store error at admit: 503 for a full store whatever onStoreError says, else by onStoreError (undefined: admit). */

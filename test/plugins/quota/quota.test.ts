@@ -54,12 +54,13 @@ t.test('quota – a refused call does not use up a request; the next window star
 t.test('quota – a call refused by one limit is not counted by the others it passed', async t => {
   const { call } = await setup(t, [
     { scope: 'key', window: 'minute', requests: 2 },
-    { scope: 'organization', window: 'minute', requests: 1 },
+    { scope: 'project', window: 'minute', requests: 1 },
   ])
-  t.equal((await call({ keyId: 'k', organization: 'acme' })).error, undefined)
-  t.match((await call({ keyId: 'k', organization: 'acme' })).error, { message: /organization "acme"/ }, 'the organization limit refuses')
-  t.equal((await call({ keyId: 'k', organization: 'other' })).error, undefined, 'the key\'s second request: the refused one was taken back')
-  t.match((await call({ keyId: 'k', organization: 'third' })).error, { message: /2 requests per minute for key "k"/ })
+  // One key (organization + id) under three projects.
+  t.equal((await call({ keyId: 'k', organization: 'acme', project: 'p1' })).error, undefined)
+  t.match((await call({ keyId: 'k', organization: 'acme', project: 'p1' })).error, { message: /project "p1"/ }, 'the project limit refuses')
+  t.equal((await call({ keyId: 'k', organization: 'acme', project: 'p2' })).error, undefined, 'the key\'s second request: the refused one was taken back')
+  t.match((await call({ keyId: 'k', organization: 'acme', project: 'p3' })).error, { message: /2 requests per minute for key "k"/ })
 })
 
 t.test('quota – scopes count separately; a limit with an id applies to that subject only', async t => {
@@ -158,10 +159,10 @@ t.test('quota – a store without the synchronous facet (a network store) counts
   } as unknown as ReturnType<typeof memoryStore>
   const { call } = await setup(t, [
     { scope: 'key', window: 'minute', requests: 2 },
-    { scope: 'organization', window: 'minute', tokens: 100 },
+    { scope: 'project', window: 'minute', tokens: 100 },
   ], {}, asyncOnly)
-  t.equal((await call(ACME, { inputTokens: 60, outputTokens: 50 })).error, undefined)
-  t.match((await call()).error, { message: /100 tokens per minute/ }, 'the token cap refuses')
-  t.equal((await call({ keyId: 'key-1', organization: 'other' })).error, undefined, 'the refused call was not counted: the second request')
-  t.match((await call({ keyId: 'key-1', organization: 'third' })).error, { message: /2 requests per minute/ })
+  t.equal((await call({ ...ACME, project: 'p1' }, { inputTokens: 60, outputTokens: 50 })).error, undefined)
+  t.match((await call({ ...ACME, project: 'p1' })).error, { message: /100 tokens per minute/ }, 'the token cap refuses')
+  t.equal((await call({ ...ACME, project: 'p2' })).error, undefined, 'the refused call was not counted: the second request')
+  t.match((await call({ ...ACME, project: 'p3' })).error, { message: /2 requests per minute/ })
 })
