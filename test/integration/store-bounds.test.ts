@@ -53,12 +53,14 @@ t.test('150 distinct client IPs cannot reset a spend window (stores.kv.maxKeys 1
   const app = await buildTestApp({
     now: () => clock,
     doc: { ...PROBES_LIMITED, stores: { kv: { maxKeys: 100 } } },
-    pipeline: [{ plugin: 'ip-limit', config: TRUST_LOOPBACK }, AUTH_ENTRY, { plugin: 'quota', config: { limits: [{ scope: 'key', window: 'day', spend: 0.000001 }] } }],
+    pipeline: [{ plugin: 'ip-limit', config: TRUST_LOOPBACK }, AUTH_ENTRY, { plugin: 'quota', config: { limits: [{ scope: 'key', window: 'day', spend: 0.00014 }] } }],
   })
   t.teardown(() => app.close())
   const url = await listen(app)
   const body = chat
-  t.equal((await call(url, '/v1/chat/completions', { ip: '203.0.113.7', headers: auth(), body })).status, 200, 'the first call spends past the cap')
+  // A call's worst case (about 24 input + 50 output tokens at 1 and 2 per million) fits the cap
+  // once; the second does not fit beside what the first spent.
+  t.equal((await call(url, '/v1/chat/completions', { ip: '203.0.113.7', headers: auth(), body })).status, 200, 'the first call fits')
   const capped = await call(url, '/v1/chat/completions', { ip: '203.0.113.7', headers: auth(), body })
   t.equal(capped.status, 429, 'the cap holds')
   await churnIps(url)
