@@ -1,6 +1,8 @@
-// Idempotency claims are bounded per API key, through listening gateways with many calls in flight:
-// one key cannot fill the shared claim store (memory, or Redis behind two replicas) for the others;
-// the key past its share alone gets 429 with Retry-After, in the route's body shape.
+/**
+ * @module test/integration/idempotency-share – idempotency claims are bounded per API key, through listening gateways with many calls in flight:
+ * one key cannot fill the shared claim store (memory, or Redis behind two replicas) for the others;
+ * the key past its share alone gets 429 with Retry-After, in the route's body shape.
+ */
 import t, { type Test } from 'tap'
 import { buildTestApp, listen, auth, AUTH_ENTRY, NO_ORG_KEY } from '../helpers/build-test-app.ts'
 import { redisUrl, randomId } from '../helpers/backends.ts'

@@ -1,6 +1,8 @@
-// Per-key state is the key's organization and id together, through a listening gateway with its
-// admin listener, on SQLite and PostgreSQL ledgers: a ledger key created (admin API) with the id of a
-// config key of another organization shares neither idempotency claims nor per-key quota windows.
+/**
+ * @module test/integration/key-identity – per-key state is the key's organization and id together, through a listening gateway with its
+ * admin listener, on SQLite and PostgreSQL ledgers: a ledger key created (admin API) with the id of a
+ * config key of another organization shares neither idempotency claims nor per-key quota windows.
+ */
 import t, { type Test } from 'tap'
 import { startAdmin } from '../../admin/app.ts'
 import { openLedger } from '../../core/ledger/index.ts'

@@ -1,7 +1,9 @@
-// Quota token and spend caps are hard caps in exact mode, through listening gateways with many
-// calls in flight: on the memory store, and on Redis shared by two replicas. Each call holds its
-// worst case (input estimate + output cap, priced) in the window from admit to settle, so what the
-// answered calls cost never passes the cap, and the window ends at exactly what they cost.
+/**
+ * @module test/integration/spend-caps – quota token and spend caps are hard caps in exact mode, through listening gateways with many
+ * calls in flight: on the memory store, and on Redis shared by two replicas. Each call holds its
+ * worst case (input estimate + output cap, priced) in the window from admit to settle, so what the
+ * answered calls cost never passes the cap, and the window ends at exactly what they cost.
+ */
 import t, { type Test } from 'tap'
 import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { redisUrl, randomId } from '../helpers/backends.ts'
