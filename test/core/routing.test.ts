@@ -121,5 +121,5 @@ t.test('Circuits – a deployment\'s own thresholds override the defaults', asyn
   t.notOk(c.isOpen(lax))
   now = 50
   t.equal(c.allow(strict)?.trial, true, 'its own cool-down applies')
-  t.same(c.options(strict), { failureThreshold: 1, coolDownMs: 50, trialTimeoutMs: 1000 }, 'unset keys keep the defaults')
+  t.same(c.options(strict), { failureThreshold: 1, coolDownMs: 50, trialTimeoutMs: 1000, ttfbMs: 60000 }, 'unset keys keep the defaults')
 })
