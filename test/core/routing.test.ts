@@ -123,3 +123,22 @@ t.test('Circuits – a deployment\'s own thresholds override the defaults', asyn
   t.equal(c.allow(strict)?.trial, true, 'its own cool-down applies')
   t.same(c.options(strict), { failureThreshold: 1, coolDownMs: 50, trialTimeoutMs: 1000, ttfbMs: 60000 }, 'unset keys keep the defaults')
 })
+
+t.test('Circuits – no response headers within ttfbMs is a failure of its own; headers in time disarm it; a late answer still closes', async t => {
+  const { until } = await import('../helpers/until.ts')
+  const c = new Circuits({ failureThreshold: 1, coolDownMs: 1000, trialTimeoutMs: 1000, ttfbMs: 20 }, () => 0)
+  const dep = d('ttfb')
+  const answered = c.allow(dep)!
+  answered.headers()
+  const hung = c.allow(dep)!
+  t.ok(await until(() => c.isOpen(dep)), 'the call still waiting for headers opened the circuit')
+  answered.success()
+  t.notOk(c.isOpen(dep), 'the answered call closes it')
+  hung.success()
+  t.notOk(c.isOpen(dep), 'a late answer of the hung call counts as a success too')
+  hung[Symbol.dispose]()
+  answered[Symbol.dispose]()
+  const released = c.allow(dep)!
+  released[Symbol.dispose]()
+  t.notOk(c.isOpen(dep), 'an attempt ended before ttfbMs (its deadline, the client gone) counts nothing')
+})
