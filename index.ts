@@ -49,6 +49,7 @@ export { usageFromChat, usageFromMessages, usageFromResponses, usageToChat, usag
 export type { Usage } from './core/types/usage.ts'
 export type { ModelEntry, ModelPrice, Deployment, Protocol, ClientProtocol, PublicModel } from './core/types/model.ts'
 export type { Principal } from './core/types/principal.ts'
+export { keyScope } from './core/types/principal.ts'
 export type { Catalog } from './core/dispatch/catalog.ts'
 
 // ── services handed to create() ───────────────────────────────────────────────────────────────

@@ -14,6 +14,7 @@ import type { Gateway } from '../core/routes/gateway.ts'
 import type { GatewayApp } from '../core/http/app.ts'
 import type { Deployment, ModelPrice } from '../core/types/model.ts'
 import { Circuits } from '../core/dispatch/routing.ts'
+import { LedgerAmountError, MAX_MICROS } from '../core/ledger/ledger.ts'
 import { formatMicros, parseAmount } from '../money/billing.ts'
 import { generateKey, hashKey, keyDisplayPrefix } from '../plugins/auth/keys.ts'
 import * as S from './schemas.ts'
@@ -183,9 +184,12 @@ export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: Adm
     const { id } = request.params
     const micros = parseAmount(request.body.amount)
     if (micros <= 0) throw new AdminError(400, 'Invalid request: /body/amount must be positive', { path: '/body/amount' })
+    // Micro-units are exact only up to 2^53 − 1: a larger amount, or a balance it would make, is refused.
+    if (!Number.isSafeInteger(micros)) throw new AdminError(400, `Invalid request: /body/amount must be at most ${formatMicros(MAX_MICROS)}`, { path: '/body/amount' })
     try {
       return { organization: id, balance: formatMicros(await ledger.topUp(id, micros)) }
     } catch (err) {
+      if (err instanceof LedgerAmountError) throw new AdminError(400, `Invalid request: /body/amount: ${err.message}`, { path: '/body/amount' })
       if (/unknown organization/.test((err as Error).message)) throw new AdminError(404, `Unknown organization "${id}".`)
       throw err
     }

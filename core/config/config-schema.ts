@@ -9,9 +9,10 @@ const Routes = Type.Array(Type.Union(ROUTE_NAMES.map(r => Type.Literal(r))), {
 })
 
 const CIRCUIT_DOC = {
-  failureThreshold: 'Consecutive failures (connect error, timeout, 5xx) that open a deployment\'s circuit.',
+  failureThreshold: 'Consecutive failures (connect error, 5xx, no response headers within ttfbMs) that open a deployment\'s circuit.',
   coolDownMs: 'How long an open circuit refuses calls before it lets one trial call through.',
   trialTimeoutMs: 'How long that trial may stay unresolved before it is released and another call may try.',
+  ttfbMs: 'An upstream that has sent no response headers this long after the attempt started counts a failure; a call cut sooner by its deadline, or after the headers came, does not. Set it above the longest healthy non-streamed generation (its headers come with the answer).',
 }
 
 /** Defaults for every deployment's circuit. */
@@ -19,6 +20,7 @@ const Circuit = Type.Object({
   failureThreshold: Type.Integer({ minimum: 1, default: 5, description: CIRCUIT_DOC.failureThreshold }),
   coolDownMs: Type.Integer({ minimum: 0, default: 30000, description: CIRCUIT_DOC.coolDownMs }),
   trialTimeoutMs: Type.Integer({ minimum: 1, default: 30000, description: CIRCUIT_DOC.trialTimeoutMs }),
+  ttfbMs: Type.Integer({ minimum: 1, default: 60000, description: CIRCUIT_DOC.ttfbMs }),
 }, { additionalProperties: false, default: {}, description: 'Circuit breaker defaults; a provider\'s or a model\'s own circuit overrides them.' })
 
 /** A provider's or a model's own circuit thresholds; no defaults here, so an absent key falls through. */
@@ -26,6 +28,7 @@ const CircuitOverride = (description: string) => Type.Object({
   failureThreshold: Type.Optional(Type.Integer({ minimum: 1, description: CIRCUIT_DOC.failureThreshold })),
   coolDownMs: Type.Optional(Type.Integer({ minimum: 0, description: CIRCUIT_DOC.coolDownMs })),
   trialTimeoutMs: Type.Optional(Type.Integer({ minimum: 1, description: CIRCUIT_DOC.trialTimeoutMs })),
+  ttfbMs: Type.Optional(Type.Integer({ minimum: 1, description: CIRCUIT_DOC.ttfbMs })),
 }, { additionalProperties: false, description })
 
 const AFFINITY_DOC = {

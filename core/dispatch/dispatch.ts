@@ -59,9 +59,10 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
       order = Affinity.pinFirst(order, session.pinned)
     }
     for (const d of order) {
-      // Settled exactly once however this attempt ends: explicitly below, or on leaving the
-      // iteration (a call cut by the deadline is a failure, any other end releases a trial).
-      using circuit = gw.circuits.allow(d, deadline)
+      // Settled exactly once however this attempt ends: explicitly below, by its own headers bound
+      // (no headers within ttfbMs is a failure), or on leaving the iteration (a release: a call
+      // cut by its deadline or by the client says nothing about the upstream).
+      using circuit = gw.circuits.allow(d)
       if (!circuit) continue
       const provider = gw.providers.get(d.provider)!
       const translator = gw.translators[`${clientProtocol}-to-${provider.protocol}`]
@@ -83,6 +84,7 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
         } else {
           res = await gw.upstream.send(req, controller)
         }
+        circuit.headers()
         if (ctx.obs !== null) ctx.obs.attemptAnswered(res.status)
       } catch (err) {
         if (deadline.expired || ctx.aborted) {

@@ -2,15 +2,21 @@
 import type { Deployment } from '../types/model.ts'
 
 export interface CircuitOptions {
-  /** Consecutive failures (connect error, timeout, 5xx) that open a circuit. */
+  /** Consecutive failures (connect error, 5xx, no response headers within `ttfbMs`) that open a circuit. */
   failureThreshold: number
   /** How long an open circuit stays open before one trial call is let through (half-open). */
   coolDownMs: number
   /** How long that trial may stay unresolved before it is released and another call may try. */
   trialTimeoutMs: number
+  /**
+   * An attempt whose upstream has sent no response headers this long after it started counts as a
+   * failure (a hung upstream). Shorter waits cut by the call's own deadline, and anything cut after
+   * the headers came (an answer still arriving), say nothing about the upstream.
+   */
+  ttfbMs: number
 }
 
-export const DEFAULT_CIRCUIT: CircuitOptions = { failureThreshold: 5, coolDownMs: 30_000, trialTimeoutMs: 30_000 }
+export const DEFAULT_CIRCUIT: CircuitOptions = { failureThreshold: 5, coolDownMs: 30_000, trialTimeoutMs: 30_000, ttfbMs: 60_000 }
 
 /**
  * One call's admission to a deployment, from `Circuits.allow()`. It is settled exactly once: the
@@ -21,9 +27,11 @@ export const DEFAULT_CIRCUIT: CircuitOptions = { failureThreshold: 5, coolDownMs
 export interface CircuitTicket extends Disposable {
   /** true when this call is the half-open circuit's single trial. */
   readonly trial: boolean
+  /** The upstream's response headers came: from here on no deadline counts against the circuit. */
+  headers (): void
   /** The upstream answered: the circuit closes. */
   success (): void
-  /** Connect error, timeout, 5xx, unusable answer: counts toward opening; a failed trial re-opens. */
+  /** Connect error, 5xx, unusable answer: counts toward opening; a failed trial re-opens. */
   failure (): void
   /** The call ended without saying anything about the upstream (client gone, a request it rightly refused): a trial is freed for the next call. */
   release (): void
@@ -33,24 +41,57 @@ type Settlement = 'success' | 'failure' | 'release'
 
 class Ticket implements CircuitTicket {
   #settled = false
+  /** Armed until the response headers come; firing counts the attempt as a failure. */
+  #ttfb: NodeJS.Timeout | undefined
+  /** The headers bound passed: the failure is counted, but a late answer still counts as a success. */
+  #late = false
 
   constructor (
     readonly d: Deployment,
     readonly trial: boolean,
     readonly settleWith: (ticket: Ticket, how: Settlement) => void,
-    /** Read when the ticket is disposed unsettled: `expired` → the call was cut by its deadline (a failure). */
-    readonly deadline: { readonly expired: boolean } | undefined,
-  ) {}
+    ttfbMs: number,
+  ) {
+    if (ttfbMs > 0 && Number.isFinite(ttfbMs)) {
+      this.#ttfb = setTimeout(() => this.#noHeaders(), ttfbMs)
+      this.#ttfb.unref()
+    }
+  }
 
-  success (): void { this.#settle('success') }
+  headers (): void { this.#disarm() }
+  success (): void {
+    if (this.#late) {
+      this.#late = false
+      this.settleWith(this, 'success')
+      return
+    }
+    this.#settle('success')
+  }
+
   failure (): void { this.#settle('failure') }
   release (): void { this.#settle('release') }
 
+  /** Unsettled at the end (a deadline, the client gone, a refused request): no verdict on the upstream. */
   [Symbol.dispose] (): void {
-    if (!this.#settled) this.#settle(this.deadline?.expired === true ? 'failure' : 'release')
+    this.#late = false
+    if (!this.#settled) this.#settle('release')
+  }
+
+  #noHeaders (): void {
+    this.#ttfb = undefined
+    if (this.#settled) return
+    this.#settle('failure')
+    this.#late = true
+  }
+
+  #disarm (): void {
+    if (this.#ttfb === undefined) return
+    clearTimeout(this.#ttfb)
+    this.#ttfb = undefined
   }
 
   #settle (how: Settlement): void {
+    this.#disarm()
     if (this.#settled) return
     this.#settled = true
     this.settleWith(this, how)
@@ -118,20 +159,21 @@ export class Circuits {
 
   /**
    * May a call go to this deployment now? A ticket to settle when it may, undefined when not.
-   * Half-open admits exactly one trial at a time. `deadline.expired` is read if the ticket is disposed
-   * unsettled: a call cut by its deadline counts as a failure, any other unsettled end releases.
+   * Half-open admits exactly one trial at a time. The ticket counts a failure by itself when no
+   * response headers came within `ttfbMs`; disposed unsettled, it releases (a deadline or a client
+   * gone says nothing about the upstream).
    */
-  allow (d: Deployment, deadline?: { readonly expired: boolean }): CircuitTicket | undefined {
+  allow (d: Deployment): CircuitTicket | undefined {
     const k = Circuits.key(d)
     const o = this.options(d)
     if (this.#store) this.#refresh(k, o)
     const s = this.#state.get(k)
-    if (!s || s.failures < o.failureThreshold) return new Ticket(d, false, this.#settleWith, deadline)
+    if (!s || s.failures < o.failureThreshold) return new Ticket(d, false, this.#settleWith, o.ttfbMs)
     const t = this.now()
     if (t - s.openedAt < o.coolDownMs) return undefined
     // A trial that has not reported within its own deadline no longer holds the circuit.
     if (s.trial && t - s.trialAt < o.trialTimeoutMs) return undefined
-    const ticket = new Ticket(d, true, this.#settleWith, deadline)
+    const ticket = new Ticket(d, true, this.#settleWith, o.ttfbMs)
     s.trial = ticket
     s.trialAt = t
     return ticket

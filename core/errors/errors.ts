@@ -68,6 +68,7 @@ export const ERRORS = {
   GW_ERR_BODY_TOO_LARGE: { status: 413, message: 'The request body exceeds the limit of %s bytes.', publicCode: 'request_too_large', messagesType: 'request_too_large' },
   GW_ERR_RATE_LIMITED: { status: 429, message: 'You are being rate limited.', messagesType: 'rate_limit_error', numericBodyEverywhere: true },
   GW_ERR_QUOTA_EXCEEDED: { status: 429, message: 'Usage quota exceeded: %s.', messagesType: 'rate_limit_error' },
+  GW_ERR_IDEMPOTENCY_KEY_LIMIT: { status: 429, message: 'Too many Idempotency-Key claims for this API key: at most %s per %s seconds.', messagesType: 'rate_limit_error' },
 
   // ── server side ───────────────────────────────────────────────────────────────────────────
   GW_ERR_INTERNAL: { status: 500, message: 'Internal error. Quote the trace id %s when contacting support.', messagesType: 'api_error' },

@@ -27,6 +27,7 @@ const ZH_CN: Partial<Record<ErrorCode, string>> = {
   GW_ERR_RESPONSE_NOT_STORED: '未找到响应 "%s"：此网关是无状态的，不存储任何响应。',
   GW_ERR_TIMEOUT: '请求超时。',
   GW_ERR_IDEMPOTENCY_DUPLICATE: '使用此 Idempotency-Key 的请求已处理或正在处理中。',
+  GW_ERR_IDEMPOTENCY_KEY_LIMIT: '此 API 密钥的 Idempotency-Key 声明过多：最多 %s 个，每 %s 秒。',
   GW_ERR_BODY_TOO_LARGE: '请求体超过 %s 字节的限制。',
   GW_ERR_RATE_LIMITED: '请求过于频繁，您已被限流。',
   GW_ERR_QUOTA_EXCEEDED: '已超出使用配额：%s。',

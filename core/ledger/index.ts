@@ -1,6 +1,7 @@
 /** @module ledger – opens the configured ledger (SQLite file by default, PostgreSQL for many replicas). */
 import type { Ledger } from './ledger.ts'
 
+export { LedgerAmountError, MAX_MICROS } from './ledger.ts'
 export type { Ledger, KeyRecord, UsageRecord, Reservation, Micros, Hold, ReserveOptions, OrganizationRecord, ProjectRecord, UsageQuery, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
 
 export interface LedgerConfig {

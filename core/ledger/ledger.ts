@@ -152,6 +152,31 @@ export interface QueuedCharge {
   done (err?: unknown): void
 }
 
+/**
+ * Amounts are integers of micro-units, exact only up to Number.MAX_SAFE_INTEGER (2^53 − 1, about
+ * 9.007 billion currency units): a balance or an amount past it would round, and SQLite would
+ * store it as REAL. The ledger refuses to make one.
+ */
+export const MAX_MICROS = Number.MAX_SAFE_INTEGER
+
+/** An amount, or the balance it would make, that is not an exact integer of micro-units within ±MAX_MICROS. */
+export class LedgerAmountError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'LedgerAmountError'
+  }
+}
+
+/** Throws LedgerAmountError unless `amount` is a safe integer of micro-units. */
+export function checkMicros (amount: number, what = 'amount'): void {
+  if (!Number.isSafeInteger(amount)) throw new LedgerAmountError(`${what} ${amount} is not an exact integer of micro-units (at most ${MAX_MICROS})`)
+}
+
+/** The refusal of a top-up whose result would pass ±MAX_MICROS. */
+export function balanceOutOfRange (organization: string): LedgerAmountError {
+  return new LedgerAmountError(`the balance of "${organization}" would pass ${MAX_MICROS} micro-units, the largest exact amount`)
+}
+
 export interface Ledger {
   /** Runs pending schema migrations (versioned; idempotent). */
   migrate (): Promise<void>
@@ -161,7 +186,10 @@ export interface Ledger {
   revokeKey (id: string): Promise<boolean>
   listKeys (): Promise<KeyRecord[]>
   findKeyByHash (hash: string): Promise<KeyRecord | undefined>
-  /** Adds to the balance (negative allowed for corrections); returns the new balance. */
+  /**
+   * Adds to the balance (negative allowed for corrections); returns the new balance. Throws
+   * LedgerAmountError, changing nothing, when the amount or the new balance is not a safe integer.
+   */
   topUp (organization: string, amount: Micros): Promise<Micros>
   /** The balance, and what live reservations hold of it (available = balance − reserved). */
   getBalance (organization: string): Promise<{ balance: Micros, reserved: Micros } | undefined>

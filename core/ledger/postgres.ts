@@ -5,6 +5,7 @@ import pg from 'pg'
 import type { ModelPrice } from '../types/model.ts'
 import { ChargeBatcher, type BatchListener, type ChargeItem } from './batch.ts'
 import type { Hold, KeyRecord, Ledger, LeaseGrant, Micros, OrganizationRecord, ProjectRecord, ReserveOptions, Reservation, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
+import { balanceOutOfRange, checkMicros, MAX_MICROS } from './ledger.ts'
 import { POSTGRES_MIGRATIONS } from './migrations.ts'
 import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, summaryFromRows, usageFromRow, usageParams, usageSummarySql, usageWhere, type SummaryColumns } from './rows.ts'
 
@@ -245,8 +246,13 @@ export class PostgresLedger implements Ledger {
   }
 
   async topUp (organization: string, amount: Micros): Promise<Micros> {
-    const r = await this.#pool.query('UPDATE organizations SET balance = balance + $1 WHERE id = $2 RETURNING balance', [amount, organization])
-    if (!r.rows[0]) throw new Error(`unknown organization "${organization}"`)
+    checkMicros(amount)
+    // The bound in the statement itself: top-ups in flight at once cannot pass it together.
+    const r = await this.#pool.query('UPDATE organizations SET balance = balance + $1 WHERE id = $2 AND balance + $1 BETWEEN $3 AND $4 RETURNING balance', [amount, organization, -MAX_MICROS, MAX_MICROS])
+    if (!r.rows[0]) {
+      if ((await this.#pool.query('SELECT 1 FROM organizations WHERE id = $1', [organization])).rows[0]) throw balanceOutOfRange(organization)
+      throw new Error(`unknown organization "${organization}"`)
+    }
     return Number(r.rows[0].balance)
   }
 

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto'
 import Database from 'better-sqlite3'
 import type { ModelPrice } from '../types/model.ts'
 import type { Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, QueuedCharge, Reservation, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
+import { balanceOutOfRange, checkMicros, MAX_MICROS } from './ledger.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
 import {
   keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, summaryFromRows, usageFromRow, usageParams, usageSummarySql, usageWhere,
@@ -228,9 +229,14 @@ export class SqliteLedger implements Ledger {
   }
 
   async topUp (organization: string, amount: Micros): Promise<Micros> {
-    const r = await this.#retryBusy(() => this.#db.prepare<[Micros, string], Pick<OrganizationColumns, 'balance'>>('UPDATE organizations SET balance = balance + ? WHERE id = ? RETURNING balance').get(amount, organization))
+    checkMicros(amount)
+    // The bound in the statement itself: top-ups in flight at once cannot pass it together.
+    const r = await this.#retryBusy(() => this.#db.prepare<[Micros, string, Micros, number, number], Pick<OrganizationColumns, 'balance'>>('UPDATE organizations SET balance = balance + ? WHERE id = ? AND balance + ? BETWEEN ? AND ? RETURNING balance').get(amount, organization, amount, -MAX_MICROS, MAX_MICROS))
     this.#wrote()
-    if (!r) throw new Error(`unknown organization "${organization}"`)
+    if (!r) {
+      if (this.#db.prepare<[string], { id: string }>('SELECT id FROM organizations WHERE id = ?').get(organization)) throw balanceOutOfRange(organization)
+      throw new Error(`unknown organization "${organization}"`)
+    }
     this.#book.moved(organization, amount)
     return Number(r.balance)
   }

@@ -36,6 +36,7 @@ export interface CircuitOverrides {
   failureThreshold?: number
   coolDownMs?: number
   trialTimeoutMs?: number
+  ttfbMs?: number
 }
 
 /** The public model object: the only fields `GET /v1/models` and `GET /v1/models/{id}` return. */

@@ -8,7 +8,7 @@ export const BalanceConfig = Type.Object({
   organizations: Type.Array(Type.Object({
     id: Type.String({ minLength: 1 }),
     name: Type.Optional(Type.String()),
-    initialBalance: Type.Number({ minimum: 0, default: 0, description: 'Currency units credited when the organization is first created.' }),
+    initialBalance: Type.Number({ minimum: 0, maximum: 9007199254, default: 0, description: 'Currency units credited when the organization is first created; at most 9007199254 (micro-units stay exact integers below 2^53).' }),
   }, { additionalProperties: false }), { default: [], description: 'Organizations created at start-up when missing (demo setups).' }),
   mode: Type.Union([Type.Literal('exact'), Type.Literal('lease')], { default: 'exact', description: 'exact: one ledger reservation per call. lease: each replica leases a slice of the balance as one hold and reserves calls against it in memory (PostgreSQL ledger only; elsewhere exact).' }),
   lease: Type.Object({

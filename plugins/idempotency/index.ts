@@ -5,12 +5,18 @@
  * in flight, or after it reached an upstream, gets 409 `duplicate_request` (no stored replay). When
  * the first call failed before any upstream accepted it, its claim is released so the client may
  * retry. The store being down fails closed (503): a duplicate completion is worse than a refusal.
+ *
+ * Claims are counted per API key (organization + id) in a window of `ttlMs`: past
+ * `maxClaimsPerKey` new claims in a window that key alone gets 429 with Retry-After (the window's
+ * end), so one key cannot fill the shared claim store for every other. A claim released (its call
+ * failed before any upstream accepted it) or refused gives its place back.
  */
 import { randomBytes } from 'node:crypto'
-import { definePlugin, gwError, isStoreFull, type GatewayContext, type GatewayError } from '../../index.ts'
+import { definePlugin, gwError, isStoreFull, keyScope, type GatewayContext, type GatewayError } from '../../index.ts'
 import { IdempotencyConfig } from './schema.ts'
 
-interface Claim { key: string, token: string }
+/** A claim held: its store key and token, and the key of its API key's claim counter. */
+interface Claim { key: string, token: string, count: string }
 
 /** Per request: the claim this call holds, from admit to settle. */
 interface State { claim?: Claim }
@@ -42,15 +48,25 @@ export default definePlugin({
   create (config, deps) {
     const store = deps.store
     // An in-process store answers at once: claim and finish without a promise per call.
-    const sync = store.setIfAbsentSync !== undefined && store.setSync !== undefined && store.delIfValueSync !== undefined
+    const sync = store.incrSync !== undefined && store.setIfAbsentSync !== undefined && store.setSync !== undefined && store.delIfValueSync !== undefined
 
-    /** The claim's key for this call, or undefined without an Idempotency-Key. Throws 400 on a bad one. */
-    function claimKey (ctx: GatewayContext): string | undefined {
+    /**
+     * The value of this call's Idempotency-Key, or undefined without one. Throws 400 on a bad one.
+     * Its claim is `c:<key scope>:<value>`, its key's counter `n:<key scope>` (the scope is length-prefixed: no overlap).
+     */
+    function claimValue (ctx: GatewayContext): string | undefined {
       const raw = ctx.headers['idempotency-key']
       if (raw === undefined) return undefined
       const value = Array.isArray(raw) ? raw[0] : raw
       if (value === '' || value.length > config.maxKeyLength) throw gwError('GW_ERR_BAD_REQUEST', [`Idempotency-Key must be 1 to ${config.maxKeyLength} characters`])
-      return `${ctx.principal?.keyId ?? 'anonymous'}:${value}`
+      return value
+    }
+
+    /** 429 for a key past its share of claims, Retry-After when its window ends. */
+    function overShare (resetMs: number): GatewayError {
+      return gwError('GW_ERR_IDEMPOTENCY_KEY_LIMIT', [config.maxClaimsPerKey, Math.round(config.ttlMs / 1000)], {
+        headers: { 'retry-after': String(Math.max(1, Math.ceil(resetMs / 1000))) },
+      })
     }
 
     /** A claim that cannot be held is refused, never run unclaimed: a duplicate charge is worse. */
@@ -63,21 +79,32 @@ export default definePlugin({
       return gwError('GW_ERR_NOT_READY', [], { cause: err })
     }
 
-    async function claimAsync (key: string, token: string, state: State): Promise<void> {
+    async function claimAsync (claim: Claim, state: State): Promise<void> {
       let won: boolean
       try {
-        won = await store.setIfAbsent(key, token, config.ttlMs)
+        const n = await store.incr(claim.count, 1, config.ttlMs)
+        if (n.value > config.maxClaimsPerKey) {
+          await store.incr(claim.count, -1, config.ttlMs).catch(() => {})
+          // A repeat of a claim held is a duplicate whatever the key's share.
+          throw (await store.get(claim.key)) !== undefined ? gwError('GW_ERR_IDEMPOTENCY_DUPLICATE') : overShare(n.resetMs)
+        }
+        won = await store.setIfAbsent(claim.key, claim.token, config.ttlMs)
       } catch (err) {
+        const code = (err as GatewayError).code
+        if (code === 'GW_ERR_IDEMPOTENCY_KEY_LIMIT' || code === 'GW_ERR_IDEMPOTENCY_DUPLICATE') throw err
         throw refused(err)
       }
-      if (!won) throw gwError('GW_ERR_IDEMPOTENCY_DUPLICATE')
-      state.claim = { key, token }
+      if (!won) {
+        await store.incr(claim.count, -1, config.ttlMs).catch(() => {})
+        throw gwError('GW_ERR_IDEMPOTENCY_DUPLICATE')
+      }
+      state.claim = claim
     }
 
     async function finishAsync (claim: Claim, succeeded: boolean): Promise<void> {
       try {
         if (succeeded) await store.set(claim.key, DONE, config.ttlMs)
-        else await store.delIfValue(claim.key, claim.token)
+        else if (await store.delIfValue(claim.key, claim.token)) await store.incr(claim.count, -1, config.ttlMs)
       } catch (err) {
         // The claim stays as it is (pending) until its TTL: the safe side.
         deps.log.error({ err }, 'idempotency: could not finalize a claim')
@@ -86,18 +113,30 @@ export default definePlugin({
 
     return {
       onRequest (ctx, state) {
-        const key = claimKey(ctx)
-        if (key === undefined) return
-        const token = TOKEN_PREFIX + (tokens++).toString(36)
-        if (!sync) return claimAsync(key, token, state)
+        const value = claimValue(ctx)
+        if (value === undefined) return
+        const scope = ctx.principal === undefined ? '' : keyScope(ctx.principal)
+        const claim: Claim = { key: `c:${scope}:${value}`, token: TOKEN_PREFIX + (tokens++).toString(36), count: `n:${scope}` }
+        if (!sync) return claimAsync(claim, state)
         let won: boolean
         try {
-          won = store.setIfAbsentSync!(key, token, config.ttlMs)
+          const n = store.incrSync!(claim.count, 1, config.ttlMs)
+          if (n.value > config.maxClaimsPerKey) {
+            store.incrSync!(claim.count, -1, config.ttlMs)
+            // A repeat of a claim held is a duplicate whatever the key's share.
+            if (!store.setIfAbsentSync!(claim.key, claim.token, config.ttlMs)) throw gwError('GW_ERR_IDEMPOTENCY_DUPLICATE')
+            store.delIfValueSync!(claim.key, claim.token)
+            throw overShare(n.resetMs)
+          }
+          won = store.setIfAbsentSync!(claim.key, claim.token, config.ttlMs)
+          if (!won) store.incrSync!(claim.count, -1, config.ttlMs)
         } catch (err) {
+          const code = (err as GatewayError).code
+          if (code === 'GW_ERR_IDEMPOTENCY_KEY_LIMIT' || code === 'GW_ERR_IDEMPOTENCY_DUPLICATE') throw err
           throw refused(err)
         }
         if (!won) throw gwError('GW_ERR_IDEMPOTENCY_DUPLICATE')
-        state.claim = { key, token }
+        state.claim = claim
       },
       onSettle (_ctx, outcome, state) {
         const claim = state.claim
@@ -108,7 +147,7 @@ export default definePlugin({
         if (!sync) return finishAsync(claim, outcome.upstreamSucceeded)
         try {
           if (outcome.upstreamSucceeded) store.setSync!(claim.key, DONE, config.ttlMs)
-          else store.delIfValueSync!(claim.key, claim.token)
+          else if (store.delIfValueSync!(claim.key, claim.token)) store.incrSync!(claim.count, -1, config.ttlMs)
         } catch (err) {
           deps.log.error({ err }, 'idempotency: could not finalize a claim')
         }

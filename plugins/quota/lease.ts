@@ -9,10 +9,9 @@
  * - A slice is sized by the recent rate (what this replica spent since its last lease × horizonMs
  *   ÷ the time since), at least 1 and at most maxFraction × limit; a background lease starts when
  *   the local rest falls under half of that. Only a call that finds nothing left waits for one.
- * - Tokens and spend are known at settle: what a call uses beyond the slice is added to the
- *   shared counter as it is (so the counter stays the window's true total), and admit refuses
- *   once nothing is left: as in exact mode, calls admitted together can pass a token or spend cap
- *   by what they use between them.
+ * - Tokens and spend: admit takes the call's worst case from the slice (leasing at least what is
+ *   missing), settle gives back what the call did not use; what a call uses beyond its worst case
+ *   is added to the shared counter as it is (so the counter stays the window's true total).
  * - What is left of a slice is handed back at shutdown; a window that ends takes its slices with it.
  */
 import type { KvStore } from '../../index.ts'
@@ -54,9 +53,9 @@ export class CounterLease {
     return Math.max(1, Math.min(max, Math.ceil(rate * this.opts.horizonMs)))
   }
 
-  /** Adds a slice to the counter, taking back what passes the limit; resolves to what was granted. */
-  #lease (): Promise<number> {
-    const want = this.#size()
+  /** Adds a slice (at least `min`) to the counter, taking back what passes the limit; resolves to what was granted. */
+  #lease (min = 0): Promise<number> {
+    const want = Math.max(this.#size(), min)
     const p = (async () => {
       const ttl = this.#ttl()
       const v = (await this.store.incr(this.key, want, ttl)).value
@@ -73,8 +72,8 @@ export class CounterLease {
   }
 
   /**
-   * Requests: takes `n` (1) from the slice; false when the window has none left. Tokens and
-   * spend (`n` 0): true while anything is left. Throws when the store fails.
+   * Takes `n` from the slice (a request: 1; a call's worst case in tokens or spend); false when
+   * the window has not that much left. `n` 0: true while anything is left. Throws when the store fails.
    */
   async take (n: number): Promise<boolean> {
     for (let i = 0; i < MAX_WAITS; i++) {
@@ -87,7 +86,7 @@ export class CounterLease {
         await this.#leasing.catch(() => 0)
         continue
       }
-      if (await this.#lease() === 0 && !(this.left > 0 && this.left >= n)) return false
+      if (await this.#lease(n - this.left) === 0 && !(this.left > 0 && this.left >= n)) return false
     }
     return false
   }

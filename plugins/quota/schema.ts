@@ -6,8 +6,8 @@ export const QuotaLimit = Type.Object({
   id: Type.Optional(Type.String({ description: 'Only this organization/project/key id; absent: each one separately.' })),
   window: Type.Union(['minute', 'hour', 'day', 'month'].map(w => Type.Literal(w)), { description: 'Fixed window (month: calendar month, UTC).' }),
   requests: Type.Optional(Type.Integer({ minimum: 1, description: 'Most requests per window.' })),
-  tokens: Type.Optional(Type.Integer({ minimum: 1, description: 'Most tokens (input + output) per window.' })),
-  spend: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: 'Spend cap per window, in currency units.' })),
+  tokens: Type.Optional(Type.Integer({ minimum: 1, description: 'Most tokens (input + output) per window; a hard cap: each call holds its worst case (input estimate + output cap) from admit to settle.' })),
+  spend: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: 'Spend cap per window, in currency units; a hard cap: each call holds its worst-case cost (the balance reservation) from admit to settle.' })),
 }, { additionalProperties: false })
 
 export const QuotaConfig = Type.Object({

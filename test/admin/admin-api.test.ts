@@ -10,6 +10,10 @@ import { auth, buildTestApp, TEST_KEY } from '../helpers/build-test-app.ts'
 import { ADMIN_KEY, adminAuth, REVOKED_ADMIN_KEY, running } from '../helpers/admin.ts'
 import { databaseUrl } from '../helpers/backends.ts'
 import { pgLedgers } from '../helpers/pg-ledgers.ts'
+import Database from 'better-sqlite3'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 
 interface Res { status: number, body: any, text: string, headers: Headers }
 async function call (base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = adminAuth()): Promise<Res> {
@@ -239,6 +243,29 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>, backend
     t.equal(balances.at(-1), expected, 'the last one saw the total')
   })
 
+  t.test('top-ups stay exact integers of micro-units: an amount or a balance past 2^53 − 1 is refused with 400, even with many in flight', async t => {
+    const ledger = await makeLedger(t)
+    const { admin } = await running(t, ledger)
+    await ledger.createOrganization('acme')
+    let r = await call(admin, 'POST', '/admin/organizations/acme/topup', { amount: '9007199254.740992' })
+    t.equal(r.status, 400, '2^53 micro-units would round')
+    t.equal(r.body.error.metadata?.path, '/body/amount')
+    r = await call(admin, 'POST', '/admin/organizations/acme/topup', { amount: '999999999999.999999' })
+    t.equal(r.status, 400, 'the largest amount the pattern allows')
+    t.equal((await ledger.getBalance('acme'))!.balance, 0, 'nothing was added')
+    r = await call(admin, 'POST', '/admin/organizations/acme/topup', { amount: '9007199254.740981' })
+    t.equal(r.status, 200)
+    // 10 micro-units of room left; 30 top-ups of one micro-unit at once: exactly 10 fit.
+    const results = await Promise.all(Array.from({ length: 30 }, () => call(admin, 'POST', '/admin/organizations/acme/topup', { amount: '0.000001' })))
+    t.equal(results.filter(x => x.status === 200).length, 10, 'exactly the room left was added')
+    const refused = results.filter(x => x.status === 400)
+    t.equal(refused.length, 20, 'the rest are refused with 400, none with 500')
+    t.match(refused[0].body.error.message, /largest exact amount/)
+    t.equal((await ledger.getBalance('acme'))!.balance, Number.MAX_SAFE_INTEGER, 'the balance is exactly 2^53 − 1 micro-units')
+    r = await call(admin, 'GET', '/admin/organizations/acme/balance')
+    t.equal(r.body.balance, '9007199254.740991', 'shown to the last micro-unit')
+  })
+
   t.test('reservations: list and release', async t => {
     const ledger = await makeLedger(t)
     const { admin } = await running(t, ledger)
@@ -386,6 +413,25 @@ t.test('SQLite ledger', async t => {
     sub.teardown(() => l.close())
     return l
   }, 'sqlite')
+})
+
+t.test('SQLite ledger: balances stay INTEGER in the file (typeof), at the largest exact amount and after refused top-ups', async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-exact-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const path = join(dir, 'ledger.db')
+  const ledger = await openLedger({ backend: 'sqlite', path })
+  await ledger.migrate()
+  t.teardown(() => ledger.close())
+  const { admin } = await running(t, ledger)
+  await ledger.createOrganization('acme')
+  t.equal((await call(admin, 'POST', '/admin/organizations/acme/topup', { amount: '9007199254.740990' })).status, 200)
+  const tries = await Promise.all(['0.000001', '0.000001', '1', '9007199254.740991'].map(amount => call(admin, 'POST', '/admin/organizations/acme/topup', { amount })))
+  t.same(tries.map(x => x.status).sort(), [200, 400, 400, 400])
+  await t.rejects(ledger.topUp('acme', 0.5), { name: 'LedgerAmountError' }, 'the ledger itself refuses a fraction of a micro-unit')
+  await t.rejects(ledger.topUp('acme', 2 ** 60), { name: 'LedgerAmountError' })
+  const db = new Database(path, { readonly: true })
+  t.teardown(() => db.close())
+  t.same(db.prepare("SELECT balance, typeof(balance) AS type FROM organizations WHERE id = 'acme'").get(), { balance: Number.MAX_SAFE_INTEGER, type: 'integer' })
 })
 
 t.test('PostgreSQL ledger', async t => {

@@ -92,6 +92,21 @@ t.test('balance topup and show: exact decimals', async t => {
   t.same(JSON.parse(r.out), { organization: 'acme', balance: '12.600001', reserved: '0.000000', available: '12.600001' })
 })
 
+t.test('balance topup stays exact: an amount past 2^53 − 1 micro-units exits 2, a balance that would pass it exits 1 and changes nothing', async t => {
+  const { args, open } = tmpLedger(t)
+  t.equal((await cli(args, 'org', 'create', 'acme')).code, 0)
+  let r = await cli(args, 'balance', 'topup', 'acme', '9007199254.740992')
+  t.equal(r.code, 2)
+  t.match(r.err, /too large/)
+  r = await cli(args, 'balance', 'topup', 'acme', '9007199254.740991')
+  t.same(r, { code: 0, out: 'acme balance 9007199254.740991\n', err: '' })
+  r = await cli(args, 'balance', 'topup', 'acme', '0.000001')
+  t.equal(r.code, 1)
+  t.match(r.err, /largest exact amount/)
+  const l = await open()
+  t.equal((await l.getBalance('acme'))!.balance, Number.MAX_SAFE_INTEGER)
+})
+
 t.test('bad input exits 2, ledger errors exit 1', async t => {
   const { args, path } = tmpLedger(t)
   const cases: Array<[string[], number, RegExp]> = [

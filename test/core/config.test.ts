@@ -81,14 +81,14 @@ t.test('config – defaults are filled in for models', async t => {
 
 t.test('config – circuit thresholds: defaults at the top level, optional overrides per provider and per model', async t => {
   const plain = buildConfig({}, 'c', dir, {})
-  t.same(plain.circuit, { failureThreshold: 5, coolDownMs: 30000, trialTimeoutMs: 30000 })
+  t.same(plain.circuit, { failureThreshold: 5, coolDownMs: 30000, trialTimeoutMs: 30000, ttfbMs: 60000 })
   const doc = {
     circuit: { coolDownMs: 1000 },
     providers: [{ name: 'p', adapter: 'echo', circuit: { failureThreshold: 2 } }],
     models: [{ id: 'v/m', circuit: { trialTimeoutMs: 500 }, deployments: [{ provider: 'p' }] }],
   }
   const c = buildConfig(doc, 'c', dir, {})
-  t.same(c.circuit, { failureThreshold: 5, coolDownMs: 1000, trialTimeoutMs: 30000 })
+  t.same(c.circuit, { failureThreshold: 5, coolDownMs: 1000, trialTimeoutMs: 30000, ttfbMs: 60000 })
   t.same(c.providers[0].circuit, { failureThreshold: 2 }, 'no defaults filled in an override: absent keys fall through')
   t.same(c.models[0].circuit, { trialTimeoutMs: 500 })
   t.throws(() => buildConfig({ ...doc, providers: [{ name: 'p', adapter: 'echo', circuit: { failureThreshold: 0 } }] }, 'c', dir, {}),

@@ -77,13 +77,14 @@ t.test('CircuitTicket – settled once; how each way a half-open trial ends move
     t.equal(c.allow(dep)?.trial, true)
   })
 
-  t.test('disposed unsettled: released, or a failure when the call timed out', async t => {
+  t.test('disposed unsettled: released, whatever ended the call', async t => {
     const { c, dep, trial } = open()
     trial[Symbol.dispose]()
-    const next = c.allow(dep, { expired: true })!
+    const next = c.allow(dep)!
     t.equal(next.trial, true, 'released by disposal')
     next[Symbol.dispose]()
-    t.ok(c.isOpen(dep), 'a trial cut by its deadline re-opens the circuit')
+    t.notOk(c.isOpen(dep), 'a trial cut without a verdict (a deadline, the client gone) does not re-open the circuit')
+    t.equal(c.allow(dep)?.trial, true, 'the next call is the new trial')
   })
 
   t.test('disposal after a settlement changes nothing', async t => {
@@ -120,5 +121,24 @@ t.test('Circuits – a deployment\'s own thresholds override the defaults', asyn
   t.notOk(c.isOpen(lax))
   now = 50
   t.equal(c.allow(strict)?.trial, true, 'its own cool-down applies')
-  t.same(c.options(strict), { failureThreshold: 1, coolDownMs: 50, trialTimeoutMs: 1000 }, 'unset keys keep the defaults')
+  t.same(c.options(strict), { failureThreshold: 1, coolDownMs: 50, trialTimeoutMs: 1000, ttfbMs: 60000 }, 'unset keys keep the defaults')
+})
+
+t.test('Circuits – no response headers within ttfbMs is a failure of its own; headers in time disarm it; a late answer still closes', async t => {
+  const { until } = await import('../helpers/until.ts')
+  const c = new Circuits({ failureThreshold: 1, coolDownMs: 1000, trialTimeoutMs: 1000, ttfbMs: 20 }, () => 0)
+  const dep = d('ttfb')
+  const answered = c.allow(dep)!
+  answered.headers()
+  const hung = c.allow(dep)!
+  t.ok(await until(() => c.isOpen(dep)), 'the call still waiting for headers opened the circuit')
+  answered.success()
+  t.notOk(c.isOpen(dep), 'the answered call closes it')
+  hung.success()
+  t.notOk(c.isOpen(dep), 'a late answer of the hung call counts as a success too')
+  hung[Symbol.dispose]()
+  answered[Symbol.dispose]()
+  const released = c.allow(dep)!
+  released[Symbol.dispose]()
+  t.notOk(c.isOpen(dep), 'an attempt ended before ttfbMs (its deadline, the client gone) counts nothing')
 })

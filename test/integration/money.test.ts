@@ -175,9 +175,10 @@ t.test('quota', async t => {
 
   t.test('token and spend caps count settled usage and roll over by month', async t => {
     let clock = Date.UTC(2026, 0, 31, 23, 59, 0)
-    const app = await buildTestApp({ now: () => clock, pipeline: [AUTH_ENTRY, { plugin: 'quota', config: { limits: [{ scope: 'key', window: 'month', tokens: 30 }, { scope: 'organization', window: 'day', spend: 1000 }] } }] })
+    const app = await buildTestApp({ now: () => clock, pipeline: [AUTH_ENTRY, { plugin: 'quota', config: { limits: [{ scope: 'key', window: 'month', tokens: 100 }, { scope: 'organization', window: 'day', spend: 1000 }] } }] })
     t.teardown(() => app.close())
-    const call = () => app.inject({ method: 'POST', url: '/v1/chat/completions', headers: auth(), payload: body('echo/echo-1') })
+    // Each call holds its worst case (its input estimate + 20) until it settles.
+    const call = () => app.inject({ method: 'POST', url: '/v1/chat/completions', headers: auth(), payload: body('echo/echo-1', { max_tokens: 20 }) })
     let n = 0
     let last = 200
     while (n < 50 && last === 200) { last = (await call()).statusCode; n++; await new Promise(resolve => setImmediate(resolve)) }

@@ -53,12 +53,14 @@ t.test('150 distinct client IPs cannot reset a spend window (stores.kv.maxKeys 1
   const app = await buildTestApp({
     now: () => clock,
     doc: { ...PROBES_LIMITED, stores: { kv: { maxKeys: 100 } } },
-    pipeline: [{ plugin: 'ip-limit', config: TRUST_LOOPBACK }, AUTH_ENTRY, { plugin: 'quota', config: { limits: [{ scope: 'key', window: 'day', spend: 0.000001 }] } }],
+    pipeline: [{ plugin: 'ip-limit', config: TRUST_LOOPBACK }, AUTH_ENTRY, { plugin: 'quota', config: { limits: [{ scope: 'key', window: 'day', spend: 0.00014 }] } }],
   })
   t.teardown(() => app.close())
   const url = await listen(app)
   const body = chat
-  t.equal((await call(url, '/v1/chat/completions', { ip: '203.0.113.7', headers: auth(), body })).status, 200, 'the first call spends past the cap')
+  // A call's worst case (about 24 input + 50 output tokens at 1 and 2 per million) fits the cap
+  // once; the second does not fit beside what the first spent.
+  t.equal((await call(url, '/v1/chat/completions', { ip: '203.0.113.7', headers: auth(), body })).status, 200, 'the first call fits')
   const capped = await call(url, '/v1/chat/completions', { ip: '203.0.113.7', headers: auth(), body })
   t.equal(capped.status, 429, 'the cap holds')
   await churnIps(url)
@@ -73,7 +75,8 @@ t.test('the claim store full: a new claim gets 503 in the route\'s body shape; c
   const app = await buildTestApp({
     now: () => clock,
     logger: pino({ level: 'error' }, { write: (s: string) => { lines.push(s) } }),
-    doc: { stores: { kv: { maxClaims: 2 } } },
+    // The key's claim counter takes one place, its claims the other two.
+    doc: { stores: { kv: { maxClaims: 3 } } },
     pipeline: [{ plugin: 'ip-limit', config: TRUST_LOOPBACK }, AUTH_ENTRY, { plugin: 'idempotency', config: { ttlMs: 60_000 } }],
   })
   t.teardown(() => app.close())
@@ -87,7 +90,7 @@ t.test('the claim store full: a new claim gets 503 in the route\'s body shape; c
   const fullMsg = await post('/v1/messages', 'd', msgs)
   t.equal(fullMsg.status, 503)
   t.same(fullMsg.json, { type: 'error', error: { type: 'overloaded_error', message: 'The service is temporarily unavailable.' } })
-  t.ok(lines.some(l => /claim store full/.test(l) && /stores\.kv\.maxClaims = 2/.test(l)), 'a log line names the bound')
+  t.ok(lines.some(l => /claim store full/.test(l) && /stores\.kv\.maxClaims = 3/.test(l)), 'a log line names the bound')
   t.equal((await post('/v1/chat/completions', 'a')).status, 409, 'the held claims still answer 409')
   t.equal((await call(url, '/v1/chat/completions', { ip: '203.0.113.7', headers: auth(), body: chat })).status, 200, 'calls without a key are not affected')
   clock += 60_001

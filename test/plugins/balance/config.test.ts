@@ -27,6 +27,7 @@ t.test('balance config – bad values are refused with the path named', async t 
     [{ organizations: [{ id: '' }] }, '/organizations/0/id'],
     [{ organizations: [{ name: 'no id' }] }, '/organizations/0'],
     [{ organizations: [{ id: 'a', initialBalance: -5 }] }, '/organizations/0/initialBalance'],
+    [{ organizations: [{ id: 'a', initialBalance: 9007199255 }] }, '/organizations/0/initialBalance'],
     [{ organizations: [{ id: 'a', credit: 5 }] }, '/organizations/0'],
     [{ limit: 5 }, ''],
   ]

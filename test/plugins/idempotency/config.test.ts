@@ -8,7 +8,7 @@ const validate = compileOrThrow(idempotency.configSchema, 'idempotency')
 t.test('idempotency config – claims live 24 h and keys may be 255 characters by default', async t => {
   const config: Record<string, unknown> = {}
   t.ok(validate(config))
-  t.same(config, { ttlMs: 86400000, maxKeyLength: 255 })
+  t.same(config, { ttlMs: 86400000, maxKeyLength: 255, maxClaimsPerKey: 10000 })
 })
 
 t.test('idempotency config – bad values are refused with the path named', async t => {
@@ -17,6 +17,7 @@ t.test('idempotency config – bad values are refused with the path named', asyn
     [{ ttlMs: 1000.5 }, '/ttlMs'],
     [{ maxKeyLength: 0 }, '/maxKeyLength'],
     [{ maxKeyLength: 1025 }, '/maxKeyLength'],
+    [{ maxClaimsPerKey: 0 }, '/maxClaimsPerKey'],
     [{ replay: true }, ''],
   ]
   for (const [config, path] of cases) {

@@ -81,10 +81,11 @@ t.test('idempotency – an empty key or one over maxKeyLength gets 400', async t
 })
 
 t.test('idempotency – the store unreachable fails closed with 503; a full claim store with 503 too', async t => {
-  const down = { setIfAbsent: async () => { throw new Error('down') } } as unknown as KvStore
+  const down = { incr: async () => { throw new Error('down') }, setIfAbsent: async () => { throw new Error('down') } } as unknown as KvStore
   const broken = await setup({}, down)
   await t.rejects(broken.admit('order-1'), { code: 'GW_ERR_NOT_READY', statusCode: 503 })
-  const full = await setup({}, memoryStore('claims', { maxKeys: 1 }))
+  // The key's claim counter takes one place, its first claim the other.
+  const full = await setup({}, memoryStore('claims', { maxKeys: 2 }))
   await full.admit('order-1')
   await t.rejects(full.admit('order-2'), { code: 'GW_ERR_STORE_FULL', statusCode: 503 })
 })
@@ -92,9 +93,9 @@ t.test('idempotency – the store unreachable fails closed with 503; a full clai
 t.test('idempotency – a finished claim is the shared constant "done"; the pending one is a per-call token', async t => {
   const { admit, store } = await setup()
   const c = await admit('order-1')
-  t.match(await store.get('key-a:order-1'), /^pending:/)
+  t.match(await store.get('c:4.acme.5.key-a:order-1'), /^pending:/)
   await c.settle({ upstreamSucceeded: true })
-  t.equal(await store.get('key-a:order-1'), 'done')
+  t.equal(await store.get('c:4.acme.5.key-a:order-1'), 'done')
 })
 
 t.test('idempotency – on an in-process store, claiming and finishing return no promise (the phase stays synchronous)', async t => {
@@ -107,13 +108,13 @@ t.test('idempotency – on an in-process store, claiming and finishing return no
   t.throws(() => hooks.onRequest!(fakeContext({ principal: KEY_A, headers: { 'idempotency-key': 'order-1' } }), idempotency.state!()),
     { code: 'GW_ERR_IDEMPOTENCY_DUPLICATE' }, 'a duplicate is refused at once (thrown)')
   t.equal(hooks.onSettle!(ctx, fakeOutcome({ upstreamSucceeded: true }), state), undefined, 'finish: no promise')
-  t.equal(await store.get('key-a:order-1'), 'done')
+  t.equal(await store.get('c:4.acme.5.key-a:order-1'), 'done')
   const failed = idempotency.state!()
   const ctx2 = fakeContext({ principal: KEY_A, headers: { 'idempotency-key': 'order-2' } })
   hooks.onRequest!(ctx2, failed)
   t.equal(hooks.onSettle!(ctx2, fakeOutcome({ upstreamSucceeded: false }), failed), undefined, 'release: no promise')
-  t.equal(await store.get('key-a:order-2'), undefined, 'released')
-  const full = memoryStore('claims', { maxKeys: 1, now: () => clock.now })
+  t.equal(await store.get('c:4.acme.5.key-a:order-2'), undefined, 'released')
+  const full = memoryStore('claims', { maxKeys: 2, now: () => clock.now })
   const fullHooks = await idempotency.create({ ttlMs: 60_000, maxKeyLength: 16 } as any, pluginDeps(idempotency, { store: full, now: () => clock.now }))
   fullHooks.onRequest!(fakeContext({ principal: KEY_A, headers: { 'idempotency-key': 'a' } }), idempotency.state!())
   t.throws(() => fullHooks.onRequest!(fakeContext({ principal: KEY_A, headers: { 'idempotency-key': 'b' } }), idempotency.state!()),
@@ -124,6 +125,7 @@ t.test('idempotency – a store without the synchronous facet (a network store) 
   const inner = memoryStore('claims')
   // Only the asynchronous operations, as Redis offers them.
   const asyncOnly = {
+    incr: (k: string, by: number, w: number) => inner.incr(k, by, w),
     setIfAbsent: (k: string, v: string, ttl: number) => inner.setIfAbsent(k, v, ttl),
     set: (k: string, v: string, ttl: number) => inner.set(k, v, ttl),
     delIfValue: (k: string, v: string) => inner.delIfValue(k, v),
@@ -136,6 +138,35 @@ t.test('idempotency – a store without the synchronous facet (a network store) 
   await first.settle({ upstreamSucceeded: false })
   const second = await admit('order-1')
   await second.settle({ upstreamSucceeded: true })
-  t.equal(await inner.get('key-a:order-1'), 'done')
+  t.equal(await inner.get('c:4.acme.5.key-a:order-1'), 'done')
   await t.rejects(admit('order-1'), { code: 'GW_ERR_IDEMPOTENCY_DUPLICATE' })
+})
+
+t.test('idempotency – each API key may hold at most maxClaimsPerKey claims per window: past it that key alone gets 429 with Retry-After', async t => {
+  for (const path of ['sync', 'async'] as const) {
+    const inner = memoryStore('claims', { now: () => clock.now })
+    const clock = { now: Date.UTC(2026, 0, 1) }
+    const asyncOnly = {
+      incr: (k: string, by: number, w: number) => inner.incr(k, by, w),
+      setIfAbsent: (k: string, v: string, ttl: number) => inner.setIfAbsent(k, v, ttl),
+      set: (k: string, v: string, ttl: number) => inner.set(k, v, ttl),
+      delIfValue: (k: string, v: string) => inner.delIfValue(k, v),
+      get: (k: string) => inner.get(k),
+      ping: async () => true,
+    } as unknown as KvStore
+    const s = await setup({ maxClaimsPerKey: 3 }, path === 'sync' ? inner : asyncOnly)
+    s.clock.now = clock.now
+    const held = []
+    for (let i = 0; i < 3; i++) held.push(await s.admit(`a-${i}`))
+    const over = s.admit('a-3')
+    await t.rejects(over, { code: 'GW_ERR_IDEMPOTENCY_KEY_LIMIT', statusCode: 429, message: /at most 3 per 60 seconds/, headers: { 'retry-after': '60' } }, `${path}: the fourth claim of key A`)
+    await t.rejects(s.admit('a-0'), { code: 'GW_ERR_IDEMPOTENCY_DUPLICATE' }, `${path}: a repeat of a held key is still a duplicate, not counted`)
+    await t.resolves(s.admit('b-0', KEY_B), `${path}: key B is not affected`)
+    await t.resolves(s.admit('a-0', { keyId: 'key-a', organization: 'other-org' }), `${path}: nor the same key id in another organization`)
+    await held[0].settle({ upstreamSucceeded: false })
+    await t.resolves(s.admit('a-4'), `${path}: a released claim gives its place back`)
+    await t.rejects(s.admit('a-5'), { code: 'GW_ERR_IDEMPOTENCY_KEY_LIMIT' })
+    clock.now += 60_000
+    await t.resolves(s.admit('a-6'), `${path}: a new window, new places`)
+  }
 })

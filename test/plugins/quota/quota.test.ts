@@ -18,9 +18,12 @@ async function setup (t: Test, limits: unknown[], extra: Record<string, unknown>
   t.teardown(() => ledger.close())
   const config = { limits, onStoreError: 'closed', priceCacheMs: 30000, ...extra } as any
   const hooks = await quota.create(config, pluginDeps(quota, { store: store ?? memoryStore('windows', { now }), ledger, now }))
-  /** Admit then (when admitted and `usage` given) settle one call; returns the context, the error and the state. */
-  const call = async (principal: Principal = ACME, usage?: { inputTokens: number, outputTokens: number }) => {
-    const ctx = fakeContext({ principal, model: MODEL, now })
+  /**
+   * Admit then (when admitted and `usage` given) settle one call; returns the context, the error and
+   * the state. Its worst case: 3 input tokens (an empty prompt's framing) + `maxTokens` output.
+   */
+  const call = async (principal: Principal = ACME, usage?: { inputTokens: number, outputTokens: number }, maxTokens = 10) => {
+    const ctx = fakeContext({ principal, model: MODEL, now, body: { max_tokens: maxTokens } })
     const state = quota.state!()
     try {
       await hooks.onRequest!(ctx, state)
@@ -54,12 +57,13 @@ t.test('quota – a refused call does not use up a request; the next window star
 t.test('quota – a call refused by one limit is not counted by the others it passed', async t => {
   const { call } = await setup(t, [
     { scope: 'key', window: 'minute', requests: 2 },
-    { scope: 'organization', window: 'minute', requests: 1 },
+    { scope: 'project', window: 'minute', requests: 1 },
   ])
-  t.equal((await call({ keyId: 'k', organization: 'acme' })).error, undefined)
-  t.match((await call({ keyId: 'k', organization: 'acme' })).error, { message: /organization "acme"/ }, 'the organization limit refuses')
-  t.equal((await call({ keyId: 'k', organization: 'other' })).error, undefined, 'the key\'s second request: the refused one was taken back')
-  t.match((await call({ keyId: 'k', organization: 'third' })).error, { message: /2 requests per minute for key "k"/ })
+  // One key (organization + id) under three projects.
+  t.equal((await call({ keyId: 'k', organization: 'acme', project: 'p1' })).error, undefined)
+  t.match((await call({ keyId: 'k', organization: 'acme', project: 'p1' })).error, { message: /project "p1"/ }, 'the project limit refuses')
+  t.equal((await call({ keyId: 'k', organization: 'acme', project: 'p2' })).error, undefined, 'the key\'s second request: the refused one was taken back')
+  t.match((await call({ keyId: 'k', organization: 'acme', project: 'p3' })).error, { message: /2 requests per minute for key "k"/ })
 })
 
 t.test('quota – scopes count separately; a limit with an id applies to that subject only', async t => {
@@ -82,37 +86,42 @@ t.test('quota – a call without a principal, or outside every limit, is not cou
   for (let i = 0; i < 3; i++) t.equal((await call({ keyId: 'k' })).error, undefined, 'no project: the project limit does not apply')
 })
 
-t.test('quota – tokens: settle adds input + output; admit refuses once the window reached the cap', async t => {
+t.test('quota – tokens: admit holds the worst case (input estimate + output cap), refused when it would pass the cap; settle counts input + output', async t => {
   const { clock, call } = await setup(t, [{ scope: 'key', window: 'hour', tokens: 100 }])
   t.equal((await call(ACME, { inputTokens: 60, outputTokens: 30 })).error, undefined, '90 tokens')
-  t.equal((await call(ACME, { inputTokens: 5, outputTokens: 50 })).error, undefined, 'admitted at 90 < 100; now 145 (a cap can be passed by what is in flight)')
-  const { ctx, error } = await call()
-  t.match(error, { code: 'GW_ERR_QUOTA_EXCEEDED', message: /100 tokens per hour for key "key-1"/ })
+  const { ctx, error } = await call(ACME, undefined, 10)
+  t.match(error, { code: 'GW_ERR_QUOTA_EXCEEDED', message: /100 tokens per hour for key "key-1"/ }, 'worst case 3 + 10 would pass 100: refused, the cap is hard')
   t.equal(ctx.seen.headers['retry-after'], String(3600 - 20))
+  t.equal((await call(ACME, { inputTokens: 3, outputTokens: 5 }, 7)).error, undefined, 'worst case 3 + 7 fits exactly; 98 after settle')
+  t.ok((await call(ACME, undefined, 0)).error, '98 + 3 would pass 100')
   clock.now = Date.UTC(2026, 0, 1, 1, 0, 0)
   t.equal((await call()).error, undefined, 'the next hour starts from zero')
 })
 
-t.test('quota – usage is added only at settle, and only when an upstream answered', async t => {
+t.test('quota – a call holds its worst case until settle; a failed call or one without usage gives it back', async t => {
   const { hooks, call } = await setup(t, [{ scope: 'key', window: 'day', tokens: 10 }])
-  const failed = await call()
+  const failed = await call(ACME, undefined, 5)
+  t.equal(failed.error, undefined, 'worst case 8 of 10')
+  t.ok((await call(ACME, undefined, 5)).error, 'another 8 would pass 10 while the first is in flight')
   await hooks.onSettle!(failed.ctx, fakeOutcome({ status: 502, upstreamSucceeded: false, usage: { inputTokens: 50, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0 } }), failed.state)
-  const noUsage = await call()
+  const noUsage = await call(ACME, undefined, 5)
+  t.equal(noUsage.error, undefined, 'the failed call gave its worst case back')
   await hooks.onSettle!(noUsage.ctx, fakeOutcome({ usage: undefined }), noUsage.state)
-  t.equal((await call()).error, undefined, 'nothing was added by a failed call or one without usage')
-  const ok = await call(ACME, { inputTokens: 6, outputTokens: 4 })
-  t.equal(ok.error, undefined)
-  t.ok((await call()).error, '10 tokens added at settle: the cap is reached')
+  const ok = await call(ACME, { inputTokens: 1, outputTokens: 1 }, 5)
+  t.equal(ok.error, undefined, 'so did the one without usage')
+  t.equal((await call(ACME, undefined, 5)).error, undefined, '2 used + 8 held = 10: fits exactly')
+  t.ok((await call(ACME, undefined, 0)).error, 'the window is full')
 })
 
-t.test('quota – spend: settle adds the call\'s cost at the model\'s price; the ledger\'s price wins over the config\'s', async t => {
+t.test('quota – spend: admit holds the worst case at the model\'s price, settle counts the real cost; the ledger\'s price wins over the config\'s', async t => {
   const { call } = await setup(t, [{ scope: 'organization', window: 'month', spend: 0.001 }])
   // 1/M input, 2/M output: 300 input + 200 output = 300 + 400 micro-units = 0.0007
   t.equal((await call(ACME, { inputTokens: 300, outputTokens: 200 })).error, undefined)
-  t.equal((await call(ACME, { inputTokens: 0, outputTokens: 150 })).error, undefined, 'admitted at 0.0007; now 0.001')
-  const { ctx, error } = await call()
-  t.match(error, { code: 'GW_ERR_QUOTA_EXCEEDED', message: /a spend cap of 0.001 per month for organization "acme"/ })
+  const { ctx, error } = await call(ACME, undefined, 150)
+  t.match(error, { code: 'GW_ERR_QUOTA_EXCEEDED', message: /a spend cap of 0.001 per month for organization "acme"/ }, 'worst case 3 + 300 micro-units would pass 0.001')
   t.equal(ctx.seen.headers['retry-after'], String(31 * 86400 - 20), 'until the calendar month ends')
+  t.equal((await call(ACME, { inputTokens: 0, outputTokens: 148 }, 148)).error, undefined, 'worst case 3 + 296 fits (999); 996 after settle')
+  t.ok((await call(ACME, undefined, 1)).error, '996 + 5 would pass 1000')
   // The price the ledger holds (set by the admin CLI) is read per model.
   const fresh = await setup(t, [{ scope: 'organization', window: 'month', spend: 0.001 }])
   await fresh.ledger.setPrice('m/x', { input: 0, output: 0 })
@@ -140,11 +149,11 @@ t.test('quota – on an in-process store, admit and settle return no promise (a 
     { scope: 'organization', window: 'month', spend: 1 },
   ])
   await call(ACME, { inputTokens: 1, outputTokens: 1 }) // the first settle reads the model's price
-  const ctx = fakeContext({ principal: ACME, model: MODEL, now: () => START })
+  const ctx = fakeContext({ principal: ACME, model: MODEL, now: () => START, body: { max_tokens: 10 } })
   const state = quota.state!()
   t.equal(hooks.onRequest!(ctx, state), undefined, 'admit: no promise')
   t.equal(hooks.onSettle!(ctx, fakeOutcome({ usage: { inputTokens: 10, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 5 } }), state), undefined, 'settle: no promise')
-  t.throws(() => hooks.onRequest!(fakeContext({ principal: ACME, model: MODEL, now: () => START }), quota.state!()),
+  t.throws(() => hooks.onRequest!(fakeContext({ principal: ACME, model: MODEL, now: () => START, body: { max_tokens: 10 } }), quota.state!()),
     { code: 'GW_ERR_QUOTA_EXCEEDED' }, 'the third request of the minute is refused at once (thrown)')
 })
 
@@ -158,10 +167,10 @@ t.test('quota – a store without the synchronous facet (a network store) counts
   } as unknown as ReturnType<typeof memoryStore>
   const { call } = await setup(t, [
     { scope: 'key', window: 'minute', requests: 2 },
-    { scope: 'organization', window: 'minute', tokens: 100 },
+    { scope: 'project', window: 'minute', tokens: 100 },
   ], {}, asyncOnly)
-  t.equal((await call(ACME, { inputTokens: 60, outputTokens: 50 })).error, undefined)
-  t.match((await call()).error, { message: /100 tokens per minute/ }, 'the token cap refuses')
-  t.equal((await call({ keyId: 'key-1', organization: 'other' })).error, undefined, 'the refused call was not counted: the second request')
-  t.match((await call({ keyId: 'key-1', organization: 'third' })).error, { message: /2 requests per minute/ })
+  t.equal((await call({ ...ACME, project: 'p1' }, { inputTokens: 60, outputTokens: 50 })).error, undefined)
+  t.match((await call({ ...ACME, project: 'p1' })).error, { message: /100 tokens per minute/ }, 'the token cap refuses')
+  t.equal((await call({ ...ACME, project: 'p2' })).error, undefined, 'the refused call was not counted: the second request')
+  t.match((await call({ ...ACME, project: 'p3' })).error, { message: /2 requests per minute/ })
 })
