@@ -9,8 +9,9 @@ export type { FakeContext, FakeContextInit } from './testing/fake-context.ts'
 export {
   startFakeUpstream, json, sse, chatChunk, chatUsageChunk, chatTextStream, chatCompletion, msgEvent,
   messagesTextStream, messagesResponse, DONE, responsesResponse, responsesTextStream, responsesUsage, respEvent,
+  checkMessagesRequest, MESSAGES_API_VERSIONS, KNOWN_BETAS, MID_CONVERSATION_SYSTEM_BETA,
 } from './testing/fake-upstream.ts'
-export type { FakeUpstream, Recorded, Handler, SseOptions, ResponsesUsageCounts } from './testing/fake-upstream.ts'
+export type { FakeUpstream, Recorded, Handler, SseOptions, ResponsesUsageCounts, MessagesCheckOptions, MessagesRefusal } from './testing/fake-upstream.ts'
 export { memoryStore, memoryLedger } from './testing/backends.ts'
 export type { MemoryStoreOptions } from './testing/backends.ts'
 export { outcomeSpy } from './testing/outcome-spy.ts'

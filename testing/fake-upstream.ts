@@ -99,6 +99,70 @@ export async function sse (res: ServerResponse, events: ReadonlyArray<string | U
   res.end()
 }
 
+// ── a messages upstream that checks requests as Anthropic's API does ────────────────────────
+
+/** anthropic-version values Anthropic's API takes. */
+export const MESSAGES_API_VERSIONS: readonly string[] = ['2023-06-01', '2026-10-21']
+
+/** The beta under which a 2023-06-01 request may hold a `system` turn inside `messages`. */
+export const MID_CONVERSATION_SYSTEM_BETA = 'mid-conversation-system-2026-04-07'
+
+/** anthropic-beta values Anthropic's API knows (a fake refuses others, as the API does). */
+export const KNOWN_BETAS: readonly string[] = [
+  'claude-code-20250219', 'interleaved-thinking-2025-05-14', 'fine-grained-tool-streaming-2025-05-14',
+  'token-efficient-tools-2025-02-19', 'context-management-2025-06-27', 'structured-outputs-2025-09-17',
+  'tool-examples-2025-10-29', MID_CONVERSATION_SYSTEM_BETA, 'per-turn-control-2026-07-01',
+  'mid-conversation-tool-changes-2026-07-01', 'thinking-token-count-2026-05-13', 'effort-2025-11-24',
+  'advanced-tool-use-2025-11-20', 'context-1m-2025-08-07', 'extended-cache-ttl-2025-04-11',
+  'prompt-caching-2024-07-31', 'output-128k-2025-02-19', 'computer-use-2025-01-24', 'code-execution-2025-08-25',
+  'files-api-2025-04-14', 'mcp-client-2025-11-20', 'skills-2025-10-02', 'oauth-2025-04-20', 'web-fetch-2025-09-10',
+]
+
+export interface MessagesCheckOptions {
+  /** Versions accepted (default MESSAGES_API_VERSIONS). */
+  versions?: readonly string[]
+  /** Betas accepted (default KNOWN_BETAS); `'*'` accepts any. */
+  betas?: readonly string[] | '*'
+}
+
+/** A refusal as Anthropic's API words it: status and error body. */
+export interface MessagesRefusal { status: number, body: { type: 'error', error: { type: string, message: string } } }
+
+const refusal = (message: string, status = 400, type = 'invalid_request_error'): MessagesRefusal => ({ status, body: { type: 'error', error: { type, message } } })
+
+/**
+ * Checks a request to `/v1/messages` (or `/v1/messages/count_tokens`) the way Anthropic's API
+ * does: a key, a known `anthropic-version`, known betas, `model`, `max_tokens` (not on
+ * count_tokens), a non-empty message list whose roles are `user` or `assistant`, or `system` on
+ * 2026-10-21 or under the mid-conversation-system beta. Undefined when the request passes.
+ */
+export function checkMessagesRequest (req: Recorded, opts: MessagesCheckOptions = {}): MessagesRefusal | undefined {
+  const h = req.headers
+  if (h['x-api-key'] === undefined && h.authorization === undefined) return refusal('x-api-key header is required', 401, 'authentication_error')
+  const version = h['anthropic-version']
+  if (typeof version !== 'string') return refusal('anthropic-version: header is required')
+  if (!(opts.versions ?? MESSAGES_API_VERSIONS).includes(version)) return refusal(`anthropic-version: invalid version "${version}"`)
+  const betaHeader = h['anthropic-beta']
+  const betas = (Array.isArray(betaHeader) ? betaHeader.join(',') : betaHeader ?? '').split(',').map(b => b.trim()).filter(Boolean)
+  const known = opts.betas ?? KNOWN_BETAS
+  const unknown = known === '*' ? [] : betas.filter(b => !known.includes(b))
+  if (unknown.length > 0) return refusal(`Unexpected value(s) \`${unknown.join('`, `')}\` for the \`anthropic-beta\` header. Please consult our documentation at docs.claude.com or try again without the header.`)
+  const body = req.body
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return refusal('The request body is not valid JSON.')
+  const b = body as Record<string, unknown>
+  if (typeof b.model !== 'string' || b.model === '') return refusal('model: Field required')
+  if (!req.path.split('?')[0].endsWith('/count_tokens') && !Number.isInteger(b.max_tokens)) return refusal('max_tokens: Field required')
+  if (!Array.isArray(b.messages)) return refusal('messages: Field required')
+  if (b.messages.length === 0) return refusal('messages: at least one message is required')
+  const systemAllowed = version >= '2026-10-21' || betas.includes(MID_CONVERSATION_SYSTEM_BETA)
+  for (const [i, m] of b.messages.entries()) {
+    const role = typeof m === 'object' && m !== null ? (m as { role?: unknown }).role : undefined
+    if (role === 'user' || role === 'assistant' || (role === 'system' && systemAllowed)) continue
+    return refusal(`messages.${i}.role: Input should be ${systemAllowed ? "'user', 'assistant' or 'system'" : "'user' or 'assistant'"}`)
+  }
+  return undefined
+}
+
 // ── builders for the wire formats ───────────────────────────────────────────────────────────
 
 export const chatChunk = (delta: unknown, finish: string | null = null, extra: Record<string, unknown> = {}): string =>

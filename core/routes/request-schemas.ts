@@ -59,11 +59,15 @@ export const ResponsesBody = Type.Object({
   user: Type.Optional(Type.String()),
 }, { additionalProperties: true })
 
-/** Count-tokens body (`POST /v1/messages/count_tokens`): a messages body without `max_tokens` or sampling fields. */
+/**
+ * Count-tokens body (`POST /v1/messages/count_tokens`): a messages body without `max_tokens` or
+ * sampling fields. A `system` turn inside `messages` is valid on the 2026 messages line (and under
+ * its beta on 2023-06-01).
+ */
 export const CountTokensBody = Type.Object({
   model: Type.String({ minLength: 1 }),
   messages: Type.Array(Type.Object({
-    role: Type.Union([Type.Literal('user'), Type.Literal('assistant')]),
+    role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')]),
     content: Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }))]),
   }, { additionalProperties: true })),
   system: Type.Optional(Type.Union([Type.String(), Type.Array(Type.Object({}, { additionalProperties: true }))])),

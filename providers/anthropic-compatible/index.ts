@@ -5,6 +5,7 @@
 import { defineProvider, type UpstreamCall } from '../../index.ts'
 import { splitBaseUrl } from '../base-url.ts'
 import { AnthropicCompatibleConfig } from './schema.ts'
+import { foldSystemMessages, hasSystemMessage, MID_CONVERSATION_SYSTEM_BETA, NATIVE_SYSTEM_VERSION } from './system-messages.ts'
 
 /**
  * @example
@@ -34,20 +35,32 @@ export default defineProvider({
       if (kept.length < items.length) deps.log.debug({ dropped: items.filter(b => !allowed.has(b)) }, 'anthropic-beta values not on the allow-list dropped')
       return kept.length > 0 ? kept.join(',') : undefined
     }
-    function headersFor (call: UpstreamCall): Record<string, string> {
+    // Dates compare as strings: a version of the 2026 line or later takes system turns as they are.
+    const nativeSystem = config.version >= NATIVE_SYSTEM_VERSION
+    const fold = config.systemMessages === 'fold'
+    function headersFor (call: UpstreamCall, systemTurn: boolean): Record<string, string> {
       const headers: Record<string, string> = { ...base, accept: call.stream ? 'text/event-stream' : 'application/json' }
       const beta = config.forwardBeta ? allowedBetas(call.clientHeaders['anthropic-beta']) : undefined
-      if (beta) headers['anthropic-beta'] = beta
+      // A system turn sent as is to an older version needs its beta, whatever the client sent.
+      const needed = systemTurn && !nativeSystem && !fold && !(beta ?? '').split(',').includes(MID_CONVERSATION_SYSTEM_BETA)
+      const betas = needed ? (beta ? `${beta},${MID_CONVERSATION_SYSTEM_BETA}` : MID_CONVERSATION_SYSTEM_BETA) : beta
+      if (betas) headers['anthropic-beta'] = betas
       return headers
+    }
+    /** Headers and body text for a call, its system turns in the form this upstream accepts. */
+    function request (call: UpstreamCall, text: string | undefined): { headers: Record<string, string>, body: string } {
+      const systemTurn = hasSystemMessage(call.body)
+      const body = systemTurn && fold ? JSON.stringify(foldSystemMessages(call.body)) : text ?? JSON.stringify(call.body)
+      return { headers: headersFor(call, systemTurn), body }
     }
     return {
       protocol: 'messages',
       prepare (call) {
-        return { origin, path, headers: headersFor(call), body: call.bodyText ?? JSON.stringify(call.body) }
+        return { origin, path, ...request(call, call.bodyText) }
       },
       // Anthropic's count tokens API sits next to the messages path; same headers and betas.
       prepareCountTokens (call) {
-        return { origin, path: `${path}/count_tokens`, headers: headersFor(call), body: JSON.stringify(call.body) }
+        return { origin, path: `${path}/count_tokens`, ...request(call, undefined) }
       },
     }
   },

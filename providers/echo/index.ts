@@ -4,7 +4,8 @@
  * It speaks the protocol its config names, in-process (through the adapter's optional `invoke`
  * hook), so everything around it — translation, streaming, usage, billing — runs exactly as it
  * would against a real upstream. It echoes the last user text, counts images, reports usage with
- * a cached-input share, honours max_tokens, and calls a tool when asked with "/tool ...".
+ * a cached-input share, honours max_tokens, and calls a tool when the last user text says "/tool ..."
+ * (arguments built from the tool's JSON Schema).
  */
 import { Readable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'

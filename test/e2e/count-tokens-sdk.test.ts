@@ -106,7 +106,7 @@ t.test('errors: bad body 400, unknown model 404, no key 401, all in the messages
     {},
     { model: 'msgvendor/msg-model' },
     { model: 'msgvendor/msg-model', messages: 'hi' },
-    { model: 'msgvendor/msg-model', messages: [{ role: 'system', content: 'x' }] },
+    { model: 'msgvendor/msg-model', messages: [{ role: 'developer', content: 'x' }] },
     { model: 'msgvendor/msg-model', messages: [{ role: 'user', content: 5 }] },
     { model: 'msgvendor/msg-model', messages: [], tools: {} },
   ]

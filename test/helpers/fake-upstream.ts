@@ -2,7 +2,11 @@
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type { ServerResponse } from 'node:http'
+import { randomBytes } from 'node:crypto'
 import * as kit from '../../testing/fake-upstream.ts'
+import { readPrompt } from '../../providers/echo/prompt.ts'
+import { answer } from '../../providers/echo/answer.ts'
+import { messagesJson, messagesStream } from '../../providers/echo/render.ts'
 
 export * from '../../testing/fake-upstream.ts'
 
@@ -39,5 +43,23 @@ export function upstreamDoc (chatOrigin: string, messagesOrigin: string, extraMo
       { id: 'vendor/video-model', input_modalities: ['text', 'image', 'video'], deployments: [{ provider: 'up-chat', model: 'up-video' }] },
       ...extraModels,
     ],
+  }
+}
+
+/**
+ * A handler for a messages upstream that checks requests as Anthropic's API does (the kit's
+ * checkMessagesRequest: versions, betas, roles) and answers like the echo model (its text, tool
+ * calls built from the tool's schema, usage; streamed when asked; count_tokens too).
+ */
+export function anthropicLike (opts: kit.MessagesCheckOptions = {}): Handler {
+  return (req, res) => {
+    const refused = kit.checkMessagesRequest(req, opts)
+    if (refused) return kit.json(res, refused.status, refused.body, { 'request-id': 'req_fake' })
+    const prompt = readPrompt(req.body, 'messages')
+    if (req.path.split('?')[0].endsWith('/count_tokens')) return kit.json(res, 200, { input_tokens: answer(prompt, 'count').inputTokens })
+    const a = answer(prompt, randomBytes(6).toString('hex'))
+    const id = `msg_fake${randomBytes(6).toString('hex')}`
+    if (req.body.stream === true) return kit.sse(res, [...messagesStream(a, id, req.body.model)])
+    kit.json(res, 200, messagesJson(a, id, req.body.model), { 'request-id': 'req_fake' })
   }
 }
