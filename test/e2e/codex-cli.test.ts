@@ -4,7 +4,8 @@
  * the loopback fake upstream (chat, then messages) answers the first turn with a call of Codex's
  * shell tool and the next, once the command's output came back, with text. The run must execute
  * the command and finish the turn with that text; a plain prompt gets text alone. The same on the
- * embedded default's echo models (chat and messages face), whose tool calls follow the tool's schema.
+ * embedded default's echo models (chat and messages face), whose tool calls follow the tool's schema,
+ * and with no model flag at all (Codex's own default model name, mapped by an alias).
  *
  * Nothing leaves loopback: OPENAI_API_KEY is unset, the provider is set explicitly, update checks
  * and analytics are off, and every HTTP(S) proxy variable points at a closed local port (only
@@ -12,7 +13,7 @@
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
@@ -183,4 +184,30 @@ t.test('codex exec on the echo models (embedded default): plain and tool turns o
     t.match(exec?.item?.aggregated_output, OUTPUT, `${model}: Codex ran the command echo asked for`)
     t.match(lastMessage(events), new RegExp(`^Echo: tool said [\\s\\S]*${OUTPUT}`), `${model}: the output went back to echo, which ended the turn`)
   }
+})
+
+t.test('codex exec with no model flag: Codex asks for its default model, which an alias maps', { skip }, async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-codex-default-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const { env, work } = codexSetup('http://127.0.0.1:9', dir)
+  const first = await buildTestApp({ pipeline: [AUTH_ENTRY], doc: { aliases: {} } })
+  const firstUrl = await listen(first)
+  // The config has no `model` and the command no -m: the name Codex sends is its own default, read
+  // back from the gateway's 404 (it names the model), so a Codex release with a new default is
+  // followed.
+  writeFileSync(join(env.CODEX_HOME!, 'config.toml'), readFileSync(join(env.CODEX_HOME!, 'config.toml'), 'utf8').replace('http://127.0.0.1:9', firstUrl))
+  const miss = await runCodex([...EXEC, 'hi'], env, work)
+  await first.close()
+  t.not(miss.code, 0, 'an unknown default model fails the run')
+  const name = /The model \\?"([^"\\]+)\\?" does not exist/.exec(miss.stdout + miss.stderr)?.[1]
+  t.ok(name, `Codex's default model name is in the gateway's 404: ${name}`)
+  if (!name) return
+
+  const app = await buildTestApp({ pipeline: [AUTH_ENTRY], doc: { aliases: { [name]: 'echo/echo-1' } } })
+  const url = await listen(app)
+  t.teardown(() => app.close())
+  writeFileSync(join(env.CODEX_HOME!, 'config.toml'), readFileSync(join(env.CODEX_HOME!, 'config.toml'), 'utf8').replace(firstUrl, url))
+  const r = await runCodex([...EXEC, 'hi'], env, work)
+  t.equal(r.code, 0, r.code === 0 ? 'codex exec "hi" exited 0' : `exited ${r.code}; stderr: ${r.stderr.slice(-1000)}`)
+  t.equal(lastMessage(eventsOf(r)), 'Echo: hi', 'answered through the alias')
 })
