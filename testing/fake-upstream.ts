@@ -134,7 +134,8 @@ const refusal = (message: string, status = 400, type = 'invalid_request_error'):
  * Checks a request to `/v1/messages` (or `/v1/messages/count_tokens`) the way Anthropic's API
  * does: a key, a known `anthropic-version`, known betas, `model`, `max_tokens` (not on
  * count_tokens), a non-empty message list whose roles are `user` or `assistant`, or `system` on
- * 2026-10-21 or under the mid-conversation-system beta. Undefined when the request passes.
+ * 2026-10-21 or under the mid-conversation-system beta, and `defer_loading` on a tool only under
+ * the advanced-tool-use beta. Undefined when the request passes.
  */
 export function checkMessagesRequest (req: Recorded, opts: MessagesCheckOptions = {}): MessagesRefusal | undefined {
   const h = req.headers
@@ -160,6 +161,9 @@ export function checkMessagesRequest (req: Recorded, opts: MessagesCheckOptions 
     if (role === 'user' || role === 'assistant' || (role === 'system' && systemAllowed)) continue
     return refusal(`messages.${i}.role: Input should be ${systemAllowed ? "'user', 'assistant' or 'system'" : "'user' or 'assistant'"}`)
   }
+  // A deferred tool (tool search) is a field of the advanced-tool-use beta.
+  const deferred = Array.isArray(b.tools) ? b.tools.findIndex(x => typeof x === 'object' && x !== null && 'defer_loading' in x) : -1
+  if (deferred >= 0 && !betas.includes('advanced-tool-use-2025-11-20')) return refusal(`tools.${deferred}.custom.defer_loading: Extra inputs are not permitted`)
   return undefined
 }
 

@@ -1,7 +1,8 @@
 /**
- * Real clients people point at a gateway, unchanged, against a listening gateway: Claude Code (headless),
- * the Vercel AI SDK (OpenAI and Anthropic providers) and LangChain JS (ChatOpenAI, ChatAnthropic),
- * each on same-protocol and cross-protocol models, streaming and tools included.
+ * Real clients people point at a gateway, unchanged, against a listening gateway: Claude Code 2.1
+ * (headless, its native executable), the Vercel AI SDK (OpenAI and Anthropic providers) and
+ * LangChain JS (ChatOpenAI, ChatAnthropic), each on same-protocol and cross-protocol models,
+ * streaming and tools included.
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
@@ -15,6 +16,8 @@ import { ChatOpenAI } from '@langchain/openai'
 import { ChatAnthropic } from '@langchain/anthropic'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { outcomeSpy } from '../helpers/outcome-spy.ts'
+import { anthropicLike, startFakeUpstream } from '../helpers/fake-upstream.ts'
+import { embeddedDefault } from '../../core/config/default-config.ts'
 
 // Claude Code 2.1 ships a native executable (its postinstall links the platform's binary here).
 const CLAUDE = resolve('node_modules/@anthropic-ai/claude-code/bin/claude.exe')
@@ -36,38 +39,94 @@ function runClaude (args: string[], env: Record<string, string>): Promise<{ code
   })
 }
 
-t.test('real clients against a listening gateway', async t => {
+/** Claude Code's `--output-format json` result (or stream-json's last line), parsed. */
+function resultOf (out: string): any {
+  try { return JSON.parse(out.trim().split('\n').at(-1) ?? '') } catch { return undefined }
+}
+
+// Claude Code 2.1 prepends system reminders to the prompt in the same user turn, and the echo
+// model echoes the whole turn: the prompt is its last words.
+const echoes = (prompt: string) => new RegExp(`^Echo: [\\s\\S]*${prompt}$`)
+
+t.test('Claude Code 2.1, headless: plain, streamed and tool turns on messages and chat upstreams', async t => {
+  // An anthropic-compatible provider in front of a fake that refuses what Anthropic's API refuses.
+  const up = await startFakeUpstream(anthropicLike())
   const spy = outcomeSpy()
+  const base = embeddedDefault('sk-gw-unused') as { providers: unknown[], models: unknown[] }
   const app = await buildTestApp({
     pipeline: [AUTH_ENTRY, { plugin: 'outcome-spy' }],
     plugins: [spy.plugin],
-    doc: { aliases: { 'claude-sonnet-4-5': 'msgvendor/echo-1', 'claude-3-5-haiku-20241022': 'echo/echo-1' } },
+    doc: {
+      providers: [...base.providers, { name: 'anthropic', adapter: 'anthropic-compatible', config: { baseUrl: up.origin, apiKey: 'sk-ant-upstream' } }],
+      models: [...base.models, { id: 'anthropic/claude-fake', input_modalities: ['text', 'image'], deployments: [{ provider: 'anthropic', model: 'claude-up' }] }],
+    },
   })
+  const url = await listen(app)
+  t.teardown(async () => { await app.close(); await up.close() })
+  const keys: Array<Record<string, string>> = [{ ANTHROPIC_AUTH_TOKEN: TEST_KEY }, { ANTHROPIC_API_KEY: TEST_KEY }]
+
+  // anthropic/claude-fake and msgvendor/echo-1: messages upstreams; echo/echo-1: a chat upstream (translated).
+  for (const model of ['anthropic/claude-fake', 'msgvendor/echo-1', 'echo/echo-1']) {
+    t.test(model, async t => {
+      const before = spy.seen.length
+      for (const key of keys) {
+        const name = Object.keys(key)[0]
+        const r = await runClaude(['-p', 'say hello', '--model', model, '--output-format', 'json'], { ANTHROPIC_BASE_URL: url, ...key })
+        t.equal(r.code, 0, `plain, ${name}: exit 0 ${r.err.slice(0, 300)}`)
+        const result = resultOf(r.out)
+        t.equal(result?.is_error, false, `plain, ${name}: ${r.out.slice(0, 300)}`)
+        t.match(result?.result, echoes('say hello'), `plain, ${name}: the answer came through`)
+        t.ok(result?.usage?.input_tokens > 0, 'usage reached Claude Code')
+      }
+
+      const s = await runClaude(['-p', 'stream me', '--model', model, '--output-format', 'stream-json', '--verbose', '--include-partial-messages'], { ANTHROPIC_BASE_URL: url, ...keys[0] })
+      t.equal(s.code, 0, `streamed: exit 0 ${s.err.slice(0, 300)}`)
+      const lines = s.out.trim().split('\n').map(l => { try { return JSON.parse(l) } catch { return {} } })
+      const deltas = lines.filter(l => l.type === 'stream_event' && l.event?.type === 'content_block_delta' && l.event.delta?.type === 'text_delta').map(l => l.event.delta.text as string)
+      t.ok(deltas.length > 1, 'the answer arrived in pieces')
+      t.match(deltas.join(''), echoes('stream me'), 'streamed text')
+      t.match(lines.at(-1), { type: 'result', is_error: false }, 'streamed: the turn completed')
+
+      // The echo model calls Bash with the rest of the line; Claude Code runs it and sends the output back.
+      const tl = await runClaude(['-p', 'please /tool Bash echo cc-42', '--model', model, '--allowedTools', 'Bash', '--output-format', 'json'], { ANTHROPIC_BASE_URL: url, ...keys[1] })
+      t.equal(tl.code, 0, `tool: exit 0 ${tl.err.slice(0, 300)}`)
+      const tr = resultOf(tl.out)
+      t.equal(tr?.num_turns, 2, 'a tool turn, then the answer')
+      t.match(tr?.result, /^Echo: tool said cc-42/, 'the command ran and its output went back upstream')
+
+      const calls = spy.seen.slice(before).filter(c => c.route === 'messages')
+      t.ok(calls.length >= 5, 'it called /v1/messages')
+      t.ok(calls.every(c => c.outcome.status === 200), 'no failed call (no silent non-streaming retry)')
+    })
+  }
+
+  t.test('what reached the checking upstream', async t => {
+    t.ok(up.requests.length >= 5)
+    t.ok(up.requests.some(r => r.body.messages.some((m: { role: string }) => m.role === 'system')), 'Claude Code sent a system turn inside messages')
+    t.ok(up.requests.every(r => String(r.headers['anthropic-beta']).split(',').includes('mid-conversation-system-2026-04-07')), 'under the beta that lets 2023-06-01 take it')
+    t.ok(up.requests.every(r => String(r.headers['anthropic-beta']).split(',').includes('advanced-tool-use-2025-11-20')), 'its deferred tools kept their beta')
+    t.ok(up.requests.some(r => r.body.messages.some((m: { content: unknown }) => JSON.stringify(m.content).includes('cc-42'))), 'the tool result went upstream')
+  })
+})
+
+t.test('Claude Code with no --model, on the embedded default', async t => {
+  const KEY = 'sk-gw-demo-claude-code'
+  const doc = embeddedDefault(KEY)
+  const app = await buildTestApp({ doc, pipeline: doc.pipeline as unknown[] })
+  const url = await listen(app)
+  t.teardown(() => app.close())
+  const r = await runClaude(['-p', 'hi', '--output-format', 'json'], { ANTHROPIC_BASE_URL: url, ANTHROPIC_AUTH_TOKEN: KEY })
+  t.equal(r.code, 0, r.err.slice(0, 300))
+  const result = resultOf(r.out)
+  t.equal(result?.is_error, false, r.out.slice(0, 300))
+  t.match(result?.result, echoes('hi'), 'its default model name is an alias of an echo model')
+  t.match(Object.keys(result?.modelUsage ?? {}), [/^claude-/], 'under its own default model name')
+})
+
+t.test('real clients against a listening gateway', async t => {
+  const app = await buildTestApp()
   const base = await listen(app)
   t.teardown(() => app.close())
-
-  t.test('Claude Code, headless, on a chat-upstream model (translated) and a messages-upstream one', async t => {
-    for (const model of ['echo/echo-1', 'msgvendor/echo-1', 'claude-sonnet-4-5']) {
-      const before = spy.seen.length
-      const r = await runClaude(['-p', 'say hello', '--model', model, '--output-format', 'json'], { ANTHROPIC_BASE_URL: base, ANTHROPIC_AUTH_TOKEN: TEST_KEY })
-      t.equal(r.code, 0, `exit 0 (${model}) ${r.err.slice(0, 300)}`)
-      let result: any
-      try { result = JSON.parse(r.out) } catch { result = undefined }
-      t.ok(result, `JSON result (${model})`)
-      t.equal(result?.is_error, false)
-      t.equal(result?.result, 'Echo: say hello', `the answer came through (${model})`)
-      t.ok(result?.usage?.input_tokens > 0, 'usage reached Claude Code')
-      const calls = spy.seen.slice(before).filter(s => s.route === 'messages')
-      t.ok(calls.length >= 1, 'it called /v1/messages')
-      t.ok(calls.every(s => s.outcome.status === 200), 'no failed call (no silent non-streaming retry)')
-    }
-  })
-
-  t.test('Claude Code with ANTHROPIC_API_KEY (x-api-key)', async t => {
-    const r = await runClaude(['-p', 'ping', '--model', 'msgvendor/echo-1', '--output-format', 'json'], { ANTHROPIC_BASE_URL: base, ANTHROPIC_API_KEY: TEST_KEY })
-    t.equal(r.code, 0, r.err.slice(0, 300))
-    t.match(r.out, /Echo: ping/)
-  })
 
   const aiOpenAI = createOpenAI({ baseURL: `${base}/v1`, apiKey: TEST_KEY })
   const aiAnthropic = createAnthropic({ baseURL: `${base}/v1`, apiKey: TEST_KEY })

@@ -38,7 +38,13 @@ export interface TestAppOptions extends Partial<BuildAppOptions> {
 /** The embedded default's providers and models with a test pipeline. */
 export function testDoc (opts: TestAppOptions = {}): Record<string, unknown> {
   const base = embeddedDefault('sk-gw-unused-demo')
-  return { ...base, pipeline: opts.pipeline ?? [AUTH_ENTRY], logging: { level: 'silent' }, ...opts.doc }
+  const doc: Record<string, unknown> = { ...base, pipeline: opts.pipeline ?? [AUTH_ENTRY], logging: { level: 'silent' }, ...opts.doc }
+  // The default's aliases name its echo models: a doc with other models keeps those still there.
+  if (opts.doc?.aliases === undefined && Array.isArray(doc.models)) {
+    const ids = new Set((doc.models as Array<{ id?: unknown }>).map(m => m.id))
+    doc.aliases = Object.fromEntries(Object.entries((base.aliases ?? {}) as Record<string, string>).filter(([, target]) => ids.has(target)))
+  }
+  return doc
 }
 
 /** Builds an app on memory backends (the config's memory stores and a fresh in-memory SQLite ledger unless given). */
