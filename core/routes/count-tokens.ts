@@ -1,8 +1,9 @@
 /**
- * @module routes/count-tokens – POST /v1/messages/count_tokens (Anthropic's count tokens API):
- * forwarded to a messages-protocol upstream of the model, otherwise counted locally. Never billed.
+ * @module routes/count-tokens – POST /v1/messages/count_tokens (Anthropic's count tokens API) and
+ * POST /v1/responses/input_tokens (OpenAI's, a Responses request body): forwarded to a
+ * messages-protocol upstream of the model, otherwise counted locally. Never billed.
  */
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { gatewayOf, type Gateway } from './gateway.ts'
 import type { RequestContext } from '../pipeline/runner.ts'
 import { compileOrThrow, describeErrors } from '../config/schema.ts'
@@ -12,6 +13,7 @@ import { orderDeployments } from '../dispatch/routing.ts'
 import { readText } from '../dispatch/upstream-errors.ts'
 import { countInputTokens } from '../dispatch/token-count.ts'
 import { CountTokensBody } from './request-schemas.ts'
+import { checkResponsesBody } from './inference.ts'
 
 const validate = compileOrThrow(CountTokensBody, 'count_tokens request')
 
@@ -33,6 +35,9 @@ function forwardedBody (body: Record<string, unknown>, upstreamModel: string): R
   return out
 }
 
+/** The fields of a messages request that a count request takes. */
+const COUNT_FIELDS = ['messages', 'system', 'tools', 'tool_choice', 'thinking'] as const
+
 /** Checks the body and resolves the model for the caller (preHandler, before `inspect`). */
 export function prepareCountTokens (gw: Gateway, ctx: RequestContext, body: unknown): void {
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
@@ -40,6 +45,21 @@ export function prepareCountTokens (gw: Gateway, ctx: RequestContext, body: unkn
   }
   const b = body as Record<string, unknown>
   if (typeof b.model !== 'string' || b.model === '') throw gwError('GW_ERR_MODEL_MISSING')
+  if (ctx.protocol === 'responses') {
+    checkResponsesBody(b)
+    const model = gw.catalog.usable(b.model, ctx.principal)
+    if (!model) throw gwError('GW_ERR_MODEL_UNKNOWN', [b.model])
+    ctx.model = model
+    // A Responses body is counted as the messages request it becomes (the translator checks it and
+    // answers a bad one with a 400), keeping the fields a count request takes: the count a
+    // messages upstream or the local tokenizer gives.
+    const upstreamModel = model.deployments[0]?.upstreamModel ?? model.id
+    const translated = gw.translators['responses-to-messages'].request(b, { model, clientModel: model.id, upstreamModel, estimatedInputTokens: 0 })
+    const count: Record<string, unknown> = { model: b.model }
+    for (const k of COUNT_FIELDS) if (translated[k] !== undefined) count[k] = translated[k]
+    ctx.body = Object.freeze(count)
+    return
+  }
   if (!validate(b)) {
     const { path, message } = describeErrors(validate.errors)
     throw gwError('GW_ERR_BAD_REQUEST', [`${path === '/' ? 'body' : path.slice(1).replace(/\//g, '.')}: ${message}`])
@@ -102,27 +122,31 @@ async function upstreamCount (gw: Gateway, ctx: RequestContext): Promise<number 
  * left to answer) or by the reply's end.
  */
 export function countTokensRoutes (app: FastifyInstance): void {
-  app.post('/v1/messages/count_tokens', { config: { gwRoute: 'count_tokens', protocol: 'messages' } }, async (request, reply) => {
-    const ctx = request.gw
-    // A client that left during the phases ended its call there.
-    if (ctx.aborted) return reply
-    ctx.dispatching()
-    const gw = gatewayOf(request)
-    const model = ctx.model!
-    try {
-      const counted = await upstreamCount(gw, ctx)
-      const inputTokens = counted ?? (ctx.aborted ? 0 : await countInputTokens(ctx.body as Record<string, unknown>, model.deployments[0]?.upstreamModel ?? model.id))
-      if (ctx.aborted) {
-        await ctx.finish()
-        return reply
-      }
-      ctx.responding(200)
-      return reply.header('content-type', 'application/json').send(JSON.stringify({ input_tokens: inputTokens }))
-    } catch (err) {
-      if (!ctx.aborted) throw err
-      ctx.failed(toGatewayError(err, ctx.requestId))
+  app.post('/v1/messages/count_tokens', { config: { gwRoute: 'count_tokens', protocol: 'messages' } }, countHandler)
+  app.post('/v1/responses/input_tokens', { config: { gwRoute: 'count_tokens', protocol: 'responses' } }, countHandler)
+}
+
+async function countHandler (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const ctx = request.gw
+  // A client that left during the phases ended its call there.
+  if (ctx.aborted) return reply
+  ctx.dispatching()
+  const gw = gatewayOf(request)
+  const model = ctx.model!
+  try {
+    const counted = await upstreamCount(gw, ctx)
+    const inputTokens = counted ?? (ctx.aborted ? 0 : await countInputTokens(ctx.body as Record<string, unknown>, model.deployments[0]?.upstreamModel ?? model.id))
+    if (ctx.aborted) {
       await ctx.finish()
       return reply
     }
-  })
+    ctx.responding(200)
+    const answer = ctx.protocol === 'responses' ? { object: 'response.input_tokens', input_tokens: inputTokens } : { input_tokens: inputTokens }
+    return reply.header('content-type', 'application/json').send(JSON.stringify(answer))
+  } catch (err) {
+    if (!ctx.aborted) throw err
+    ctx.failed(toGatewayError(err, ctx.requestId))
+    await ctx.finish()
+    return reply
+  }
 }

@@ -23,6 +23,17 @@ function refuseStateful (b: Record<string, unknown>): void {
   if (b.prompt !== undefined && b.prompt !== null) throw gwError('GW_ERR_BAD_REQUEST', ['prompt (a stored prompt template) is not supported: this gateway stores no prompts'])
 }
 
+function badBody (errors: Parameters<typeof describeErrors>[0]): Error {
+  const { path, message } = describeErrors(errors)
+  return gwError('GW_ERR_BAD_REQUEST', [`${path === '/' ? 'body' : path.slice(1).replace(/\//g, '.')}: ${message}`])
+}
+
+/** A Responses body's envelope and its stateful fields (400s); also the input_tokens route's check. */
+export function checkResponsesBody (b: Record<string, unknown>): void {
+  if (!validateResponses(b)) throw badBody(validateResponses.errors)
+  refuseStateful(b)
+}
+
 /**
  * Checks the body's envelope, resolves the model for the caller and freezes the body's top level
  * (what the `inspect` phase sees). Runs in preHandler, before `inspect`.
@@ -39,12 +50,11 @@ export function prepareInference (gw: Gateway, ctx: RequestContext, body: unknow
   }
   const b = body as Record<string, unknown>
   if (typeof b.model !== 'string' || b.model === '') throw gwError('GW_ERR_MODEL_MISSING')
-  const validate = ctx.protocol === 'messages' ? validateMessages : ctx.protocol === 'responses' ? validateResponses : validateChat
-  if (!validate(b)) {
-    const { path, message } = describeErrors(validate.errors)
-    throw gwError('GW_ERR_BAD_REQUEST', [`${path === '/' ? 'body' : path.slice(1).replace(/\//g, '.')}: ${message}`])
+  if (ctx.protocol === 'responses') checkResponsesBody(b)
+  else {
+    const validate = ctx.protocol === 'messages' ? validateMessages : validateChat
+    if (!validate(b)) throw badBody(validate.errors)
   }
-  if (ctx.protocol === 'responses') refuseStateful(b)
   const model = gw.catalog.usable(b.model, ctx.principal)
   if (!model) throw gwError('GW_ERR_MODEL_UNKNOWN', [b.model])
   checkPerUse(model, ctx.protocol as ClientProtocol, b, hasDeploymentSpeaking(gw, model, ctx.protocol))

@@ -1,4 +1,8 @@
-/** @module routes/probes – GET /healthz (liveness) and GET /readyz (dependencies reachable). */
+/**
+ * @module routes/probes – GET /healthz (liveness) and GET /readyz (dependencies reachable); GET `/`
+ * and GET /api/hello answer as /healthz does: clients check that their base URL answers before
+ * the first call (Claude Code sends `HEAD /api/hello`). HEAD is served with every GET.
+ */
 import type { FastifyInstance } from 'fastify'
 import { gatewayOf, type Gateway } from './gateway.ts'
 
@@ -21,7 +25,10 @@ export async function firstDown (gw: Gateway): Promise<string | undefined> {
 
 export function probeRoutes (app: FastifyInstance): void {
   const config = { gwRoute: 'probes', protocol: 'none' } as const
-  app.get('/healthz', { config }, async () => ({ status: 'ok', service: SERVICE_NAME }))
+  const live = async () => ({ status: 'ok', service: SERVICE_NAME })
+  app.get('/healthz', { config }, live)
+  app.get('/', { config }, live)
+  app.get('/api/hello', { config }, live)
   app.get('/readyz', { config }, async (request, reply) => {
     const down = await firstDown(gatewayOf(request))
     if (down) return reply.code(503).send({ status: 'unavailable', error: `${down} unreachable` })

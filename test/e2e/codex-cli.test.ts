@@ -3,7 +3,10 @@
  * the gateway is a custom model provider (`wire_api = "responses"`) in a temporary CODEX_HOME, and
  * the loopback fake upstream (chat, then messages) answers the first turn with a call of Codex's
  * shell tool and the next, once the command's output came back, with text. The run must execute
- * the command and finish the turn with that text.
+ * the command and finish the turn with that text; a plain prompt gets text alone. The same on the
+ * embedded default's echo models (chat and messages face), whose tool calls follow the tool's schema,
+ * and with no model flag at all (Codex's own default model name, which the embedded default's
+ * aliases map to an echo model).
  *
  * Nothing leaves loopback: OPENAI_API_KEY is unset, the provider is set explicitly, update checks
  * and analytics are off, and every HTTP(S) proxy variable points at a closed local port (only
@@ -11,7 +14,7 @@
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
@@ -22,6 +25,9 @@ const CODEX = resolve('node_modules/.bin/codex')
 const COMMAND = 'echo codex-$((6*7))'
 const OUTPUT = 'codex-42'
 const FINAL = 'The command printed codex-42.'
+// A prompt the fake upstreams answer with text alone.
+const PLAIN = 'Just say hello, no tools.'
+const PLAIN_ANSWER = 'Hello from the upstream.'
 
 /** The shell tool's output as the upstream received it, if any. */
 function toolResultIn (kind: 'chat' | 'messages', body: any): string | undefined {
@@ -45,6 +51,9 @@ function shellCall (kind: 'chat' | 'messages', body: any): { name: string, args:
 
 function answer (kind: 'chat' | 'messages') {
   return (req: Recorded, res: any) => {
+    if (JSON.stringify(req.body.messages).includes(PLAIN)) {
+      return sse(res, kind === 'chat' ? chatTextStream([PLAIN_ANSWER.slice(0, 6), PLAIN_ANSWER.slice(6)]) : messagesTextStream([PLAIN_ANSWER.slice(0, 6), PLAIN_ANSWER.slice(6)]))
+    }
     const result = toolResultIn(kind, req.body)
     if (result === undefined) {
       const { name, args } = shellCall(kind, req.body)
@@ -86,19 +95,14 @@ function runCodex (args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise
   })
 }
 
-const missing = !existsSync(CODEX)
-t.test('codex exec completes a turn that runs a shell command, on a chat and a messages upstream', { skip: missing && !process.env.CI ? `the Codex CLI binary is not installed (${CODEX})` : false }, async t => {
-  const chatUp = await startFakeUpstream(answer('chat'))
-  const msgUp = await startFakeUpstream(answer('messages'))
-  const app = await buildTestApp({ doc: upstreamDoc(chatUp.origin, msgUp.origin), pipeline: [AUTH_ENTRY] })
-  const url = await listen(app)
-  const dir = mkdtempSync(join(tmpdir(), 'gw-codex-'))
-  t.teardown(async () => { await app.close(); await chatUp.close(); await msgUp.close(); rmSync(dir, { recursive: true, force: true }) })
+/** A temporary CODEX_HOME whose config makes the gateway at `url` the model provider, and the env to run Codex offline. */
+function codexSetup (url: string, dir: string, model?: string): { env: NodeJS.ProcessEnv, work: string } {
   const home = join(dir, 'home')
   const work = join(dir, 'work')
   mkdirSync(home)
   mkdirSync(work)
   writeFileSync(join(home, 'config.toml'), [
+    ...(model ? [`model = "${model}"`] : []),
     'model_provider = "gw"',
     'check_for_update_on_startup = false',
     '[model_providers.gw]',
@@ -115,22 +119,97 @@ t.test('codex exec completes a turn that runs a shell command, on a chat and a m
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: dir, CODEX_HOME: home, GW_TEST_KEY: TEST_KEY }
   for (const v of ['HTTPS_PROXY', 'HTTP_PROXY', 'ALL_PROXY', 'https_proxy', 'http_proxy', 'all_proxy']) env[v] = 'http://127.0.0.1:9'
   env.NO_PROXY = env.no_proxy = '127.0.0.1,localhost'
+  return { env, work }
+}
+
+const EXEC = ['exec', '--skip-git-repo-check', '--ephemeral', '--sandbox', 'danger-full-access', '--json']
+const eventsOf = (r: RunResult): any[] => r.stdout.split('\n').filter(l => l.startsWith('{')).map(l => JSON.parse(l))
+const lastMessage = (events: any[]): string | undefined => events.filter(e => e.type === 'item.completed' && e.item?.type === 'agent_message').at(-1)?.item?.text
+
+const missing = !existsSync(CODEX)
+const skip = missing && !process.env.CI ? `the Codex CLI binary is not installed (${CODEX})` : false
+t.test('codex exec completes a plain turn and a turn that runs a shell command, on a chat and a messages upstream', { skip }, async t => {
+  const chatUp = await startFakeUpstream(answer('chat'))
+  const msgUp = await startFakeUpstream(answer('messages'))
+  const app = await buildTestApp({ doc: upstreamDoc(chatUp.origin, msgUp.origin), pipeline: [AUTH_ENTRY] })
+  const url = await listen(app)
+  const dir = mkdtempSync(join(tmpdir(), 'gw-codex-'))
+  t.teardown(async () => { await app.close(); await chatUp.close(); await msgUp.close(); rmSync(dir, { recursive: true, force: true }) })
+  const { env, work } = codexSetup(url, dir)
 
   for (const [kind, model, up] of [['chat', 'vendor/chat-model', chatUp], ['messages', 'msgvendor/msg-model', msgUp]] as const) {
     const before = up.requests.length
-    const r = await runCodex(['exec', '--skip-git-repo-check', '--ephemeral', '--sandbox', 'danger-full-access', '--json', '-m', model, '-c', 'model_provider="gw"', 'Run the echo command and tell me what it printed.'], env, work)
-    const events = r.stdout.split('\n').filter(l => l.startsWith('{')).map(l => JSON.parse(l))
+    const r = await runCodex([...EXEC, '-m', model, '-c', 'model_provider="gw"', 'Run the echo command and tell me what it printed.'], env, work)
+    const events = eventsOf(r)
     t.equal(r.code, 0, r.code === 0 ? `${kind}: codex exec exited 0` : `${kind}: codex exec exited ${r.code}; stderr: ${r.stderr.slice(-1000)}`)
     const exec = events.find(e => e.type === 'item.completed' && e.item?.type === 'command_execution')
     t.ok(exec, `${kind}: Codex ran a command`)
     t.match(exec?.item?.command, /echo codex-/, `${kind}: the command the upstream asked for`)
     t.match(exec?.item?.aggregated_output, OUTPUT, `${kind}: and read its output`)
-    const message = events.filter(e => e.type === 'item.completed' && e.item?.type === 'agent_message').at(-1)
-    t.equal(message?.item?.text, FINAL, `${kind}: the turn ends with the upstream's text after the tool result`)
+    t.equal(lastMessage(events), FINAL, `${kind}: the turn ends with the upstream's text after the tool result`)
     t.ok(events.some(e => e.type === 'turn.completed'), `${kind}: turn completed`)
     const reqs = up.requests.slice(before)
     t.ok(reqs.length >= 2, `${kind}: at least two model calls went upstream`)
     t.ok(reqs.every(q => q.body.model === 'up-model'), `${kind}: under the upstream model name`)
     t.ok(reqs.some(q => (toolResultIn(kind, q.body) ?? '').includes(OUTPUT)), `${kind}: the command's output went back upstream`)
+
+    const plainBefore = up.requests.length
+    const p = await runCodex([...EXEC, '-m', model, PLAIN], env, work)
+    const plain = eventsOf(p)
+    t.equal(p.code, 0, p.code === 0 ? `${kind}: plain turn exited 0` : `${kind}: plain turn exited ${p.code}; stderr: ${p.stderr.slice(-1000)}`)
+    t.equal(lastMessage(plain), PLAIN_ANSWER, `${kind}: the plain turn's answer`)
+    t.notOk(plain.some(e => e.item?.type === 'command_execution'), `${kind}: no command in a plain turn`)
+    t.equal(up.requests.length - plainBefore, 1, `${kind}: one model call`)
   }
+})
+
+t.test('codex exec on the echo models (embedded default): plain and tool turns on the chat and the messages face', { skip }, async t => {
+  const app = await buildTestApp({ pipeline: [AUTH_ENTRY] })
+  const url = await listen(app)
+  const dir = mkdtempSync(join(tmpdir(), 'gw-codex-echo-'))
+  t.teardown(async () => { await app.close(); rmSync(dir, { recursive: true, force: true }) })
+  const { env, work } = codexSetup(url, dir)
+  for (const model of ['echo/echo-1', 'msgvendor/echo-1']) {
+    const p = await runCodex([...EXEC, '-m', model, 'hello from codex'], env, work)
+    t.equal(p.code, 0, p.code === 0 ? `${model}: plain turn exited 0` : `${model}: plain turn exited ${p.code}; stderr: ${p.stderr.slice(-1000)}`)
+    // The messages face joins Codex's consecutive user messages (its environment context, then the
+    // prompt) into one, which echo answers whole.
+    t.match(lastMessage(eventsOf(p)), /^Echo: (?:[\s\S]*\s)?hello from codex$/, `${model}: echo answered the prompt`)
+
+    // echo calls the first tool with arguments built from its schema, the text after /tool in its
+    // string fields: Codex's exec_command gets `cmd` = the command below.
+    const r = await runCodex([...EXEC, '-m', model, `/tool ${COMMAND}`], env, work)
+    const events = eventsOf(r)
+    t.equal(r.code, 0, r.code === 0 ? `${model}: tool turn exited 0` : `${model}: tool turn exited ${r.code}; stderr: ${r.stderr.slice(-1000)}`)
+    const exec = events.find(e => e.type === 'item.completed' && e.item?.type === 'command_execution')
+    t.match(exec?.item?.aggregated_output, OUTPUT, `${model}: Codex ran the command echo asked for`)
+    t.match(lastMessage(events), new RegExp(`^Echo: tool said [\\s\\S]*${OUTPUT}`), `${model}: the output went back to echo, which ended the turn`)
+  }
+})
+
+t.test('codex exec "hi" with no model flag: Codex asks for its default model, which the embedded default\'s aliases map', { skip }, async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-codex-default-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const { env, work } = codexSetup('http://127.0.0.1:9', dir)
+  const first = await buildTestApp({ pipeline: [AUTH_ENTRY], doc: { aliases: {} } })
+  const firstUrl = await listen(first)
+  // The config has no `model` and the command no -m: the name Codex sends is its own default, read
+  // back from the gateway's 404 (it names the model), so a Codex release with a new default is
+  // followed.
+  writeFileSync(join(env.CODEX_HOME!, 'config.toml'), readFileSync(join(env.CODEX_HOME!, 'config.toml'), 'utf8').replace('http://127.0.0.1:9', firstUrl))
+  const miss = await runCodex([...EXEC, 'hi'], env, work)
+  await first.close()
+  t.not(miss.code, 0, 'an unknown default model fails the run')
+  const name = /The model \\?"([^"\\]+)\\?" does not exist/.exec(miss.stdout + miss.stderr)?.[1]
+  t.ok(name, `Codex's default model name is in the gateway's 404: ${name}`)
+  if (!name) return
+
+  // The embedded default's aliases (what `npm start` serves) map it to an echo model.
+  const app = await buildTestApp({ pipeline: [AUTH_ENTRY] })
+  const url = await listen(app)
+  t.teardown(() => app.close())
+  writeFileSync(join(env.CODEX_HOME!, 'config.toml'), readFileSync(join(env.CODEX_HOME!, 'config.toml'), 'utf8').replace(firstUrl, url))
+  const r = await runCodex([...EXEC, 'hi'], env, work)
+  t.equal(r.code, 0, r.code === 0 ? 'codex exec "hi" exited 0' : `exited ${r.code}; stderr: ${r.stderr.slice(-1000)}`)
+  t.match(lastMessage(eventsOf(r)), /^Echo: (?:[\s\S]*\s)?hi$/, `answered through the embedded default's alias for ${name}`)
 })

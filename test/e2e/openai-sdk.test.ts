@@ -1,3 +1,4 @@
+/** @module test/e2e/openai-sdk – the official openai SDK's chat calls against a listening gateway, on a chat-upstream model and a messages-upstream one (translated). */
 import t from 'tap'
 import OpenAI from 'openai'
 import { buildTestApp, listen, TEST_KEY } from '../helpers/build-test-app.ts'
@@ -16,40 +17,43 @@ t.test('official openai SDK (v6) against a listening gateway', async t => {
     t.equal(m.id, 'echo/echo-1')
   })
 
-  t.test('chat.completions.create, not streamed', async t => {
-    const { data, response } = await client.chat.completions.create({ model: 'echo/echo-1', messages: [{ role: 'user', content: 'Hello SDK' }] }).withResponse()
-    t.equal(data.choices[0].message.content, 'Echo: Hello SDK')
-    t.equal(response.headers.get('x-gw-model'), 'echo/echo-1')
-    t.ok(data.usage!.prompt_tokens > 0)
-    t.equal((data as typeof data & { _request_id?: string | null })._request_id, response.headers.get('x-gw-trace-id'), 'the SDK reads our trace id as its request id')
-  })
-
-  t.test('chat.completions.stream accumulates a final completion with usage', async t => {
-    const stream = client.chat.completions.stream({ model: 'echo/echo-1', messages: [{ role: 'user', content: 'stream me please' }], stream_options: { include_usage: true } })
-    const deltas: string[] = []
-    stream.on('content.delta', ({ delta }) => deltas.push(delta))
-    const final = await stream.finalChatCompletion()
-    t.equal(final.choices[0].message.content, 'Echo: stream me please')
-    t.equal(deltas.join(''), 'Echo: stream me please')
-    t.equal(final.choices[0].finish_reason, 'stop')
-    t.ok(final.usage!.total_tokens > 0)
-  })
-
-  t.test('tool calls through the SDK helper', async t => {
-    const stream = client.chat.completions.stream({
-      model: 'echo/echo-1',
-      messages: [{ role: 'user', content: '/tool weather in Oslo' }],
-      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { text: { type: 'string' } } } } }],
+  // A chat-upstream model and a messages-upstream one (the chat ⇄ messages translators).
+  for (const model of ['echo/echo-1', 'msgvendor/echo-1']) {
+    t.test(`chat.completions.create, not streamed (${model})`, async t => {
+      const { data, response } = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hello SDK' }] }).withResponse()
+      t.equal(data.choices[0].message.content, 'Echo: Hello SDK')
+      t.equal(response.headers.get('x-gw-model'), model)
+      t.ok(data.usage!.prompt_tokens > 0)
+      t.equal((data as typeof data & { _request_id?: string | null })._request_id, response.headers.get('x-gw-trace-id'), 'the SDK reads our trace id as its request id')
     })
-    const final = await stream.finalChatCompletion()
-    const call = final.choices[0].message.tool_calls![0]
-    t.equal(final.choices[0].finish_reason, 'tool_calls')
-    t.equal(call.type, 'function')
-    if (call.type === 'function') {
-      t.equal(call.function.name, 'get_weather')
-      t.same(JSON.parse(call.function.arguments), { text: 'weather in Oslo' })
-    }
-  })
+
+    t.test(`chat.completions.stream accumulates a final completion with usage (${model})`, async t => {
+      const stream = client.chat.completions.stream({ model, messages: [{ role: 'user', content: 'stream me please' }], stream_options: { include_usage: true } })
+      const deltas: string[] = []
+      stream.on('content.delta', ({ delta }) => deltas.push(delta))
+      const final = await stream.finalChatCompletion()
+      t.equal(final.choices[0].message.content, 'Echo: stream me please')
+      t.equal(deltas.join(''), 'Echo: stream me please')
+      t.equal(final.choices[0].finish_reason, 'stop')
+      t.ok(final.usage!.total_tokens > 0)
+    })
+
+    t.test(`tool calls through the SDK helper (${model})`, async t => {
+      const stream = client.chat.completions.stream({
+        model,
+        messages: [{ role: 'user', content: '/tool weather in Oslo' }],
+        tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { text: { type: 'string' } } } } }],
+      })
+      const final = await stream.finalChatCompletion()
+      const call = final.choices[0].message.tool_calls![0]
+      t.equal(final.choices[0].finish_reason, 'tool_calls')
+      t.equal(call.type, 'function')
+      if (call.type === 'function') {
+        t.equal(call.function.name, 'get_weather')
+        t.same(JSON.parse(call.function.arguments), { text: 'weather in Oslo' })
+      }
+    })
+  }
 
   t.test('SDK error classes: 401 AuthenticationError, 404 NotFoundError, 400 BadRequestError', async t => {
     const bad = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'sk-gw-wrong', maxRetries: 0 })

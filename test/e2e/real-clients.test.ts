@@ -166,6 +166,9 @@ t.test('real clients against a listening gateway', async t => {
       ['openai → messages upstream', aiOpenAI.chat('msgvendor/echo-1')],
       ['anthropic → messages upstream', aiAnthropic('msgvendor/echo-1')],
       ['anthropic → chat upstream', aiAnthropic('echo/echo-1')],
+      // The provider's default model speaks the Responses API.
+      ['openai responses → chat upstream', aiOpenAI('echo/echo-1')],
+      ['openai responses → messages upstream', aiOpenAI.responses('msgvendor/echo-1')],
     ] as const) {
       const g = await generateText({ model, prompt: 'hello there', maxRetries: 0 })
       t.equal(g.text, 'Echo: hello there', `${name}: generateText`)
@@ -179,8 +182,12 @@ t.test('real clients against a listening gateway', async t => {
     }
   })
 
-  t.test('Vercel AI SDK: a tool round trip across protocols', async t => {
-    for (const model of [aiAnthropic('echo/echo-1'), aiOpenAI.chat('msgvendor/echo-1')]) {
+  t.test('Vercel AI SDK: a tool round trip on each provider and both upstream kinds', async t => {
+    for (const model of [
+      aiAnthropic('echo/echo-1'), aiAnthropic('msgvendor/echo-1'),
+      aiOpenAI.chat('echo/echo-1'), aiOpenAI.chat('msgvendor/echo-1'),
+      aiOpenAI.responses('echo/echo-1'), aiOpenAI.responses('msgvendor/echo-1'),
+    ]) {
       let called = ''
       const r = await generateText({
         model, maxRetries: 0, prompt: '/tool Oslo', stopWhen: stepCountIs(2),
@@ -192,18 +199,19 @@ t.test('real clients against a listening gateway', async t => {
           }),
         },
       })
-      t.equal(called, 'Oslo', 'the tool was called with the arguments')
-      t.match(r.text, /Echo: tool said/, 'the tool result went back upstream')
+      t.equal(called, 'Oslo', `${model.provider} ${model.modelId}: the tool was called with the arguments`)
+      t.match(r.text, /Echo: tool said/, `${model.provider} ${model.modelId}: the tool result went back upstream`)
     }
   })
 
-  t.test('LangChain: ChatOpenAI and ChatAnthropic, invoke and stream, both upstream kinds', async t => {
+  t.test('LangChain: ChatOpenAI (chat and Responses) and ChatAnthropic, invoke and stream, both upstream kinds', async t => {
     for (const model of ['echo/echo-1', 'msgvendor/echo-1']) {
       const lcOpenAI = new ChatOpenAI({ model, apiKey: TEST_KEY, configuration: { baseURL: `${base}/v1` }, maxRetries: 0 })
+      const lcResponses = new ChatOpenAI({ model, apiKey: TEST_KEY, configuration: { baseURL: `${base}/v1` }, maxRetries: 0, useResponsesApi: true })
       const lcAnthropic = new ChatAnthropic({ model, apiKey: TEST_KEY, anthropicApiUrl: base, maxRetries: 0 })
-      for (const [name, chat] of [['ChatOpenAI', lcOpenAI], ['ChatAnthropic', lcAnthropic]] as const) {
+      for (const [name, chat] of [['ChatOpenAI', lcOpenAI], ['ChatOpenAI responses', lcResponses], ['ChatAnthropic', lcAnthropic]] as const) {
         const msg = await chat.invoke('hi langchain')
-        t.equal(msg.content, 'Echo: hi langchain', `${name} ${model}: invoke`)
+        t.equal(msg.text, 'Echo: hi langchain', `${name} ${model}: invoke`)
         t.ok((msg.usage_metadata?.input_tokens ?? 0) > 0, `${name} ${model}: input tokens`)
         let text = ''
         let input = 0
@@ -221,12 +229,13 @@ t.test('real clients against a listening gateway', async t => {
     const tools = [{ type: 'function' as const, function: { name: 'lookup', description: 'look up', parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } } }]
     for (const model of ['echo/echo-1', 'msgvendor/echo-1']) {
       const chats = [
-        new ChatOpenAI({ model, apiKey: TEST_KEY, configuration: { baseURL: `${base}/v1` }, maxRetries: 0 }),
-        new ChatAnthropic({ model, apiKey: TEST_KEY, anthropicApiUrl: base, maxRetries: 0 }),
-      ]
-      for (const chat of chats) {
+        ['ChatOpenAI', new ChatOpenAI({ model, apiKey: TEST_KEY, configuration: { baseURL: `${base}/v1` }, maxRetries: 0 })],
+        ['ChatOpenAI responses', new ChatOpenAI({ model, apiKey: TEST_KEY, configuration: { baseURL: `${base}/v1` }, maxRetries: 0, useResponsesApi: true })],
+        ['ChatAnthropic', new ChatAnthropic({ model, apiKey: TEST_KEY, anthropicApiUrl: base, maxRetries: 0 })],
+      ] as const
+      for (const [name, chat] of chats) {
         const msg = await chat.bindTools(tools).invoke('/tool Bergen')
-        t.equal(msg.tool_calls?.[0]?.name, 'lookup', `${chat.constructor.name} ${model}`)
+        t.equal(msg.tool_calls?.[0]?.name, 'lookup', `${name} ${model}`)
         t.same(msg.tool_calls?.[0]?.args, { text: 'Bergen' })
       }
     }
