@@ -51,9 +51,9 @@ const doc = {
     { plugin: 'timeout', config: { timeoutMs: 30000 } },
     { plugin: 'auth', config: { ledger: false, keys: [{ key: 'sk-gw-bench-key-0001', id: 'bench', name: 'bench', organization: 'bench', project: 'bench' }] } },
     { plugin: 'media-validation' },
-    { plugin: 'idempotency' },
+    { plugin: 'idempotency', config: { maxClaimsPerKey: 10_000_000 } },
     { plugin: 'quota', config: { limits: [{ scope: 'organization', window: 'minute', requests: 1000000000, tokens: 1000000000000 }] } },
-    { plugin: 'balance', config: { organizations: [{ id: 'bench', name: 'Benchmark', initialBalance: 1000000000000 }] } },
+    { plugin: 'balance', config: { organizations: [{ id: 'bench', name: 'Benchmark', initialBalance: 9000000000 }] } },
   ],
 }
 const app = await buildApp(buildConfig(doc, 'bytes bench', process.cwd(), {}), { plugins: builtinPlugins, providers: builtinProviders, translators })

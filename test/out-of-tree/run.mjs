@@ -67,7 +67,7 @@ async function post (url, path, body, headers = {}) {
 }
 
 const chatBody = (extra = {}) => ({ model: 'acme/large', messages: [{ role: 'user', content: 'hi' }], ...extra })
-const msgBody = (extra = {}) => ({ model: 'acme/large', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }], ...extra })
+const msgBody = (extra = {}) => ({ model: 'acme/large', max_tokens: 128, messages: [{ role: 'user', content: 'hi' }], ...extra })
 
 async function tenantCheck (tarball) {
   const dir = install('tenant-check', tarball)

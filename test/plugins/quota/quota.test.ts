@@ -103,7 +103,7 @@ t.test('quota – a call holds its worst case until settle; a failed call or one
   const failed = await call(ACME, undefined, 5)
   t.equal(failed.error, undefined, 'worst case 8 of 10')
   t.ok((await call(ACME, undefined, 5)).error, 'another 8 would pass 10 while the first is in flight')
-  await hooks.onSettle!(failed.ctx, fakeOutcome({ status: 502, upstreamSucceeded: false, usage: { inputTokens: 50, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0 } }), failed.state)
+  await hooks.onSettle!(failed.ctx, fakeOutcome({ status: 502, upstreamSucceeded: false, usage: undefined }), failed.state)
   const noUsage = await call(ACME, undefined, 5)
   t.equal(noUsage.error, undefined, 'the failed call gave its worst case back')
   await hooks.onSettle!(noUsage.ctx, fakeOutcome({ usage: undefined }), noUsage.state)
@@ -111,6 +111,16 @@ t.test('quota – a call holds its worst case until settle; a failed call or one
   t.equal(ok.error, undefined, 'so did the one without usage')
   t.equal((await call(ACME, undefined, 5)).error, undefined, '2 used + 8 held = 10: fits exactly')
   t.ok((await call(ACME, undefined, 0)).error, 'the window is full')
+})
+
+t.test('quota – a call cut after the upstream had it counts what it is billed, as balance charges it', async t => {
+  const { hooks, call } = await setup(t, [{ scope: 'key', window: 'day', tokens: 100 }])
+  const cut = await call(ACME, undefined, 5)
+  t.equal(cut.error, undefined)
+  // A deadline or a client close after the request was sent: no upstream success, but usage billed.
+  await hooks.onSettle!(cut.ctx, fakeOutcome({ status: 408, upstreamSucceeded: false, usage: { inputTokens: 90, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 2 } }), cut.state)
+  t.equal((await call(ACME, undefined, 5)).error, undefined, '92 used + 8 held = 100: fits exactly')
+  t.ok((await call(ACME, undefined, 0)).error, 'the cut call\'s 92 tokens count: the window is full')
 })
 
 t.test('quota – spend: admit holds the worst case at the model\'s price, settle counts the real cost; the ledger\'s price wins over the config\'s', async t => {
