@@ -5,15 +5,17 @@
 import { realpathSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { openLedger, type LedgerConfig } from '../core/ledger/index.ts'
-import { formatTemplate, gwError, isGatewayError, type GatewayError } from '../core/errors/errors.ts'
+import { gwError, isGatewayError } from '../core/errors/errors.ts'
 import type { Ledger } from '../core/ledger/ledger.ts'
-import { ChargeSpool, readSpool, spoolOwner, summarize, type SpoolSummary } from '../core/ledger/spool.ts'
+import { ChargeSpool, readSpool, spoolOwner, summarize } from '../core/ledger/spool.ts'
 import type { ModelPrice } from '../core/types/model.ts'
-import { formatMicros, parseAmount } from '../money/billing.ts'
-import { AdminService, newKeyId, type BalanceView } from '../admin/service.ts'
-import { holdView, keyView, USAGE_CSV_COLUMNS, USAGE_CSV_HEADER, usageCsvRow, usageView, type HoldView, type KeyView } from '../admin/views.ts'
+import { AdminService, newKeyId } from '../admin/service.ts'
+import { holdView, keyView, USAGE_CSV_COLUMNS, USAGE_CSV_HEADER, usageCsvRow, usageView } from '../admin/views.ts'
+import { amountArg, cliText, ledgerConfig, options, parseArgv, positionals, priceArg, required, spoolPath, timeArg, usageError, type Parsed } from './args.ts'
+import { priceText, writeBalance, writeHolds, writeKeys, writeSpool, type Writer } from './print.ts'
+import { AdminClient, planRemote, type Remote } from './remote.ts'
 
-export interface Writer { write (s: string): void }
+export type { Writer }
 
 export const USAGE = `Usage: admin [ledger options] <command> [arguments]
 
@@ -76,166 +78,10 @@ Examples:
   GW_ADMIN_KEY=... admin --url http://127.0.0.1:8081 balance topup acme 12.50
 `
 
-/** A command-line mistake: reported with exit code 2, before any ledger is opened. */
-const usageError = (message: string): GatewayError => gwError('GW_ERR_CLI_USAGE', [message])
-
-/**
- * An error's text as the CLI prints it after "admin: ": a table error's template as a clause (a
- * capital first word lower-cased, the final period dropped), filled with its arguments as they
- * are; any other error's message as it is.
- */
-export function cliText (e: unknown): string {
-  if (!isGatewayError(e)) return (e as Error)?.message ?? String(e)
-  const clause = e.spec.message.replace(/^[A-Z](?=[a-z])/, c => c.toLowerCase()).replace(/\.$/, '')
-  return formatTemplate(clause, e.args)
-}
-
-interface Parsed {
-  positionals: string[]
-  flags: Map<string, string | true>
-}
-
-const BOOLEAN_FLAGS = new Set(['json', 'help'])
-const GLOBAL_FLAGS = new Set(['sqlite', 'ledger-url', 'schema', 'url', 'admin-key'])
-
-/** The charge spool's path: --spool, else $GATEWAY_SPOOL_PATH, else the config's default. */
-function spoolPath (get: (name: string) => string | undefined, env: NodeJS.ProcessEnv): string {
-  const p = get('spool') ?? (env.GATEWAY_SPOOL_PATH || './data/charge-spool.jsonl')
-  if (p === '') throw usageError('--spool needs a path')
-  return p
-}
-
-function writeSpool (path: string, s: SpoolSummary, json: boolean, out: Writer, extra: Record<string, number> = {}): void {
-  const view = { spool: path, count: s.count, total: formatMicros(s.total), oldest: s.oldest === undefined ? null : new Date(s.oldest).toISOString(), unreadable: s.unreadable, ...extra }
-  out.write(json ? JSON.stringify(view) + '\n' : table(Object.entries(view).map(([k, v]) => [k, v === null ? '-' : String(v)])))
-}
-
-function parseArgv (argv: readonly string[]): Parsed {
-  const positionals: string[] = []
-  const flags = new Map<string, string | true>()
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!
-    if (a === '--') { positionals.push(...argv.slice(i + 1)); break }
-    if (a === '-h') { flags.set('help', true); continue }
-    if (!a.startsWith('--') || a === '--') { positionals.push(a); continue }
-    const eq = a.indexOf('=')
-    const name = eq === -1 ? a.slice(2) : a.slice(2, eq)
-    if (!name) throw usageError(`bad option "${a}"`)
-    if (flags.has(name)) throw usageError(`option --${name} given twice`)
-    if (BOOLEAN_FLAGS.has(name)) {
-      if (eq !== -1) throw usageError(`option --${name} takes no value`)
-      flags.set(name, true)
-      continue
-    }
-    let value: string | undefined
-    if (eq !== -1) value = a.slice(eq + 1)
-    else {
-      value = argv[i + 1]
-      if (value === undefined || value.startsWith('--')) throw usageError(`option --${name} needs a value`)
-      i++
-    }
-    flags.set(name, value)
-  }
-  return { positionals, flags }
-}
-
-/** Checks that only `allowed` (plus the ledger options) were given; returns a typed getter. */
-function options (p: Parsed, command: string, allowed: readonly string[]): (name: string) => string | undefined {
-  for (const name of p.flags.keys()) {
-    if (!GLOBAL_FLAGS.has(name) && !allowed.includes(name)) throw usageError(`unknown option --${name} for "${command}"`)
-  }
-  return name => {
-    const v = p.flags.get(name)
-    return v === true ? undefined : v
-  }
-}
-
-function positionals (args: readonly string[], command: string, names: readonly string[]): string[] {
-  if (args.length < names.length) throw usageError(`"${command}" needs <${names[args.length]}>`)
-  if (args.length > names.length) throw usageError(`unexpected argument "${args[names.length]}" for "${command}"`)
-  for (const [i, a] of args.entries()) if (!a.trim()) throw usageError(`<${names[i]}> must not be empty`)
-  return [...args]
-}
-
-function required (v: string | undefined, flag: string, command: string): string {
-  if (v === undefined || v === '') throw usageError(`"${command}" needs --${flag}`)
-  return v
-}
-
-/** A positive amount in currency units → micro-units. */
-function amountArg (s: string): number {
-  let m: number
-  try {
-    m = parseAmount(s)
-  } catch (err) {
-    throw usageError((err as Error).message)
-  }
-  if (!Number.isSafeInteger(m)) throw usageError(`amount "${s}" is too large`)
-  if (m <= 0) throw usageError(`amount must be positive: "${s}"`)
-  return m
-}
-
-/** A non-negative price per million tokens (at most 6 decimals, so a whole micro-unit per million). */
-function priceArg (s: string, flag: string): number {
-  const m = /^\d+(?:\.\d{1,6})?$/.test(s.trim()) ? parseAmount(s) : NaN
-  if (!Number.isSafeInteger(m) || m < 0) throw usageError(`--${flag} must be a non-negative number with at most 6 decimals: "${s}"`)
-  return m / 1e6
-}
-
-function timeArg (s: string | undefined, flag: string): number | undefined {
-  if (s === undefined) return undefined
-  const ms = /^\d{4}-\d{2}-\d{2}/.test(s) ? Date.parse(s) : NaN
-  if (!Number.isFinite(ms)) throw usageError(`--${flag} must be an ISO 8601 date or time (e.g. 2025-01-31 or 2025-01-31T12:00:00Z): "${s}"`)
-  return ms
-}
-
-function ledgerConfig (get: (name: string) => string | undefined, env: NodeJS.ProcessEnv): LedgerConfig {
-  const sqlite = get('sqlite')
-  const url = get('ledger-url')
-  const schema = get('schema')
-  if (sqlite !== undefined && url !== undefined) throw usageError('give either --sqlite or --ledger-url, not both')
-  if (sqlite === '') throw usageError('--sqlite needs a path')
-  const pgUrl = url ?? (sqlite === undefined ? env.GATEWAY_LEDGER_URL || undefined : undefined)
-  if (pgUrl !== undefined) {
-    if (!/^postgres(ql)?:\/\//.test(pgUrl)) throw usageError('--ledger-url must be a postgres:// URL')
-    const s = schema ?? (env.GATEWAY_LEDGER_SCHEMA || undefined)
-    if (s !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(s)) throw usageError(`invalid PostgreSQL schema name "${s}"`)
-    return { backend: 'postgres', path: '', url: pgUrl, ...(s !== undefined ? { schema: s } : {}) }
-  }
-  if (schema !== undefined) throw usageError('--schema applies to a PostgreSQL ledger (--ledger-url) only')
-  return { backend: 'sqlite', path: sqlite ?? (env.GATEWAY_LEDGER_PATH || './data/gateway.db') }
-}
-
-function table (rows: string[][]): string {
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map(r => r[c]!.length)))
-  return rows.map(r => r.map((v, c) => c === r.length - 1 ? v : v.padEnd(widths[c]!)).join('  ').trimEnd() + '\n').join('')
-}
-
 export { USAGE_CSV_COLUMNS }
-
-function priceText (p: ModelPrice): string {
-  return `input   ${p.input}\ncached  ${p.cachedInput ?? `${p.input} (input rate)`}\noutput  ${p.output}\n(currency units per million tokens)\n`
-}
 
 /** A command on the ledger: the admin service's operation (admin/service.ts) and what it prints. */
 type Action = (admin: AdminService, out: Writer, err: Writer) => Promise<void>
-
-function writeKeys (keys: KeyView[], json: boolean, out: Writer): void {
-  if (json) { out.write(JSON.stringify(keys, null, 2) + '\n'); return }
-  const head = ['id', 'prefix', 'name', 'org', 'project', 'created', 'revoked']
-  out.write(table([head, ...keys.map(k => [k.id, k.prefix, k.name, k.organization, k.project, k.createdAt, k.revokedAt].map(v => v === null ? '-' : String(v)))]))
-}
-
-function writeHolds (holds: HoldView[], json: boolean, out: Writer): void {
-  if (json) { out.write(JSON.stringify(holds, null, 2) + '\n'); return }
-  const head = ['id', 'org', 'amount', 'state', 'expires', 'owner', 'trace']
-  out.write(table([head, ...holds.map(h => [h.id, h.organization, h.amount, h.state, h.expiresAt, h.owner ?? '-', h.traceId ?? '-'])]))
-}
-
-
-function writeBalance (v: BalanceView, json: boolean, out: Writer): void {
-  out.write(json ? JSON.stringify(v) + '\n' : table([['organization', v.organization], ['balance', v.balance], ['reserved', v.reserved], ['available', v.available]]))
-}
 
 /** Turns the command line into an action, validating every argument before the ledger opens. */
 function plan (p: Parsed, env: NodeJS.ProcessEnv): Action | undefined {
@@ -400,124 +246,6 @@ function plan (p: Parsed, env: NodeJS.ProcessEnv): Action | undefined {
     }
     default:
       return undefined
-  }
-}
-
-/**
- * A running gateway's admin API (--url): every request carries the admin key; an error answer
- * becomes GW_ERR_ADMIN_ANSWER with the API's status and message (exit code 1).
- */
-class AdminClient {
-  constructor (readonly base: string, readonly key: string) {}
-
-  async #fetch (method: string, path: string, body?: unknown): Promise<Response> {
-    let r: Response
-    try {
-      r = await fetch(this.base + path, {
-        method,
-        headers: { authorization: `Bearer ${this.key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      })
-    } catch (e) {
-      throw gwError('GW_ERR_ADMIN_UNREACHABLE', [this.base, (e as Error & { cause?: Error }).cause?.message ?? (e as Error).message])
-    }
-    if (!r.ok) {
-      const text = await r.text()
-      let message = text
-      try { message = JSON.parse(text).error.message } catch { /* not the error body: the raw text */ }
-      throw gwError('GW_ERR_ADMIN_ANSWER', [r.status, message])
-    }
-    return r
-  }
-
-  /** The admin API's JSON answer, as `T`: the shape its route documents (the CLI and the API ship together). */
-  async json<T = unknown> (method: string, path: string, body?: unknown): Promise<T> {
-    return await (await this.#fetch(method, path, body)).json() as T
-  }
-
-  /** Copies a (streamed) answer to `out` chunk by chunk. */
-  async pipe (path: string, out: Writer): Promise<void> {
-    const r = await this.#fetch('GET', path)
-    const decoder = new TextDecoder()
-    for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) out.write(decoder.decode(chunk, { stream: true }))
-    const rest = decoder.decode()
-    if (rest) out.write(rest)
-  }
-}
-
-type Remote = (c: AdminClient, out: Writer, err: Writer) => Promise<void>
-
-const enc = encodeURIComponent
-
-/**
- * The same commands over the admin API (--url). Arguments were checked by plan() already; this
- * only maps them to requests and prints what the ledger mode prints.
- */
-function planRemote (p: Parsed): Remote {
-  const [group, sub, ...rest] = p.positionals
-  const cmd = `${group} ${sub ?? ''}`.trim()
-  const get = (name: string): string | undefined => { const v = p.flags.get(name); return v === true ? undefined : v }
-  const json = p.flags.has('json')
-  switch (cmd) {
-    case 'org create': return async (c, out) => {
-      await c.json('POST', '/admin/organizations', { id: rest[0], ...(get('name') !== undefined ? { name: get('name') } : {}) })
-      out.write(`created organization ${rest[0]}\n`)
-    }
-    case 'project create': return async (c, out) => {
-      await c.json('POST', '/admin/projects', { id: rest[0], organization: get('org'), ...(get('name') !== undefined ? { name: get('name') } : {}) })
-      out.write(`created project ${rest[0]} in organization ${get('org')}\n`)
-    }
-    case 'balance topup': return async (c, out) => {
-      const r = await c.json<{ balance: string }>('POST', `/admin/organizations/${enc(rest[0]!)}/topup`, { amount: rest[1]!.trim() })
-      out.write(`${rest[0]} balance ${r.balance}\n`)
-    }
-    case 'balance show': return async (c, out) => {
-      writeBalance(await c.json<BalanceView>('GET', `/admin/organizations/${enc(rest[0]!)}/balance`), json, out)
-    }
-    case 'key create': return async (c, out, err) => {
-      const modelsArg = get('models')
-      const models = modelsArg === undefined ? undefined : modelsArg.split(',').map(s => s.trim()).filter(Boolean)
-      const body: Record<string, unknown> = { organization: get('org') }
-      for (const f of ['project', 'name', 'id']) if (get(f) !== undefined) body[f] = get(f)
-      if (models !== undefined) body.models = models
-      const k = await c.json<{ id: string, secret: string }>('POST', '/admin/keys', body)
-      out.write(`id      ${k.id}\nsecret  ${k.secret}\n`)
-      err.write('The secret is shown only now (the ledger keeps its sha256): store it safely.\n')
-    }
-    case 'key revoke': return async (c, out) => {
-      await c.json('POST', `/admin/keys/${enc(rest[0]!)}/revoke`)
-      out.write(`revoked key ${rest[0]}\n`)
-    }
-    case 'key list': return async (c, out) => { writeKeys((await c.json<{ data: KeyView[] }>('GET', '/admin/keys')).data, json, out) }
-    case 'price set': return async (c, out) => {
-      const price: ModelPrice = { input: priceArg(get('input')!, 'input'), output: priceArg(get('output')!, 'output') }
-      if (get('cached') !== undefined) price.cachedInput = priceArg(get('cached')!, 'cached')
-      await c.json('PUT', '/admin/prices', { model: rest[0], ...price })
-      out.write(`price of ${rest[0]} set\n${priceText(price)}`)
-    }
-    case 'price show': return async (c, out) => {
-      const { data } = await c.json<{ data: Array<{ model: string, ledgerPrice?: ModelPrice | null }> }>('GET', '/admin/prices')
-      const price = data.find(r => r.model === rest[0])?.ledgerPrice
-      if (!price) throw gwError('GW_ERR_PRICE_UNKNOWN', [rest[0]])
-      out.write(json ? JSON.stringify({ model: rest[0], ...price }) + '\n' : `model   ${rest[0]}\n${priceText(price)}`)
-    }
-    case 'holds list': return async (c, out) => {
-      const org = get('org')
-      const r = await c.json<{ stored: boolean, data: HoldView[] }>('GET', `/admin/reservations${org !== undefined ? `?organization=${enc(org)}` : ''}`)
-      if (!r.stored) throw gwError('GW_ERR_HOLDS_NOT_STORED')
-      writeHolds(r.data, json, out)
-    }
-    case 'holds release': return async (c, out) => {
-      await c.json('DELETE', `/admin/reservations/${enc(rest[0]!)}`)
-      out.write(`released hold ${rest[0]}\n`)
-    }
-    case 'usage export': return async (c, out) => {
-      const q = new URLSearchParams({ format: get('format') ?? 'csv' })
-      for (const f of ['from', 'to']) if (get(f) !== undefined) q.set(f, get(f)!)
-      await c.pipe(`/admin/usage/export?${q}`, out)
-    }
-    default:
-      throw usageError(`"${cmd}" works on the ledger only, not over --url`)
   }
 }
 
