@@ -13,7 +13,7 @@ import type { Gateway } from '../core/routes/gateway.ts'
 import type { GatewayApp } from '../core/http/app.ts'
 import { hashKey } from '../plugins/auth/keys.ts'
 import * as S from './schemas.ts'
-import { adminError, errorResponses, sendAdminError } from './errors.ts'
+import { adminError, sendAdminError } from './errors.ts'
 import { bearer, configClientHashes, findDigest, sha256, type AdminKey } from './guard.ts'
 import { AdminService } from './service.ts'
 import { organizationRoutes } from './organizations.ts'
@@ -107,10 +107,10 @@ export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: Adm
   keyRoutes(app, service)
   priceRoutes(app, service, gw)
   // Usage records (admin/usage.ts), their sums and this replica's ended calls (admin/summary.ts).
-  usageRoutes(app, ledger, errorResponses)
-  summaryRoutes(app, ledger, opts.recorder, errorResponses)
+  usageRoutes(app, ledger)
+  summaryRoutes(app, ledger, opts.recorder)
   // Providers with their deployments' circuits (admin/providers.ts).
-  providerRoutes(app, gw, errorResponses)
+  providerRoutes(app, gw)
   reservationRoutes(app, service)
   circuitRoutes(app, gw)
   configRoutes(app, gw)

@@ -6,11 +6,12 @@
 import type { FastifyInstance } from 'fastify'
 import type { Gateway } from '../core/routes/gateway.ts'
 import { circuitOf, deployments } from './circuits.ts'
+import { errorResponses } from './errors.ts'
 import { maskSecrets } from './mask.ts'
 import { ListOf } from './schemas.ts'
 import { ProviderView } from './summary-schemas.ts'
 
-export function providerRoutes (app: FastifyInstance, gw: Gateway, errorResponses: Record<number, unknown>): void {
+export function providerRoutes (app: FastifyInstance, gw: Gateway): void {
   app.get('/admin/providers', { schema: { tags: ['circuits'], summary: 'Providers: adapter, protocol, base URL, and per deployment its circuit (secrets never shown)', response: { 200: ListOf(ProviderView), ...errorResponses } } }, async () => {
     const byKey = deployments(gw)
     return {

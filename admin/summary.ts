@@ -8,6 +8,7 @@ import type { Ledger } from '../core/ledger/ledger.ts'
 import { formatMicros } from '../money/billing.ts'
 import type { CallRecorder } from './calls.ts'
 import { gwError } from '../core/errors/errors.ts'
+import { errorResponses } from './errors.ts'
 import { iso } from './views.ts'
 import * as S from './summary-schemas.ts'
 import { timeParam } from './usage.ts'
@@ -73,7 +74,7 @@ const USAGE_FIELDS = ['requests', 'inputTokens', 'cachedInputTokens', 'outputTok
 const CALL_FIELDS = ['requests', 'clientErrors', 'serverErrors'] as const
 const money = <T extends { cost: number }>(o: T): Omit<T, 'cost'> & { cost: string } => ({ ...o, cost: formatMicros(o.cost) })
 
-export function summaryRoutes (app: FastifyInstance, ledger: Ledger, recorder: CallRecorder | undefined, errorResponses: Record<number, unknown>, now: () => number = Date.now): void {
+export function summaryRoutes (app: FastifyInstance, ledger: Ledger, recorder: CallRecorder | undefined, now: () => number = Date.now): void {
   app.get<{ Querystring: S.UsageSummaryQueryT }>('/admin/usage/summary', {
     schema: { tags: ['usage'], summary: 'Usage records counted and summed per time bucket (and model or organization), by the ledger', querystring: S.UsageSummaryQuery, response: { 200: S.UsageSummary, ...errorResponses } },
   }, async request => {

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Static } from '@sinclair/typebox'
 import type { Ledger, UsageQuery as LedgerUsageQuery } from '../core/ledger/ledger.ts'
 import { gwError } from '../core/errors/errors.ts'
+import { errorResponses } from './errors.ts'
 import * as S from './schemas.ts'
 import { USAGE_CSV_HEADER, usageCsvRow, usageView } from './views.ts'
 
@@ -36,7 +37,7 @@ function usageFilter (q: Static<typeof S.UsageExportQuery> | Static<typeof S.Usa
 const EXPORT_PAGE = 1000
 
 /** GET /admin/usage and GET /admin/usage/export. */
-export function usageRoutes (app: FastifyInstance, ledger: Ledger, errorResponses: Record<number, unknown>): void {
+export function usageRoutes (app: FastifyInstance, ledger: Ledger): void {
   app.get<{ Querystring: S.UsageQueryT }>('/admin/usage', { schema: { tags: ['usage'], summary: 'Usage records, one page (from <= time < to)', querystring: S.UsageQuery, response: { 200: S.UsagePage, ...errorResponses } } }, async request => {
     const q = request.query
     const filter = usageFilter(q)
