@@ -4,33 +4,16 @@
  * shown: no adapter config besides baseUrl, whose password (if any) is masked.
  */
 import type { FastifyInstance } from 'fastify'
-import type { Static } from '@sinclair/typebox'
 import type { Gateway } from '../core/routes/gateway.ts'
-import type { Deployment } from '../core/types/model.ts'
-import { Circuits } from '../core/dispatch/routing.ts'
+import { circuitOf, deployments } from './circuits.ts'
+import { errorResponses } from './errors.ts'
 import { maskSecrets } from './mask.ts'
-import type * as S from './schemas.ts'
 import { ListOf } from './schemas.ts'
 import { ProviderView } from './summary-schemas.ts'
-import { iso } from './views.ts'
 
-/** One deployment's circuit as the admin API shows it. */
-export function circuitOf (gw: Gateway, d: Deployment, models: string[]): Static<typeof S.Circuit> {
-  const s = gw.circuits.state(d)
-  return { key: Circuits.key(d), provider: d.provider, upstreamModel: d.upstreamModel, models, state: s.state, failures: s.failures, openedAt: s.openedAt === undefined ? null : iso(s.openedAt) }
-}
-
-export function providerRoutes (app: FastifyInstance, gw: Gateway, errorResponses: Record<number, unknown>): void {
+export function providerRoutes (app: FastifyInstance, gw: Gateway): void {
   app.get('/admin/providers', { schema: { tags: ['circuits'], summary: 'Providers: adapter, protocol, base URL, and per deployment its circuit (secrets never shown)', response: { 200: ListOf(ProviderView), ...errorResponses } } }, async () => {
-    // Deployments once per circuit key, with every model served by it.
-    const byKey = new Map<string, { d: Deployment, models: string[] }>()
-    for (const m of gw.catalog.all()) {
-      for (const d of m.deployments) {
-        const e = byKey.get(Circuits.key(d))
-        if (e) e.models.push(m.id)
-        else byKey.set(Circuits.key(d), { d, models: [m.id] })
-      }
-    }
+    const byKey = deployments(gw)
     return {
       data: gw.config.providers.map(p => {
         const baseUrl = (p.config as { baseUrl?: unknown } | undefined)?.baseUrl

@@ -7,7 +7,8 @@ import type { FastifyInstance } from 'fastify'
 import type { Ledger } from '../core/ledger/ledger.ts'
 import { formatMicros } from '../money/billing.ts'
 import type { CallRecorder } from './calls.ts'
-import { AdminError } from './errors.ts'
+import { gwError } from '../core/errors/errors.ts'
+import { errorResponses } from './errors.ts'
 import { iso } from './views.ts'
 import * as S from './summary-schemas.ts'
 import { timeParam } from './usage.ts'
@@ -22,11 +23,11 @@ interface Frame { from: number, to: number, bucketMs: number }
 function frameOf (q: { from: string, to?: string, bucket: 'minute' | 'hour' | 'day' }, now: number): Frame {
   const from = timeParam(q.from, 'from')!
   const to = q.to === undefined ? now : timeParam(q.to, 'to')!
-  if (from > to) throw new AdminError(400, 'Invalid request: /querystring/from is after to', { path: '/querystring/from' })
+  if (from > to) throw gwError('GW_ERR_BAD_REQUEST', ['/querystring/from is after to'], { metadata: { path: '/querystring/from' } })
   const bucketMs = BUCKET_MS[q.bucket]
   const n = Math.ceil(to / bucketMs) - Math.floor(from / bucketMs)
   if (n > MAX_BUCKETS) {
-    throw new AdminError(400, `Invalid request: /querystring/bucket makes ${n} buckets of a ${q.bucket} between from and to, more than ${MAX_BUCKETS}; choose a wider bucket or a shorter range`, { path: '/querystring/bucket' })
+    throw gwError('GW_ERR_BAD_REQUEST', [`/querystring/bucket makes ${n} buckets of a ${q.bucket} between from and to, more than ${MAX_BUCKETS}; choose a wider bucket or a shorter range`], { metadata: { path: '/querystring/bucket' } })
   }
   return { from, to, bucketMs }
 }
@@ -73,7 +74,7 @@ const USAGE_FIELDS = ['requests', 'inputTokens', 'cachedInputTokens', 'outputTok
 const CALL_FIELDS = ['requests', 'clientErrors', 'serverErrors'] as const
 const money = <T extends { cost: number }>(o: T): Omit<T, 'cost'> & { cost: string } => ({ ...o, cost: formatMicros(o.cost) })
 
-export function summaryRoutes (app: FastifyInstance, ledger: Ledger, recorder: CallRecorder | undefined, errorResponses: Record<number, unknown>, now: () => number = Date.now): void {
+export function summaryRoutes (app: FastifyInstance, ledger: Ledger, recorder: CallRecorder | undefined, now: () => number = Date.now): void {
   app.get<{ Querystring: S.UsageSummaryQueryT }>('/admin/usage/summary', {
     schema: { tags: ['usage'], summary: 'Usage records counted and summed per time bucket (and model or organization), by the ledger', querystring: S.UsageSummaryQuery, response: { 200: S.UsageSummary, ...errorResponses } },
   }, async request => {
@@ -94,7 +95,7 @@ export function summaryRoutes (app: FastifyInstance, ledger: Ledger, recorder: C
   app.get<{ Querystring: S.CallSummaryQueryT }>('/admin/calls/summary', {
     schema: { tags: ['usage'], summary: 'Ended inference calls by status class per time bucket (and model or organization), counted in this replica since it started', querystring: S.CallSummaryQuery, response: { 200: S.CallSummary, ...errorResponses } },
   }, async request => {
-    if (!recorder) throw new AdminError(404, 'This admin API counts no calls (it was built without a gateway app to watch).')
+    if (!recorder) throw gwError('GW_ERR_CALLS_NOT_COUNTED')
     const q = request.query
     const f = frameOf(q, now())
     const rows = recorder.summarize({ ...f, ...(q.groupBy ? { groupBy: q.groupBy } : {}) })

@@ -3,28 +3,29 @@ import { Readable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import type { Static } from '@sinclair/typebox'
 import type { Ledger, UsageQuery as LedgerUsageQuery } from '../core/ledger/ledger.ts'
-import { AdminError } from './errors.ts'
+import { gwError } from '../core/errors/errors.ts'
+import { errorResponses } from './errors.ts'
 import * as S from './schemas.ts'
 import { USAGE_CSV_HEADER, usageCsvRow, usageView } from './views.ts'
 
 export function timeParam (s: string | undefined, field: string): number | undefined {
   if (s === undefined) return undefined
   const ms = Date.parse(s)
-  if (!Number.isFinite(ms)) throw new AdminError(400, `Invalid request: /querystring/${field} is not an ISO 8601 date or time`, { path: `/querystring/${field}` })
+  if (!Number.isFinite(ms)) throw gwError('GW_ERR_BAD_REQUEST', [`/querystring/${field} is not an ISO 8601 date or time`], { metadata: { path: `/querystring/${field}` } })
   return ms
 }
 
 function encodeCursor (time: number, id: number): string { return Buffer.from(`${time}.${id}`).toString('base64url') }
 function decodeCursor (s: string): { time: number, id: number } {
   const m = /^(\d{1,16})\.(\d{1,16})$/.exec(Buffer.from(s, 'base64url').toString())
-  if (!m) throw new AdminError(400, 'Invalid request: /querystring/cursor is not a cursor this API gave', { path: '/querystring/cursor' })
+  if (!m) throw gwError('GW_ERR_BAD_REQUEST', ['/querystring/cursor is not a cursor this API gave'], { metadata: { path: '/querystring/cursor' } })
   return { time: Number(m[1]), id: Number(m[2]) }
 }
 
 function usageFilter (q: Static<typeof S.UsageExportQuery> | Static<typeof S.UsageQuery>): Omit<LedgerUsageQuery, 'limit'> {
   const from = timeParam(q.from, 'from')
   const to = timeParam(q.to, 'to')
-  if (from !== undefined && to !== undefined && from > to) throw new AdminError(400, 'Invalid request: /querystring/from is after to', { path: '/querystring/from' })
+  if (from !== undefined && to !== undefined && from > to) throw gwError('GW_ERR_BAD_REQUEST', ['/querystring/from is after to'], { metadata: { path: '/querystring/from' } })
   return {
     ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}),
     ...(q.organization !== undefined ? { organization: q.organization } : {}), ...(q.project !== undefined ? { project: q.project } : {}),
@@ -36,7 +37,7 @@ function usageFilter (q: Static<typeof S.UsageExportQuery> | Static<typeof S.Usa
 const EXPORT_PAGE = 1000
 
 /** GET /admin/usage and GET /admin/usage/export. */
-export function usageRoutes (app: FastifyInstance, ledger: Ledger, errorResponses: Record<number, unknown>): void {
+export function usageRoutes (app: FastifyInstance, ledger: Ledger): void {
   app.get<{ Querystring: S.UsageQueryT }>('/admin/usage', { schema: { tags: ['usage'], summary: 'Usage records, one page (from <= time < to)', querystring: S.UsageQuery, response: { 200: S.UsagePage, ...errorResponses } } }, async request => {
     const q = request.query
     const filter = usageFilter(q)

@@ -50,9 +50,6 @@ export function holdView (h: Hold): HoldView {
   }
 }
 
-/** Why a SQLite ledger has no holds to list or release. */
-export const SQLITE_HOLDS = 'holds are stored one by one in a PostgreSQL ledger only; a SQLite gateway holds them in its process (reservations: memory, gone with it) or in a per-organization counter (reservations: file)'
-
 /** Every UsageRecord field, in order; `price` is flattened into three columns. */
 export const USAGE_CSV_COLUMNS = [
   'time', 'keyId', 'organization', 'project', 'model', 'provider', 'traceId', 'idempotencyKey',

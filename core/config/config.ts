@@ -72,17 +72,17 @@ function typesOf (nodes: SchemaNode[]): Set<string> {
   return types
 }
 
+/** An object or array whose members can be read and written by key (config documents are plain JSON). */
+function isRecord (v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null
+}
+
 /**
  * Turns a substituted string into the number, integer or boolean the schema wants at its path.
  * Rule: only strings that came from `${VAR}` (their pointers, relative to `base`, are in
  * `substituted`) and only where the schema accepts no string there. A value that does not parse
  * stays a string, so validation names the path and says what it must be.
  */
-/** An object or array whose members can be read and written by key (config documents are plain JSON). */
-function isRecord (v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null
-}
-
 export function coerceSubstituted (doc: unknown, schema: object, substituted: ReadonlySet<string>, base = ''): void {
   for (const pointer of substituted) {
     if (base !== '' && !pointer.startsWith(base + '/')) continue

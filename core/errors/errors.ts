@@ -70,6 +70,36 @@ export const ERRORS = {
   GW_ERR_QUOTA_EXCEEDED: { status: 429, message: 'Usage quota exceeded: %s.', messagesType: 'rate_limit_error' },
   GW_ERR_IDEMPOTENCY_KEY_LIMIT: { status: 429, message: 'Too many Idempotency-Key claims for this API key: at most %s per %s seconds.', messagesType: 'rate_limit_error' },
 
+  // ── admin API and admin CLI (admin/service.ts) ──────────────────────────────────────────────
+  GW_ERR_ADMIN_KEY_MISSING: { status: 401, message: 'Missing admin key. Send "Authorization: Bearer <ADMIN_KEY>".' },
+  GW_ERR_ADMIN_KEY_INVALID: { status: 401, message: 'Invalid admin key.' },
+  GW_ERR_ADMIN_KEY_REVOKED: { status: 403, message: 'This admin key is revoked.' },
+  GW_ERR_ADMIN_CLIENT_KEY: { status: 403, message: 'Client API keys cannot use the admin API; use an admin key.' },
+  GW_ERR_ORGANIZATION_UNKNOWN: { status: 404, message: 'Unknown organization "%s".' },
+  GW_ERR_ORGANIZATION_EXISTS: { status: 409, message: 'Organization "%s" already exists.' },
+  GW_ERR_PROJECT_UNKNOWN: { status: 404, message: 'Unknown project "%s" in organization "%s".' },
+  GW_ERR_PROJECT_EXISTS: { status: 409, message: 'Project "%s" already exists.' },
+  GW_ERR_KEY_UNKNOWN: { status: 404, message: 'Unknown key "%s".' },
+  GW_ERR_KEY_EXISTS: { status: 409, message: 'Key "%s" already exists.' },
+  GW_ERR_KEY_ALREADY_REVOKED: { status: 409, message: 'Key "%s" is already revoked.' },
+  GW_ERR_PRICE_UNKNOWN: { status: 404, message: 'No ledger price for "%s" (the config\'s price, if any, applies).' },
+  GW_ERR_HOLD_UNKNOWN: { status: 404, message: 'No hold "%s" (released, charged or swept already).' },
+  GW_ERR_HOLDS_NOT_STORED: { status: 409, message: 'holds are stored one by one in a PostgreSQL ledger only; a SQLite gateway holds them in its process (reservations: memory, gone with it) or in a per-organization counter (reservations: file)' },
+  GW_ERR_DEPLOYMENT_UNKNOWN: { status: 404, message: 'No deployment "%s" (provider/upstreamModel).' },
+  GW_ERR_CALLS_NOT_COUNTED: { status: 404, message: 'This admin API counts no calls (it was built without a gateway app to watch).' },
+  /** A database uniqueness constraint refused a write (both ledgers' duplicate-id errors). */
+  GW_ERR_RECORD_EXISTS: { status: 409, message: 'already exists' },
+  /** A database foreign-key constraint refused a write. */
+  GW_ERR_RECORD_REFERENCE: { status: 404, message: 'refers to an unknown record' },
+  GW_ERR_SPOOL_OWNED: { status: 409, message: 'The spool %s belongs to the running gateway process %s, which replays it itself.' },
+  GW_ERR_SPOOL_LEFT: { status: 500, message: '%s charge(s) could not be written; they stay in the spool.' },
+  /** The admin CLI over --url: the admin API could not be reached. */
+  GW_ERR_ADMIN_UNREACHABLE: { status: 502, message: 'Cannot reach the admin API at %s: %s' },
+  /** The admin CLI over --url: the admin API's error answer (status, its message), quoted as it came. */
+  GW_ERR_ADMIN_ANSWER: { status: 502, message: '%s: %s' },
+  /** A mistake on the admin CLI's command line (exit code 2); the text is the CLI's own. */
+  GW_ERR_CLI_USAGE: { status: 400, message: '%s' },
+
   // ── server side ───────────────────────────────────────────────────────────────────────────
   GW_ERR_INTERNAL: { status: 500, message: 'Internal error. Quote the trace id %s when contacting support.', messagesType: 'api_error' },
   GW_ERR_NOT_IMPLEMENTED: { status: 501, message: 'This endpoint is not available yet.', messagesType: 'api_error' },

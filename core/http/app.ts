@@ -148,7 +148,6 @@ async function createProviders (config: GatewayConfig, registry: Registry<Provid
   return out
 }
 
-/** Builds the whole gateway. Start-up problems throw here, before any listen(). */
 /** A response that knows its call: the 'close' listener is one shared function, not a closure per call. */
 type ResWithCall = FastifyReply['raw'] & { gwCall?: RequestContext, gwRuntime?: { refs: number } }
 
@@ -195,6 +194,7 @@ function runPhase (pipeline: Pipeline, ctx: RequestContext, phase: Phase, done: 
   else done()
 }
 
+/** Builds the whole gateway. Start-up problems throw here, before any listen(). */
 export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): Promise<GatewayApp> {
   const log = opts.logger ?? pino({ level: config.logging.level, redact: REDACT })
   const now = opts.now ?? Date.now

@@ -10,11 +10,12 @@ import type { OutputOf } from './plugin.ts'
 import { StreamBlocked, type ClientAnswer, type ClientStreamEvent } from '../dispatch/response-hooks.ts'
 import { CallLifecycle, type CallTracker } from './lifecycle.ts'
 
+const NONE_RAN: readonly PluginInstance[] = Object.freeze([])
+
 /**
  * Core's side of a request: the GatewayContext plugins see, plus what core tracks. Its state and
  * outcome are the call's lifecycle (lifecycle.ts); this class runs the plugins' hooks.
  */
-const NONE_RAN: readonly PluginInstance[] = Object.freeze([])
 
 export class RequestContext extends CallLifecycle implements GatewayContext {
   body: unknown = undefined

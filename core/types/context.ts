@@ -7,8 +7,10 @@ import type { Usage } from './usage.ts'
 import type { GatewayError } from '../errors/errors.ts'
 import type { OutputOf } from '../pipeline/plugin.ts'
 
-/** Route names used for `routes` scoping in config. */
-/** `count_tokens` is POST /v1/messages/count_tokens (never billed). `other` is any path no route matches (it still passes the `connect` phase, e.g. the IP limit). */
+/**
+ * Route names used for `routes` scoping in config. `count_tokens` is POST /v1/messages/count_tokens
+ * (never billed). `other` is any path no route matches (it still passes the `connect` phase, e.g. the IP limit).
+ */
 export const ROUTE_NAMES = ['chat', 'messages', 'responses', 'count_tokens', 'models', 'reserved', 'probes', 'other'] as const
 export type RouteName = (typeof ROUTE_NAMES)[number]
 

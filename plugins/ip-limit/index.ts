@@ -12,14 +12,14 @@ import { blockListOf, clientIp, clientSubject } from './net.ts'
 import { IpLimitConfig } from './schema.ts'
 import { LocalCounters } from './sync.ts'
 
+/** Addresses whose counter key is cached per window. */
+const MAX_CACHED_KEYS = 10_000
+
 /**
  * @example
  * - plugin: ip-limit
  *   config: { limit: 120, windowMs: 60000, trustedProxies: [10.0.0.0/8] }
  */
-/** Addresses whose counter key is cached per window. */
-const MAX_CACHED_KEYS = 10_000
-
 export default definePlugin({
   name: 'ip-limit',
   phase: 'connect',

@@ -1,0 +1,131 @@
+/**
+ * @module admin/service – the admin operations on the ledger, once for the admin API and the admin
+ * CLI's ledger mode: what each one checks, what it writes, and the GW_ERR_* error it throws when
+ * it refuses. The API renders those errors as its error body; the CLI prints their text.
+ */
+import { randomBytes } from 'node:crypto'
+import { gwError } from '../core/errors/errors.ts'
+import type { Hold, KeyRecord, Ledger } from '../core/ledger/ledger.ts'
+import { MAX_MICROS } from '../core/ledger/ledger.ts'
+import type { ModelPrice } from '../core/types/model.ts'
+import { formatMicros } from '../money/billing.ts'
+import { generateKey, hashKey, keyDisplayPrefix } from '../plugins/auth/keys.ts'
+
+/** Balance, reserved (held by calls in flight) and available, in currency units. */
+export interface BalanceView { organization: string, balance: string, reserved: string, available: string }
+
+export interface NewKey {
+  organization: string
+  project?: string
+  name?: string
+  models?: string[]
+  /** Default: `key_` and 16 hex digits. */
+  id?: string
+}
+
+/** A fresh key id: `key_` and 16 random hex digits. */
+export const newKeyId = (): string => `key_${randomBytes(8).toString('hex')}`
+
+/** A price rate (currency units per million tokens) is a whole number of micro-units per million: at most 6 decimals. */
+export function exactRate (n: number): boolean {
+  return Number.isSafeInteger(Math.round(n * 1e6)) && Math.abs(Math.round(n * 1e6) - n * 1e6) <= 1e-6
+}
+
+export class AdminService {
+  constructor (readonly ledger: Ledger) {}
+
+  async knownOrganization (id: string, path?: string): Promise<void> {
+    if (!await this.ledger.getBalance(id)) throw gwError('GW_ERR_ORGANIZATION_UNKNOWN', [id], path ? { metadata: { path } } : {})
+  }
+
+  /** Creates an organization with balance 0; refused if its id is taken. */
+  async createOrganization (id: string, name?: string): Promise<void> {
+    if (await this.ledger.getOrganization(id)) throw gwError('GW_ERR_ORGANIZATION_EXISTS', [id])
+    await this.ledger.createOrganization(id, name)
+  }
+
+  async balance (id: string): Promise<BalanceView> {
+    const b = await this.ledger.getBalance(id)
+    if (!b) throw gwError('GW_ERR_ORGANIZATION_UNKNOWN', [id])
+    return { organization: id, balance: formatMicros(b.balance), reserved: formatMicros(b.reserved), available: formatMicros(b.balance - b.reserved) }
+  }
+
+  /**
+   * Adds `micros` to a balance: one conditional UPDATE in the ledger (balance = balance + amount),
+   * so top-ups in flight at once all count. Micro-units are exact only up to 2^53 − 1: a larger
+   * amount is refused here (400, /body/amount), a balance it would make by the ledger
+   * (LedgerAmountError, which the API shows as a 400 on /body/amount and the CLI as is).
+   */
+  async topUp (id: string, micros: number): Promise<string> {
+    if (micros <= 0) throw gwError('GW_ERR_BAD_REQUEST', ['/body/amount must be positive'], { metadata: { path: '/body/amount' } })
+    if (!Number.isSafeInteger(micros)) throw gwError('GW_ERR_BAD_REQUEST', [`/body/amount must be at most ${formatMicros(MAX_MICROS)}`], { metadata: { path: '/body/amount' } })
+    // Organizations are never deleted: one known now is known when the UPDATE runs.
+    await this.knownOrganization(id)
+    return formatMicros(await this.ledger.topUp(id, micros))
+  }
+
+  /** Creates a project in a known organization; refused if its id is taken (in any organization). */
+  async createProject (id: string, organization: string, name?: string): Promise<void> {
+    await this.knownOrganization(organization, '/body/organization')
+    if ((await this.ledger.listProjects()).some(p => p.id === id)) throw gwError('GW_ERR_PROJECT_EXISTS', [id])
+    await this.ledger.createProject(id, organization, name)
+  }
+
+  /**
+   * Creates a key of a known organization; refused if its id is taken. With `knownProject` (the
+   * API), a named project must be one of the organization's; without it (the CLI, which has always
+   * let a key name a project the ledger does not list: the ledger does not require one) it need
+   * not. Returns the record and its secret: only the secret's sha256 is stored.
+   */
+  async createKey (k: NewKey, opts: { knownProject: boolean }): Promise<{ key: KeyRecord, secret: string }> {
+    await this.knownOrganization(k.organization, '/body/organization')
+    if (opts.knownProject && k.project !== undefined && !(await this.ledger.listProjects(k.organization)).some(p => p.id === k.project)) {
+      throw gwError('GW_ERR_PROJECT_UNKNOWN', [k.project, k.organization], { metadata: { path: '/body/project' } })
+    }
+    const id = k.id ?? newKeyId()
+    if ((await this.ledger.listKeys()).some(r => r.id === id)) throw gwError('GW_ERR_KEY_EXISTS', [id], { metadata: { path: '/body/id' } })
+    const secret = generateKey()
+    const key = await this.ledger.createKey({
+      id, hash: hashKey(secret), prefix: keyDisplayPrefix(secret), organization: k.organization,
+      ...(k.project !== undefined ? { project: k.project } : {}), ...(k.name !== undefined ? { name: k.name } : {}), ...(k.models !== undefined ? { models: k.models } : {}),
+    })
+    return { key, secret }
+  }
+
+  /** Revokes a key; returns its record. Refused for an unknown key and for one revoked already. */
+  async revokeKey (id: string): Promise<KeyRecord> {
+    const revoked = await this.ledger.revokeKey(id)
+    const k = (await this.ledger.listKeys()).find(k => k.id === id)
+    if (!k) throw gwError('GW_ERR_KEY_UNKNOWN', [id])
+    if (!revoked) throw gwError('GW_ERR_KEY_ALREADY_REVOKED', [id])
+    return k
+  }
+
+  /** Sets a model's ledger price (over the config's); each rate has at most 6 decimals. */
+  async setPrice (model: string, price: ModelPrice): Promise<void> {
+    for (const field of ['input', 'output', 'cachedInput'] as const) {
+      const v = price[field]
+      if (v !== undefined && !exactRate(v)) throw gwError('GW_ERR_BAD_REQUEST', [`/body/${field} has more than 6 decimals`], { metadata: { path: `/body/${field}` } })
+    }
+    await this.ledger.setPrice(model, price)
+  }
+
+  /** A model's ledger price; refused when the ledger has none (the config's applies then). */
+  async price (model: string): Promise<ModelPrice> {
+    const price = await this.ledger.getPrice(model)
+    if (!price) throw gwError('GW_ERR_PRICE_UNKNOWN', [model])
+    return price
+  }
+
+  /** The balance holds of calls in flight (of one organization); undefined when the ledger stores none (SQLite). */
+  async holds (organization?: string): Promise<Hold[] | undefined> {
+    if (!this.ledger.holdsStored) return undefined
+    return (await this.ledger.listHolds()).filter(h => organization === undefined || h.organization === organization)
+  }
+
+  /** Releases one hold (a call that will never settle). PostgreSQL only. */
+  async releaseHold (id: string): Promise<void> {
+    if (!this.ledger.holdsStored) throw gwError('GW_ERR_HOLDS_NOT_STORED')
+    if (!await this.ledger.releaseHold(id)) throw gwError('GW_ERR_HOLD_UNKNOWN', [id])
+  }
+}
