@@ -364,8 +364,10 @@ const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object
  * Checks a ConverseRequest body as Bedrock does, returning the ValidationException message or
  * undefined: known top-level fields, a non-empty message list starting with a user message and
  * alternating roles, content blocks each with exactly one known member (toolUse with an object
- * input, reasoningContent with reasoningText or redactedContent, cachePoint of type default),
- * system blocks, and a toolConfig whenever toolUse or toolResult blocks appear.
+ * input, reasoningContent with reasoningText or redactedContent, cachePoint of type default,
+ * image with a format and base64 bytes), each toolUse of an assistant turn answered by a
+ * toolResult in the next user turn and no result without its call, system blocks, tool specs, and
+ * a toolConfig whenever toolUse or toolResult blocks appear.
  */
 export function checkConverseRequest (body: unknown): string | undefined {
   if (!isObj(body)) return 'Malformed input request, please reformat your input and try again.'
@@ -373,6 +375,7 @@ export function checkConverseRequest (body: unknown): string | undefined {
   const msgs = body.messages
   if (!Array.isArray(msgs) || msgs.length === 0) return 'A conversation must start with a user message. Try again with a conversation that starts with a user message.'
   let tools = false
+  let calls: string[] = []
   for (const [i, m] of msgs.entries()) {
     if (!isObj(m) || (m.role !== 'user' && m.role !== 'assistant')) return `1 validation error detected: Value at 'messages.${i + 1}.member.role' failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]`
     if (i === 0 && m.role !== 'user') return 'A conversation must start with a user message. Try again with a conversation that starts with a user message.'
@@ -384,6 +387,18 @@ export function checkConverseRequest (body: unknown): string | undefined {
       if ('toolUse' in b || 'toolResult' in b) tools = true
       const err = checkBlock(b, where, m.role)
       if (err) return err
+    }
+    // The tool calls of an assistant turn are answered by the next user turn, one result each.
+    const content: unknown[] = m.content
+    const ids = (kind: 'toolUse' | 'toolResult') => content.flatMap(b => isObj(b) && isObj(b[kind]) ? [String(b[kind].toolUseId)] : [])
+    if (m.role === 'user') {
+      const results = ids('toolResult')
+      if (results.length > calls.length) return `The number of toolResult blocks at messages.${i}.content exceeds the number of toolUse blocks of previous turn.`
+      const missing = calls.filter(id => !results.includes(id))
+      if (missing.length > 0) return `Expected toolResult blocks at messages.${i}.content for the following Ids: ${missing.join(', ')}`
+      calls = []
+    } else {
+      calls = ids('toolUse')
     }
   }
   if (body.system !== undefined) {

@@ -310,6 +310,15 @@ t.test('requests Bedrock refuses get ValidationException', async t => {
   t.match(await bad({
     messages: [...hello, { role: 'assistant', content: [{ toolUse: { toolUseId: 't1', name: 'f', input: {} } }] }, { role: 'user', content: [{ toolResult: { toolUseId: 't1', content: [{ text: 'r' }] } }] }],
   }), /^ValidationException: The toolConfig field must be defined/)
+  const toolConfig = { tools: [{ toolSpec: { name: 'f', inputSchema: { json: { type: 'object' } } } }] }
+  const call = (...ids: string[]): Message => ({ role: 'assistant', content: ids.map(id => ({ toolUse: { toolUseId: id, name: 'f', input: {} } })) })
+  const results = (...ids: string[]): Message => ({ role: 'user', content: ids.map(id => ({ toolResult: { toolUseId: id, content: [{ text: 'r' }], status: 'success' as const } })) })
+  t.equal(await bad({ messages: [...hello, call('t1', 't2'), results('t1', 't2')], toolConfig }), 'accepted')
+  t.equal(await bad({ messages: [...hello, call('t1', 't2'), results('t2', 't1')], toolConfig }), 'accepted', 'results in any order')
+  t.match(await bad({ messages: [...hello, call('t1', 't2'), results('t1')], toolConfig }), /^ValidationException: Expected toolResult blocks at messages.2.content for the following Ids: t2$/)
+  t.match(await bad({ messages: [...hello, call('t1'), results('t1', 't9')], toolConfig }), /^ValidationException: The number of toolResult blocks at messages.2.content exceeds the number of toolUse blocks of previous turn.$/)
+  t.match(await bad({ messages: [...hello, { role: 'assistant', content: [{ text: 'no call' }] }, results('t1')], toolConfig }), /^ValidationException: The number of toolResult blocks/)
+  t.match(await bad({ messages: hello, toolConfig: { tools: [{ toolSpec: { name: 'bad name!', inputSchema: { json: {} } } }] } }), /^ValidationException: 1 validation error detected: Value at 'toolConfig.tools.1.member.toolSpec.name'/)
   const lax = await startFakeBedrock({ validate: false })
   t.teardown(() => lax.close())
   t.equal((await client(lax).send(new ConverseCommand({ modelId: MODEL, messages: [] }))).stopReason, 'end_turn', 'validate: false')
