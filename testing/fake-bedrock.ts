@@ -3,11 +3,14 @@
  * format (Converse, ConverseStream as binary event-stream frames, CountTokens), verifies each
  * request's SigV4 signature (or a Bedrock API key sent as Bearer), answers as scripted per request
  * (text, tool use, reasoning, cache usage, stop reasons, errors, mid-stream exception frames) and
- * records every request.
+ * records every request. It serves HTTP/1.1 (undici) and cleartext HTTP/2 with prior knowledge (the
+ * AWS SDK's default transport for Bedrock Runtime) on the same port.
  */
 import { createHash, randomUUID } from 'node:crypto'
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { Socket } from 'node:net'
+import { createServer as createHttp1Server, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http'
+import { constants as h2, createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2'
+import { createServer as createNetServer, type Socket } from 'node:net'
+import { Duplex } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { EventStreamCodec, type Message, type MessageHeaders } from '@smithy/eventstream-codec'
 import { Hash } from '@smithy/hash-node'
@@ -31,6 +34,8 @@ export type BedrockOperation = 'converse' | 'converse-stream' | 'count-tokens' |
 
 /** A request as the fake received it. */
 export interface BedrockRecorded extends Recorded {
+  /** Over HTTP/2 the pseudo-headers (`:method`, `:path`, `:authority`, `:scheme`) are among them. */
+  headers: IncomingMessage['headers']
   /** The raw path as sent (percent-encoding kept), query included. */
   path: string
   operation: BedrockOperation
@@ -166,8 +171,20 @@ export const BEDROCK_ERROR_STATUS: Readonly<Record<string, number>> = Object.fre
 
 const AUTH_ERRORS = new Set(['UnrecognizedClientException', 'InvalidSignatureException', 'MissingAuthenticationTokenException', 'ExpiredTokenException'])
 
+/** The response of either transport, as the fake writes it. */
+export type BedrockResponse = ServerResponse | Http2ServerResponse
+
+/** What the fake calls on a response (both transports' responses have it). */
+interface Res {
+  writeHead (status: number, headers: Record<string, string>): unknown
+  write (chunk: Uint8Array, cb: (err?: Error | null) => void): boolean
+  end (text: string): unknown
+  readonly headersSent: boolean
+}
+
 /** Writes a Bedrock error: status, `x-amzn-errortype: <Type>:<namespace>`, JSON `{message}`. */
-export function bedrockError (res: ServerResponse, type: string, message: string, status = BEDROCK_ERROR_STATUS[type] ?? 400, headers: Record<string, string> = {}): void {
+export function bedrockError (response: BedrockResponse, type: string, message: string, status = BEDROCK_ERROR_STATUS[type] ?? 400, headers: Record<string, string> = {}): void {
+  const res: Res = response
   const ns = AUTH_ERRORS.has(type) ? 'http://internal.amazon.com/coral/com.amazon.coral.service/' : 'http://internal.amazon.com/coral/com.amazon.bedrock/'
   res.writeHead(status, {
     'content-type': 'application/json',
@@ -331,7 +348,10 @@ export function converseStreamFrames (a: BedrockAnswer = {}, padding = true): Ui
     bedrockEventFrame(name, padding ? { ...payload, p: PAD.slice(0, 8 + (i * 7) % 50) } : payload))
 }
 
-async function writeStream (res: ServerResponse, a: BedrockAnswer, padding: boolean): Promise<void> {
+/** A response with the means to break its stream: destroy the HTTP/1.1 socket, or reset the HTTP/2 stream. */
+interface Wire { res: Res, abort (): void, gone (): boolean }
+
+async function writeStream ({ res, abort, gone }: Wire, a: BedrockAnswer, padding: boolean): Promise<void> {
   const frames = converseStreamFrames(a, padding)
   if (a.exception) {
     const x = a.exception
@@ -340,14 +360,14 @@ async function writeStream (res: ServerResponse, a: BedrockAnswer, padding: bool
   }
   res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': randomUUID() })
   for (let i = 0; i < frames.length; i++) {
-    if (a.cutAfter !== undefined && i >= a.cutAfter) { res.socket?.destroy(); return }
+    if (a.cutAfter !== undefined && i >= a.cutAfter) { abort(); return }
     if (a.stallAfter !== undefined && i >= a.stallAfter) return
     if (i > 0 && a.delayMs) await sleep(a.delayMs)
-    if (res.destroyed) return
+    if (gone()) return
     // Each frame is flushed before the next step, so that a cut or a stall comes after the frames before it.
     await new Promise<void>(resolve => res.write(frames[i], () => resolve()))
   }
-  res.end()
+  res.end('')
 }
 
 // ── request checks ──────────────────────────────────────────────────────────────────────────
@@ -458,7 +478,10 @@ function checkBlock (b: Record<string, unknown>, where: string, role: unknown): 
 
 // ── SigV4 and Bearer ────────────────────────────────────────────────────────────────────────
 
-const header = (h: IncomingMessage['headers'], name: string): string | undefined => {
+/** A request of either transport, as the fake reads it. */
+interface Req { method?: string, url?: string, headers: IncomingHttpHeaders }
+
+const header = (h: IncomingHttpHeaders, name: string): string | undefined => {
   const v = h[name]
   return Array.isArray(v) ? v.join(',') : v
 }
@@ -472,7 +495,7 @@ interface AuthFailure { type: string, message: string }
 
 const SIGNATURE_MISMATCH = 'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.'
 
-async function verifySigV4 (req: IncomingMessage, body: Buffer, creds: AwsTestCredentials, region: string): Promise<AuthFailure | undefined> {
+async function verifySigV4 (req: Req, body: Buffer, creds: AwsTestCredentials, region: string): Promise<AuthFailure | undefined> {
   const auth = header(req.headers, 'authorization') ?? ''
   const m = /^AWS4-HMAC-SHA256 Credential=([^,\s]+),\s*SignedHeaders=([^,\s]+),\s*Signature=([0-9a-f]+)$/.exec(auth)
   if (!m) return { type: 'IncompleteSignatureException', message: `Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' parameters. Authorization=${auth.split(' ')[0]}` }
@@ -496,7 +519,8 @@ async function verifySigV4 (req: IncomingMessage, body: Buffer, creds: AwsTestCr
   const signed = m[2].split(';')
   const headers: Record<string, string> = {}
   for (const name of signed) {
-    const v = header(req.headers, name)
+    // HTTP/2 carries the host as :authority
+    const v = header(req.headers, name) ?? (name === 'host' ? header(req.headers, ':authority') : undefined)
     if (v === undefined) return { type: 'InvalidSignatureException', message: SIGNATURE_MISMATCH }
     headers[name] = v
   }
@@ -525,7 +549,7 @@ const ROUTE = /^\/model\/([^/]+)\/(converse|converse-stream|count-tokens)$/
 
 const isError = (r: BedrockReply): r is BedrockErrorReply => 'error' in r && isObj((r as BedrockErrorReply).error)
 
-function sendError (res: ServerResponse, e: BedrockErrorReply['error']): void {
+function sendError (res: BedrockResponse, e: BedrockErrorReply['error']): void {
   bedrockError(res, e.type, e.message ?? DEFAULT_MESSAGES[e.type] ?? e.type, e.status, e.headers)
 }
 
@@ -561,7 +585,7 @@ export async function startFakeBedrock (opts: FakeBedrockOptions = {}): Promise<
     },
   }
 
-  async function authenticate (req: IncomingMessage, body: Buffer): Promise<[BedrockRecorded['auth'], AuthFailure | undefined]> {
+  async function authenticate (req: Req, body: Buffer): Promise<[BedrockRecorded['auth'], AuthFailure | undefined]> {
     const auth = header(req.headers, 'authorization')
     if (auth === undefined || auth === '') return ['none', { type: 'MissingAuthenticationTokenException', message: 'Missing Authentication Token' }]
     if (/^Bearer /i.test(auth)) {
@@ -573,14 +597,15 @@ export async function startFakeBedrock (opts: FakeBedrockOptions = {}): Promise<
     return failure ? ['none', failure] : ['sigv4', undefined]
   }
 
-  async function serve (req: IncomingMessage, res: ServerResponse, raw: Buffer): Promise<void> {
+  async function serve (req: Req, wire: Wire & { res: BedrockResponse }, raw: Buffer): Promise<void> {
+    const res = wire.res
     const text = raw.toString('utf8')
     const url = req.url ?? '/'
     const route = ROUTE.exec(url.split('?')[0])
     let modelId = ''
     if (route) { try { modelId = decodeURIComponent(route[1]) } catch { modelId = route[1] } }
     const rec: BedrockRecorded = {
-      method: req.method ?? '', path: url, headers: req.headers, body: parseJson(text), text,
+      method: req.method ?? '', path: url, headers: req.headers as IncomingMessage['headers'], body: parseJson(text), text,
       operation: route && req.method === 'POST' ? route[2] as BedrockOperation : 'unknown', modelId: route ? modelId : '', auth: 'none',
     }
     up.requests.push(rec)
@@ -629,22 +654,51 @@ export async function startFakeBedrock (opts: FakeBedrockOptions = {}): Promise<
       res.end(JSON.stringify(converseResponse(reply)))
       return
     }
-    await writeStream(res, reply, padding)
+    await writeStream(wire, reply, padding)
   }
 
-  const server: Server = createServer((req, res) => {
+  function onRequest (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void {
+    const wire = 'stream' in res
+      ? { res, abort: () => res.stream.close(h2.NGHTTP2_INTERNAL_ERROR), gone: () => res.stream.destroyed }
+      : { res, abort: () => res.socket?.destroy(), gone: () => res.destroyed }
     const chunks: Buffer[] = []
-    req.on('data', c => chunks.push(c))
+    req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
-      serve(req, res, Buffer.concat(chunks)).catch(err => {
+      serve(req, wire, Buffer.concat(chunks)).catch(err => {
         if (!res.headersSent) bedrockError(res, 'InternalServerException', `fake bedrock: ${String(err)}`, 500)
-        else res.destroy()
+        else wire.abort()
       })
     })
-  })
-  server.on('connection', s => {
-    sockets.add(s)
-    s.on('close', () => { sockets.delete(s); up.closedSockets++ })
+  }
+  const http1 = createHttp1Server(onRequest)
+  const http2 = createHttp2Server(onRequest)
+  // One port for both: a connection opening with HTTP/2's preface ("PRI * HTTP/2.0") goes to the
+  // HTTP/2 server, any other to the HTTP/1.1 one.
+  const server = createNetServer(socket => {
+    sockets.add(socket)
+    socket.on('close', () => { sockets.delete(socket); up.closedSockets++ })
+    socket.once('data', (first: Buffer) => {
+      socket.pause()
+      if (first.subarray(0, 3).toString('latin1') !== 'PRI') {
+        socket.unshift(first)
+        http1.emit('connection', socket)
+        socket.resume()
+        return
+      }
+      // The HTTP/2 session reads a net.Socket's native handle, past the bytes already read: it is
+      // given a stream that replays them, then relays the socket.
+      const relay = new Duplex({
+        read () { socket.resume() },
+        write (chunk: Buffer, _enc, cb) { socket.write(chunk, cb) },
+        final (cb) { socket.end(cb) },
+        destroy (err, cb) { socket.destroy(err ?? undefined); cb(err) },
+      })
+      relay.push(first)
+      socket.on('data', c => { if (!relay.push(c)) socket.pause() })
+      socket.on('end', () => relay.push(null))
+      socket.on('close', () => relay.destroy())
+      http2.emit('connection', relay)
+    })
   })
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
   const addr = server.address() as { port: number }

@@ -10,8 +10,8 @@ import {
   BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, CountTokensCommand,
   type ConverseStreamOutput, type Message,
 } from '@aws-sdk/client-bedrock-runtime'
-// The client's default transport is HTTP/2 (for its bidirectional stream); Converse, ConverseStream
-// and CountTokens go over HTTP/1.1 as undici sends them, through the handler the client ships with.
+// The client's default transport is cleartext HTTP/2 with prior knowledge (for its bidirectional
+// stream); the HTTP/1.1 handler it ships with sends as undici (an adapter) does. Both are run.
 import { NodeHttpHandler } from '@smithy/node-http-handler'
 import {
   startFakeBedrock, BEDROCK_TEST_CREDENTIALS, decodeBedrockStream, converseStreamFrames, bedrockExceptionFrame,
@@ -22,8 +22,9 @@ const MODEL = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0'
 const ARN = 'arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-4-5-20250929-v1:0'
 const hello: Message[] = [{ role: 'user', content: [{ text: 'Hi' }] }]
 
-function client (up: FakeBedrock, credentials: AwsTestCredentials = BEDROCK_TEST_CREDENTIALS, region = 'us-east-1'): BedrockRuntimeClient {
-  return new BedrockRuntimeClient({ region, endpoint: up.origin, credentials: { ...credentials }, maxAttempts: 1, requestHandler: new NodeHttpHandler() })
+function client (up: FakeBedrock, credentials: AwsTestCredentials = BEDROCK_TEST_CREDENTIALS, region = 'us-east-1', via: 'http2' | 'http1' = 'http2'): BedrockRuntimeClient {
+  const requestHandler = via === 'http1' ? new NodeHttpHandler() : undefined
+  return new BedrockRuntimeClient({ region, endpoint: up.origin, credentials: { ...credentials }, maxAttempts: 1, requestHandler })
 }
 
 async function collect (stream: AsyncIterable<ConverseStreamOutput> | undefined): Promise<ConverseStreamOutput[]> {
@@ -262,7 +263,7 @@ t.test('SigV4 verification: a wrong secret, a wrong key id, a wrong session toke
 t.test('SigV4 verification covers the path and the body: a request replayed on another path or with another body is refused', async t => {
   const up = await startFakeBedrock()
   t.teardown(() => up.close())
-  await client(up).send(new ConverseCommand({ modelId: MODEL, messages: hello }))
+  await client(up, BEDROCK_TEST_CREDENTIALS, 'us-east-1', 'http1').send(new ConverseCommand({ modelId: MODEL, messages: hello }))
   const signed = up.requests[0]
   const headers: Record<string, string> = {}
   for (const [k, v] of Object.entries(signed.headers)) if (typeof v === 'string' && k !== 'content-length' && k !== 'connection') headers[k] = v
@@ -280,11 +281,32 @@ t.test('SigV4 verification covers the path and the body: a request replayed on a
   t.equal(none.headers.get('x-amzn-errortype')?.split(':')[0], 'MissingAuthenticationTokenException')
 })
 
+t.test('over HTTP/1.1 (as undici sends): answers, streams, exception frames, errors, signatures', async t => {
+  const up = await startFakeBedrock()
+  t.teardown(() => up.close())
+  const c = client(up, BEDROCK_TEST_CREDENTIALS, 'us-east-1', 'http1')
+  up.next({ content: [{ text: 'one' }] })
+  t.same((await c.send(new ConverseCommand({ modelId: ARN, messages: hello }))).output?.message?.content, [{ text: 'one' }])
+  t.equal(up.requests[0].headers.host, up.origin.slice('http://'.length), 'HTTP/1.1: a host header, no :authority')
+  up.next({ content: [{ toolUse: { toolUseId: 't', name: 'f', input: { a: 1 } } }] })
+  const events = await collect((await c.send(new ConverseStreamCommand({ modelId: MODEL, messages: hello }))).stream)
+  t.same(events.filter(e => e.contentBlockDelta).map(e => e.contentBlockDelta?.delta?.toolUse?.input).join(''), '{"a":1}')
+  t.same(events.at(-2), { messageStop: { stopReason: 'tool_use' } })
+  up.next({ content: [{ text: ['a', 'b'] }], exception: { type: 'throttlingException', message: 'slow', after: 2 } })
+  const res = await c.send(new ConverseStreamCommand({ modelId: MODEL, messages: hello }))
+  t.equal(await errorName(collect(res.stream)), 'ThrottlingException')
+  up.next({ error: { type: 'ServiceUnavailableException' } })
+  t.equal(await errorName(c.send(new ConverseCommand({ modelId: MODEL, messages: hello }))), 'ServiceUnavailableException')
+  t.equal((await c.send(new CountTokensCommand({ modelId: MODEL, input: { converse: { messages: hello } } }))).inputTokens, Math.ceil(JSON.stringify({ converse: { messages: hello } }).length / 4))
+  const wrong = client(up, { ...BEDROCK_TEST_CREDENTIALS, secretAccessKey: 'x' }, 'us-east-1', 'http1')
+  t.equal(await errorName(wrong.send(new ConverseCommand({ modelId: MODEL, messages: hello }))), 'InvalidSignatureException')
+})
+
 t.test('Bedrock API keys: the SDK with token auth sends Bearer; a wrong key is refused', async t => {
   const up = await startFakeBedrock({ apiKey: 'ABSKbedrock-key', credentials: null })
   t.teardown(() => up.close())
   const bearer = (token: string) => new BedrockRuntimeClient({
-    region: 'us-east-1', endpoint: up.origin, token: { token }, authSchemePreference: ['httpBearerAuth'], maxAttempts: 1, requestHandler: new NodeHttpHandler(),
+    region: 'us-east-1', endpoint: up.origin, token: { token }, authSchemePreference: ['httpBearerAuth'], maxAttempts: 1,
   })
   up.next({ content: [{ text: 'keyed' }] })
   const out = await bearer('ABSKbedrock-key').send(new ConverseCommand({ modelId: MODEL, messages: hello }))
