@@ -165,11 +165,12 @@ export const BEDROCK_ERROR_STATUS: Readonly<Record<string, number>> = Object.fre
   ValidationException: 400,
   UnrecognizedClientException: 403,
   InvalidSignatureException: 403,
+  IncompleteSignatureException: 400,
   MissingAuthenticationTokenException: 403,
   ExpiredTokenException: 403,
 })
 
-const AUTH_ERRORS = new Set(['UnrecognizedClientException', 'InvalidSignatureException', 'MissingAuthenticationTokenException', 'ExpiredTokenException'])
+const AUTH_ERRORS = new Set(['UnrecognizedClientException', 'InvalidSignatureException', 'IncompleteSignatureException', 'MissingAuthenticationTokenException', 'ExpiredTokenException'])
 
 /** The response of either transport, as the fake writes it. */
 export type BedrockResponse = ServerResponse | Http2ServerResponse
@@ -486,6 +487,8 @@ const header = (h: IncomingHttpHeaders, name: string): string | undefined => {
   return Array.isArray(v) ? v.join(',') : v
 }
 
+const isoBasic = (ms: number): string => new Date(ms).toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '')
+
 function amzDate (s: string): Date | undefined {
   const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(s)
   return m ? new Date(Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6])) : undefined
@@ -511,12 +514,16 @@ async function verifySigV4 (req: Req, body: Buffer, creds: AwsTestCredentials, r
   const date = amzDate(dateText)
   if (!date) return { type: 'IncompleteSignatureException', message: 'Authorization header requires existence of either a \'X-Amz-Date\' or a \'Date\' header.' }
   if (dateText.slice(0, 8) !== day) return { type: 'InvalidSignatureException', message: `Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '${day}' != '${dateText.slice(0, 8)}', from '${dateText}'.` }
-  if (Math.abs(Date.now() - date.getTime()) > 5 * 60_000) return { type: 'InvalidSignatureException', message: `Signature expired: ${dateText} is now earlier or later than the allowed 5 min. window.` }
+  // AWS accepts a request signed up to 15 minutes before or after its clock.
+  const skew = Date.now() - date.getTime()
+  if (skew > 15 * 60_000) return { type: 'InvalidSignatureException', message: `Signature expired: ${dateText} is now earlier than ${isoBasic(Date.now() - 15 * 60_000)} (${isoBasic(Date.now())} - 15 min.)` }
+  if (skew < -15 * 60_000) return { type: 'InvalidSignatureException', message: `Signature not yet current: ${dateText} is still later than ${isoBasic(Date.now() + 15 * 60_000)} (${isoBasic(Date.now())} + 15 min.)` }
   const declared = header(req.headers, 'x-amz-content-sha256')
   if (declared !== undefined && declared !== 'UNSIGNED-PAYLOAD' && declared !== createHash('sha256').update(body).digest('hex')) {
     return { type: 'InvalidSignatureException', message: SIGNATURE_MISMATCH }
   }
   const signed = m[2].split(';')
+  if (!signed.includes('host') && !signed.includes(':authority')) return { type: 'InvalidSignatureException', message: "'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization." }
   const headers: Record<string, string> = {}
   for (const name of signed) {
     // HTTP/2 carries the host as :authority
@@ -613,7 +620,7 @@ export async function startFakeBedrock (opts: FakeBedrockOptions = {}): Promise<
     rec.auth = how
     if (failure) {
       rec.authError = failure.message
-      bedrockError(res, failure.type, failure.message, 403)
+      bedrockError(res, failure.type, failure.message)
       return
     }
     if (rec.operation === 'unknown') {

@@ -258,6 +258,12 @@ t.test('SigV4 verification: a wrong secret, a wrong key id, a wrong session toke
   t.equal(await errorName(client(up, BEDROCK_TEST_CREDENTIALS).send(new ConverseCommand({ modelId: MODEL, messages: hello }))), 'UnrecognizedClientException', 'session token missing')
   t.equal(await errorName(client(up, creds, 'eu-west-1').send(new ConverseCommand({ modelId: MODEL, messages: hello }))), 'InvalidSignatureException')
   t.equal(await errorName(client(up, creds).send(new CountTokensCommand({ modelId: MODEL, input: { converse: { messages: hello } } }))), 'no error')
+  // a request signed 20 minutes ago (AWS allows 15)
+  const late = new BedrockRuntimeClient({ region: 'us-east-1', endpoint: up.origin, credentials: { ...creds }, maxAttempts: 1, systemClockOffset: -20 * 60_000 })
+  let expired: Error | undefined
+  try { await late.send(new ConverseCommand({ modelId: MODEL, messages: hello })) } catch (err) { expired = err as Error }
+  t.equal(expired?.name, 'InvalidSignatureException')
+  t.match(expired?.message, /^Signature expired: \d{8}T\d{6}Z is now earlier than/)
 })
 
 t.test('SigV4 verification covers the path and the body: a request replayed on another path or with another body is refused', async t => {
@@ -276,6 +282,15 @@ t.test('SigV4 verification covers the path and the body: a request replayed on a
   const otherBody = await replay(signed.path, JSON.stringify({ messages: [{ role: 'user', content: [{ text: 'Ho' }] }] }))
   t.equal(otherBody.status, 403)
   t.same(await otherBody.json(), { message: 'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.' })
+  const auth = headers.authorization
+  headers.authorization = auth.replace(/SignedHeaders=[^,]+/, m => m.replace('host;', ''))
+  const hostless = await replay(signed.path, signed.text)
+  t.equal(hostless.status, 403)
+  t.same(await hostless.json(), { message: "'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization." })
+  headers.authorization = auth.replace('Credential=', 'Credentials=')
+  const malformed = await replay(signed.path, signed.text)
+  t.equal(malformed.status, 400)
+  t.equal(malformed.headers.get('x-amzn-errortype')?.split(':')[0], 'IncompleteSignatureException')
   const none = await fetch(`${up.origin}${signed.path}`, { method: 'POST', body: signed.text })
   t.equal(none.status, 403)
   t.equal(none.headers.get('x-amzn-errortype')?.split(':')[0], 'MissingAuthenticationTokenException')
