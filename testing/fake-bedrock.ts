@@ -127,6 +127,11 @@ export interface FakeBedrockOptions {
   validate?: boolean
   /** Add Bedrock's random-length `p` padding field to each stream event (default true). */
   padding?: boolean
+  /**
+   * Model ids (decoded: bare ids, inference profiles, ARNs) the fake serves; another gets 400
+   * ValidationException "The provided model identifier is invalid." (default: any).
+   */
+  models?: readonly string[]
 }
 
 export interface FakeBedrock {
@@ -630,6 +635,10 @@ export async function startFakeBedrock (opts: FakeBedrockOptions = {}): Promise<
     }
     if (text !== '' && typeof rec.body === 'string') {
       bedrockError(res, 'SerializationException', 'Start of structure or map found where not expected.', 400)
+      return
+    }
+    if (opts.models && !opts.models.includes(rec.modelId)) {
+      bedrockError(res, 'ValidationException', 'The provided model identifier is invalid.', 400)
       return
     }
     if (rec.operation === 'count-tokens') {

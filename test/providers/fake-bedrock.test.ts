@@ -165,6 +165,27 @@ t.test('ConverseStream: an exception frame mid-stream reaches the SDK as its exc
   }
 })
 
+t.test('scripting: a reply computed from the request, the default reply, noMetadata, additionalModelResponseFields, served models', async t => {
+  const up = await startFakeBedrock({ models: [MODEL, ARN], reply: { content: [{ text: 'default' }] } })
+  t.teardown(() => up.close())
+  const c = client(up)
+  up.next(req => ({ content: [{ text: `you said ${String((req.body as { messages: Message[] }).messages[0].content?.[0].text)} to ${req.modelId}` }] }))
+  t.same((await c.send(new ConverseCommand({ modelId: ARN, messages: hello }))).output?.message?.content, [{ text: `you said Hi to ${ARN}` }])
+  t.same((await c.send(new ConverseCommand({ modelId: MODEL, messages: hello }))).output?.message?.content, [{ text: 'default' }], 'the queue is empty: the default')
+  up.reply({ content: [{ text: 'new default' }], additionalModelResponseFields: { stop_sequence: 'END' }, stopReason: 'stop_sequence' })
+  const r = await c.send(new ConverseCommand({ modelId: MODEL, messages: hello }))
+  t.same(r.output?.message?.content, [{ text: 'new default' }])
+  t.same(r.additionalModelResponseFields, { stop_sequence: 'END' })
+  up.next({ content: [{ text: 'x' }], noMetadata: true, additionalModelResponseFields: { stop_sequence: null } })
+  const events = await collect((await c.send(new ConverseStreamCommand({ modelId: MODEL, messages: hello }))).stream)
+  t.same(events.at(-1), { messageStop: { stopReason: 'end_turn', additionalModelResponseFields: { stop_sequence: null } } }, 'ends at messageStop, no metadata')
+  let caught: Error | undefined
+  try { await c.send(new ConverseCommand({ modelId: 'anthropic.unknown-v1:0', messages: hello })) } catch (err) { caught = err as Error }
+  t.equal(caught?.name, 'ValidationException')
+  t.equal(caught?.message, 'The provided model identifier is invalid.')
+  t.equal(await errorName(c.send(new CountTokensCommand({ modelId: 'other', input: { converse: { messages: hello } } }))), 'ValidationException')
+})
+
 t.test('CountTokens', async t => {
   const up = await startFakeBedrock({ countTokens: 77 })
   t.teardown(() => up.close())
