@@ -91,7 +91,10 @@ export interface FakeBedrock {
   requests: BedrockRecorded[]
   readonly openSockets: number
   closedSockets: number
-  /** Queues replies: each answers the next converse or converse-stream request, then the default applies. */
+  /**
+   * Queues replies: each answers the next converse or converse-stream request that passes auth and
+   * validation (a refused request consumes none), then the default applies.
+   */
   next (...replies: BedrockScript[]): void
   /** Replaces the default reply. */
   reply (script: BedrockScript): void
