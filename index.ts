@@ -8,11 +8,12 @@
 // ── plugins ───────────────────────────────────────────────────────────────────────────────────
 export { definePlugin, isGatewayPlugin, PLUGIN_OUTPUTS } from './core/pipeline/plugin.ts'
 export type { GatewayPlugin, PluginHooks, PluginDeps, PluginOutput, PluginOutputs, OutputOf, PluginErrorSpec, HostResolver } from './core/pipeline/plugin.ts'
-export type { ClientAnswer, ClientStreamEvent, JsonObject } from './core/dispatch/response-hooks.ts'
+export type { ClientAnswer, ClientStreamEvent, JsonObject } from './core/pipeline/plugin.ts'
 export { PHASES } from './core/types/phases.ts'
 export type { Phase } from './core/types/phases.ts'
 export { ROUTE_NAMES } from './core/types/context.ts'
-export type { GatewayContext, Outcome, RouteName, Headers } from './core/types/context.ts'
+export type { Outcome, RouteName, Headers } from './core/types/context.ts'
+export type { GatewayContext } from './core/pipeline/plugin.ts'
 
 // ── provider adapters and translators ─────────────────────────────────────────────────────────
 export { defineProvider } from './core/dispatch/provider.ts'
@@ -28,10 +29,10 @@ export { SseParser, SseEventTooLarge, sseData, sseEvent, SSE_DONE } from './core
 // The one estimate of a call's usage when the upstream reported none (an answer without usage, a
 // stream cut short), the output-token guess it uses, and what a stream is billed (its final usage,
 // else that estimate of what it relayed).
-export { estimateUsage, estimateOutputTokens, streamUsage } from './core/dispatch/estimate.ts'
+export { estimateUsage, estimateOutputTokens, streamUsage } from './core/tokens/estimate.ts'
 // The output cap a call reserves for and its upstream request carries (translators write it).
-export { requestedOutputCap } from './core/dispatch/estimate.ts'
-export type { StreamUsageSoFar } from './core/dispatch/estimate.ts'
+export { requestedOutputCap } from './core/tokens/estimate.ts'
+export type { StreamUsageSoFar } from './core/tokens/estimate.ts'
 // The one sanitizer for upstream text shown to a client (an error message, an error event).
 export { sanitizeUpstreamMessage } from './core/dispatch/upstream-errors.ts'
 // Same-protocol fast path: where the client's body text holds its model, to send that text with

@@ -5,9 +5,9 @@
  */
 import type { FastifyInstance } from 'fastify'
 import type { Static } from '@sinclair/typebox'
-import type { Gateway } from '../core/routes/gateway.ts'
+import type { Gateway } from '../core/http/gateway.ts'
 import type { Deployment } from '../core/types/model.ts'
-import { Circuits } from '../core/dispatch/routing.ts'
+import { Circuits } from '../core/dispatch/circuits.ts'
 import { maskSecrets } from './mask.ts'
 import type * as S from './schemas.ts'
 import { ListOf } from './schemas.ts'
