@@ -10,7 +10,7 @@ import type { KeyRecord, Ledger, UsageRecord } from '../core/ledger/ledger.ts'
 import { ChargeSpool, readSpool, spoolOwner, summarize, type SpoolSummary } from '../core/ledger/spool.ts'
 import type { ModelPrice } from '../core/types/model.ts'
 import { formatMicros, parseAmount } from '../money/billing.ts'
-import { generateKey, hashKey, keyDisplayPrefix } from '../plugins/auth/keys.ts'
+import { generateKey, hashKey, keyDisplayPrefix } from '../core/ledger/keys.ts'
 import { holdView, keyView, SQLITE_HOLDS, USAGE_CSV_COLUMNS, USAGE_CSV_HEADER, usageCsvRow, usageView, type HoldView, type KeyView } from '../admin/views.ts'
 
 export interface Writer { write (s: string): void }

@@ -22,11 +22,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { definePlugin, gwError, type GatewayContext, type Outcome, type Reservation, type ModelPrice, type UsageRecord, type Usage, type ClientProtocol } from '../../index.ts'
-import { PriceBook } from '../../money/pricing.ts'
-import { costMicros, reserveMicros } from '../../money/billing.ts'
-import { requestedChoices, requestedOutputCap } from '../../core/tokens/estimate.ts'
-import { reservationInputTokens, reservationInputTokensNow } from '../../core/tokens/reservation.ts'
-import { reserveTerms, settleTerms } from '../../core/dispatch/per-use.ts'
+import { PriceBook, costMicros, reserveMicros, requestedChoices, requestedOutputCap, reservationInputTokens, reservationInputTokensNow, reserveTerms, settleTerms } from '../../index.ts'
 import { BalanceConfig } from './schema.ts'
 import { Slice, type Ticket } from './slice.ts'
 import { Charges, LEDGER_ATTEMPTS } from './charge.ts'
