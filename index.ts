@@ -8,11 +8,12 @@
 // ── plugins ───────────────────────────────────────────────────────────────────────────────────
 export { definePlugin, isGatewayPlugin, PLUGIN_OUTPUTS } from './core/pipeline/plugin.ts'
 export type { GatewayPlugin, PluginHooks, PluginDeps, PluginOutput, PluginOutputs, OutputOf, PluginErrorSpec, HostResolver } from './core/pipeline/plugin.ts'
-export type { ClientAnswer, ClientStreamEvent, JsonObject } from './core/dispatch/response-hooks.ts'
+export type { ClientAnswer, ClientStreamEvent, JsonObject } from './core/pipeline/plugin.ts'
 export { PHASES } from './core/types/phases.ts'
 export type { Phase } from './core/types/phases.ts'
 export { ROUTE_NAMES } from './core/types/context.ts'
-export type { GatewayContext, Outcome, RouteName, Headers } from './core/types/context.ts'
+export type { Outcome, RouteName, Headers } from './core/types/context.ts'
+export type { GatewayContext } from './core/pipeline/plugin.ts'
 
 // ── provider adapters and translators ─────────────────────────────────────────────────────────
 export { defineProvider } from './core/dispatch/provider.ts'
@@ -28,24 +29,31 @@ export { SseParser, SseEventTooLarge, sseData, sseEvent, SSE_DONE } from './core
 // The one estimate of a call's usage when the upstream reported none (an answer without usage, a
 // stream cut short), the output-token guess it uses, and what a stream is billed (its final usage,
 // else that estimate of what it relayed).
-export { estimateUsage, estimateOutputTokens, streamUsage } from './core/dispatch/estimate.ts'
+export { estimateUsage, estimateOutputTokens, streamUsage } from './core/tokens/estimate.ts'
 // The output cap a call reserves for and its upstream request carries (translators write it).
-export { requestedOutputCap } from './core/dispatch/estimate.ts'
-export type { StreamUsageSoFar } from './core/dispatch/estimate.ts'
+export { requestedOutputCap } from './core/tokens/estimate.ts'
+export type { StreamUsageSoFar } from './core/tokens/estimate.ts'
 // The one sanitizer for upstream text shown to a client (an error message, an error event).
 export { sanitizeUpstreamMessage } from './core/dispatch/upstream-errors.ts'
 // Same-protocol fast path: where the client's body text holds its model, to send that text with
 // only the model name replaced (`Translator.requestText`).
 export { modelSpanOf, spliceModel } from './core/http/body.ts'
 export type { ModelSpan } from './core/http/body.ts'
+// An adapter's configured base URL split into an origin (one connection pool) and a path prefix.
+export { splitBaseUrl } from './core/dispatch/base-url.ts'
 
 // ── errors ────────────────────────────────────────────────────────────────────────────────────
 export { GatewayError, gwError, isGatewayError, ERRORS } from './core/errors/errors.ts'
 export type { ErrorCode, ErrorSpec, GatewayErrorOptions } from './core/errors/errors.ts'
 
 // ── shared data shapes ────────────────────────────────────────────────────────────────────────
-// The protocols' usage objects to and from the normalized Usage.
-export { usageFromChat, usageFromMessages, usageFromResponses, usageToChat, usageToMessages, usageToResponses } from './providers/protocols/usage.ts'
+// The protocols' usage objects, to and from the normalized Usage, and the server tools a messages
+// or Responses answer reports it used.
+export {
+  usageFromChat, usageFromMessages, usageFromResponses, usageToChat, usageToMessages, usageToResponses,
+  serverToolUsesFromMessages, serverToolUsesFromResponses,
+} from './core/types/wire-usage.ts'
+export type { ChatUsage, MessagesUsage, ResponsesUsage } from './core/types/wire-usage.ts'
 export type { Usage } from './core/types/usage.ts'
 export type { ModelEntry, ModelPrice, Deployment, Protocol, ClientProtocol, PublicModel } from './core/types/model.ts'
 export type { Principal } from './core/types/principal.ts'
@@ -56,6 +64,24 @@ export type { Catalog } from './core/dispatch/catalog.ts'
 export { isStoreFull, STORE_PURPOSES } from './core/stores/kv.ts'
 export type { KvStore, CounterResult, StorePurpose } from './core/stores/kv.ts'
 export type { Ledger, Reservation, Hold, ReserveOptions, KeyRecord, UsageRecord, Micros, QueuedCharge } from './core/ledger/ledger.ts'
+export type { ChargeSpool } from './core/ledger/spool.ts'
+
+// ── what the metering plugins (balance, quota) build with ─────────────────────────────────────
+// A model's prices read from the ledger, cached; a call's cost and its worst case in micros.
+export { PriceBook } from './money/pricing.ts'
+export { costMicros, reserveMicros } from './money/billing.ts'
+export type { PerUseTerms } from './money/billing.ts'
+// The input tokens a reservation covers (the byte floor, else the tokenizer's count), the choices
+// a call asks for, and the per-use terms (service tier, server tool uses) it reserves and settles at.
+export { reservationInputTokens, reservationInputTokensNow } from './core/tokens/reservation.ts'
+export { requestedChoices } from './core/tokens/estimate.ts'
+export { reserveTerms, settleTerms } from './core/dispatch/per-use.ts'
+
+// ── client addresses (ip-limit): the client behind server.trustedProxies, resolved as core does ──
+export { normalizeIp, blockListOf, inList, clientIp } from './core/config/trusted-proxies.ts'
+
+// ── API keys: their format, hashing and constant-time comparison (auth, the admin API and CLI) ──
+export { KEY_PREFIX, generateKey, hashKey, keyDisplayPrefix, sameHash } from './core/ledger/keys.ts'
 
 // ── config schemas: TypeBox, re-exported so a plugin package needs no dependency of its own ─────
 export { Type } from '@sinclair/typebox'

@@ -50,7 +50,7 @@ async function main (): Promise<void> {
   // The admin API listens on its own address when the config has an `admin` block, and closes
   // with the gateway. Extra admin routes (metrics) are mounted through startAdmin's extraRoutes.
   const { startAdmin } = await import('./admin/app.ts')
-  const { registerMetricsRoute } = await import('./core/observe/metrics-route.ts')
+  const { registerMetricsRoute } = await import('./core/http/routes/metrics.ts')
   let admin
   try {
     // With metrics.listen: admin, /metrics is one of the admin API's routes, behind an admin key

@@ -12,7 +12,7 @@
  * organizations come from the authenticated key, never from what a client wrote.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { RequestContext } from '../core/pipeline/runner.ts'
+import type { RequestContext } from '../core/call/runner.ts'
 
 /** Counts of one bucket and (model, organization) pair. */
 export interface CallCounts { requests: number, clientErrors: number, serverErrors: number }

@@ -1,7 +1,7 @@
 /** @module admin/config – GET /admin/config: the package version, the config version serving (a reload swaps it) and its config, secrets masked. */
 import { readFileSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
-import type { Gateway } from '../core/routes/gateway.ts'
+import type { Gateway } from '../core/http/gateway.ts'
 import { errorResponses } from './errors.ts'
 import { maskSecrets } from './mask.ts'
 import * as S from './schemas.ts'

@@ -1,7 +1,7 @@
 /** @module admin/guard – admin keys: sha256 digests compared in constant time; client keys recognised so they can be refused. */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
-import type { Gateway } from '../core/routes/gateway.ts'
+import type { Gateway } from '../core/http/gateway.ts'
 
 export const sha256 = (s: string): Buffer => createHash('sha256').update(s).digest()
 

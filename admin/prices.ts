@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import type { Static } from '@sinclair/typebox'
-import type { Gateway } from '../core/routes/gateway.ts'
+import type { Gateway } from '../core/http/gateway.ts'
 import type { ModelPrice } from '../core/types/model.ts'
 import { errorResponses } from './errors.ts'
 import * as S from './schemas.ts'

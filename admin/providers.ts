@@ -4,7 +4,7 @@
  * shown: no adapter config besides baseUrl, whose password (if any) is masked.
  */
 import type { FastifyInstance } from 'fastify'
-import type { Gateway } from '../core/routes/gateway.ts'
+import type { Gateway } from '../core/http/gateway.ts'
 import { circuitOf, deployments } from './circuits.ts'
 import { errorResponses } from './errors.ts'
 import { maskSecrets } from './mask.ts'

@@ -9,7 +9,7 @@ import type { Hold, KeyRecord, Ledger } from '../core/ledger/ledger.ts'
 import { MAX_MICROS } from '../core/ledger/ledger.ts'
 import type { ModelPrice } from '../core/types/model.ts'
 import { formatMicros } from '../money/billing.ts'
-import { generateKey, hashKey, keyDisplayPrefix } from '../plugins/auth/keys.ts'
+import { generateKey, hashKey, keyDisplayPrefix } from '../core/ledger/keys.ts'
 
 /** Balance, reserved (held by calls in flight) and available, in currency units. */
 export interface BalanceView { organization: string, balance: string, reserved: string, available: string }

@@ -1,4 +1,4 @@
-// CPU time per call of the balance plugin's reservation estimate (core/dispatch/reserve-estimate.ts)
+// CPU time per call of the balance plugin's reservation estimate (core/tokens/reservation.ts)
 // on request bodies of a few kinds and sizes: the byte rule alone (what it costs today), then the
 // tokenizer count at several caps on the characters tokenized per call (the plugin's
 // tokenizeMaxChars), on fresh text (every call different: no piece seen before) and on a body
@@ -15,9 +15,9 @@ const args = process.argv.slice(2)
 const asJson = args.includes('--json')
 const dist = resolve(args.find(a => !a.startsWith('--')) ?? 'dist')
 const load = p => import(pathToFileURL(resolve(dist, p)).href)
-const { reservedInputTokens } = await load('core/dispatch/estimate.js')
-const { countedInputTokens, reservationInputTokens } = await load('core/dispatch/reserve-estimate.js')
-const { tokenCounter } = await load('core/dispatch/tokenizer.js')
+const { reservedInputTokens } = await load('core/tokens/estimate.js')
+const { countedInputTokens, reservationInputTokens } = await load('core/tokens/reservation.js')
+const { tokenCounter } = await load('core/tokens/tokenizer.js')
 const { Tiktoken } = await import('js-tiktoken/lite')
 
 const MODEL = 'claude-sonnet-4-5' // a vendor whose tokenizer is not public: reservations count with cl100k_base

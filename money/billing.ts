@@ -2,7 +2,9 @@
  * @module money/billing – the cost formula and amount parsing and formatting, in integer
  * micro-units (see core/ledger/ledger.ts). Used by the balance and quota plugins and the admin CLI.
  */
-import type { Micros, ModelPrice, Usage } from '../index.ts'
+import type { Micros } from '../core/ledger/ledger.ts'
+import type { ModelPrice } from '../core/types/model.ts'
+import type { Usage } from '../core/types/usage.ts'
 
 /** Float noise below this is not a real fraction of a micro-unit (e.g. 3 × 0.1). */
 const EPSILON = 1e-7

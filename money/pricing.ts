@@ -3,7 +3,8 @@
  * config's. Used by the balance and quota plugins; core does not price calls.
  */
 import { LRUCache } from 'lru-cache'
-import type { Ledger, ModelEntry, ModelPrice } from '../index.ts'
+import type { Ledger } from '../core/ledger/ledger.ts'
+import type { ModelEntry, ModelPrice } from '../core/types/model.ts'
 
 const NONE: ModelPrice = Object.freeze({ input: 0, output: 0 })
 

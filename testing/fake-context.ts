@@ -1,6 +1,7 @@
 /** @module testing/fake-context – a GatewayContext for calling plugin hooks directly. */
 import pino from 'pino'
-import type { GatewayContext, Outcome, RouteName } from '../core/types/context.ts'
+import type { Outcome, RouteName } from '../core/types/context.ts'
+import type { GatewayContext } from '../core/pipeline/plugin.ts'
 import type { ClientProtocol, ModelEntry } from '../core/types/model.ts'
 import type { Principal } from '../core/types/principal.ts'
 import { deepFreeze } from '../core/config/config.ts'

@@ -4,7 +4,7 @@ import type { Deployment, ModelEntry } from '../types/model.ts'
 import type { Headers } from '../types/context.ts'
 import type { Principal } from '../types/principal.ts'
 import type { KvStore } from '../stores/kv.ts'
-import { Circuits } from './routing.ts'
+import { Circuits } from './circuits.ts'
 
 /** Whether pins are kept, and how long one lasts after its session's last call. */
 export interface AffinitySettings {

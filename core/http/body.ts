@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
-import type { RequestContext } from '../pipeline/runner.ts'
+import type { RequestContext } from '../call/runner.ts'
 import { gwError, type GatewayError } from '../errors/errors.ts'
 
 /** On the raw request while its body is being read: `abort(err)` fails the read (a server timeout). */

@@ -9,7 +9,7 @@
  * failure leaves the outcome unknown: see ChargeBatcherOptions). `charge()` resolves only once its
  * own transaction has committed: a settle that awaited it knows the money is on disk.
  */
-import type { QueuedCharge, Reservation, UsageRecord } from './ledger.ts'
+import type { BatchListener, QueuedCharge, Reservation, UsageRecord } from './ledger.ts'
 
 /**
  * The charge may or may not have committed (the connection was lost while its commit was in
@@ -69,9 +69,6 @@ export interface ChargeBatcherOptions {
    */
   delayMs?: number
 }
-
-/** Told of every batch written: its size, how long its transaction took (ms), and whether it committed. */
-export type BatchListener = (size: number, ms: number, ok: boolean) => void
 
 export class ChargeBatcher {
   readonly #write: WriteCharges

@@ -1,6 +1,5 @@
 /** @module ledger/ledger – the ledger contract: organizations, keys, balances, prices, usage records. */
 import type { ModelPrice } from '../types/model.ts'
-import type { BatchListener } from './batch.ts'
 
 /**
  * Money is held as integer micro-units (1 unit = 1,000,000 micro-units) so that sums are exact.
@@ -267,3 +266,6 @@ export interface Ledger {
   onChargeBatch? (listener: BatchListener): () => void
   close (): Promise<void>
 }
+
+/** Told of every batch written: its size, how long its transaction took (ms), and whether it committed. */
+export type BatchListener = (size: number, ms: number, ok: boolean) => void

@@ -5,14 +5,14 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { randomBytes } from 'node:crypto'
 import Database from 'better-sqlite3'
 import type { ModelPrice } from '../types/model.ts'
-import type { Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, QueuedCharge, Reservation, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
+import type { BatchListener, Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, QueuedCharge, Reservation, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
 import { balanceOutOfRange, checkMicros, MAX_MICROS } from './ledger.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
 import {
   keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, summaryFromRows, usageFromRow, usageParams, usageSummarySql, usageWhere,
   type KeyColumns, type OrganizationColumns, type PriceColumns, type ProjectColumns, type SummaryColumns, type UsageColumns,
 } from './rows.ts'
-import { ChargeBatcher, type BatchListener, type ChargeItem } from './batch.ts'
+import { ChargeBatcher, type ChargeItem } from './batch.ts'
 import { Checkpointer } from './checkpoint.ts'
 import { ReservationBook } from './book.ts'
 

@@ -6,7 +6,23 @@
  */
 import { createHash } from 'node:crypto'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
-import type { Gateway } from '../routes/gateway.ts'
+import type { GatewayConfig } from '../config/config-schema.ts'
+import type { Catalog } from '../dispatch/catalog.ts'
+import type { Circuits } from '../dispatch/circuits.ts'
+import type { StoreSet } from '../stores/kv.ts'
+import type { Ledger } from '../ledger/ledger.ts'
+
+/** What the metrics read of the app's services (the app's `Gateway` is one). */
+export interface MetricsSource {
+  readonly config: GatewayConfig
+  readonly configVersion: string
+  readonly catalog: Catalog
+  readonly circuits: Circuits
+  readonly stores: StoreSet
+  readonly ledger: Ledger
+  /** Calls past admission not yet settled. */
+  readonly inFlight: number
+}
 
 /** Latency buckets (seconds): 1 ms to 2 min, for whole calls and upstream first bytes. */
 const LATENCY = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
@@ -55,7 +71,7 @@ function configOrganizations (value: unknown, out: Set<string>, depth = 0): Set<
 
 /** What the config serves: `gw.configVersion` when the gateway has one (set on reload), else a hash of the config. */
 const hashes = new WeakMap<object, string>()
-export function configVersion (gw: Gateway): string {
+export function configVersion (gw: MetricsSource): string {
   const v = (gw as { configVersion?: unknown }).configVersion
   if (typeof v === 'string' || typeof v === 'number') return String(v)
   let h = hashes.get(gw.config)
@@ -79,7 +95,7 @@ async function ping (check: () => Promise<boolean>): Promise<number> {
 export class GatewayMetrics {
   readonly registry = new Registry()
   /** The gateway serving now: its config names organizations and bounds the others (reloads change both). */
-  readonly #gw: Gateway
+  readonly #gw: MetricsSource
   /** The organizations `#orgsOf` (a config) names. */
   #orgs = new Set<string>()
   #orgsOf: object | undefined = undefined
@@ -96,7 +112,7 @@ export class GatewayMetrics {
   readonly batchSize: Histogram
   readonly commitSeconds: Histogram<'result'>
 
-  constructor (gw: Gateway, opts: MetricsOptions) {
+  constructor (gw: MetricsSource, opts: MetricsOptions) {
     const p = opts.prefix
     const registers = [this.registry]
     this.#gw = gw

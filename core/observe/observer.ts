@@ -6,8 +6,8 @@
  */
 import type { Logger } from 'pino'
 import type { GatewayConfig } from '../config/config-schema.ts'
-import type { CallObserver, CallState } from '../pipeline/lifecycle.ts'
-import type { RequestContext } from '../pipeline/runner.ts'
+import type { CallObserver, CallState } from '../call/lifecycle.ts'
+import type { RequestContext } from '../call/runner.ts'
 import type { Usage } from '../types/usage.ts'
 import type { ClientProtocol, ModelPrice } from '../types/model.ts'
 import { settleTerms } from '../dispatch/per-use.ts'

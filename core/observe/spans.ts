@@ -1,10 +1,7 @@
 /**
- * @module observe/spans – the spans one call produced, as plain records, and the exporter that
- * sends them. The OpenTelemetry SDK and its OTLP/HTTP exporter are imported only when
- * `tracing.otlp.url` is set (observe/otel.ts, loaded by a dynamic import): a gateway that does
- * not export loads no OpenTelemetry module.
+ * @module observe/spans – the spans one call produced, as plain records, and the contract of the
+ * exporter that sends them (observe/otel.ts, loaded by observe/otlp-loader.ts).
  */
-import type { GatewayConfig } from '../config/config-schema.ts'
 
 export interface SpanRecord {
   name: string
@@ -30,10 +27,4 @@ export interface SpanExporter {
   sampleNew (): boolean
   /** Sends what is queued, then stops. */
   shutdown (): Promise<void>
-}
-
-/** Loads the OpenTelemetry exporter (dynamic import: nothing is loaded unless this runs). */
-export async function loadOtlpExporter (cfg: GatewayConfig['tracing']['otlp'] & { url: string }): Promise<SpanExporter> {
-  const { createOtlpExporter } = await import('./otel.ts')
-  return createOtlpExporter(cfg)
 }

@@ -2,14 +2,14 @@
 import type { TSchema, Static } from '@sinclair/typebox'
 import type { Logger } from 'pino'
 import type { Phase } from '../types/phases.ts'
-import type { GatewayContext, Outcome, RouteName } from '../types/context.ts'
+import type { Headers, Outcome, RouteName } from '../types/context.ts'
+import type { ClientProtocol, ModelEntry } from '../types/model.ts'
 import type { KvStore, StorePurpose } from '../stores/kv.ts'
 import type { Ledger } from '../ledger/ledger.ts'
 import type { ChargeSpool } from '../ledger/spool.ts'
 import type { Catalog } from '../dispatch/catalog.ts'
 import { GatewayError, type GatewayErrorOptions } from '../errors/errors.ts'
 import type { Principal } from '../types/principal.ts'
-import type { ClientAnswer, ClientStreamEvent } from '../dispatch/response-hooks.ts'
 
 /**
  * Outputs core itself knows: `principal` is read through `ctx.principal` and written through
@@ -31,6 +31,79 @@ export interface PluginOutputs {
 
 /** The type of output `K`: declared in PluginOutputs, or unknown. */
 export type OutputOf<K extends string> = K extends keyof PluginOutputs ? PluginOutputs[K] : unknown
+
+/** The request as plugins see it. Fields appear as phases advance (see core/types/phases.ts). */
+export interface GatewayContext {
+  readonly requestId: string
+  readonly route: RouteName
+  /** The wire protocol of the route: its error body shape and request shape. */
+  readonly protocol: ClientProtocol | 'none'
+  readonly method: string
+  readonly url: string
+  /** Client address: the socket's, or behind `server.trustedProxies` the X-Forwarded-For hop they vouch for. */
+  readonly ip: string
+  readonly headers: Headers
+  /** Parsed JSON body, read-only (top level frozen); undefined before `inspect` and on routes without a body. */
+  readonly body: unknown
+  /** Bytes of the request body as received (0 before `inspect` and on routes without a body). */
+  readonly bodyBytes: number
+  /** The call's time limit in ms as set by `setDeadline`, if any (undefined: none). */
+  readonly deadlineMs: number | undefined
+  /** The catalog entry named by the body's `model`; undefined before `inspect`. */
+  readonly model: ModelEntry | undefined
+  /** The caller; undefined before `authenticate` (and always on probes). */
+  readonly principal: Principal | undefined
+  /** The phase running now, or 'settle'. */
+  readonly phase: Phase | 'settle' | 'dispatch'
+  /** Aborted when the client disconnects or the deadline passes. */
+  readonly signal: AbortSignal
+  readonly log: Logger
+  /** Current time in ms (injectable clock). */
+  now (): number
+  /** Adds a response header (for example Retry-After). */
+  setHeader (name: string, value: string): void
+  /** Sets the principal; allowed only for a plugin that declares `provides: ['principal']`. */
+  setPrincipal (principal: Principal): void
+  /** Publishes an output for later plugins; allowed only for a plugin that declares it in `provides`. */
+  publish<K extends string> (name: K, value: OutputOf<K>): void
+  /** Reads an output; allowed only for a plugin that declares it in `requires` (or `provides`). */
+  output<K extends string> (name: K): OutputOf<K> | undefined
+  /** Bounds the time to the first response byte, and the gap between stream chunks (timeout plugin). */
+  setDeadline (ms: number): void
+  /** Bounds the request body in bytes; enforced while the body streams in (size-limit plugin). */
+  setBodyLimit (bytes: number): void
+}
+
+/** A JSON object as parsed from the wire. */
+export type JsonObject = { [key: string]: unknown }
+
+/** A non-streamed answer in the client's protocol, before it is serialized. */
+export interface ClientAnswer {
+  /** The client's protocol: a `chat.completion` object, a messages `message` object, or a `response` object. */
+  readonly protocol: ClientProtocol
+  /** The answer; change it in place or replace it (the hook may also return a replacement). */
+  body: JsonObject
+}
+
+/** One streamed event in the client's protocol, before it is serialized. */
+export interface ClientStreamEvent {
+  readonly protocol: ClientProtocol
+  /**
+   * messages and responses: the event name (`message_start`, `response.output_text.delta`, `error`...);
+   * chat: `chunk`, `error` for an error chunk, or `done` for the `[DONE]` terminator.
+   */
+  type: string
+  /** The event's JSON; undefined for chat's `done`. */
+  data: JsonObject | undefined
+}
+
+/** A stream hook refused the stream: it ends with this error as its last event. */
+export class StreamBlocked extends Error {
+  constructor (readonly error: GatewayError) {
+    super(error.message)
+    this.name = 'StreamBlocked'
+  }
+}
 
 /** An error code a plugin adds to the gateway's table (checked for clashes at start-up). */
 export interface PluginErrorSpec {

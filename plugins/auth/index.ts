@@ -3,7 +3,7 @@
  */
 import { LRUCache } from 'lru-cache'
 import { definePlugin, gwError, type GatewayContext, type Principal } from '../../index.ts'
-import { hashKey, KEY_PREFIX, sameHash } from './keys.ts'
+import { hashKey, KEY_PREFIX, sameHash } from '../../index.ts'
 import { AuthConfig, type KeyEntryT } from './schema.ts'
 
 type Entry = { hash: string, principal: Principal }

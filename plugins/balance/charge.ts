@@ -13,7 +13,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
-import type { ChargeSpool } from '../../core/ledger/spool.ts'
+import type { ChargeSpool } from '../../index.ts'
 import type { Ledger, QueuedCharge, Reservation, UsageRecord } from '../../index.ts'
 
 /** Attempts at a charge or a release before giving up (with 100 ms × attempt between them). */

@@ -3,7 +3,7 @@
  *
  * admit: reserve the call's worst-case cost atomically in the ledger (input estimate × input rate
  * + output cap × n × output rate; the input estimate is the larger of 4 bytes per token and the
- * tokenizer's count, see core/dispatch/reserve-estimate.ts): 402 when it does not fit, 403 when
+ * tokenizer's count, see core/tokens/reservation.ts): 402 when it does not fit, 403 when
  * the key has no organization.
  * settle: when the call has usage (an upstream answered, or the call was cut after its request
  * reached one: core's estimate), shrink the hold to the real cost at once, then charge it and
@@ -22,11 +22,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { definePlugin, gwError, type GatewayContext, type Outcome, type Reservation, type ModelPrice, type UsageRecord, type Usage, type ClientProtocol } from '../../index.ts'
-import { PriceBook } from '../../money/pricing.ts'
-import { costMicros, reserveMicros } from '../../money/billing.ts'
-import { requestedChoices, requestedOutputCap } from '../../core/dispatch/estimate.ts'
-import { reservationInputTokens, reservationInputTokensNow } from '../../core/dispatch/reserve-estimate.ts'
-import { reserveTerms, settleTerms } from '../../core/dispatch/per-use.ts'
+import { PriceBook, costMicros, reserveMicros, requestedChoices, requestedOutputCap, reservationInputTokens, reservationInputTokensNow, reserveTerms, settleTerms } from '../../index.ts'
 import { BalanceConfig } from './schema.ts'
 import { Slice, type Ticket } from './slice.ts'
 import { Charges, LEDGER_ATTEMPTS } from './charge.ts'

@@ -6,9 +6,9 @@
  * mode lease (Redis): counted in memory and added to Redis in the background (see sync.ts): a
  * window can be passed by at most lease.maxUnsynced requests per replica.
  */
-import { definePlugin, gwError, ROUTE_NAMES } from '../../index.ts'
+import { blockListOf, clientIp, definePlugin, gwError, ROUTE_NAMES } from '../../index.ts'
 import type { GatewayContext } from '../../index.ts'
-import { blockListOf, clientIp, clientSubject } from './net.ts'
+import { clientSubject } from './net.ts'
 import { IpLimitConfig } from './schema.ts'
 import { LocalCounters } from './sync.ts'
 

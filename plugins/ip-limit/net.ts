@@ -1,9 +1,6 @@
-/** @module plugins/ip-limit/net – address helpers: the client IP behind trusted proxies, and who a per-client limit counts. */
+/** @module plugins/ip-limit/net – who a per-client limit counts (the client address behind trusted proxies is core's, from the public entry). */
 import ipaddr from 'ipaddr.js'
-import { normalizeIp } from '../../core/config/trusted-proxies.ts'
-
-// The address helpers are core's (server.trustedProxies resolves the client address the same way).
-export { normalizeIp, blockListOf, inList, clientIp } from '../../core/config/trusted-proxies.ts'
+import { normalizeIp } from '../../index.ts'
 
 /**
  * Who a per-client limit counts: an IPv4 address (IPv4-mapped IPv6 in either spelling included) as

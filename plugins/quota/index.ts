@@ -13,11 +13,7 @@
  * memory (see lease.ts): no store round trip per call except when a slice runs out.
  */
 import { definePlugin, gwError, isStoreFull, keyScope, type GatewayError, type GatewayContext, type ModelPrice, type Usage, type ClientProtocol } from '../../index.ts'
-import { PriceBook } from '../../money/pricing.ts'
-import { costMicros, reserveMicros } from '../../money/billing.ts'
-import { requestedChoices, requestedOutputCap } from '../../core/dispatch/estimate.ts'
-import { reservationInputTokens, reservationInputTokensNow } from '../../core/dispatch/reserve-estimate.ts'
-import { reserveTerms, settleTerms } from '../../core/dispatch/per-use.ts'
+import { PriceBook, costMicros, reserveMicros, requestedChoices, requestedOutputCap, reservationInputTokens, reservationInputTokensNow, reserveTerms, settleTerms } from '../../index.ts'
 import { QuotaConfig, type QuotaLimitT } from './schema.ts'
 import { CounterLease } from './lease.ts'
 

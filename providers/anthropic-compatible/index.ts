@@ -3,7 +3,7 @@
  * vendors that expose an Anthropic-compatible endpoint).
  */
 import { defineProvider, type UpstreamCall } from '../../index.ts'
-import { splitBaseUrl } from '../base-url.ts'
+import { splitBaseUrl } from '../../index.ts'
 import { AnthropicCompatibleConfig } from './schema.ts'
 import { foldSystemMessages, hasSystemMessage, MID_CONVERSATION_SYSTEM_BETA, NATIVE_SYSTEM_VERSION } from './system-messages.ts'
 

@@ -3,7 +3,7 @@
  * OpenRouter, DeepSeek, LM Studio... A new vendor of this kind is config only.
  */
 import { defineProvider } from '../../index.ts'
-import { splitBaseUrl } from '../base-url.ts'
+import { splitBaseUrl } from '../../index.ts'
 import { OpenAICompatibleConfig } from './schema.ts'
 
 /**

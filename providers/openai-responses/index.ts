@@ -4,7 +4,7 @@
  * its models: /v1/responses passes through, chat and messages clients are translated.
  */
 import { defineProvider } from '../../index.ts'
-import { splitBaseUrl } from '../base-url.ts'
+import { splitBaseUrl } from '../../index.ts'
 import { OpenAIResponsesConfig } from './schema.ts'
 
 /**

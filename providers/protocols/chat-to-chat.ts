@@ -8,7 +8,7 @@
  * upstream error chunk is rebuilt with its text sanitized).
  */
 import { sseData, sanitizeUpstreamMessage, modelSpanOf, spliceModel, requestedOutputCap, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
-import { usageFromChat } from './usage.ts'
+import { usageFromChat } from '../../index.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { ChatChunkWire, ChatCompletionWire, ChatRequestWire } from './wire-chat.ts'
 import { applyModelParameters, CHAT_STANDARD, chatCapInText, chatChunkChars, chatDeltaChars, DeferredCount, enforceChatCap, parametersUnchanged, plainChatChunk, safeErrorType } from './common.ts'

@@ -18,7 +18,7 @@
  * signed only (unsigned thinking and another vendor's reasoning are dropped).
  */
 import { sseData, SSE_DONE, estimateUsage, gwError, requestedOutputCap, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
-import { usageFromMessages, usageToChat } from './usage.ts'
+import { usageFromMessages, usageToChat } from '../../index.ts'
 import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeErrorType, safeToolId, textOf } from './common.ts'
 import { isMediaBlock } from './media-blocks.ts'
 import { isObject, parseWire, str, type JsonObject } from './wire.ts'

@@ -16,9 +16,9 @@
  * carrying a reasoning item go back as that item, ahead of the message's text and calls.
  */
 import { sseData, SSE_DONE, estimateUsage, streamUsage, gwError, requestedOutputCap, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
-import { usageToChat } from './usage.ts'
+import { usageToChat } from '../../index.ts'
 import { applyModelParameters, CHAT_STANDARD, newId, safeErrorType, textOf } from './common.ts'
-import { usageFromResponses } from './usage.ts'
+import { usageFromResponses } from '../../index.ts'
 import { isObject, parseWire, str, type JsonObject } from './wire.ts'
 import { decodeReasoning, encodeReasoning, thinkingBlocksOf, type ThinkingBlock } from './thinking.ts'
 import type { ChatAnswerMessage, ChatCompletion, ChatChunk, ChatDelta, ChatErrorChunk, ChatFinishReason, ChatPartWire, ChatRequestWire, ChatToolWire } from './wire-chat.ts'

@@ -18,7 +18,7 @@
  * ahead of the text, with an empty signature.
  */
 import { sseEvent, estimateUsage, streamUsage, gwError, requestedOutputCap, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
-import { usageFromChat, usageToMessages } from './usage.ts'
+import { usageFromChat, usageToMessages } from '../../index.ts'
 import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, messagesErrorType, newId, parseArgs, safeToolId, stopFromFinish, textOf } from './common.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import { REASONING_PREFIX, thinkingBlock, thinkingBlocksOf, type AnyThinkingBlock, type ThinkingBlock } from './thinking.ts'

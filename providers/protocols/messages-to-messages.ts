@@ -7,7 +7,7 @@
  * relayed, for a stream cut before its final usage) and `error` (rebuilt, sanitized) are parsed.
  */
 import { sseEvent, sanitizeUpstreamMessage, modelSpanOf, spliceModel, requestedOutputCap, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
-import { serverToolUsesFromMessages, usageFromMessages } from './usage.ts'
+import { serverToolUsesFromMessages, usageFromMessages } from '../../index.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { MessagesAnswerWire, MessagesEventWire } from './wire-messages.ts'
 import { applyModelParameters, capInText, DeferredCount, enforceCap, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged, safeErrorType } from './common.ts'

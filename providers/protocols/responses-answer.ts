@@ -10,7 +10,7 @@
  */
 import { sseEvent, estimateUsage, sanitizeUpstreamMessage, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { newId, textOf } from './common.ts'
-import { usageToResponses } from './usage.ts'
+import { usageToResponses } from '../../index.ts'
 import { callInfo, type CallInfo } from './responses-request.ts'
 import { isObject } from './wire.ts'
 import { encodeThinking, thinkingBlocksOf, type AnyThinkingBlock } from './thinking.ts'

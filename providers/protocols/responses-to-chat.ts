@@ -6,7 +6,7 @@
  * finishing chunk), running counts on other chunks are provisional, as on the chat route.
  */
 import { streamUsage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
-import { usageFromChat } from './usage.ts'
+import { usageFromChat } from '../../index.ts'
 import { chatDeltaChars } from './common.ts'
 import { responsesToChatRequest } from './responses-request.ts'
 import { chatAnswerToResponse, ResponsesEmitter } from './responses-answer.ts'

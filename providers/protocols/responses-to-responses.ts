@@ -9,7 +9,7 @@
  * ends with `response.failed` and `error`, numbered after the last event seen.
  */
 import { sseEvent, sanitizeUpstreamMessage, streamUsage, requestedOutputCap, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
-import { serverToolUsesFromResponses, usageFromResponses, usageToResponses } from './usage.ts'
+import { serverToolUsesFromResponses, usageFromResponses, usageToResponses } from '../../index.ts'
 import { responsesDeltaChars } from './chat-to-responses.ts'
 import { isObject, parseWire, type JsonObject } from './wire.ts'
 import { enforceCap } from './common.ts'

@@ -7,6 +7,7 @@
  * translators write: exact, and type aliases so that they fit the translator contract's
  * `Record<string, unknown>`. A built shape is also a valid read shape (translators compose).
  */
+import type { ChatUsage } from '../../index.ts'
 import type { ErrorWire, JsonObject } from './wire.ts'
 import type { MessagesImageAsSent, MessagesMediaBlock } from './wire-messages.ts'
 import type { AnyThinkingBlock } from './thinking.ts'
@@ -167,15 +168,6 @@ export type ChatRequest = {
   service_tier?: string
   stream?: true
   stream_options?: { include_usage: true }
-}
-
-/** `usage` as a chat client gets it: prompt_tokens includes cached input; total = prompt + completion. */
-export type ChatUsage = {
-  prompt_tokens: number
-  completion_tokens: number
-  total_tokens: number
-  prompt_tokens_details: { cached_tokens: number, cache_write_tokens?: number }
-  completion_tokens_details?: { reasoning_tokens: number }
 }
 
 /** A tool call of an answer: the upstream's call id and function name, left out when it sent none. */

@@ -3,6 +3,7 @@
  * API) as the translators read it and as they build it. Read shapes (`…Wire`): every field
  * optional and `unknown` until checked, unknown fields allowed. Built shapes: exact.
  */
+import type { MessagesUsage } from '../../index.ts'
 import type { ErrorWire, JsonObject } from './wire.ts'
 
 // ── read ────────────────────────────────────────────────────────────────────────────────────
@@ -144,14 +145,6 @@ export type MessagesRequest = {
 
 /** The stop reasons a messages client is ever sent. */
 export type MessagesStopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'refusal'
-
-/** `usage` as a messages client gets it: input_tokens excludes cache reads and writes, which have fields of their own. */
-export type MessagesUsage = {
-  input_tokens: number
-  cache_creation_input_tokens: number
-  cache_read_input_tokens: number
-  output_tokens: number
-}
 
 /** An answer (a `message` object) sent to a client. */
 export type MessagesAnswer = {

@@ -3,6 +3,7 @@
  * as the translators read it and as they build it. Read shapes (`…Wire`): every field optional
  * and `unknown` until checked, unknown fields allowed. Built shapes: exact.
  */
+import type { ResponsesUsage } from '../../index.ts'
 import type { ErrorWire, JsonObject } from './wire.ts'
 
 // ── read ────────────────────────────────────────────────────────────────────────────────────
@@ -159,15 +160,6 @@ export type ResponsesRequest = {
   /** `reasoning.encrypted_content` when reasoning is on: the items' reasoning to give back later (store is false). */
   include?: string[]
   stream?: true
-}
-
-/** `usage` as a Responses client gets it: input_tokens includes the cached part; total = input + output. */
-export type ResponsesUsage = {
-  input_tokens: number
-  input_tokens_details: { cached_tokens: number }
-  output_tokens: number
-  output_tokens_details: { reasoning_tokens: number }
-  total_tokens: number
 }
 
 export type ResponsesOutputText = { type: 'output_text', text: string, annotations: [], logprobs: [] }

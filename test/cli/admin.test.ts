@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path'
 import { main, USAGE_CSV_COLUMNS } from '../../cli/admin.ts'
 import { openLedger } from '../../core/ledger/index.ts'
 import type { Ledger, UsageRecord } from '../../core/ledger/ledger.ts'
-import { hashKey, KEY_PREFIX } from '../../plugins/auth/keys.ts'
+import { hashKey, KEY_PREFIX } from '../../core/ledger/keys.ts'
 import { databaseUrl, randomId } from '../helpers/backends.ts'
 
 interface Run { code: number, out: string, err: string }

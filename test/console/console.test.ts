@@ -10,7 +10,7 @@
  */
 import t, { type Test } from 'tap'
 import { readFileSync } from 'node:fs'
-import { generateKey, hashKey, keyDisplayPrefix } from '../../plugins/auth/keys.ts'
+import { generateKey, hashKey, keyDisplayPrefix } from '../../core/ledger/keys.ts'
 import { ADMIN_KEY } from '../helpers/admin.ts'
 import { browserAvailable, cell, check, go, launch, micros, signIn, watchErrors } from '../helpers/browser.ts'
 import { consoleGateway, UPSTREAM_SECRET } from '../helpers/console-app.ts'

@@ -2,7 +2,7 @@
 // instances on one store stand for two gateway processes.
 import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
-import { Circuits } from '../../core/dispatch/routing.ts'
+import { Circuits } from '../../core/dispatch/circuits.ts'
 import { MemoryStore } from '../../core/stores/memory.ts'
 import { RedisStore } from '../../core/stores/redis.ts'
 import { namespaced } from '../../core/stores/index.ts'

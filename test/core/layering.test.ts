@@ -1,10 +1,10 @@
 /**
  * @module test/core/layering – core imports nothing that builds on it (plugins/, providers/, money/, admin/,
- * cli/, testing/, the entry files), and, once core/ is grouped into folders by concern, a runtime
- * import between core's folders only points down the order in LAYERS.
+ * cli/, testing/, the entry files); an import between core's folders, a type import too, only points
+ * down the order in LAYERS; and no module of core reaches itself again through its imports.
  */
 import t from 'tap'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -62,39 +62,30 @@ t.test('layering – the check sees static, dynamic and re-export specifiers', a
 })
 
 /**
- * core's folders by concern, bottom to top. A runtime import (anything but `import type` /
- * `export type`, or braces holding only `type` names, which the build erases) may name a file in its
- * own folder or in a folder earlier in this list, never a later one. Type-only imports may point
- * anywhere: the contracts (context, plugin, provider, gateway) describe each other.
+ * core's folders by concern, bottom to top, as README's "How the code is laid out" lists them. An
+ * import (a type-only one too: it is a dependency of the code's meaning, even when the build erases
+ * it) may name a file in its own folder or in a folder earlier in this list, never a later one. A
+ * lower folder that needs something of a higher one declares the little it needs as its own interface.
  *   errors   – the error table, localized messages, the error body a client gets
- *   types    – shapes everything shares: model, principal, usage, the call context, phases
+ *   types    – shapes everything shares: model, principal, usage, route names, a call's outcome, phases
+ *   tokens   – token counting and estimates
  *   config   – the config document, its schema, loading and ajv validation
  *   stores   – key-value stores (memory, Redis) for plugins' counters and claims
  *   ledger   – keys, prices, balances and usage records (SQLite, PostgreSQL)
- *   dispatch – the provider contract, catalog and routing, the upstream call, the answer's way out
- *   pipeline – the plugin contract, building the pipeline, running its hooks over a call's lifecycle
- *   routes   – the HTTP routes and the Gateway they read from the app
- *   observe  – metrics, traces and their routes (issue 15's branch; absent until it merges)
- *   http     – the fastify app that assembles everything, the request body and connection edge
+ *   dispatch – the upstream side: provider contract, catalog, deployment order, circuits, the upstream call
+ *   pipeline – the plugin contract, building the pipeline
+ *   call     – one call: its lifecycle, the call object and hook runner, its way upstream and back
+ *   observe  – access log, metrics, traces
+ *   http     – the fastify app that assembles everything, the services it holds, its routes, the body and connection edge
  */
-const LAYERS = ['errors', 'types', 'config', 'stores', 'ledger', 'dispatch', 'pipeline', 'routes', 'observe', 'http']
+const LAYERS = ['errors', 'types', 'tokens', 'config', 'stores', 'ledger', 'dispatch', 'pipeline', 'call', 'observe', 'http']
 
-/** One import in a source text: its specifier and whether it survives the build. */
-interface ImportSpec { spec: string, runtime: boolean }
+/** Static imports and re-exports (`import type` and `export type` included), bare and dynamic imports. */
+const IMPORT = /(?:^|[;\n])\s*(?:import|export)\s+(?:type\s+)?[^;'"]*?\s*from\s*(['"])([^'"\n]+)\1|(?:^|[;\n])\s*import\s*(['"])([^'"\n]+)\3|\bimport\s*\(\s*(['"])([^'"\n]+)\5/g
 
-const STATIC_IMPORT = /(?:^|[;\n])\s*(import|export)\s+(type\s+)?([^;'"]*?)\s*from\s*(['"])([^'"\n]+)\4/g
-const BARE_OR_DYNAMIC = /(?:^|[;\n])\s*import\s*(['"])([^'"\n]+)\1|\bimport\s*\(\s*(['"])([^'"\n]+)\3/g
-
-function importsOf (text: string): ImportSpec[] {
-  const out: ImportSpec[] = []
-  for (const m of text.matchAll(STATIC_IMPORT)) {
-    const clause = m[3].trim()
-    const braces = /^\{([^}]*)\}$/.exec(clause)
-    const onlyTypes = braces !== null && braces[1].split(',').map(s => s.trim()).filter(Boolean).every(s => s.startsWith('type '))
-    out.push({ spec: m[5], runtime: !m[2] && !onlyTypes })
-  }
-  for (const m of text.matchAll(BARE_OR_DYNAMIC)) out.push({ spec: m[2] ?? m[4], runtime: true })
-  return out
+/** The relative specifiers a source text imports, type-only ones included. */
+function importsOf (text: string): string[] {
+  return [...text.matchAll(IMPORT)].map(m => m[2] ?? m[4] ?? m[6]).filter(spec => spec.startsWith('.'))
 }
 
 /** The core folder a file lives in (`''` for a file at the top of core/), or null outside core/. */
@@ -104,21 +95,16 @@ function coreFolder (path: string): string | null {
   return r.length === 1 ? '' : r[0]
 }
 
-/** Runtime imports from `file` that point up the LAYERS order. */
+/** Imports from `file` (type-only ones included) that point up the LAYERS order. */
 function upwardBetweenFolders (file: string, text: string): string[] {
   const from = LAYERS.indexOf(coreFolder(file) ?? '')
-  return importsOf(text).filter(i => {
-    if (!i.runtime || !i.spec.startsWith('.')) return false
-    const folder = coreFolder(resolve(dirname(file), i.spec))
+  return importsOf(text).filter(spec => {
+    const folder = coreFolder(resolve(dirname(file), spec))
     return folder !== null && LAYERS.indexOf(folder) > from
-  }).map(i => i.spec)
+  })
 }
 
-// The folders arrive with a script the lead runs after merging (it moves the files and rewrites every
-// import); until then core/ is flat and this rule waits, so the check below activates by itself.
-const GROUPED = ['errors', 'config', 'dispatch', 'pipeline', 'http'].every(f => existsSync(join(CORE, f)))
-
-t.test('layering – core is grouped into the folders of LAYERS, and runtime imports between them only point down', { skip: GROUPED ? false : 'core/ is not grouped into folders yet' }, async t => {
+t.test('layering – core is grouped into the folders of LAYERS, and imports between them, type imports too, only point down', async t => {
   const files = sourceFiles(CORE)
   t.same(files.filter(f => coreFolder(f) === '').map(f => relative(ROOT, f)), [], 'no source file at the top of core/: each lives in a folder by concern')
   const folders = readdirSync(CORE, { withFileTypes: true }).filter(e => e.isDirectory()).map(e => e.name)
@@ -127,23 +113,61 @@ t.test('layering – core is grouped into the folders of LAYERS, and runtime imp
   t.same(found, [])
 })
 
-t.test('layering – the folder rule sees runtime imports up the order and lets type-only imports through', async t => {
+t.test('layering – the folder rule sees runtime and type-only imports up the order', async t => {
   const file = join(CORE, 'dispatch', 'probe.ts')
   const text = [
-    "import { a } from '../pipeline/runner.ts'",
+    "import { a } from '../call/runner.ts'",
     "import type { B } from '../http/gateway.ts'",
     "import { type C, type D } from '../pipeline/plugin.ts'",
-    "import { type E, F } from '../pipeline/plugin-errors.ts'",
-    "export { G } from '../routes/inference.ts'",
-    "export type { H } from '../routes/models.ts'",
+    "export { G } from '../http/routes/inference.ts'",
+    "export type { H } from '../observe/metrics.ts'",
     "const i = await import('../http/app.ts')",
     "import '../http/body.ts'",
     "import { J } from '../errors/errors.ts'",
     "import { K } from './sse.ts'",
-    "import { L } from '../types/context.ts'",
+    "import type { L } from '../types/context.ts'",
+    "import { M } from '../tokens/estimate.ts'",
     "import pino from 'pino'",
   ].join('\n')
   t.same(upwardBetweenFolders(file, text).sort(), [
-    '../http/app.ts', '../http/body.ts', '../pipeline/plugin-errors.ts', '../pipeline/runner.ts', '../routes/inference.ts',
+    '../call/runner.ts', '../http/app.ts', '../http/body.ts', '../http/gateway.ts', '../http/routes/inference.ts', '../observe/metrics.ts', '../pipeline/plugin.ts',
   ])
+})
+
+/** Each circle in a graph of modules (its strongly connected components of more than one module, or a module importing itself). */
+function circles (graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  let next = 0
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: string[] = []
+  const onStack = new Set<string>()
+  const out: string[][] = []
+  const visit = (v: string): void => {
+    index.set(v, next); low.set(v, next); next++
+    stack.push(v); onStack.add(v)
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue
+      if (!index.has(w)) { visit(w); low.set(v, Math.min(low.get(v)!, low.get(w)!)) } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!))
+    }
+    if (low.get(v) !== index.get(v)) return
+    const component: string[] = []
+    let w: string
+    do { w = stack.pop()!; onStack.delete(w); component.push(w) } while (w !== v)
+    if (component.length > 1 || (graph.get(v) ?? []).includes(v)) out.push(component.sort())
+  }
+  for (const v of [...graph.keys()].sort()) if (!index.has(v)) visit(v)
+  return out.sort((x, y) => x[0].localeCompare(y[0]))
+}
+
+t.test('layering – no import circles inside core, type imports included', async t => {
+  const graph = new Map(sourceFiles(CORE).map(f => [relative(ROOT, f), importsOf(readFileSync(f, 'utf8')).map(spec => relative(ROOT, resolve(dirname(f), spec)))]))
+  t.same(circles(graph), [])
+})
+
+t.test('layering – the circle check finds direct, longer and self circles, and nothing in a chain', async t => {
+  const graph = new Map<string, string[]>([
+    ['a', ['b']], ['b', ['a', 'c']], ['c', ['d']], ['d', ['e']], ['e', ['c']], ['f', ['f']], ['g', ['h', 'outside']], ['h', []],
+  ])
+  t.same(circles(graph), [['a', 'b'], ['c', 'd', 'e'], ['f']])
+  t.same(circles(new Map([['g', ['h']], ['h', []]])), [])
 })

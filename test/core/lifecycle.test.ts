@@ -1,5 +1,5 @@
 /**
- * The call lifecycle's state machine (core/pipeline/lifecycle.ts) alone: its transitions, who may
+ * The call lifecycle's state machine (core/call/lifecycle.ts) alone: its transitions, who may
  * end a call in which state, the outcome facts and the counts shutdown waits for. Every way a call
  * ends through a listening gateway: lifecycle-chat-messages, lifecycle-responses and
  * lifecycle-count-tokens.
@@ -7,7 +7,7 @@
 import t from 'tap'
 import pino from 'pino'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { CALL_STATES, CallLifecycle, IllegalTransition, TRANSITIONS, type CallState, type CallTracker } from '../../core/pipeline/lifecycle.ts'
+import { CALL_STATES, CallLifecycle, IllegalTransition, TRANSITIONS, type CallState, type CallTracker } from '../../core/call/lifecycle.ts'
 import { gwError } from '../../core/errors/errors.ts'
 
 // ── the machine alone ────────────────────────────────────────────────────────────────────────

@@ -3,7 +3,7 @@
 // Whatever the path, the client gets exactly the translator's output.
 import t from 'tap'
 import { SseParser } from '../../core/dispatch/sse.ts'
-import { relayChunk } from '../../core/dispatch/stream-out.ts'
+import { relayChunk } from '../../core/call/stream-out.ts'
 import type { SseEvent, StreamTranslator } from '../../core/dispatch/provider.ts'
 
 const ev = (text: string) => `data: {"t":"${text}"}\n\n`

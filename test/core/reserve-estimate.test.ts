@@ -1,12 +1,12 @@
-// The reservation's input estimate (core/dispatch/reserve-estimate.ts): never below the byte rule
+// The reservation's input estimate (core/tokens/reservation.ts): never below the byte rule
 // (4 bytes per token over the whole body), and at least the prompt's token count where the
 // tokenizer counts more (CJK text, code); bounded work on long prompts (sampled), media payloads
 // not tokenized, capped by the context length. Token counts are checked against js-tiktoken.
 import t from 'tap'
 import { Tiktoken } from 'js-tiktoken/lite'
-import { reservedInputTokens } from '../../core/dispatch/estimate.ts'
-import { countedInputTokens, reservationInputTokens } from '../../core/dispatch/reserve-estimate.ts'
-import { reservationEncodingFor } from '../../core/dispatch/tokenizer.ts'
+import { reservedInputTokens } from '../../core/tokens/estimate.ts'
+import { countedInputTokens, reservationInputTokens } from '../../core/tokens/reservation.ts'
+import { reservationEncodingFor } from '../../core/tokens/tokenizer.ts'
 
 const CJK = '编码代理现在是模型网关最重要的用户之一。它们发送很长的提示词，其中包含代码和说明。'
 const CODE = 'export function f (xs: number[]): number {\n  return xs.reduce((a, b) => a + b * 2, 0) // 0x1f\n}\n'

@@ -1,7 +1,8 @@
 // Stream hooks on /v1/responses: each Responses event reaches them parsed, named by its `event:`
 // line, and goes back out with that line (the SDKs need it).
 import t from 'tap'
-import { StreamRewriter, type ClientStreamEvent } from '../../core/dispatch/response-hooks.ts'
+import { StreamRewriter } from '../../core/call/response-hooks.ts'
+import type { ClientStreamEvent } from '../../core/pipeline/plugin.ts'
 import { sseEvent } from '../../core/dispatch/sse.ts'
 
 t.test('a Responses stream through a rewriting hook', async t => {

@@ -1,5 +1,6 @@
 import t from 'tap'
-import { Circuits, orderDeployments } from '../../core/dispatch/routing.ts'
+import { Circuits } from '../../core/dispatch/circuits.ts'
+import { orderDeployments } from '../../core/dispatch/routing.ts'
 
 const d = (provider: string, priority = 0, weight = 1) => ({ provider, upstreamModel: 'm', priority, weight })
 

@@ -4,8 +4,8 @@
  * holds, and text within the bound is counted whole.
  */
 import t from 'tap'
-import { countInputTokensWith, countInputTokens, LOCAL_COUNT_MAX_CHARS, MESSAGE_OVERHEAD } from '../../core/dispatch/token-count.ts'
-import { tokenCounter, type TokenCounter } from '../../core/dispatch/tokenizer.ts'
+import { countInputTokensWith, countInputTokens, LOCAL_COUNT_MAX_CHARS, MESSAGE_OVERHEAD } from '../../core/tokens/local-count.ts'
+import { tokenCounter, type TokenCounter } from '../../core/tokens/tokenizer.ts'
 
 /** A counter that counts one token per character and records how many characters it was given. */
 function spy (): TokenCounter & { read: number, calls: number } {

@@ -3,7 +3,7 @@
 // than the merge limit counts at least as many tokens; special-token text is ordinary text.
 import t from 'tap'
 import { Tiktoken } from 'js-tiktoken/lite'
-import { encodingFor, tokenCounter, type EncodingName } from '../../core/dispatch/tokenizer.ts'
+import { encodingFor, tokenCounter, type EncodingName } from '../../core/tokens/tokenizer.ts'
 
 const SAMPLES: Array<[string, string]> = [
   ['English prose', 'The quick brown fox jumps over the lazy dog. It\'s what they\'ve said; we\'ll see!\n\n'],

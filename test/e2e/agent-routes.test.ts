@@ -13,7 +13,7 @@ import o200k from 'js-tiktoken/ranks/o200k_base'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, json } from '../helpers/fake-upstream.ts'
 import { openLedger } from '../../core/ledger/index.ts'
-import { MESSAGE_OVERHEAD } from '../../core/dispatch/token-count.ts'
+import { MESSAGE_OVERHEAD } from '../../core/tokens/local-count.ts'
 
 const ORG = 'org-test'
 const O200K = new Tiktoken(o200k)

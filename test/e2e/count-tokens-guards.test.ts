@@ -13,7 +13,7 @@ import { startFakeUpstream, upstreamDoc, json } from '../helpers/fake-upstream.t
 import { openLedger, type Ledger } from '../../core/ledger/index.ts'
 import { databaseUrl } from '../helpers/backends.ts'
 import { pgLedgers } from '../helpers/pg-ledgers.ts'
-import { MESSAGE_OVERHEAD } from '../../core/dispatch/token-count.ts'
+import { MESSAGE_OVERHEAD } from '../../core/tokens/local-count.ts'
 
 const ORG = 'org-test'
 

@@ -12,7 +12,7 @@ import cl100k from 'js-tiktoken/ranks/cl100k_base'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, json } from '../helpers/fake-upstream.ts'
 import { openLedger } from '../../core/ledger/index.ts'
-import { IMAGE_TOKENS, MESSAGE_OVERHEAD, TOOL_OVERHEAD } from '../../core/dispatch/token-count.ts'
+import { IMAGE_TOKENS, MESSAGE_OVERHEAD, TOOL_OVERHEAD } from '../../core/tokens/local-count.ts'
 
 const ORG = 'org-test'
 const O200K = new Tiktoken(o200k)

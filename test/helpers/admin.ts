@@ -2,7 +2,7 @@
 import type { Test } from 'tap'
 import { startAdmin } from '../../admin/app.ts'
 import type { Ledger } from '../../core/ledger/ledger.ts'
-import { hashKey } from '../../plugins/auth/keys.ts'
+import { hashKey } from '../../core/ledger/keys.ts'
 import { buildTestApp, listen } from './build-test-app.ts'
 
 export const ADMIN_KEY = 'adm-test-0123456789abcdef'

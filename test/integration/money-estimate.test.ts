@@ -12,7 +12,7 @@ import type { Ledger } from '../../core/ledger/ledger.ts'
 import { databaseUrl } from '../helpers/backends.ts'
 import { pgLedgers } from '../helpers/pg-ledgers.ts'
 import { until } from '../helpers/until.ts'
-import { reservedInputTokens, requestedChoices, requestedOutputCap } from '../../core/dispatch/estimate.ts'
+import { reservedInputTokens, requestedChoices, requestedOutputCap } from '../../core/tokens/estimate.ts'
 
 const ORG = 'org-test'
 const BIG = 400_000 // characters of hidden prompt

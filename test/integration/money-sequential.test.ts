@@ -11,7 +11,7 @@ import { databaseUrl } from '../helpers/backends.ts'
 import { pgLedgers } from '../helpers/pg-ledgers.ts'
 import { until } from '../helpers/until.ts'
 import { reserveMicros } from '../../money/billing.ts'
-import { reservedInputTokens } from '../../core/dispatch/estimate.ts'
+import { reservedInputTokens } from '../../core/tokens/estimate.ts'
 
 const ORG = 'org-test'
 const payload = { model: 'vendor/chat-model', max_tokens: 1000, messages: [{ role: 'user', content: 'Tell me about money.' }] }

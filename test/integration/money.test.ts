@@ -8,7 +8,7 @@ import { buildTestApp, listen, auth, AUTH_ENTRY, TEST_KEY } from '../helpers/bui
 import { startFakeUpstream, upstreamDoc, json, sse, chatCompletion, chatTextStream, type FakeUpstream } from '../helpers/fake-upstream.ts'
 import { openLedger } from '../../core/ledger/index.ts'
 import type { Ledger, QueuedCharge } from '../../core/ledger/ledger.ts'
-import { hashKey } from '../../plugins/auth/keys.ts'
+import { hashKey } from '../../core/ledger/keys.ts'
 import { until } from '../helpers/until.ts'
 
 const ORG = 'org-test'

@@ -6,7 +6,7 @@ import { startFakeUpstream, upstreamDoc, json, sse, chatTextStream, messagesText
 import { streamCall } from '../helpers/stream-client.ts'
 import { openLedger } from '../../core/ledger/index.ts'
 import type { Ledger, UsageRecord } from '../../core/ledger/ledger.ts'
-import { estimateInputTokens } from '../../core/dispatch/estimate.ts'
+import { estimateInputTokens } from '../../core/tokens/estimate.ts'
 import { until } from '../helpers/until.ts'
 
 const ORG = 'org-test'

@@ -14,7 +14,7 @@ import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-ap
 import { startFakeUpstream, json } from '../helpers/fake-upstream.ts'
 import { embeddedDefault } from '../../core/config/default-config.ts'
 import { definePlugin } from '../../core/pipeline/plugin.ts'
-import { registerMetricsRoute } from '../../core/observe/metrics-route.ts'
+import { registerMetricsRoute } from '../../core/http/routes/metrics.ts'
 import type { GatewayApp } from '../../core/http/app.ts'
 import { until } from '../helpers/until.ts'
 

@@ -12,7 +12,8 @@ import type { ChatCompletionChunk, ChatCompletionMessage } from 'openai/resource
 import type { CompletionUsage } from 'openai/resources/completions'
 import type { ResponseOutputItem, ResponseStreamEvent } from 'openai/resources/responses/responses'
 import type { MessageParam, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages'
-import type { ChatAnswerMessage, ChatChunk, ChatToolCall, ChatUsage } from '../../providers/protocols/wire-chat.ts'
+import type { ChatAnswerMessage, ChatChunk, ChatToolCall } from '../../providers/protocols/wire-chat.ts'
+import type { ChatUsage } from '../../core/types/wire-usage.ts'
 import type { MessagesStreamEvent, MessagesTurn } from '../../providers/protocols/wire-messages.ts'
 import type { ResponsesEventData, ResponsesOutputItem } from '../../providers/protocols/wire-responses.ts'
 

@@ -4,7 +4,7 @@ import t from 'tap'
 import { fakeContext, pluginDeps, memoryLedger } from '../../../testing.ts'
 import type { Ledger } from '../../../index.ts'
 import auth from '../../../plugins/auth/index.ts'
-import { generateKey, hashKey } from '../../../plugins/auth/keys.ts'
+import { generateKey, hashKey } from '../../../core/ledger/keys.ts'
 import type { AuthConfigT } from '../../../plugins/auth/schema.ts'
 
 const CONFIG_KEY = 'sk-gw-config-key-0001'

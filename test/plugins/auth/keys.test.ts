@@ -2,7 +2,7 @@
 // only hashes are kept in memory.
 import t from 'tap'
 import { buildTestApp, listen, auth, TEST_KEY, LIMITED_KEY, NO_ORG_KEY } from '../../helpers/build-test-app.ts'
-import { hashKey } from '../../../plugins/auth/keys.ts'
+import { hashKey } from '../../../core/ledger/keys.ts'
 
 /** Every string reachable from `root` through own properties, enumerable or not. */
 function strings (root: unknown): string[] {

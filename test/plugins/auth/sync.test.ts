@@ -2,7 +2,7 @@
 import t, { type Test } from 'tap'
 import { fakeContext, pluginDeps, memoryLedger } from '../../../testing.ts'
 import auth from '../../../plugins/auth/index.ts'
-import { hashKey } from '../../../plugins/auth/keys.ts'
+import { hashKey } from '../../../core/ledger/keys.ts'
 
 const CONFIG_KEY = 'sk-gw-config-key-0001'
 const LEDGER_KEY = 'sk-gw-ledger-key-0001'

@@ -5,7 +5,7 @@
  * /v1/responses (Codex toward any provider other than OpenAI's own) never call it.
  */
 import type { FastifyInstance } from 'fastify'
-import { gwError } from '../errors/errors.ts'
+import { gwError } from '../../errors/errors.ts'
 
 export function reservedRoutes (app: FastifyInstance): void {
   const config = { gwRoute: 'reserved', protocol: 'none' } as const

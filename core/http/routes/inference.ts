@@ -1,13 +1,13 @@
 /** @module routes/inference – POST /v1/chat/completions, /v1/messages and /v1/responses: body checks, model, dispatch. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { gatewayOf, type Gateway } from './gateway.ts'
-import type { RequestContext } from '../pipeline/runner.ts'
-import { compileOrThrow, describeErrors } from '../config/schema.ts'
-import { gwError } from '../errors/errors.ts'
-import { dispatch } from '../dispatch/dispatch.ts'
-import { checkPerUse } from '../dispatch/per-use.ts'
-import type { ClientProtocol, ModelEntry } from '../types/model.ts'
-import { toGatewayError } from '../errors/error-reply.ts'
+import { gatewayOf, type Gateway } from '../gateway.ts'
+import type { RequestContext } from '../../call/runner.ts'
+import { compileOrThrow, describeErrors } from '../../config/schema.ts'
+import { gwError } from '../../errors/errors.ts'
+import { dispatch } from '../../call/dispatch.ts'
+import { checkPerUse } from '../../dispatch/per-use.ts'
+import type { ClientProtocol, ModelEntry } from '../../types/model.ts'
+import { toGatewayError } from '../../errors/error-reply.ts'
 import { ChatBody, MessagesBody, ResponsesBody } from './request-schemas.ts'
 
 const validateChat = compileOrThrow(ChatBody, 'chat request')

@@ -4,7 +4,7 @@
  * the first call (Claude Code sends `HEAD /api/hello`). HEAD is served with every GET.
  */
 import type { FastifyInstance } from 'fastify'
-import { gatewayOf, type Gateway } from './gateway.ts'
+import { gatewayOf, type Gateway } from '../gateway.ts'
 
 export const SERVICE_NAME = 'model-gateway'
 

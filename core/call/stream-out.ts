@@ -1,21 +1,22 @@
 /** @module stream-out – relays an upstream event stream to the client through a stream translator. */
 import type { ServerResponse } from 'node:http'
 import type { FastifyReply } from 'fastify'
-import type { Gateway } from '../routes/gateway.ts'
-import type { RequestContext } from '../pipeline/runner.ts'
-import type { ProviderInstance, SseEvent, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from './provider.ts'
+import type { CallServices } from './services.ts'
+import type { RequestContext } from './runner.ts'
+import type { ProviderInstance, SseEvent, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from '../dispatch/provider.ts'
 import type { ClientProtocol, Deployment } from '../types/model.ts'
-import type { Deadline } from './deadline.ts'
-import { SseParser, SseEventTooLarge, sseData, sseEvent } from './sse.ts'
-import type { CallAbort } from './abort.ts'
+import type { Deadline } from '../dispatch/deadline.ts'
+import { SseParser, SseEventTooLarge, sseData, sseEvent } from '../dispatch/sse.ts'
+import type { CallAbort } from '../dispatch/abort.ts'
 import { gwError, type GatewayError } from '../errors/errors.ts'
 import { localizeError, pickLocale } from '../errors/i18n.ts'
 import { messagesTypeOf } from '../errors/error-reply.ts'
-import { StreamBlocked, StreamRewriter } from './response-hooks.ts'
-import type { CircuitTicket } from './routing.ts'
+import { StreamRewriter } from './response-hooks.ts'
+import { StreamBlocked } from '../pipeline/plugin.ts'
+import type { CircuitTicket } from '../dispatch/circuits.ts'
 import type { Usage } from '../types/usage.ts'
-import { capOutput, streamUsage } from './estimate.ts'
-import { ChunkReader } from './chunk-reader.ts'
+import { capOutput, streamUsage } from '../tokens/estimate.ts'
+import { ChunkReader } from '../dispatch/chunk-reader.ts'
 
 /**
  * One deployment being tried. `outputCap`: the output tokens the call reserved for (its cap ×
@@ -250,7 +251,7 @@ export function relayChunk (chunk: Buffer, events: readonly SseEvent[], st: Stre
  * a failure ends the stream with the protocol's error event; usage read so far is settled once.
  */
 export async function streamResponse (
-  gw: Gateway, ctx: RequestContext, reply: FastifyReply, res: UpstreamResponse, a: Attempt,
+  gw: CallServices, ctx: RequestContext, reply: FastifyReply, res: UpstreamResponse, a: Attempt,
   controller: CallAbort, deadline: Deadline,
 ): Promise<'served' | 'retry'> {
   const parser = new SseParser({ maxEventBytes: gw.config.server.maxUpstreamEventBytes })

@@ -1,5 +1,5 @@
 /**
- * @module tokenizer – token counts with OpenAI's BPE tokenizers: js-tiktoken's rank tables and
+ * @module tokens/tokenizer – token counts with OpenAI's BPE tokenizers: js-tiktoken's rank tables and
  * split pattern, counted without building token arrays. js-tiktoken's own encoder re-joins byte
  * arrays into strings at every merge step (about 1 ms per KB of English and 15 ms per KB of
  * Chinese); this one merges over byte strings with integer bookkeeping and gives the same counts

@@ -1,4 +1,4 @@
-/** @module plugins/auth/keys – API key format, hashing and constant-time comparison (auth checks keys, the admin CLI makes them). */
+/** @module ledger/keys – API key format, hashing and constant-time comparison (auth checks keys, the admin CLI makes them). */
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto'
 
 export const KEY_PREFIX = 'sk-gw-'

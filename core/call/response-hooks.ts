@@ -1,42 +1,11 @@
 /**
- * @module response-hooks – what plugins see of an answer: the non-streamed answer and each
- * streamed event, parsed, in the client's protocol; and the rewriting of a stream they watch.
+ * @module response-hooks – the rewriting of a stream plugins watch: each streamed event parsed in
+ * the client's protocol, run through the call's stream hooks, and serialized again.
  */
 import type { ClientProtocol } from '../types/model.ts'
-import type { SseEvent } from './provider.ts'
-import type { GatewayError } from '../errors/errors.ts'
-import { SseParser, sseData, sseEvent, SSE_DONE } from './sse.ts'
-
-/** A JSON object as parsed from the wire. */
-export type JsonObject = { [key: string]: unknown }
-
-/** A non-streamed answer in the client's protocol, before it is serialized. */
-export interface ClientAnswer {
-  /** The client's protocol: a `chat.completion` object, a messages `message` object, or a `response` object. */
-  readonly protocol: ClientProtocol
-  /** The answer; change it in place or replace it (the hook may also return a replacement). */
-  body: JsonObject
-}
-
-/** One streamed event in the client's protocol, before it is serialized. */
-export interface ClientStreamEvent {
-  readonly protocol: ClientProtocol
-  /**
-   * messages and responses: the event name (`message_start`, `response.output_text.delta`, `error`...);
-   * chat: `chunk`, `error` for an error chunk, or `done` for the `[DONE]` terminator.
-   */
-  type: string
-  /** The event's JSON; undefined for chat's `done`. */
-  data: JsonObject | undefined
-}
-
-/** A stream hook refused the stream: it ends with this error as its last event. */
-export class StreamBlocked extends Error {
-  constructor (readonly error: GatewayError) {
-    super(error.message)
-    this.name = 'StreamBlocked'
-  }
-}
+import type { SseEvent } from '../dispatch/provider.ts'
+import { StreamBlocked, type ClientStreamEvent, type JsonObject } from '../pipeline/plugin.ts'
+import { SseParser, sseData, sseEvent, SSE_DONE } from '../dispatch/sse.ts'
 
 /** Runs every stream hook of the call on one event; null when one of them dropped it. */
 export type StreamEventRunner = (event: ClientStreamEvent) => Promise<ClientStreamEvent | null>

@@ -1,13 +1,12 @@
 /** @module runner – runs one phase for one request; records who ran; settle unwinds in reverse. */
 import type { Logger } from 'pino'
-import type { GatewayContext, Headers, RouteName } from '../types/context.ts'
+import type { Headers, RouteName } from '../types/context.ts'
 import type { Phase } from '../types/phases.ts'
-import type { PluginInstance, Pipeline } from './pipeline.ts'
+import type { PluginInstance, Pipeline } from '../pipeline/pipeline.ts'
 import type { ClientProtocol, ModelEntry, Protocol } from '../types/model.ts'
 import type { Principal } from '../types/principal.ts'
 import { gwError, isGatewayError } from '../errors/errors.ts'
-import type { OutputOf } from './plugin.ts'
-import { StreamBlocked, type ClientAnswer, type ClientStreamEvent } from '../dispatch/response-hooks.ts'
+import { StreamBlocked, type ClientAnswer, type ClientStreamEvent, type GatewayContext, type OutputOf } from '../pipeline/plugin.ts'
 import { CallLifecycle, type CallTracker } from './lifecycle.ts'
 
 const NONE_RAN: readonly PluginInstance[] = Object.freeze([])

@@ -1,10 +1,10 @@
 /**
- * @module observe/metrics-route – the /metrics route, for any fastify instance. Imports no
+ * @module routes/metrics – the /metrics route, for any fastify instance. Imports no
  * metrics library itself: prom-client is loaded (observe/metrics.ts, dynamic import) only when
  * metrics are on.
  */
 import type { FastifyInstance } from 'fastify'
-import type { Gateway } from '../routes/gateway.ts'
+import type { Gateway } from '../gateway.ts'
 
 /**
  * Registers GET `path` (default: the config's metrics.path) serving `gw`'s metrics on any fastify

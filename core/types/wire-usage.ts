@@ -1,12 +1,35 @@
 /**
- * @module protocols/usage – the three protocols' `usage` objects (chat, messages, Responses API) to
- * and from the gateway's normalized {@link Usage}: what the translators read from upstream answers
- * and render to clients.
+ * @module types/wire-usage – the three protocols' `usage` objects (chat, messages, Responses API),
+ * and their mapping to and from the gateway's normalized {@link Usage}: what the translators read
+ * from upstream answers and render to clients.
  */
-import type { Usage } from '../../index.ts'
-import type { ChatUsage } from './wire-chat.ts'
-import type { MessagesUsage } from './wire-messages.ts'
-import type { ResponsesUsage } from './wire-responses.ts'
+import type { Usage } from './usage.ts'
+
+/** `usage` as a chat client gets it: prompt_tokens includes cached input; total = prompt + completion. */
+export type ChatUsage = {
+  prompt_tokens: number
+  completion_tokens: number
+  total_tokens: number
+  prompt_tokens_details: { cached_tokens: number, cache_write_tokens?: number }
+  completion_tokens_details?: { reasoning_tokens: number }
+}
+
+/** `usage` as a messages client gets it: input_tokens excludes cache reads and writes, which have fields of their own. */
+export type MessagesUsage = {
+  input_tokens: number
+  cache_creation_input_tokens: number
+  cache_read_input_tokens: number
+  output_tokens: number
+}
+
+/** `usage` as a Responses client gets it: input_tokens includes the cached part; total = input + output. */
+export type ResponsesUsage = {
+  input_tokens: number
+  input_tokens_details: { cached_tokens: number }
+  output_tokens: number
+  output_tokens_details: { reasoning_tokens: number }
+  total_tokens: number
+}
 
 /** The value at `key` when `v` is an object (upstream usage objects are untrusted JSON). */
 function at (v: unknown, key: string): unknown {

@@ -1,18 +1,18 @@
 /** @module dispatch – model → deployments → adapter → upstream: failover, translation, streaming. */
 import type { FastifyReply } from 'fastify'
-import type { Gateway } from '../routes/gateway.ts'
-import type { RequestContext } from '../pipeline/runner.ts'
-import type { TranslateOptions, UpstreamResponse } from './provider.ts'
+import type { CallServices } from './services.ts'
+import type { RequestContext } from './runner.ts'
+import type { TranslateOptions, UpstreamResponse } from '../dispatch/provider.ts'
 import type { ClientProtocol, Deployment } from '../types/model.ts'
 import { gwError, isGatewayError, type GatewayError } from '../errors/errors.ts'
-import { Deadline, DeadlineExceeded } from './deadline.ts'
-import { CallAbort } from './abort.ts'
-import { orderDeployments } from './routing.ts'
-import { Affinity, sessionMaterial, type Session } from './affinity.ts'
-import { defaultMapError, countsForCircuit, isFinal, readCapped, readText, UpstreamBodyTooLarge } from './upstream-errors.ts'
-import { capOutput, estimateInputTokens, estimateUsage, requestedChoices, requestedOutputCap } from './estimate.ts'
+import { Deadline, DeadlineExceeded } from '../dispatch/deadline.ts'
+import { CallAbort } from '../dispatch/abort.ts'
+import { orderDeployments } from '../dispatch/routing.ts'
+import { Affinity, sessionMaterial, type Session } from '../dispatch/affinity.ts'
+import { defaultMapError, countsForCircuit, isFinal, readCapped, readText, UpstreamBodyTooLarge } from '../dispatch/upstream-errors.ts'
+import { capOutput, estimateInputTokens, estimateUsage, requestedChoices, requestedOutputCap } from '../tokens/estimate.ts'
 import { billCut, streamResponse, inferenceHeaders, type Attempt } from './stream-out.ts'
-import type { ClientAnswer, JsonObject } from './response-hooks.ts'
+import type { ClientAnswer, JsonObject } from '../pipeline/plugin.ts'
 
 /** Upstream error bodies are read up to this size for logs and 400 messages. */
 const MAX_ERROR_BODY = 64 * 1024
@@ -34,7 +34,7 @@ function isSse (headers: UpstreamResponse['headers']): boolean {
  * stream (hijacked reply) ends the call itself when it ends, and a call that throws is ended by
  * the caller (an error reply, or the client gone).
  */
-export async function dispatch (gw: Gateway, ctx: RequestContext, reply: FastifyReply): Promise<void> {
+export async function dispatch (gw: CallServices, ctx: RequestContext, reply: FastifyReply): Promise<void> {
   const body = ctx.body as Record<string, unknown>
   const model = ctx.model!
   const clientProtocol = ctx.protocol as ClientProtocol
@@ -138,7 +138,7 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
  * translate, send. false → fail over. An answer past the size cap fails the call (502): another
  * deployment would be asked to generate it again.
  */
-async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply, res: UpstreamResponse, a: Attempt, deadline: Deadline): Promise<boolean> {
+async function serveJson (gw: CallServices, ctx: RequestContext, reply: FastifyReply, res: UpstreamResponse, a: Attempt, deadline: Deadline): Promise<boolean> {
   let text: string
   const progress = { bytes: 0 }
   try {

@@ -1,19 +1,14 @@
-/** @module gateway – the services one app holds; routes and the dispatcher read them. */
+/** @module gateway – the services one app holds; its routes read them (a call reads its part, CallServices). */
 import type { FastifyRequest } from 'fastify'
 import type { BlockList } from 'node:net'
 import type { Logger } from 'pino'
-import type { GatewayConfig } from '../config/config-schema.ts'
 import type { Catalog } from '../dispatch/catalog.ts'
-import type { Pipeline } from '../pipeline/pipeline.ts'
-import type { ProviderInstance, Translator, TranslatorKey } from '../dispatch/provider.ts'
-import type { UpstreamClient } from '../dispatch/upstream.ts'
-import type { Circuits } from '../dispatch/routing.ts'
-import type { Affinity } from '../dispatch/affinity.ts'
 import type { StoreSet } from '../stores/kv.ts'
 import type { Ledger } from '../ledger/ledger.ts'
 import type { ChargeSpool } from '../ledger/spool.ts'
 import type { Observer } from '../observe/observer.ts'
-import type { RequestContext } from '../pipeline/runner.ts'
+import type { RequestContext } from '../call/runner.ts'
+import type { CallServices } from '../call/services.ts'
 import type { RouteName } from '../types/context.ts'
 import type { ClientProtocol } from '../types/model.ts'
 
@@ -22,8 +17,7 @@ import type { ClientProtocol } from '../types/model.ts'
  * the same in every version; config, catalog, pipeline and providers are the version's own. Each
  * request keeps the version it started under (`gatewayOf`), whatever reloads happen meanwhile.
  */
-export interface Gateway {
-  readonly config: GatewayConfig
+export interface Gateway extends CallServices {
   /** This version's name: the first 12 hex digits of the SHA-256 of its settings. */
   readonly configVersion: string
   /** When this version was loaded (ms since the epoch). */
@@ -31,21 +25,11 @@ export interface Gateway {
   /** `config.server.trustedProxies` compiled; undefined when empty (the socket address is the client). */
   readonly trustedProxies?: BlockList
   readonly catalog: Catalog
-  readonly pipeline: Pipeline
-  readonly providers: ReadonlyMap<string, ProviderInstance>
-  readonly translators: Readonly<Record<TranslatorKey, Translator>>
-  readonly upstream: UpstreamClient
-  readonly circuits: Circuits
-  /** Session pins (cache-friendly routing), in the app's key-value store. */
-  readonly affinity: Affinity
-  /** Draws the weighted order among equal deployments (Math.random unless a test seeds it). */
-  readonly random: () => number
   readonly stores: StoreSet
   readonly ledger: Ledger
   /** Charges the ledger would not take, replayed until they commit (the app's, shared by every version). */
   readonly spool: ChargeSpool
   readonly log: Logger
-  now (): number
   /** Calls past admission not yet settled, counted by their lifecycle (graceful shutdown waits for them). */
   inFlight: number
   /** Requests whose settle is running, counted by their lifecycle (shutdown waits for them before closing stores). */

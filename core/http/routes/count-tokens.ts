@@ -4,14 +4,14 @@
  * messages-protocol upstream of the model, otherwise counted locally. Never billed.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { gatewayOf, type Gateway } from './gateway.ts'
-import type { RequestContext } from '../pipeline/runner.ts'
-import { compileOrThrow, describeErrors } from '../config/schema.ts'
-import { gwError } from '../errors/errors.ts'
-import { toGatewayError } from '../errors/error-reply.ts'
-import { orderDeployments } from '../dispatch/routing.ts'
-import { readText } from '../dispatch/upstream-errors.ts'
-import { countInputTokens } from '../dispatch/token-count.ts'
+import { gatewayOf, type Gateway } from '../gateway.ts'
+import type { RequestContext } from '../../call/runner.ts'
+import { compileOrThrow, describeErrors } from '../../config/schema.ts'
+import { gwError } from '../../errors/errors.ts'
+import { toGatewayError } from '../../errors/error-reply.ts'
+import { orderDeployments } from '../../dispatch/routing.ts'
+import { readText } from '../../dispatch/upstream-errors.ts'
+import { countInputTokens } from '../../tokens/local-count.ts'
 import { CountTokensBody } from './request-schemas.ts'
 import { checkResponsesBody } from './inference.ts'
 

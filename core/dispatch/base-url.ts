@@ -1,4 +1,4 @@
-/** @module providers/base-url – splits a configured base URL into an origin (one pool) and a path prefix. */
+/** @module dispatch/base-url – splits a configured base URL into an origin (one pool) and a path prefix. */
 
 export function splitBaseUrl (baseUrl: string, what: string): { origin: string, prefix: string } {
   let u: URL

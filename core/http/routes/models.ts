@@ -1,7 +1,7 @@
 /** @module routes/models – GET /v1/models (limit 1–1000, default 500) and GET /v1/models/{id} (slashes allowed). */
 import type { FastifyInstance } from 'fastify'
-import { gatewayOf } from './gateway.ts'
-import { gwError } from '../errors/errors.ts'
+import { gatewayOf } from '../gateway.ts'
+import { gwError } from '../../errors/errors.ts'
 
 export const DEFAULT_LIMIT = 500
 export const MAX_LIMIT = 1000

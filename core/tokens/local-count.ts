@@ -1,5 +1,5 @@
 /**
- * @module token-count – local input-token counts for `POST /v1/messages/count_tokens` when no
+ * @module tokens/local-count – local input-token counts for `POST /v1/messages/count_tokens` when no
  * messages-protocol upstream can count them: real OpenAI tokenizers (js-tiktoken's tables, see
  * tokenizer.ts), documented approximations for everything else.
  */

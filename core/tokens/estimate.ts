@@ -1,4 +1,4 @@
-/** @module estimate – cheap token estimates: the prompt (message_start), a call's estimated usage, and what a reservation must cover. */
+/** @module tokens/estimate – cheap token estimates: the prompt (message_start), a call's estimated usage, and what a reservation must cover. */
 import type { Usage } from '../types/usage.ts'
 
 const CHARS_PER_TOKEN = 4
@@ -120,7 +120,7 @@ export function streamUsage (st: StreamUsageSoFar, estimatedInputTokens: number)
 /**
  * Rough prompt tokens of a chat, messages or Responses request, for a client's context meter (message_start):
  * the text of messages (Responses: input items), system (instructions) and tools at 4 characters per token, plus 3 per message and
- * IMAGE_TOKENS per image, video or file by reference. Not a reservation: see reserve-estimate.ts.
+ * IMAGE_TOKENS per image, video or file by reference. Not a reservation: see reservation.ts.
  */
 export function estimateInputTokens (body: Record<string, unknown>): number {
   const acc = scan([body.messages, body.system, body.tools, body.input, body.instructions])
@@ -130,7 +130,7 @@ export function estimateInputTokens (body: Record<string, unknown>): number {
 }
 
 /**
- * The floor of a reservation's input tokens (reserve-estimate.ts reserves the larger of this and
+ * The floor of a reservation's input tokens (reservation.ts reserves the larger of this and
  * the prompt's token count): everything the upstream will see. Rule: the whole
  * body at 4 bytes per token (the received body's byte count, or the characters of every string
  * and key when it is unknown), where an image part counts IMAGE_TOKENS instead of its inline

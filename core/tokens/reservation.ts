@@ -1,5 +1,5 @@
 /**
- * @module reserve-estimate – the input tokens a balance reservation covers: the larger of the
+ * @module tokens/reservation – the input tokens a balance reservation covers: the larger of the
  * byte rule (estimate.ts `reservedInputTokens`: every byte of the body at 4 per token, which no
  * shaping of the request can bring down) and the prompt's text counted with the model's
  * tokenizer, which is the higher one for text that tokenizes at fewer than 4 bytes per token
@@ -7,7 +7,7 @@
  * characters are tokenized per call; a longer prompt is sampled (see tokenizer.ts countSampled).
  */
 import { IMAGE_TOKENS, reservedInputTokens } from './estimate.ts'
-import { MESSAGE_OVERHEAD, TOOL_OVERHEAD } from './token-count.ts'
+import { MESSAGE_OVERHEAD, TOOL_OVERHEAD } from './local-count.ts'
 import { countSampled, reservationEncodingFor, tokenCounter, tokenCounterNow, type TokenCounter } from './tokenizer.ts'
 
 /** The text of a request: every string an upstream reads as text, in body order. */
