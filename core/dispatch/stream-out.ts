@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import type { Gateway } from '../routes/gateway.ts'
 import type { RequestContext } from '../pipeline/runner.ts'
-import type { ProviderInstance, SseEvent, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from './provider.ts'
+import type { ProviderInstance, SseEvent, StreamDecoder, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from './provider.ts'
 import type { ClientProtocol, Deployment } from '../types/model.ts'
 import type { Deadline } from './deadline.ts'
 import { SseParser, SseEventTooLarge, sseData, sseEvent } from './sse.ts'
@@ -253,7 +253,8 @@ export async function streamResponse (
   gw: Gateway, ctx: RequestContext, reply: FastifyReply, res: UpstreamResponse, a: Attempt,
   controller: CallAbort, deadline: Deadline,
 ): Promise<'served' | 'retry'> {
-  const parser = new SseParser({ maxEventBytes: gw.config.server.maxUpstreamEventBytes })
+  // An adapter's own decoder (binary frames, NDJSON) when it brings one, else core's SSE parser.
+  const parser: StreamDecoder = a.provider.decodeStream?.(a.opts) ?? new SseParser({ maxEventBytes: gw.config.server.maxUpstreamEventBytes })
   const st = a.translator.stream(ctx.body as Record<string, unknown>, a.opts)
   const raw = reply.raw
   // Decided per route at start-up: with no stream hook the translator's bytes go out untouched.
@@ -271,7 +272,7 @@ export async function streamResponse (
       if (chunk === null) break
       deadline.bump()
       const events = parser.push(chunk)
-      let bytes = relayChunk(chunk, events, st, rewriter === undefined && parser.whole)
+      let bytes = relayChunk(chunk, events, st, rewriter === undefined && parser.whole === true)
       // Checked after the chunk went through the translator, before it goes out: the chunk that
       // passed the cap is not relayed, and a finished stream is done anyway.
       if (!st.finished && guard.passed(st, chunk.length)) throw new OutputCapPassed()
