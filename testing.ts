@@ -1,7 +1,7 @@
 /**
  * @module model-gateway/testing – the test kit (`exports["./testing"]`): a fake request context for
  * calling plugin hooks directly, a loopback fake upstream for every wire protocol (chat completions,
- * messages, the Responses API), an outcome spy, and the provider conformance suite that the built-in
+ * messages, the Responses API), a fake Amazon Bedrock Runtime (SigV4-verifying, event-stream framed), an outcome spy, and the provider conformance suite that the built-in
  * adapters pass.
  */
 export { fakeContext, fakeOutcome, pluginDeps } from './testing/fake-context.ts'
@@ -12,6 +12,15 @@ export {
   checkMessagesRequest, MESSAGES_API_VERSIONS, KNOWN_BETAS, MID_CONVERSATION_SYSTEM_BETA,
 } from './testing/fake-upstream.ts'
 export type { FakeUpstream, Recorded, Handler, SseOptions, ResponsesUsageCounts, MessagesCheckOptions, MessagesRefusal } from './testing/fake-upstream.ts'
+export {
+  startFakeBedrock, BEDROCK_TEST_CREDENTIALS, BEDROCK_ERROR_STATUS, UNKNOWN_OPERATION_BODY, bedrockError, bedrockEventFrame, bedrockExceptionFrame,
+  decodeBedrockStream, bedrockUsage, converseResponse, converseStreamEvents, converseStreamFrames, checkConverseRequest,
+} from './testing/fake-bedrock.ts'
+export type {
+  FakeBedrock, FakeBedrockOptions, BedrockRecorded, BedrockOperation, BedrockScript, BedrockReply, BedrockAnswer, BedrockBlock,
+  BedrockUsage, BedrockStopReason, BedrockErrorReply, BedrockCountScript, BedrockStreamException, BedrockStreamExceptionType,
+  AwsTestCredentials, DecodedFrame,
+} from './testing/fake-bedrock.ts'
 export { memoryStore, memoryLedger } from './testing/backends.ts'
 export type { MemoryStoreOptions } from './testing/backends.ts'
 export { outcomeSpy } from './testing/outcome-spy.ts'
