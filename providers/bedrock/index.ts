@@ -8,7 +8,8 @@
  * or a Bedrock API key as Bearer), decodes the binary event stream into messages events
  * (`decodeStream`) and Converse answers into messages answers (`decodeResponse`).
  */
-import { defineProvider, envCredentials, sigV4Signer, staticCredentials, type UpstreamCall, type UpstreamRequest } from '../../index.ts'
+import { defineProvider, type UpstreamCall, type UpstreamRequest } from '../../index.ts'
+import { awsSigner } from '../aws-signing.ts'
 import { splitBaseUrl } from '../base-url.ts'
 import { BedrockConfig } from './schema.ts'
 import { converseRequest } from './converse-request.ts'
@@ -42,7 +43,7 @@ export default defineProvider({
     if (config.apiKey !== undefined) base.authorization = `Bearer ${config.apiKey}`
     const signer = config.apiKey !== undefined
       ? undefined
-      : sigV4Signer({ region: config.region, service: 'bedrock', credentials: config.credentials !== undefined ? staticCredentials(config.credentials) : envCredentials() })
+      : awsSigner({ region: config.region, service: 'bedrock', credentials: config.credentials })
 
     function request (call: UpstreamCall, op: string, body: Record<string, unknown>): UpstreamRequest {
       const accept = op === 'converse-stream' ? 'application/vnd.amazon.eventstream' : 'application/json'

@@ -5,6 +5,7 @@
 import { defineProvider } from '../../index.ts'
 import { splitBaseUrl } from '../base-url.ts'
 import { OpenAICompatibleConfig } from './schema.ts'
+import { awsSigner } from '../aws-signing.ts'
 
 /**
  * @example
@@ -18,6 +19,7 @@ export default defineProvider({
   configSchema: OpenAICompatibleConfig,
   create (config, deps) {
     const { origin, prefix } = splitBaseUrl(config.baseUrl, `provider ${deps.name}`)
+    if (config.aws !== undefined && config.apiKey) throw new Error(`provider ${deps.name}: set either apiKey or aws (SigV4 signing), not both`)
     const path = `${prefix}/chat/completions`
     const base: Record<string, string> = { ...config.headers, 'content-type': 'application/json' }
     if (config.apiKey) base.authorization = `Bearer ${config.apiKey}`
@@ -26,6 +28,8 @@ export default defineProvider({
     return {
       protocol: 'chat',
       translate: { maxTokensField: config.maxTokensField, systemRole: config.systemRole },
+      // Opt-in SigV4 (Bedrock's OpenAI-compatible endpoint): only a configured `aws` block signs.
+      sign: config.aws === undefined ? undefined : awsSigner(config.aws),
       prepare (call) {
         return { origin, path, headers: call.stream ? sseHeaders : jsonHeaders, body: call.bodyText ?? JSON.stringify(call.body) }
       },
