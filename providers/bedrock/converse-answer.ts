@@ -63,6 +63,14 @@ function answerBlock (b: unknown): Obj | undefined {
   return undefined
 }
 
+/**
+ * The stop sequence that ended the answer: Converse does not say which; the Anthropic models report
+ * it in `additionalModelResponseFields.stop_sequence`. null when unknown.
+ */
+export function stopSequence (additional: unknown): string | null {
+  return isObj(additional) && typeof additional.stop_sequence === 'string' ? additional.stop_sequence : null
+}
+
 /** A Converse JSON answer → the messages answer; throws when it is not one (a malformed answer). */
 export function messagesAnswer (body: unknown, model: string): Obj {
   if (!isObj(body) || !isObj(body.output) || !isObj(body.output.message) || !Array.isArray(body.output.message.content)) {
@@ -76,7 +84,7 @@ export function messagesAnswer (body: unknown, model: string): Obj {
     model,
     content,
     stop_reason: stopReason(body.stopReason),
-    stop_sequence: null,
+    stop_sequence: stopSequence(body.additionalModelResponseFields),
     usage: messagesUsage(body.usage),
   }
 }

@@ -14,7 +14,7 @@
 import { EventStreamCodec } from '@smithy/eventstream-codec'
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8'
 import { sseEvent, type SseEvent, type StreamDecoder } from '../../index.ts'
-import { isObj, messageId, messagesUsage, stopReason } from './converse-answer.ts'
+import { isObj, messageId, messagesUsage, stopReason, stopSequence } from './converse-answer.ts'
 
 type Obj = Record<string, unknown>
 
@@ -50,6 +50,7 @@ export class ConverseStreamDecoder implements StreamDecoder {
   #started = false
   /** The held stop reason (messageStop came, metadata not yet). */
   #stop: string | undefined
+  #stopSequence: string | null = null
   #done = false
 
   constructor (readonly model: string, readonly estimatedInputTokens: number) {}
@@ -117,6 +118,7 @@ export class ConverseStreamDecoder implements StreamDecoder {
         for (const i of this.#open) out.push(event('content_block_stop', { type: 'content_block_stop', index: i }))
         this.#open.clear()
         this.#stop = stopReason(data.stopReason)
+        this.#stopSequence = stopSequence(data.additionalModelResponseFields)
         return
       case 'metadata':
         if (this.#stop !== undefined) this.#finish(data.usage, out)
@@ -174,7 +176,7 @@ export class ConverseStreamDecoder implements StreamDecoder {
 
   #finish (usage: unknown, out: SseEvent[]): void {
     this.#done = true
-    const delta: Obj = { type: 'message_delta', delta: { stop_reason: this.#stop, stop_sequence: null } }
+    const delta: Obj = { type: 'message_delta', delta: { stop_reason: this.#stop, stop_sequence: this.#stopSequence } }
     if (isObj(usage)) delta.usage = messagesUsage(usage)
     out.push(event('message_delta', delta))
     out.push(event('message_stop', { type: 'message_stop' }))

@@ -220,13 +220,17 @@ t.test('Responses JSON and stream', async t => {
 })
 
 t.test('count tokens through Bedrock\'s count-tokens API', async t => {
-  const { fake, anthropic } = await setup(t, { countTokens: 321 })
+  const { fake, anthropic, base } = await setup(t, { countTokens: 321 })
   const n = await anthropic.messages.countTokens({ model: 'aws/claude', system: 'S', messages: [{ role: 'user', content: 'How many?' }] })
   t.equal(n.input_tokens, 321)
   const req = last(fake)
   t.equal(req.operation, 'count-tokens')
   t.equal(req.auth, 'sigv4')
   t.same(req.body, { input: { converse: { messages: [{ role: 'user', content: [{ text: 'How many?' }] }], system: [{ text: 'S' }] } } })
+  const res = await fetch(`${base}/v1/responses/input_tokens`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_KEY}` }, body: JSON.stringify({ model: 'aws/claude', input: 'Count me' }) })
+  t.equal(res.status, 200)
+  t.equal((await res.json() as { input_tokens: number }).input_tokens, 321, 'a Responses count goes to Bedrock too')
+  t.equal(last(fake).operation, 'count-tokens')
 })
 
 t.test('an ARN model id goes percent-encoded into the path, signed as sent', async t => {
@@ -284,6 +288,18 @@ t.test('an image by URL is refused with 400; base64 images pass as bytes', async
   t.equal(ok.status, 200)
   const msgs = last(fake).body.messages as Array<{ content: unknown[] }>
   t.same(msgs[0].content[0], { image: { format: 'png', source: { bytes: png } } })
+})
+
+t.test('a stop sequence: which one, when the model says', async t => {
+  const { fake, anthropic } = await setup(t)
+  fake.next({ content: [{ text: 'a' }], stopReason: 'stop_sequence', additionalModelResponseFields: { stop_sequence: 'END' } })
+  const m = await anthropic.messages.create({ model: 'aws/claude', max_tokens: 10, stop_sequences: ['END'], messages: [{ role: 'user', content: 'x' }] })
+  t.equal(m.stop_reason, 'stop_sequence')
+  t.equal(m.stop_sequence, 'END')
+  t.same(last(fake).body.inferenceConfig, { maxTokens: 10, stopSequences: ['END'] })
+  fake.next({ content: [{ text: 'a' }], stopReason: 'stop_sequence', additionalModelResponseFields: { stop_sequence: 'END' } })
+  const s = await anthropic.messages.stream({ model: 'aws/claude', max_tokens: 10, stop_sequences: ['END'], messages: [{ role: 'user', content: 'x' }] }).finalMessage()
+  t.equal(s.stop_sequence, 'END')
 })
 
 t.test('a guardrail stop is the protocol\'s refusal / content filter', async t => {
