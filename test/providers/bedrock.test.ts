@@ -13,6 +13,7 @@ import { startFakeBedrock, BEDROCK_TEST_CREDENTIALS, type FakeBedrock, type Fake
 import { openLedger } from '../../core/ledger/index.ts'
 import type { Ledger, UsageRecord } from '../../core/ledger/ledger.ts'
 import { until } from '../helpers/until.ts'
+import { costMicros } from '../../money/billing.ts'
 
 const PROFILE = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0'
 const ARN = 'arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc123xyz'
@@ -338,4 +339,56 @@ t.test('an exception as the first frame fails over before any byte went out', as
   const err = await anthropic.messages.create({ model: 'aws/claude', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'x' }] }).then(() => undefined, (e: unknown) => e)
   t.ok(err instanceof Anthropic.APIError && err.status === 502, 'an error answer, not a stream that began')
   t.equal(fake.requests.length, 1)
+})
+
+t.test('many calls in flight: each billed once with its own cache reads and writes', async t => {
+  const { fake, ledger, anthropic, openai } = await setup(t)
+  const N = 24
+  // Each call's prompt names its number; the fake answers with usage derived from it.
+  fake.reply(req => {
+    const text = JSON.stringify(req.body)
+    const i = Number(/call-(\d+)/.exec(text)![1])
+    return { content: [{ text: [`answer-${i}`, '.'] }], usage: { input: 100 + i, output: 10 + i, cacheRead: 1000 + i, cacheWrite: i % 3 === 0 ? 50 : 0 } }
+  })
+  const calls = Array.from({ length: N }, async (_, i) => {
+    const prompt = `call-${i}`
+    if (i % 4 === 0) return anthropic.messages.create({ model: 'aws/claude', max_tokens: 50, messages: [{ role: 'user', content: prompt }] })
+    if (i % 4 === 1) return anthropic.messages.stream({ model: 'aws/claude', max_tokens: 50, messages: [{ role: 'user', content: prompt }] }).finalMessage()
+    if (i % 4 === 2) return openai.chat.completions.create({ model: 'aws/claude', messages: [{ role: 'user', content: prompt }] })
+    const s = await openai.chat.completions.create({ model: 'aws/claude', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: prompt }] })
+    for await (const _ of s) { /* read */ }
+  })
+  await Promise.all(calls)
+  const recs = await recordsOf(ledger, N)
+  t.equal(recs.length, N, 'one record per call')
+  const inputs = recs.map(r => r.inputTokens).sort((a, b) => a - b)
+  const expected = Array.from({ length: N }, (_, i) => 100 + i + 1000 + i + (i % 3 === 0 ? 50 : 0)).sort((a, b) => a - b)
+  t.same(inputs, expected, 'input includes each call\'s own cache reads and writes')
+  t.same(recs.map(r => r.cachedInputTokens).sort((a, b) => a - b), Array.from({ length: N }, (_, i) => 1000 + i))
+  t.same(recs.map(r => r.outputTokens).sort((a, b) => a - b), Array.from({ length: N }, (_, i) => 10 + i))
+  t.ok(recs.every(r => !r.estimated), 'every count is Bedrock\'s own')
+  const price = { input: 1, cachedInput: 0.5, output: 2 }
+  const costs = Array.from({ length: N }, (_, i) => costMicros({ inputTokens: 100 + i + 1000 + i + (i % 3 === 0 ? 50 : 0), cachedInputTokens: 1000 + i, cacheWriteTokens: i % 3 === 0 ? 50 : 0, outputTokens: 10 + i }, price))
+  t.same(recs.map(r => r.cost).sort((a, b) => a - b), costs.sort((a, b) => a - b), 'cache reads at the cached rate, cache writes at the input rate')
+})
+
+t.test('no credentials configured: the AWS_* environment signs; none there fails the call with 502, nothing sent', async t => {
+  const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY, token: process.env.AWS_SESSION_TOKEN }
+  t.teardown(() => {
+    for (const [k, v] of [['AWS_ACCESS_KEY_ID', saved.id], ['AWS_SECRET_ACCESS_KEY', saved.secret], ['AWS_SESSION_TOKEN', saved.token]] as const) {
+      if (v === undefined) delete process.env[k]
+      else process.env[k] = v
+    }
+  })
+  delete process.env.AWS_ACCESS_KEY_ID
+  delete process.env.AWS_SECRET_ACCESS_KEY
+  delete process.env.AWS_SESSION_TOKEN
+  const { fake, anthropic } = await setup(t, {}, { credentials: undefined })
+  const err = await anthropic.messages.create({ model: 'aws/claude', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }).then(() => undefined, (e: unknown) => e)
+  t.ok(err instanceof Anthropic.APIError && err.status === 502, 'the upstream counts as unreachable')
+  t.equal(fake.requests.length, 0, 'nothing unsigned was sent')
+  process.env.AWS_ACCESS_KEY_ID = BEDROCK_TEST_CREDENTIALS.accessKeyId
+  process.env.AWS_SECRET_ACCESS_KEY = BEDROCK_TEST_CREDENTIALS.secretAccessKey
+  await anthropic.messages.create({ model: 'aws/claude', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] })
+  t.equal(last(fake).auth, 'sigv4', 'signed with the environment\'s keys')
 })
