@@ -168,7 +168,7 @@ async function serveJson (gw: Gateway, ctx: RequestContext, reply: FastifyReply,
   } catch {
     a.circuit.failure()
     // Never the body itself: a 2xx answer may hold completion text, which logs must not.
-    ctx.log.warn({ provider: a.d.provider, contentType: res.headers['content-type'], bodyChars: text.length }, 'upstream answered 2xx with a body that is not JSON')
+    ctx.log.warn({ provider: a.d.provider, contentType: res.headers['content-type'], bodyChars: text.length }, 'upstream answered 2xx with a body that is not JSON, or not an answer its adapter reads')
     return false
   }
   a.circuit.success()

@@ -9,7 +9,7 @@ import t, { type Test } from 'tap'
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
 import { buildTestApp, listen, AUTH_ENTRY, TEST_KEY } from '../helpers/build-test-app.ts'
-import { startFakeBedrock, BEDROCK_TEST_CREDENTIALS, type FakeBedrock, type FakeBedrockOptions } from '../../testing.ts'
+import { startFakeBedrock, startFakeUpstream, json, BEDROCK_TEST_CREDENTIALS, UNKNOWN_OPERATION_BODY, type FakeBedrock, type FakeBedrockOptions } from '../../testing.ts'
 import { openLedger } from '../../core/ledger/index.ts'
 import type { Ledger, UsageRecord } from '../../core/ledger/ledger.ts'
 import { until } from '../helpers/until.ts'
@@ -391,4 +391,29 @@ t.test('no credentials configured: the AWS_* environment signs; none there fails
   process.env.AWS_SECRET_ACCESS_KEY = BEDROCK_TEST_CREDENTIALS.secretAccessKey
   await anthropic.messages.create({ model: 'aws/claude', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] })
   t.equal(last(fake).auth, 'sigv4', 'signed with the environment\'s keys')
+})
+
+t.test('a 2xx answer that is not a Converse answer (UnknownOperationException) fails over, never reaches the client', async t => {
+  const odd = await startFakeUpstream((_req, res) => json(res, 200, UNKNOWN_OPERATION_BODY))
+  const fake = await startFakeBedrock()
+  const app = await buildTestApp({
+    pipeline: [AUTH_ENTRY],
+    doc: {
+      providers: [
+        { name: 'odd', adapter: 'bedrock', config: { region: 'us-east-1', baseUrl: odd.origin, apiKey: 'k' } },
+        { name: 'good', adapter: 'bedrock', config: { region: 'us-east-1', baseUrl: fake.origin, credentials: { ...BEDROCK_TEST_CREDENTIALS } } },
+      ],
+      models: [
+        { id: 'aws/odd', deployments: [{ provider: 'odd', model: PROFILE }] },
+        { id: 'aws/two', deployments: [{ provider: 'odd', model: PROFILE, priority: 0 }, { provider: 'good', model: PROFILE, priority: 1 }] },
+      ],
+    },
+  })
+  t.teardown(async () => { await app.close(); await odd.close(); await fake.close() })
+  const anthropic = new Anthropic({ baseURL: await listen(app), apiKey: TEST_KEY, maxRetries: 0 })
+  const err = await anthropic.messages.create({ model: 'aws/odd', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }).then(() => undefined, (e: unknown) => e)
+  t.ok(err instanceof Anthropic.APIError && err.status === 502, 'a malformed answer is the upstream failing')
+  const m = await anthropic.messages.create({ model: 'aws/two', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] })
+  t.equal(m.content[0].type === 'text' && m.content[0].text, 'Hello from Bedrock', 'the next deployment answered')
+  t.equal(odd.requests.length, 2)
 })
