@@ -26,7 +26,6 @@ export class BedrockStreamException extends Error {
   }
 }
 
-const EMPTY = Buffer.alloc(0)
 /** Total length, headers length, prelude CRC. */
 const PRELUDE_BYTES = 12
 /** A prelude and the message CRC. */
@@ -43,8 +42,11 @@ export class ConverseStreamDecoder implements StreamDecoder {
   readonly #codec = new EventStreamCodec(toUtf8, fromUtf8)
   /** An exception or error frame came: thrown once the events before it were returned. */
   #failure: BedrockStreamException | undefined
-  /** Bytes of a frame not yet whole. */
-  #pending: Buffer = EMPTY
+  /** Bytes of a frame not yet whole, as they came, and how many. */
+  #chunks: Buffer[] = []
+  #bytes = 0
+  /** The length of the frame being waited for (0: unknown until its prelude is read). */
+  #need = 0
   /** Content blocks started (by index) and not yet stopped. */
   readonly #open = new Set<number>()
   #started = false
@@ -56,20 +58,26 @@ export class ConverseStreamDecoder implements StreamDecoder {
   constructor (readonly model: string, readonly estimatedInputTokens: number) {}
 
   push (chunk: Buffer): SseEvent[] {
+    if (this.#failure !== undefined) throw this.#failure
+    this.#chunks.push(chunk)
+    this.#bytes += chunk.length
+    // A frame split over many chunks is joined once, when it is whole (not once per chunk).
+    if (this.#bytes < PRELUDE_BYTES || this.#bytes < this.#need) return []
+    let buf = this.#chunks.length === 1 ? this.#chunks[0] : Buffer.concat(this.#chunks, this.#bytes)
+    const out: SseEvent[] = []
+    this.#need = 0
     // Frames are cut out here (the prelude's first 4 bytes are the frame's total length); the
     // codec checks each whole frame's CRCs as it decodes it.
-    if (this.#failure !== undefined) throw this.#failure
-    let buf = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk])
-    const out: SseEvent[] = []
     while (buf.length >= PRELUDE_BYTES && this.#failure === undefined) {
       const total = buf.readUInt32BE(0)
       if (total < MIN_FRAME_BYTES || total > MAX_FRAME_BYTES) throw new BedrockStreamException('malformedFrame', `an event-stream frame of ${total} bytes`)
-      if (buf.length < total) break
+      if (buf.length < total) { this.#need = total; break }
       const m = this.#codec.decode(buf.subarray(0, total))
       buf = buf.subarray(total)
       this.#frame(m.headers, m.body, out)
     }
-    this.#pending = buf.length === 0 ? EMPTY : Buffer.from(buf)
+    this.#chunks = buf.length === 0 ? [] : [buf]
+    this.#bytes = buf.length
     // The events before a failure go out first; the failure is thrown with nothing left to relay.
     if (this.#failure !== undefined && out.length === 0) throw this.#failure
     return out
@@ -77,7 +85,7 @@ export class ConverseStreamDecoder implements StreamDecoder {
 
   end (): SseEvent[] {
     if (this.#failure !== undefined) throw this.#failure
-    if (this.#pending.length > 0) throw new BedrockStreamException('truncatedFrame', 'the stream ended inside a frame')
+    if (this.#bytes > 0) throw new BedrockStreamException('truncatedFrame', 'the stream ended inside a frame')
     const out: SseEvent[] = []
     if (this.#stop !== undefined && !this.#done) this.#finish(undefined, out)
     return out
