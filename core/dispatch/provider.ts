@@ -154,6 +154,11 @@ export interface UpstreamTranslateOptions {
    * fields (`usageFromChat` / `usageFromMessages`). Billing and quota use what it returns.
    */
   readUsage?: (usage: Record<string, unknown>) => Usage
+  /**
+   * Messages upstreams: images from chat clients (`image_url` parts) pass on as image blocks (data
+   * URIs as base64, https URLs as URL sources) instead of being dropped (default false).
+   */
+  chatImages?: boolean
 }
 
 /** What a stream's terminal error event says besides its text and status. */

@@ -52,6 +52,8 @@ export default defineProvider({
 
     return {
       protocol: 'messages',
+      // Converse takes images from every client route.
+      translate: { chatImages: true },
       prepare (call) {
         return request(call, call.stream ? 'converse-stream' : 'converse', converseRequest(call.body))
       },

@@ -417,3 +417,18 @@ t.test('a 2xx answer that is not a Converse answer (UnknownOperationException) f
   t.equal(m.content[0].type === 'text' && m.content[0].text, 'Hello from Bedrock', 'the next deployment answered')
   t.equal(odd.requests.length, 2)
 })
+
+t.test('images from chat and Responses clients: data URIs reach Converse as bytes, URLs are refused with 400', async t => {
+  const { fake, openai } = await setup(t)
+  const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='
+  await openai.chat.completions.create({ model: 'aws/claude', messages: [{ role: 'user', content: [{ type: 'text', text: 'what?' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } }] }] })
+  const chatMsgs = last(fake).body.messages as Array<{ content: unknown[] }>
+  t.same(chatMsgs[0].content[1], { image: { format: 'png', source: { bytes: png } } }, 'chat')
+  await openai.responses.create({ model: 'aws/claude', input: [{ role: 'user', content: [{ type: 'input_text', text: 'what?' }, { type: 'input_image', detail: 'auto', image_url: `data:image/png;base64,${png}` }] }] })
+  const rMsgs = last(fake).body.messages as Array<{ content: unknown[] }>
+  t.same(rMsgs[0].content[1], { image: { format: 'png', source: { bytes: png } } }, 'Responses')
+  const before = fake.requests.length
+  const err = await openai.chat.completions.create({ model: 'aws/claude', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }] }).then(() => undefined, (e: unknown) => e)
+  t.ok(err instanceof OpenAI.APIError && err.status === 400, 'an image by URL: 400')
+  t.equal(fake.requests.length, before, 'nothing sent')
+})
