@@ -19,7 +19,7 @@ export {
 export type {
   FakeBedrock, FakeBedrockOptions, BedrockRecorded, BedrockOperation, BedrockScript, BedrockReply, BedrockAnswer, BedrockBlock,
   BedrockUsage, BedrockStopReason, BedrockErrorReply, BedrockCountScript, BedrockStreamException, BedrockStreamExceptionType,
-  AwsTestCredentials, DecodedFrame,
+  AwsTestCredentials, DecodedFrame, BedrockResponse,
 } from './testing/fake-bedrock.ts'
 export { memoryStore, memoryLedger } from './testing/backends.ts'
 export type { MemoryStoreOptions } from './testing/backends.ts'

@@ -10,8 +10,8 @@ import {
   BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, CountTokensCommand,
   type ConverseStreamOutput, type Message,
 } from '@aws-sdk/client-bedrock-runtime'
-// The client's default transport is HTTP/2 (for its bidirectional stream); Converse, ConverseStream
-// and CountTokens go over HTTP/1.1 as undici sends them, through the handler the client ships with.
+// The client's default transport is cleartext HTTP/2 with prior knowledge (for its bidirectional
+// stream); the HTTP/1.1 handler it ships with sends as undici (an adapter) does. Both are run.
 import { NodeHttpHandler } from '@smithy/node-http-handler'
 import {
   startFakeBedrock, BEDROCK_TEST_CREDENTIALS, decodeBedrockStream, converseStreamFrames, bedrockExceptionFrame,
@@ -22,8 +22,9 @@ const MODEL = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0'
 const ARN = 'arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-4-5-20250929-v1:0'
 const hello: Message[] = [{ role: 'user', content: [{ text: 'Hi' }] }]
 
-function client (up: FakeBedrock, credentials: AwsTestCredentials = BEDROCK_TEST_CREDENTIALS, region = 'us-east-1'): BedrockRuntimeClient {
-  return new BedrockRuntimeClient({ region, endpoint: up.origin, credentials: { ...credentials }, maxAttempts: 1, requestHandler: new NodeHttpHandler() })
+function client (up: FakeBedrock, credentials: AwsTestCredentials = BEDROCK_TEST_CREDENTIALS, region = 'us-east-1', via: 'http2' | 'http1' = 'http2'): BedrockRuntimeClient {
+  const requestHandler = via === 'http1' ? new NodeHttpHandler() : undefined
+  return new BedrockRuntimeClient({ region, endpoint: up.origin, credentials: { ...credentials }, maxAttempts: 1, requestHandler })
 }
 
 async function collect (stream: AsyncIterable<ConverseStreamOutput> | undefined): Promise<ConverseStreamOutput[]> {
@@ -164,6 +165,27 @@ t.test('ConverseStream: an exception frame mid-stream reaches the SDK as its exc
   }
 })
 
+t.test('scripting: a reply computed from the request, the default reply, noMetadata, additionalModelResponseFields, served models', async t => {
+  const up = await startFakeBedrock({ models: [MODEL, ARN], reply: { content: [{ text: 'default' }] } })
+  t.teardown(() => up.close())
+  const c = client(up)
+  up.next(req => ({ content: [{ text: `you said ${String((req.body as { messages: Message[] }).messages[0].content?.[0].text)} to ${req.modelId}` }] }))
+  t.same((await c.send(new ConverseCommand({ modelId: ARN, messages: hello }))).output?.message?.content, [{ text: `you said Hi to ${ARN}` }])
+  t.same((await c.send(new ConverseCommand({ modelId: MODEL, messages: hello }))).output?.message?.content, [{ text: 'default' }], 'the queue is empty: the default')
+  up.reply({ content: [{ text: 'new default' }], additionalModelResponseFields: { stop_sequence: 'END' }, stopReason: 'stop_sequence' })
+  const r = await c.send(new ConverseCommand({ modelId: MODEL, messages: hello }))
+  t.same(r.output?.message?.content, [{ text: 'new default' }])
+  t.same(r.additionalModelResponseFields, { stop_sequence: 'END' })
+  up.next({ content: [{ text: 'x' }], noMetadata: true, additionalModelResponseFields: { stop_sequence: null } })
+  const events = await collect((await c.send(new ConverseStreamCommand({ modelId: MODEL, messages: hello }))).stream)
+  t.same(events.at(-1), { messageStop: { stopReason: 'end_turn', additionalModelResponseFields: { stop_sequence: null } } }, 'ends at messageStop, no metadata')
+  let caught: Error | undefined
+  try { await c.send(new ConverseCommand({ modelId: 'anthropic.unknown-v1:0', messages: hello })) } catch (err) { caught = err as Error }
+  t.equal(caught?.name, 'ValidationException')
+  t.equal(caught?.message, 'The provided model identifier is invalid.')
+  t.equal(await errorName(c.send(new CountTokensCommand({ modelId: 'other', input: { converse: { messages: hello } } }))), 'ValidationException')
+})
+
 t.test('CountTokens', async t => {
   const up = await startFakeBedrock({ countTokens: 77 })
   t.teardown(() => up.close())
@@ -257,12 +279,18 @@ t.test('SigV4 verification: a wrong secret, a wrong key id, a wrong session toke
   t.equal(await errorName(client(up, BEDROCK_TEST_CREDENTIALS).send(new ConverseCommand({ modelId: MODEL, messages: hello }))), 'UnrecognizedClientException', 'session token missing')
   t.equal(await errorName(client(up, creds, 'eu-west-1').send(new ConverseCommand({ modelId: MODEL, messages: hello }))), 'InvalidSignatureException')
   t.equal(await errorName(client(up, creds).send(new CountTokensCommand({ modelId: MODEL, input: { converse: { messages: hello } } }))), 'no error')
+  // a request signed 20 minutes ago (AWS allows 15)
+  const late = new BedrockRuntimeClient({ region: 'us-east-1', endpoint: up.origin, credentials: { ...creds }, maxAttempts: 1, systemClockOffset: -20 * 60_000 })
+  let expired: Error | undefined
+  try { await late.send(new ConverseCommand({ modelId: MODEL, messages: hello })) } catch (err) { expired = err as Error }
+  t.equal(expired?.name, 'InvalidSignatureException')
+  t.match(expired?.message, /^Signature expired: \d{8}T\d{6}Z is now earlier than/)
 })
 
 t.test('SigV4 verification covers the path and the body: a request replayed on another path or with another body is refused', async t => {
   const up = await startFakeBedrock()
   t.teardown(() => up.close())
-  await client(up).send(new ConverseCommand({ modelId: MODEL, messages: hello }))
+  await client(up, BEDROCK_TEST_CREDENTIALS, 'us-east-1', 'http1').send(new ConverseCommand({ modelId: MODEL, messages: hello }))
   const signed = up.requests[0]
   const headers: Record<string, string> = {}
   for (const [k, v] of Object.entries(signed.headers)) if (typeof v === 'string' && k !== 'content-length' && k !== 'connection') headers[k] = v
@@ -275,16 +303,46 @@ t.test('SigV4 verification covers the path and the body: a request replayed on a
   const otherBody = await replay(signed.path, JSON.stringify({ messages: [{ role: 'user', content: [{ text: 'Ho' }] }] }))
   t.equal(otherBody.status, 403)
   t.same(await otherBody.json(), { message: 'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.' })
+  const auth = headers.authorization
+  headers.authorization = auth.replace(/SignedHeaders=[^,]+/, m => m.replace('host;', ''))
+  const hostless = await replay(signed.path, signed.text)
+  t.equal(hostless.status, 403)
+  t.same(await hostless.json(), { message: "'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization." })
+  headers.authorization = auth.replace('Credential=', 'Credentials=')
+  const malformed = await replay(signed.path, signed.text)
+  t.equal(malformed.status, 400)
+  t.equal(malformed.headers.get('x-amzn-errortype')?.split(':')[0], 'IncompleteSignatureException')
   const none = await fetch(`${up.origin}${signed.path}`, { method: 'POST', body: signed.text })
   t.equal(none.status, 403)
   t.equal(none.headers.get('x-amzn-errortype')?.split(':')[0], 'MissingAuthenticationTokenException')
+})
+
+t.test('over HTTP/1.1 (as undici sends): answers, streams, exception frames, errors, signatures', async t => {
+  const up = await startFakeBedrock()
+  t.teardown(() => up.close())
+  const c = client(up, BEDROCK_TEST_CREDENTIALS, 'us-east-1', 'http1')
+  up.next({ content: [{ text: 'one' }] })
+  t.same((await c.send(new ConverseCommand({ modelId: ARN, messages: hello }))).output?.message?.content, [{ text: 'one' }])
+  t.equal(up.requests[0].headers.host, up.origin.slice('http://'.length), 'HTTP/1.1: a host header, no :authority')
+  up.next({ content: [{ toolUse: { toolUseId: 't', name: 'f', input: { a: 1 } } }] })
+  const events = await collect((await c.send(new ConverseStreamCommand({ modelId: MODEL, messages: hello }))).stream)
+  t.same(events.filter(e => e.contentBlockDelta).map(e => e.contentBlockDelta?.delta?.toolUse?.input).join(''), '{"a":1}')
+  t.same(events.at(-2), { messageStop: { stopReason: 'tool_use' } })
+  up.next({ content: [{ text: ['a', 'b'] }], exception: { type: 'throttlingException', message: 'slow', after: 2 } })
+  const res = await c.send(new ConverseStreamCommand({ modelId: MODEL, messages: hello }))
+  t.equal(await errorName(collect(res.stream)), 'ThrottlingException')
+  up.next({ error: { type: 'ServiceUnavailableException' } })
+  t.equal(await errorName(c.send(new ConverseCommand({ modelId: MODEL, messages: hello }))), 'ServiceUnavailableException')
+  t.equal((await c.send(new CountTokensCommand({ modelId: MODEL, input: { converse: { messages: hello } } }))).inputTokens, Math.ceil(JSON.stringify({ converse: { messages: hello } }).length / 4))
+  const wrong = client(up, { ...BEDROCK_TEST_CREDENTIALS, secretAccessKey: 'x' }, 'us-east-1', 'http1')
+  t.equal(await errorName(wrong.send(new ConverseCommand({ modelId: MODEL, messages: hello }))), 'InvalidSignatureException')
 })
 
 t.test('Bedrock API keys: the SDK with token auth sends Bearer; a wrong key is refused', async t => {
   const up = await startFakeBedrock({ apiKey: 'ABSKbedrock-key', credentials: null })
   t.teardown(() => up.close())
   const bearer = (token: string) => new BedrockRuntimeClient({
-    region: 'us-east-1', endpoint: up.origin, token: { token }, authSchemePreference: ['httpBearerAuth'], maxAttempts: 1, requestHandler: new NodeHttpHandler(),
+    region: 'us-east-1', endpoint: up.origin, token: { token }, authSchemePreference: ['httpBearerAuth'], maxAttempts: 1,
   })
   up.next({ content: [{ text: 'keyed' }] })
   const out = await bearer('ABSKbedrock-key').send(new ConverseCommand({ modelId: MODEL, messages: hello }))
