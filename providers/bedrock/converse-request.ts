@@ -7,8 +7,8 @@
  * `tool_result`, `thinking` and `redacted_thinking` blocks → Converse content blocks
  * (`text`, `image`, `document`, `toolUse`, `toolResult`, `reasoningContent`); `cache_control` on a
  * block, a system block or a tool → a `cachePoint` after it; `tools` → `toolConfig.tools[].toolSpec`;
- * `tool_choice` auto/any/tool → `toolConfig.toolChoice` (none: the tools are sent without a choice,
- * Converse has no "none"); `max_tokens`, `temperature`, `top_p`, `stop_sequences` →
+ * `tool_choice` auto/any/tool → `toolConfig.toolChoice` (none: the tools are left out, Converse has
+ * no "none"; a conversation with tool calls keeps them without a choice, as Converse requires); `max_tokens`, `temperature`, `top_p`, `stop_sequences` →
  * `inferenceConfig`; `top_k` and `thinking` → `additionalModelRequestFields` (the Anthropic model
  * family's own fields). A `system` turn inside `messages` moves to the end of `system`;
  * consecutive turns of one role are joined (Converse wants the roles to alternate).
@@ -179,7 +179,11 @@ export function converseRequest (body: Readonly<Obj>, forCount = false): Obj {
   const out: Obj = { messages }
   if (sys.length > 0) out.system = sys
   const tools = toolConfig(body.tools, body.tool_choice)
-  if (tools !== undefined) out.toolConfig = tools
+  // Converse has no tool choice "none": the tools are left out, unless the conversation holds tool
+  // calls or results (Converse then needs the tool config; the model may call a tool again).
+  const none = isObj(body.tool_choice) && body.tool_choice.type === 'none'
+  const toolTurns = messages.some(m => (m.content as Obj[]).some(b => 'toolUse' in b || 'toolResult' in b))
+  if (tools !== undefined && (!none || toolTurns)) out.toolConfig = tools
   const additional: Obj = {}
   if (isObj(body.thinking)) additional.thinking = body.thinking
   if (forCount) {

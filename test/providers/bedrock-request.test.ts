@@ -51,3 +51,17 @@ t.test('usage: Converse input excludes the cache counts; a family that includes 
   t.same(['end_turn', 'tool_use', 'max_tokens', 'stop_sequence', 'model_context_window_exceeded', 'guardrail_intervened', 'content_filtered', 'malformed_model_output'].map(stopReason),
     ['end_turn', 'tool_use', 'max_tokens', 'stop_sequence', 'model_context_window_exceeded', 'refusal', 'refusal', 'end_turn'])
 })
+
+t.test('tool_choice none: the tools are left out, unless the conversation holds tool calls', async t => {
+  const tools = [{ name: 'a', input_schema: { type: 'object' } }]
+  t.equal(converseRequest({ tools, tool_choice: { type: 'none' }, messages: [{ role: 'user', content: 'x' }] }).toolConfig, undefined)
+  const withCall = converseRequest({
+    tools, tool_choice: { type: 'none' },
+    messages: [
+      { role: 'user', content: 'x' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'a', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'r' }] },
+    ],
+  })
+  t.same(withCall.toolConfig, { tools: [{ toolSpec: { name: 'a', inputSchema: { json: { type: 'object' } } } }] })
+})
