@@ -117,7 +117,7 @@ export async function dispatch (gw: Gateway, ctx: RequestContext, reply: Fastify
       if (wantsStream && (provider.decodeStream !== undefined ? !isJsonType(res.headers) : isSse(res.headers))) {
         const result = await streamResponse(gw, ctx, reply, res, attempt, controller, deadline)
         if (result === 'served') return
-        lastError = gwError('GW_ERR_UPSTREAM_FAILED')
+        lastError = attempt.failure ?? gwError('GW_ERR_UPSTREAM_FAILED')
         continue
       }
       const served = await serveJson(gw, ctx, reply, res, attempt, deadline)

@@ -91,8 +91,10 @@ export interface ProviderInstance {
 /**
  * Bytes → events, for one stream (create one per call). Each chunk's events in order; `end` at the
  * body's end gives what was held back. Throwing fails the stream: before the first byte reached
- * the client the next deployment is tried, after it the client gets its protocol's terminal error
- * event and the call is billed what it relayed (once). `SseParser` is core's own decoder.
+ * the client the next deployment is tried (a GatewayError thrown then is the call's error when no
+ * deployment answers: an upstream's throttling as 503 with Retry-After), after it the client gets
+ * its protocol's terminal error event and the call is billed what it relayed (once). `SseParser`
+ * is core's own decoder.
  */
 export interface StreamDecoder {
   push (chunk: Buffer): SseEvent[]

@@ -8,7 +8,7 @@ import type { ClientProtocol, Deployment } from '../types/model.ts'
 import type { Deadline } from './deadline.ts'
 import { SseParser, SseEventTooLarge, sseData, sseEvent } from './sse.ts'
 import type { CallAbort } from './abort.ts'
-import { gwError, type GatewayError } from '../errors/errors.ts'
+import { gwError, isGatewayError, type GatewayError } from '../errors/errors.ts'
 import { localizeError, pickLocale } from '../errors/i18n.ts'
 import { messagesTypeOf } from '../errors/error-reply.ts'
 import { StreamBlocked, StreamRewriter } from './response-hooks.ts'
@@ -21,7 +21,11 @@ import { ChunkReader } from './chunk-reader.ts'
  * One deployment being tried. `outputCap`: the output tokens the call reserved for (its cap ×
  * completions), the most its answer is billed for output.
  */
-export interface Attempt { d: Deployment, provider: ProviderInstance, translator: Translator, opts: TranslateOptions, circuit: CircuitTicket, outputCap: number }
+export interface Attempt {
+  d: Deployment, provider: ProviderInstance, translator: Translator, opts: TranslateOptions, circuit: CircuitTicket, outputCap: number
+  /** Why its stream failed before any output, when its decoder said (a GatewayError it threw). */
+  failure?: GatewayError
+}
 
 /** Headers every inference answer carries. */
 export function inferenceHeaders (ctx: RequestContext, provider: string): Record<string, string> {
@@ -336,6 +340,9 @@ export async function streamResponse (
         throw gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err })
       }
       a.circuit.failure()
+      // An adapter's decoder may say what the failure is (an upstream's throttling): the call's
+      // error when no other deployment answers.
+      if (isGatewayError(err)) a.failure = err
       ctx.log.warn({ err, provider: a.d.provider }, 'upstream stream failed before any output; trying the next deployment')
       return 'retry'
     }

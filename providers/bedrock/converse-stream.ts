@@ -13,7 +13,7 @@
  */
 import { EventStreamCodec } from '@smithy/eventstream-codec'
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8'
-import { sseEvent, type SseEvent, type StreamDecoder } from '../../index.ts'
+import { gwError, sseEvent, type GatewayError, type SseEvent, type StreamDecoder } from '../../index.ts'
 import { isObj, messageId, messagesUsage, stopReason, stopSequence } from './converse-answer.ts'
 
 type Obj = Record<string, unknown>
@@ -26,6 +26,8 @@ export class BedrockStreamException extends Error {
   }
 }
 
+/** Exception frames that say the upstream is busy, not broken. */
+const THROTTLED: ReadonlySet<string> = new Set(['throttlingException', 'serviceUnavailableException', 'ThrottlingException', 'ServiceUnavailableException'])
 /** Total length, headers length, prelude CRC. */
 const PRELUDE_BYTES = 12
 /** A prelude and the message CRC. */
@@ -41,7 +43,7 @@ function event (name: string, data: Obj): SseEvent {
 export class ConverseStreamDecoder implements StreamDecoder {
   readonly #codec = new EventStreamCodec(toUtf8, fromUtf8)
   /** An exception or error frame came: thrown once the events before it were returned. */
-  #failure: BedrockStreamException | undefined
+  #failure: BedrockStreamException | GatewayError | undefined
   /** Bytes of a frame not yet whole, as they came, and how many. */
   #chunks: Buffer[] = []
   #bytes = 0
@@ -97,7 +99,9 @@ export class ConverseStreamDecoder implements StreamDecoder {
       const type = String(headers[':exception-type']?.value ?? 'exception')
       let message = ''
       try { message = String((JSON.parse(toUtf8(body)) as { message?: unknown }).message ?? '') } catch { /* no message */ }
-      this.#failure = new BedrockStreamException(type, message)
+      const exc = new BedrockStreamException(type, message)
+      // Throttling before any output is the call's 503 with Retry-After when no other deployment answers.
+      this.#failure = THROTTLED.has(type) ? gwError('GW_ERR_UPSTREAM_UNAVAILABLE', [], { headers: { 'retry-after': '1' }, cause: exc }) : exc
       return
     }
     if (kind === 'error') {

@@ -56,10 +56,12 @@ t.test('a corrupt or truncated frame fails the stream', async t => {
 
 t.test('an exception frame: the events before it first, then the failure', async t => {
   const frames = converseStreamFrames({ content: [{ text: ['a', 'b'] }] })
-  const bytes = Buffer.concat([frames[0], frames[1], bedrockExceptionFrame('throttlingException', 'slow down'), frames[2]])
+  const bytes = Buffer.concat([frames[0], frames[1], bedrockExceptionFrame('modelStreamErrorException', 'broke'), frames[2]])
   const d = new ConverseStreamDecoder('m', 1)
   t.same(names(d.push(bytes)).map(e => e.split(' ')[0]), ['message_start', 'content_block_start', 'content_block_delta'])
-  t.throws(() => d.end(), { name: 'BedrockStreamException', message: /throttlingException: slow down/ })
+  t.throws(() => d.end(), { name: 'BedrockStreamException', message: /modelStreamErrorException: broke/ })
+  const busy = new ConverseStreamDecoder('m', 1)
+  t.throws(() => busy.push(Buffer.from(bedrockExceptionFrame('throttlingException', 'slow down'))), { code: 'GW_ERR_UPSTREAM_UNAVAILABLE' }, 'throttling: the gateway\'s 503')
 })
 
 t.test('refreshingCredentials: one fetch for concurrent calls, refreshed ahead of expiry, failures not kept', async t => {

@@ -337,8 +337,12 @@ t.test('an exception as the first frame fails over before any byte went out', as
   const { fake, anthropic } = await setup(t)
   fake.next({ exception: { type: 'throttlingException', after: 0 } })
   const err = await anthropic.messages.create({ model: 'aws/claude', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'x' }] }).then(() => undefined, (e: unknown) => e)
-  t.ok(err instanceof Anthropic.APIError && err.status === 502, 'an error answer, not a stream that began')
-  t.equal(fake.requests.length, 1)
+  t.ok(err instanceof Anthropic.APIError && err.status === 503, 'throttling: an error answer (503), not a stream that began')
+  t.equal(err instanceof Anthropic.APIError && err.headers?.get('retry-after'), '1', 'with Retry-After')
+  fake.next({ exception: { type: 'internalServerException', after: 0 } })
+  const err2 = await anthropic.messages.create({ model: 'aws/claude', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'x' }] }).then(() => undefined, (e: unknown) => e)
+  t.ok(err2 instanceof Anthropic.APIError && err2.status === 502, 'another exception: 502')
+  t.equal(fake.requests.length, 2)
 })
 
 t.test('many calls in flight: each billed once with its own cache reads and writes', async t => {
