@@ -20,7 +20,16 @@ export { defineProvider } from './core/dispatch/provider.ts'
 export type {
   ProviderAdapter, ProviderInstance, ProviderDeps, UpstreamCall, UpstreamRequest, UpstreamResponse,
   Translator, TranslatorKey, StreamTranslator, StreamFailDetail, TranslateOptions, UpstreamTranslateOptions, SseEvent,
+  StreamDecoder,
 } from './core/dispatch/provider.ts'
+// Signing a prepared request (`ProviderInstance.sign`) with credentials a provider refreshes itself.
+export { staticCredentials, envCredentials, refreshingCredentials } from './core/dispatch/credentials.ts'
+export type { Credentials, CredentialProvider, RefreshingOptions } from './core/dispatch/credentials.ts'
+export { sigV4Signer } from './core/dispatch/sigv4.ts'
+export type { SigV4Options } from './core/dispatch/sigv4.ts'
+// The `aws` config block any HTTP adapter may take to sign with SigV4, and the signer it builds.
+export { AwsSigningConfig, AwsCredentialsConfig, awsSigner } from './core/dispatch/aws-signing.ts'
+export type { AwsSigningConfigT } from './core/dispatch/aws-signing.ts'
 
 // ── what a protocol translator builds with ────────────────────────────────────────────────────
 // Reading an upstream's event stream and framing the client's (the chat framing `data:`, the

@@ -4,11 +4,13 @@ import echo from './echo/index.ts'
 import openaiCompatible from './openai-compatible/index.ts'
 import anthropicCompatible from './anthropic-compatible/index.ts'
 import openaiResponses from './openai-responses/index.ts'
+import bedrock from './bedrock/index.ts'
 
 export const builtinProviders: readonly ProviderAdapter[] = [
   echo,
   openaiCompatible,
   anthropicCompatible,
   openaiResponses,
+  bedrock,
 ]
 export { translators } from './protocols/index.ts'

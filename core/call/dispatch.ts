@@ -72,11 +72,12 @@ export async function dispatch (gw: CallServices, ctx: RequestContext, reply: Fa
       const upstreamBody = translator.request(body, opts)
       // Same protocol: the client's text with the model name spliced in, when that is exact.
       const bodyText = translator.requestText?.(body, opts)
-      const req = provider.prepare({ model, deployment: d, body: upstreamBody, bodyText, stream: wantsStream, clientHeaders: ctx.headers, requestId: ctx.requestId })
+      let req = provider.prepare({ model, deployment: d, body: upstreamBody, bodyText, stream: wantsStream, clientHeaders: ctx.headers, requestId: ctx.requestId })
       tried++
       if (ctx.obs !== null) req.headers = ctx.obs.attempt(d.provider, d.upstreamModel, req.headers)
       let res: UpstreamResponse
       try {
+        if (provider.sign !== undefined) req = await provider.sign(req)
         if (provider.invoke) {
           // In-process: the adapter has the whole request at once.
           controller.sent = true
@@ -112,10 +113,11 @@ export async function dispatch (gw: CallServices, ctx: RequestContext, reply: Fa
         const pinning = gw.affinity.served(session, d, model.deployments)
         if (pinning !== undefined) await pinning
       }
-      if (wantsStream && isSse(res.headers)) {
+      // An adapter's own stream decoder reads any 2xx stream that is not a JSON answer.
+      if (wantsStream && (provider.decodeStream !== undefined ? !isJsonType(res.headers) : isSse(res.headers))) {
         const result = await streamResponse(gw, ctx, reply, res, attempt, controller, deadline)
         if (result === 'served') return
-        lastError = gwError('GW_ERR_UPSTREAM_FAILED')
+        lastError = attempt.failure ?? gwError('GW_ERR_UPSTREAM_FAILED')
         continue
       }
       const served = await serveJson(gw, ctx, reply, res, attempt, deadline)
@@ -162,10 +164,11 @@ async function serveJson (gw: CallServices, ctx: RequestContext, reply: FastifyR
   try {
     if (!isJsonType(res.headers) && !/^\s*[{[]/.test(text)) throw new Error('not JSON')
     json = JSON.parse(text)
+    if (a.provider.decodeResponse !== undefined) json = a.provider.decodeResponse(json, 'answer', a.d.upstreamModel)
   } catch {
     a.circuit.failure()
     // Never the body itself: a 2xx answer may hold completion text, which logs must not.
-    ctx.log.warn({ provider: a.d.provider, contentType: res.headers['content-type'], bodyChars: text.length }, 'upstream answered 2xx with a body that is not JSON')
+    ctx.log.warn({ provider: a.d.provider, contentType: res.headers['content-type'], bodyChars: text.length }, 'upstream answered 2xx with a body that is not JSON, or not an answer its adapter reads')
     return false
   }
   a.circuit.success()
@@ -186,7 +189,7 @@ async function serveJson (gw: CallServices, ctx: RequestContext, reply: FastifyR
   const hooks = gw.pipeline.responders[ctx.route].answer
   let payload: string
   if (hooks.length === 0) {
-    payload = a.translator.passthrough ? text : JSON.stringify(out.body)
+    payload = a.translator.passthrough && a.provider.decodeResponse === undefined ? text : JSON.stringify(out.body)
   } else {
     const answer: ClientAnswer = { protocol: ctx.protocol as ClientProtocol, body: out.body as JsonObject }
     await ctx.runAnswerHooks(hooks, answer)

@@ -3,12 +3,12 @@ import type { ServerResponse } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import type { CallServices } from './services.ts'
 import type { RequestContext } from './runner.ts'
-import type { ProviderInstance, SseEvent, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from '../dispatch/provider.ts'
+import type { ProviderInstance, SseEvent, StreamDecoder, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from '../dispatch/provider.ts'
 import type { ClientProtocol, Deployment } from '../types/model.ts'
 import type { Deadline } from '../dispatch/deadline.ts'
 import { SseParser, SseEventTooLarge, sseData, sseEvent } from '../dispatch/sse.ts'
 import type { CallAbort } from '../dispatch/abort.ts'
-import { gwError, type GatewayError } from '../errors/errors.ts'
+import { gwError, isGatewayError, type GatewayError } from '../errors/errors.ts'
 import { localizeError, pickLocale } from '../errors/i18n.ts'
 import { messagesTypeOf } from '../errors/error-reply.ts'
 import { StreamRewriter } from './response-hooks.ts'
@@ -22,7 +22,11 @@ import { ChunkReader } from '../dispatch/chunk-reader.ts'
  * One deployment being tried. `outputCap`: the output tokens the call reserved for (its cap ×
  * completions), the most its answer is billed for output.
  */
-export interface Attempt { d: Deployment, provider: ProviderInstance, translator: Translator, opts: TranslateOptions, circuit: CircuitTicket, outputCap: number }
+export interface Attempt {
+  d: Deployment, provider: ProviderInstance, translator: Translator, opts: TranslateOptions, circuit: CircuitTicket, outputCap: number
+  /** Why its stream failed before any output, when its decoder said (a GatewayError it threw). */
+  failure?: GatewayError
+}
 
 /** Headers every inference answer carries. */
 export function inferenceHeaders (ctx: RequestContext, provider: string): Record<string, string> {
@@ -254,7 +258,8 @@ export async function streamResponse (
   gw: CallServices, ctx: RequestContext, reply: FastifyReply, res: UpstreamResponse, a: Attempt,
   controller: CallAbort, deadline: Deadline,
 ): Promise<'served' | 'retry'> {
-  const parser = new SseParser({ maxEventBytes: gw.config.server.maxUpstreamEventBytes })
+  // An adapter's own decoder (binary frames, NDJSON) when it brings one, else core's SSE parser.
+  const parser: StreamDecoder = a.provider.decodeStream?.(a.opts) ?? new SseParser({ maxEventBytes: gw.config.server.maxUpstreamEventBytes })
   const st = a.translator.stream(ctx.body as Record<string, unknown>, a.opts)
   const raw = reply.raw
   // Decided per route at start-up: with no stream hook the translator's bytes go out untouched.
@@ -272,7 +277,7 @@ export async function streamResponse (
       if (chunk === null) break
       deadline.bump()
       const events = parser.push(chunk)
-      let bytes = relayChunk(chunk, events, st, rewriter === undefined && parser.whole)
+      let bytes = relayChunk(chunk, events, st, rewriter === undefined && parser.whole === true)
       // Checked after the chunk went through the translator, before it goes out: the chunk that
       // passed the cap is not relayed, and a finished stream is done anyway.
       if (!st.finished && guard.passed(st, chunk.length)) throw new OutputCapPassed()
@@ -336,6 +341,9 @@ export async function streamResponse (
         throw gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err })
       }
       a.circuit.failure()
+      // An adapter's decoder may say what the failure is (an upstream's throttling): the call's
+      // error when no other deployment answers.
+      if (isGatewayError(err)) a.failure = err
       ctx.log.warn({ err, provider: a.d.provider }, 'upstream stream failed before any output; trying the next deployment')
       return 'retry'
     }

@@ -61,7 +61,49 @@ export interface ProviderInstance {
   invoke? (req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamResponse>
   /** Dialect settings handed to translators. */
   readonly translate?: UpstreamTranslateOptions
+  /**
+   * Optional: signs the request `prepare` (or `prepareCountTokens`) built, over its final method
+   * (POST), URL, headers and body bytes (AWS SigV4, request signatures of any kind), just before it
+   * is sent; resolves the request to send (its headers completed). Only adapters that sign pay
+   * for the promise. Credentials that expire are refreshed by the adapter's credential provider
+   * (`CredentialProvider`), not fetched per call. A rejection counts as the upstream unreachable
+   * (logged; the next deployment is tried).
+   */
+  sign? (req: UpstreamRequest): Promise<UpstreamRequest>
+  /**
+   * Optional: a decoder for one streamed answer, for an upstream whose stream is not server-sent
+   * events (binary frames, NDJSON). It turns the body's bytes into the events of `protocol` that
+   * the translators read (as core's SSE parser would have produced them from that protocol's own
+   * stream). `opts`: the call's translate options. When present, a 2xx streamed answer whose content type is not JSON is read with it.
+   */
+  decodeStream? (opts: TranslateOptions): StreamDecoder
+  /**
+   * Optional: an upstream whose JSON answers are not in `protocol`'s shape turns them into it:
+   * `kind: 'answer'` a non-streamed inference answer (then the answer is always re-serialized, never
+   * relayed byte for byte), `kind: 'count_tokens'` a count answer (`{ input_tokens }`). Throws
+   * when the answer is unusable (treated as a malformed upstream answer). `upstreamModel`: the
+   * deployment's model name.
+   */
+  decodeResponse? (body: unknown, kind: 'answer' | 'count_tokens', upstreamModel: string): unknown
   close? (): void | Promise<void>
+}
+
+/**
+ * Bytes → events, for one stream (create one per call). Each chunk's events in order; `end` at the
+ * body's end gives what was held back. Throwing fails the stream: before the first byte reached
+ * the client the next deployment is tried (a GatewayError thrown then is the call's error when no
+ * deployment answers: an upstream's throttling as 503 with Retry-After), after it the client gets
+ * its protocol's terminal error event and the call is billed what it relayed (once). `SseParser`
+ * is core's own decoder.
+ */
+export interface StreamDecoder {
+  push (chunk: Buffer): SseEvent[]
+  end (): SseEvent[]
+  /**
+   * Optional (core's SSE parser): true when the last chunk was exactly the `raw` text of the
+   * events it gave, so it may be relayed as its own bytes. Absent: never.
+   */
+  readonly whole?: boolean
 }
 
 export interface ProviderDeps {
@@ -114,6 +156,11 @@ export interface UpstreamTranslateOptions {
    * fields (`usageFromChat` / `usageFromMessages`). Billing and quota use what it returns.
    */
   readUsage?: (usage: Record<string, unknown>) => Usage
+  /**
+   * Messages upstreams: images from chat clients (`image_url` parts) pass on as image blocks (data
+   * URIs as base64, https URLs as URL sources) instead of being dropped (default false).
+   */
+  chatImages?: boolean
 }
 
 /** What a stream's terminal error event says besides its text and status. */

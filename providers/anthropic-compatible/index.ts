@@ -2,7 +2,7 @@
  * @module providers/anthropic-compatible – any messages-protocol server (Anthropic, and the
  * vendors that expose an Anthropic-compatible endpoint).
  */
-import { defineProvider, type UpstreamCall } from '../../index.ts'
+import { defineProvider, type UpstreamCall, awsSigner } from '../../index.ts'
 import { splitBaseUrl } from '../../index.ts'
 import { AnthropicCompatibleConfig } from './schema.ts'
 import { foldSystemMessages, hasSystemMessage, MID_CONVERSATION_SYSTEM_BETA, NATIVE_SYSTEM_VERSION } from './system-messages.ts'
@@ -19,6 +19,7 @@ export default defineProvider({
   configSchema: AnthropicCompatibleConfig,
   create (config, deps) {
     const { origin, prefix } = splitBaseUrl(config.baseUrl, `provider ${deps.name}`)
+    if (config.aws !== undefined && config.apiKey) throw new Error(`provider ${deps.name}: set either apiKey or aws (SigV4 signing), not both`)
     const path = `${prefix}/v1/messages`
     const base: Record<string, string> = { ...config.headers, 'content-type': 'application/json', 'anthropic-version': config.version }
     if (config.apiKey) {
@@ -55,6 +56,8 @@ export default defineProvider({
     }
     return {
       protocol: 'messages',
+      // Opt-in SigV4 (an Anthropic-compatible endpoint hosted on AWS): only a configured `aws` block signs.
+      sign: config.aws === undefined ? undefined : awsSigner(config.aws),
       prepare (call) {
         return { origin, path, ...request(call, call.bodyText) }
       },

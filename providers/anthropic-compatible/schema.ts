@@ -1,5 +1,5 @@
 /** @module providers/anthropic-compatible/schema – config of a messages-protocol upstream. */
-import { Type, type Static } from '../../index.ts'
+import { Type, type Static, AwsSigningConfig } from '../../index.ts'
 
 /**
  * Betas Claude Code and the SDKs need to work that do not change what a call costs: client
@@ -41,6 +41,7 @@ export const AnthropicCompatibleConfig = Type.Object({
   forwardBeta: Type.Boolean({ default: true, description: 'Forward the client\'s anthropic-beta header (only the betas in allowedBetas); false: never.' }),
   allowedBetas: Type.Array(Type.String({ minLength: 1 }), { default: DEFAULT_ALLOWED_BETAS, uniqueItems: true, description: 'anthropic-beta values forwarded upstream, each item of a comma-separated header checked on its own; others are dropped. "*" forwards every beta (clients may then switch on features priced above the configured price).' }),
   headers: Type.Record(Type.String(), Type.String(), { default: {}, description: 'Extra headers on every upstream request.' }),
+  aws: Type.Optional(AwsSigningConfig),
 }, { additionalProperties: false })
 
 export type AnthropicCompatibleConfigT = Static<typeof AnthropicCompatibleConfig>

@@ -2,7 +2,7 @@
  * @module providers/openai-compatible – any chat-completions server: OpenAI, vLLM, Ollama,
  * OpenRouter, DeepSeek, LM Studio... A new vendor of this kind is config only.
  */
-import { defineProvider } from '../../index.ts'
+import { defineProvider, awsSigner } from '../../index.ts'
 import { splitBaseUrl } from '../../index.ts'
 import { OpenAICompatibleConfig } from './schema.ts'
 
@@ -18,6 +18,7 @@ export default defineProvider({
   configSchema: OpenAICompatibleConfig,
   create (config, deps) {
     const { origin, prefix } = splitBaseUrl(config.baseUrl, `provider ${deps.name}`)
+    if (config.aws !== undefined && config.apiKey) throw new Error(`provider ${deps.name}: set either apiKey or aws (SigV4 signing), not both`)
     const path = `${prefix}/chat/completions`
     const base: Record<string, string> = { ...config.headers, 'content-type': 'application/json' }
     if (config.apiKey) base.authorization = `Bearer ${config.apiKey}`
@@ -26,6 +27,8 @@ export default defineProvider({
     return {
       protocol: 'chat',
       translate: { maxTokensField: config.maxTokensField, systemRole: config.systemRole },
+      // Opt-in SigV4 (Bedrock's OpenAI-compatible endpoint): only a configured `aws` block signs.
+      sign: config.aws === undefined ? undefined : awsSigner(config.aws),
       prepare (call) {
         return { origin, path, headers: call.stream ? sseHeaders : jsonHeaders, body: call.bodyText ?? JSON.stringify(call.body) }
       },

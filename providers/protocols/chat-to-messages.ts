@@ -20,7 +20,7 @@
 import { sseData, SSE_DONE, estimateUsage, gwError, requestedOutputCap, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromMessages, usageToChat } from '../../index.ts'
 import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeErrorType, safeToolId, textOf } from './common.ts'
-import { isMediaBlock } from './media-blocks.ts'
+import { imageBlock, isMediaBlock } from './media-blocks.ts'
 import { isObject, parseWire, str, type JsonObject } from './wire.ts'
 import { isThinkingBlock, settleThinking, signedForMessages, thinkingBlock, thinkingBlocksOf } from './thinking.ts'
 import type { ChatChunk, ChatCompletion, ChatDelta, ChatErrorChunk, ChatFinishReason, ChatAnswerMessage, ChatRequestWire, ChatToolChoiceWire, ChatToolWire } from './wire-chat.ts'
@@ -401,8 +401,35 @@ class ChatOverMessagesStream implements StreamTranslator {
   }
 }
 
+/**
+ * The chat body with its image parts as messages image blocks (data URIs as base64, https URLs as
+ * URL sources; 400 for what is neither), for an upstream that takes images from chat clients
+ * (`UpstreamTranslateOptions.chatImages`); the body itself when it has none.
+ */
+function withImageBlocks (body: ChatRequestWire): ChatRequestWire {
+  const list = body.messages
+  if (!Array.isArray(list)) return body
+  let changed = false
+  const messages = list.map((m, i) => {
+    const parts = m?.content
+    if (!Array.isArray(parts) || !parts.some(p => isObject(p) && p.type === 'image_url')) return m
+    changed = true
+    return {
+      ...m,
+      content: parts.map((p: unknown, j) => {
+        if (!isObject(p) || p.type !== 'image_url') return p
+        const img = p.image_url
+        return imageBlock(typeof img === 'string' ? img : isObject(img) ? img.url : undefined, `messages.${i}.content.${j}`)
+      }),
+    }
+  })
+  return changed ? { ...body, messages } : body
+}
+
 export const chatToMessages: Translator = {
-  request: (body, opts) => chatToMessagesRequest(body, opts),
+  // Images from chat clients are dropped (the chat route's rule for messages upstreams) unless the
+  // upstream takes them (`chatImages`): then they pass on as image blocks, as on the Responses route.
+  request: (body, opts) => opts.upstream?.chatImages === true ? chatToMessagesRequest(withImageBlocks(body), opts, true) : chatToMessagesRequest(body, opts),
   response,
   stream (clientBody: ChatRequestWire, opts: TranslateOptions): StreamTranslator {
     return new ChatOverMessagesStream(clientBody, opts)

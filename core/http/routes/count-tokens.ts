@@ -96,12 +96,15 @@ async function upstreamCount (gw: Gateway, ctx: RequestContext): Promise<number 
       ctx.log.warn({ provider: d.provider }, 'the call\'s deadline passed before the token count was forwarded; counting locally')
       return undefined
     }
-    const req = provider.prepareCountTokens({ model: ctx.model!, deployment: d, body: forwardedBody(body, d.upstreamModel), stream: false, clientHeaders: ctx.headers, requestId: ctx.requestId })
+    let req = provider.prepareCountTokens({ model: ctx.model!, deployment: d, body: forwardedBody(body, d.upstreamModel), stream: false, clientHeaders: ctx.headers, requestId: ctx.requestId })
     try {
+      if (provider.sign !== undefined) req = await provider.sign(req)
       const res = await gw.upstream.send(req, AbortSignal.any([ctx.signal, AbortSignal.timeout(bound)]))
       const text = await readText(res.body, MAX_COUNT_BODY)
       if (res.status >= 200 && res.status < 300) {
-        const n = (JSON.parse(text) as { input_tokens?: unknown }).input_tokens
+        let json: unknown = JSON.parse(text)
+        if (provider.decodeResponse !== undefined) json = provider.decodeResponse(json, 'count_tokens', d.upstreamModel)
+        const n = (json as { input_tokens?: unknown } | null)?.input_tokens
         if (typeof n === 'number' && Number.isInteger(n) && n >= 0) {
           ctx.accepted(d.provider)
           return n

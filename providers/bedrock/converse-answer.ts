@@ -1,0 +1,96 @@
+/**
+ * @module providers/bedrock/converse-answer – Converse answers → messages-protocol answers: the
+ * JSON answer, the count-tokens answer, stop reasons and usage.
+ */
+import { randomBytes } from 'node:crypto'
+
+type Obj = Record<string, unknown>
+
+export function isObj (v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+/**
+ * Converse `stopReason` → messages `stop_reason`. A guardrail or content filter is the protocol's
+ * refusal (chat clients see `content_filter`), never a plain stop.
+ */
+export function stopReason (r: unknown): string {
+  switch (r) {
+    case 'tool_use': case 'max_tokens': case 'stop_sequence': case 'model_context_window_exceeded': return r
+    case 'guardrail_intervened': case 'content_filtered': return 'refusal'
+    default: return 'end_turn'
+  }
+}
+
+const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0)
+
+/**
+ * Converse `usage` → messages `usage` (input excluding cache reads and writes, as the messages
+ * protocol counts it). Converse's `inputTokens` excludes `cacheReadInputTokens` and
+ * `cacheWriteInputTokens`; some model families report it including them, which `totalTokens`
+ * shows (total = input + output, the cache counts inside input): then the cache counts are taken
+ * out of it, never counted twice.
+ */
+export function messagesUsage (u: unknown): Obj {
+  const x = isObj(u) ? u : {}
+  let input = num(x.inputTokens)
+  const read = num(x.cacheReadInputTokens)
+  const write = num(x.cacheWriteInputTokens)
+  const output = num(x.outputTokens)
+  const total = num(x.totalTokens)
+  if (read + write > 0 && total > 0 && total === input + output && input >= read + write) input -= read + write
+  return { input_tokens: input, cache_read_input_tokens: read, cache_creation_input_tokens: write, output_tokens: output }
+}
+
+export function messageId (): string {
+  return `msg_bdrk_${randomBytes(12).toString('hex')}`
+}
+
+/** One Converse content block of an answer → a messages block (undefined: nothing to show). */
+function answerBlock (b: unknown): Obj | undefined {
+  if (!isObj(b)) return undefined
+  if (typeof b.text === 'string') return { type: 'text', text: b.text }
+  if (isObj(b.toolUse)) {
+    const t = b.toolUse
+    return { type: 'tool_use', id: String(t.toolUseId), name: String(t.name), input: isObj(t.input) ? t.input : {} }
+  }
+  if (isObj(b.reasoningContent)) {
+    const r = b.reasoningContent
+    if (typeof r.redactedContent === 'string') return { type: 'redacted_thinking', data: r.redactedContent }
+    const t = isObj(r.reasoningText) ? r.reasoningText : {}
+    return { type: 'thinking', thinking: typeof t.text === 'string' ? t.text : '', signature: typeof t.signature === 'string' ? t.signature : '' }
+  }
+  return undefined
+}
+
+/**
+ * The stop sequence that ended the answer: Converse does not say which; the Anthropic models report
+ * it in `additionalModelResponseFields.stop_sequence`. null when unknown.
+ */
+export function stopSequence (additional: unknown): string | null {
+  return isObj(additional) && typeof additional.stop_sequence === 'string' ? additional.stop_sequence : null
+}
+
+/** A Converse JSON answer → the messages answer; throws when it is not one (a malformed answer). */
+export function messagesAnswer (body: unknown, model: string): Obj {
+  if (!isObj(body) || !isObj(body.output) || !isObj(body.output.message) || !Array.isArray(body.output.message.content)) {
+    throw new Error('not a Converse answer')
+  }
+  const content = body.output.message.content.map(answerBlock).filter((b): b is Obj => b !== undefined)
+  return {
+    id: messageId(),
+    type: 'message',
+    role: 'assistant',
+    model,
+    content,
+    stop_reason: stopReason(body.stopReason),
+    stop_sequence: stopSequence(body.additionalModelResponseFields),
+    usage: messagesUsage(body.usage),
+  }
+}
+
+/** A count-tokens answer (`{ inputTokens }`) → `{ input_tokens }`. */
+export function countAnswer (body: unknown): Obj {
+  if (!isObj(body) || typeof body.inputTokens !== 'number') throw new Error('not a count-tokens answer')
+  return { input_tokens: body.inputTokens }
+}
