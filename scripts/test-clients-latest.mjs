@@ -39,6 +39,7 @@ export const CLIENTS = [
 /** The test files that drive those clients. */
 export const CLIENT_TESTS = [
   'test/e2e/real-clients.test.ts',
+  'test/e2e/claude-code-thinking.test.ts',
   'test/e2e/codex-cli.test.ts',
   'test/e2e/agents-sdk.test.ts',
   'test/e2e/openai-sdk.test.ts',
