@@ -50,8 +50,12 @@ const NS_TOOLS = [
   { type: 'namespace', name: 'crm', description: 'Customer records', tools: [fn('lookup')] },
   fn('get_weather'),
   { type: 'web_search' },
-  { type: 'custom', name: 'apply_patch' },
+  { type: 'custom', name: 'apply_patch', description: 'Edit files.', format: { type: 'grammar', syntax: 'lark', definition: 'start: "*** Begin Patch"' } },
 ]
+/** A patch, the free-form input of a custom tool's call. */
+const PATCH = '*** Begin Patch\n*** Add File: hello.txt\n+hi "there"\n*** End Patch\n'
+/** A custom tool's one string parameter, as chat and messages upstreams get it. */
+const CUSTOM_PARAMS = { type: 'object', properties: { input: { type: 'string', description: 'The tool\'s raw input (not JSON), which must match this lark grammar:\nstart: "*** Begin Patch"' } }, required: ['input'] }
 const TURNS = [
   { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Be terse.' }] },
   { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Weather in Paris?' }] },
@@ -109,15 +113,33 @@ export const RESPONSES_GOLDEN_CASES: readonly ResponsesGoldenCase[] = [
     },
   },
   {
-    name: 'responses → chat: namespace members become ns__fn functions; web_search and custom tools dropped; tool_choice required',
+    name: 'responses → chat: namespace members become ns__fn functions; a custom tool a function of one string `input` its grammar describes; web_search dropped; tool_choice required',
     upstream: 'chat', body: { tools: NS_TOOLS, tool_choice: 'required', parallel_tool_calls: false, include: ['reasoning.encrypted_content'], store: true },
-    expect: { tools: [{ type: 'function', function: { name: 'crm__lookup', description: 'Customer records' } }, { type: 'function', function: { name: 'get_weather' } }], tool_choice: 'required', parallel_tool_calls: false },
+    expect: { tools: [{ type: 'function', function: { name: 'crm__lookup', description: 'Customer records' } }, { type: 'function', function: { name: 'get_weather' } }, { type: 'function', function: { name: 'apply_patch', description: 'Edit files.', parameters: CUSTOM_PARAMS } }], tool_choice: 'required', parallel_tool_calls: false },
     absent: ['include', 'store'],
   },
   {
     name: 'responses → messages: namespace members become ns__fn tools; a function tool_choice names its tool',
     upstream: 'messages', body: { tools: NS_TOOLS, tool_choice: { type: 'function', name: 'get_weather' } },
-    expect: { tools: [{ name: 'crm__lookup' }, { name: 'get_weather' }], tool_choice: { type: 'tool', name: 'get_weather' } },
+    expect: { tools: [{ name: 'crm__lookup' }, { name: 'get_weather' }, { name: 'apply_patch', description: 'Edit files.', input_schema: CUSTOM_PARAMS }], tool_choice: { type: 'tool', name: 'get_weather' } },
+  },
+  {
+    name: 'responses → messages: the tools of an additional_tools input item (a namespace holding a custom tool) join the tools; a custom tool_choice names its tool',
+    upstream: 'messages',
+    body: { input: [{ type: 'additional_tools', role: 'developer', tools: [{ type: 'namespace', name: 'functions', tools: [{ type: 'custom', name: 'exec', description: 'Run code.' }, fn('wait')] }] }, { role: 'user', content: 'go' }], tool_choice: { type: 'custom', name: 'exec', namespace: 'functions' } },
+    expect: { tools: [{ name: 'functions__exec', input_schema: { type: 'object', properties: { input: { type: 'string', description: 'The tool\'s raw input as free-form text (not JSON).' } }, required: ['input'] } }, { name: 'functions__wait' }], tool_choice: { type: 'tool', name: 'functions__exec' }, messages: [{ role: 'user', content: 'go' }] },
+  },
+  {
+    name: 'responses → chat: a custom_tool_call given back is a call whose arguments hold its input; its custom_tool_call_output the tool message',
+    upstream: 'chat',
+    body: { tools: NS_TOOLS, input: [{ role: 'user', content: 'patch it' }, { type: 'custom_tool_call', call_id: 'call_p', name: 'apply_patch', input: '*** Begin Patch\n*** End Patch' }, { type: 'custom_tool_call_output', call_id: 'call_p', output: 'Done!' }] },
+    expect: { messages: [{ role: 'user', content: 'patch it' }, { role: 'assistant', content: null, tool_calls: [{ id: 'call_p', type: 'function', function: { name: 'apply_patch', arguments: JSON.stringify({ input: '*** Begin Patch\n*** End Patch' }) } }] }, { role: 'tool', tool_call_id: 'call_p', content: 'Done!' }] },
+  },
+  {
+    name: 'responses → messages: a custom_tool_call given back is a tool_use whose input holds it; its output a tool_result',
+    upstream: 'messages',
+    body: { tools: NS_TOOLS, input: [{ role: 'user', content: 'patch it' }, { type: 'custom_tool_call', call_id: 'call_p', name: 'apply_patch', input: 'P' }, { type: 'custom_tool_call_output', call_id: 'call_p', output: 'Done!' }] },
+    expect: { messages: [{ role: 'user', content: 'patch it' }, { role: 'assistant', content: [{ type: 'tool_use', id: 'call_p', name: 'apply_patch', input: { input: 'P' } }] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_p', content: 'Done!' }] }] },
   },
   { name: 'responses → chat: a built-in tool choice is dropped with its tool', upstream: 'chat', body: { tools: NS_TOOLS, tool_choice: { type: 'web_search' } }, expect: {}, absent: ['tool_choice'] },
   {
@@ -212,6 +234,18 @@ export const RESPONSES_GOLDEN_ANSWERS: readonly ResponsesGoldenAnswer[] = [
     expect: { output: [{ type: 'message' }, { type: 'function_call', call_id: 'toolu_1', name: 'get_weather' }, { type: 'function_call', call_id: 'toolu_2', name: 'lookup', namespace: 'crm' }] },
   },
   {
+    name: 'responses ← chat: a call of a custom tool is a custom_tool_call item whose input is the call\'s `input` string',
+    upstream: 'chat', body: { tools: NS_TOOLS },
+    answer: { message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_p', type: 'function', function: { name: 'apply_patch', arguments: JSON.stringify({ input: PATCH }) } }] }, finish_reason: 'tool_calls' }, usage: GOLDEN_USAGE,
+    expect: { status: 'completed', output: [{ type: 'custom_tool_call', call_id: 'call_p', name: 'apply_patch', input: PATCH, status: 'completed' }] },
+  },
+  {
+    name: 'responses ← messages: a tool_use of a custom tool is a custom_tool_call item',
+    upstream: 'messages', body: { tools: NS_TOOLS },
+    answer: { content: [{ type: 'tool_use', id: 'toolu_p', name: 'apply_patch', input: { input: PATCH } }], stop_reason: 'tool_use' }, usage: GOLDEN_USAGE,
+    expect: { output: [{ type: 'custom_tool_call', call_id: 'toolu_p', name: 'apply_patch', input: PATCH }] },
+  },
+  {
     name: 'responses ← chat: finish_reason length is status incomplete, reason max_output_tokens',
     upstream: 'chat', answer: { message: { role: 'assistant', content: 'Hel' }, finish_reason: 'length' }, usage: GOLDEN_USAGE,
     expect: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } },
@@ -266,6 +300,12 @@ const TOOL_SHAPE = [
   'response.completed',
 ]
 
+const CUSTOM_SHAPE = [
+  'response.created', 'response.in_progress',
+  'response.output_item.added', 'response.custom_tool_call_input.delta', 'response.custom_tool_call_input.done', 'response.output_item.done',
+  'response.completed',
+]
+
 const REASONING_SHAPE = [
   'response.created', 'response.in_progress',
   'response.output_item.added', 'response.content_part.added', 'response.reasoning_text.delta', 'response.reasoning_text.delta',
@@ -312,6 +352,31 @@ export const RESPONSES_GOLDEN_STREAMS: readonly ResponsesGoldenStream[] = [
     },
     usage: GOLDEN_USAGE, shape: TOOL_SHAPE,
     final: { status: 'completed', output: [{ type: 'message' }, { type: 'function_call', call_id: 'toolu_1', name: 'lookup', namespace: 'crm', arguments: '{"city":"Rome"}' }] },
+  },
+  {
+    name: 'responses ← chat stream: a custom tool\'s call is a custom_tool_call item; its input comes whole once the arguments are', upstream: 'chat', body: { tools: NS_TOOLS },
+    stream: {
+      deltas: [
+        { role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'call_p', type: 'function', function: { name: 'apply_patch', arguments: '' } }] },
+        { tool_calls: [{ index: 0, function: { arguments: JSON.stringify({ input: PATCH }).slice(0, 20) } }] }, { tool_calls: [{ index: 0, function: { arguments: JSON.stringify({ input: PATCH }).slice(20) } }] },
+      ],
+      finish_reason: 'tool_calls',
+    },
+    usage: GOLDEN_USAGE, shape: CUSTOM_SHAPE,
+    final: { status: 'completed', output: [{ type: 'custom_tool_call', call_id: 'call_p', name: 'apply_patch', input: PATCH, status: 'completed' }] },
+  },
+  {
+    name: 'responses ← messages stream: a tool_use of a custom tool is a custom_tool_call item', upstream: 'messages', body: { tools: NS_TOOLS },
+    stream: {
+      events: [
+        ['content_block_start', { index: 0, content_block: { type: 'tool_use', id: 'toolu_p', name: 'apply_patch', input: {} } }],
+        ['content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify({ input: PATCH }).slice(0, 20) } }], ['content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify({ input: PATCH }).slice(20) } }],
+        ['content_block_stop', { index: 0 }],
+      ],
+      stop_reason: 'tool_use',
+    },
+    usage: GOLDEN_USAGE, shape: CUSTOM_SHAPE,
+    final: { status: 'completed', output: [{ type: 'custom_tool_call', call_id: 'toolu_p', name: 'apply_patch', input: PATCH }] },
   },
   {
     name: 'responses ← chat stream: finish_reason length ends with response.incomplete', upstream: 'chat',

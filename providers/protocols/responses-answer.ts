@@ -11,12 +11,12 @@
 import { sseEvent, estimateUsage, sanitizeUpstreamMessage, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { newId, textOf } from './common.ts'
 import { usageToResponses } from '../../index.ts'
-import { callInfo, type CallInfo } from './responses-request.ts'
+import { callInfo, customInput, type CallInfo } from './responses-request.ts'
 import { isObject } from './wire.ts'
 import { encodeThinking, thinkingBlocksOf, type AnyThinkingBlock } from './thinking.ts'
 import type { ChatChunkWire, ChatCompletionWire, ChatDeltaWire } from './wire-chat.ts'
 import type {
-  ResponseObject, ResponseStatus, ResponsesEventData, ResponsesFunctionCallItem, ResponsesItemStatus, ResponsesMessageItem,
+  ResponseObject, ResponseStatus, ResponsesCustomToolCallItem, ResponsesEventData, ResponsesFunctionCallItem, ResponsesItemStatus, ResponsesMessageItem,
   ResponsesOutputItem, ResponsesOutputText, ResponsesReasoningItem, ResponsesRequestWire,
 } from './wire-responses.ts'
 
@@ -74,9 +74,12 @@ export function responseObject (
   }
 }
 
-function functionCallItem (info: CallInfo, id: string, callId: string, upstreamFn: string, args: string, status: ResponsesItemStatus): ResponsesFunctionCallItem {
+/** The upstream's call of `upstreamFn` as the client's item: a function_call, or a custom_tool_call (its input the call's one string argument) when the client's tool is custom. */
+function functionCallItem (info: CallInfo, id: string, callId: string, upstreamFn: string, args: string, status: ResponsesItemStatus): ResponsesFunctionCallItem | ResponsesCustomToolCallItem {
   const named = info.names.get(upstreamFn) ?? { name: upstreamFn }
-  const item: ResponsesFunctionCallItem = { type: 'function_call', id, call_id: callId, name: named.name, arguments: args, status }
+  const item: ResponsesFunctionCallItem | ResponsesCustomToolCallItem = named.custom === true
+    ? { type: 'custom_tool_call', id: 'ctc_' + id.replace(/^fc_/, ''), call_id: callId, name: named.name, input: args === '' ? '' : customInput(args), status }
+    : { type: 'function_call', id, call_id: callId, name: named.name, arguments: args, status }
   if (named.namespace !== undefined) item.namespace = named.namespace
   return item
 }
@@ -144,7 +147,7 @@ export class ResponsesEmitter {
   readonly #items: ResponsesOutputItem[] = []
   #message: OpenItem<ResponsesMessageItem> | undefined
   #reasoning: OpenItem<ResponsesReasoningItem> | undefined
-  readonly #calls = new Map<number, OpenItem<ResponsesFunctionCallItem>>()
+  readonly #calls = new Map<number, OpenItem<ResponsesFunctionCallItem | ResponsesCustomToolCallItem>>()
   #finish: unknown = null
   /** What the call is billed so far (streamUsage of the translator): shown in `response.failed`. */
   readonly #billed: () => Usage
@@ -202,10 +205,18 @@ export class ResponsesEmitter {
   #closeCalls (): string {
     let out = ''
     for (const c of this.#calls.values()) {
-      c.item.arguments = c.text
       c.item.status = 'completed'
-      out += this.#ev('response.function_call_arguments.done', { item_id: c.item.id, output_index: c.index, arguments: c.text, name: c.item.name }) +
-        this.#ev('response.output_item.done', { output_index: c.index, item: c.item })
+      if (c.item.type === 'custom_tool_call') {
+        // The upstream streams JSON arguments; the input is known once they are whole, so it is one delta.
+        const input = customInput(c.text)
+        c.item.input = input
+        if (input !== '') out += this.#ev('response.custom_tool_call_input.delta', { item_id: c.item.id, output_index: c.index, delta: input })
+        out += this.#ev('response.custom_tool_call_input.done', { item_id: c.item.id, output_index: c.index, input })
+      } else {
+        c.item.arguments = c.text
+        out += this.#ev('response.function_call_arguments.done', { item_id: c.item.id, output_index: c.index, arguments: c.text, name: c.item.name })
+      }
+      out += this.#ev('response.output_item.done', { output_index: c.index, item: c.item })
     }
     this.#calls.clear()
     return out
@@ -276,7 +287,7 @@ export class ResponsesEmitter {
         const args = tc?.function?.arguments
         if (typeof args === 'string' && args !== '') {
           c.text += args
-          out += this.#ev('response.function_call_arguments.delta', { item_id: c.item.id, output_index: c.index, delta: args })
+          if (c.item.type === 'function_call') out += this.#ev('response.function_call_arguments.delta', { item_id: c.item.id, output_index: c.index, delta: args })
         }
       }
     }
@@ -309,7 +320,8 @@ export class ResponsesEmitter {
     if (this.#reasoning) this.#reasoning.item.content = [{ type: 'reasoning_text', text: this.#reasoning.text }]
     for (const c of this.#calls.values()) {
       c.item.status = 'incomplete'
-      c.item.arguments = c.text
+      if (c.item.type === 'custom_tool_call') c.item.input = customInput(c.text)
+      else c.item.arguments = c.text
     }
     const r = responseObject(this.#shell, 'failed', this.#items, this.#billed(), null, { code, message })
     out += this.#ev('response.failed', { response: r })

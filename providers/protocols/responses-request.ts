@@ -10,8 +10,12 @@
  * - `instructions`, system and developer messages → system messages (the upstream's system role);
  * - `function` tools → chat functions; `namespace` tools → one function per member named
  *   `<namespace>__<name>` (over 64 characters: the first 55, `_`, 8 hex of its sha256), mapped
- *   back to `name` + `namespace` in the answer; built-in tools (`web_search`, `file_search`,
- *   `custom`, `local_shell`, `mcp`...) and tool choices naming them are dropped, never a 400;
+ *   back to `name` + `namespace` in the answer; `custom` tools (free-form input, maybe under a
+ *   grammar) → a function with one string parameter `input` (described by the tool's format), its
+ *   call answered as a `custom_tool_call` whose `input` is that string, and `custom_tool_call` /
+ *   `custom_tool_call_output` items given back → that call and its result; the tools of
+ *   `additional_tools` input items join `tools`; built-in tools (`web_search`, `file_search`,
+ *   `local_shell`, `mcp`, `tool_search`...) and tool choices naming them are dropped, never a 400;
  * - images and files: chat `image_url` / `file` parts toward a chat upstream; toward a messages
  *   upstream, messages `image` / `document` blocks (in user messages and in function_call_output,
  *   which becomes the tool_result's content), when the model lists the `image` / `file` modality;
@@ -38,8 +42,8 @@ const MAX_NAME = 64
 
 /** What `request` learned of a call that its answer needs: the tool-name map and the fields a `response` object echoes. */
 export interface CallInfo {
-  /** Upstream function name → the client's name and namespace. */
-  names: Map<string, { name: string, namespace?: string }>
+  /** Upstream function name → the client's name and namespace; `custom`: a custom tool (its call is a custom_tool_call). */
+  names: Map<string, { name: string, namespace?: string, custom?: true }>
   echo: Partial<ResponseEcho>
   /** `include` lists `reasoning.encrypted_content`: reasoning items carry their signed thinking. */
   encrypted?: boolean
@@ -59,7 +63,7 @@ export function callInfo (opts: TranslateOptions, clientBody?: ResponsesRequestW
 /** What the answer to `body` needs from it (pure: the same body gives the same CallInfo). */
 export function describeCall (body: ResponsesRequestWire): CallInfo {
   const names: CallInfo['names'] = new Map()
-  if (Array.isArray(body.tools)) convertTools(body.tools, names)
+  convertTools(toolsOf(body), names)
   return {
     names,
     encrypted: Array.isArray(body.include) && (body.include as unknown[]).includes('reasoning.encrypted_content'),
@@ -77,6 +81,29 @@ export function describeCall (body: ResponsesRequestWire): CallInfo {
       user: typeof body.user === 'string' ? body.user : null,
     },
   }
+}
+
+/** The request's tools: `tools`, then those of each `additional_tools` input item. */
+export function toolsOf (body: ResponsesRequestWire): Array<ResponsesToolWire | null> {
+  const out = Array.isArray(body.tools) ? [...body.tools] : []
+  if (Array.isArray(body.input)) {
+    for (const item of body.input) if (item?.type === 'additional_tools' && Array.isArray(item.tools)) out.push(...item.tools)
+  }
+  return out
+}
+
+/** The upstream call's arguments for a custom tool's free-form input. */
+export function customArguments (input: string): string {
+  return JSON.stringify({ input })
+}
+
+/** A custom tool's free-form input from the upstream call's arguments: `input` when they are JSON holding that string, else the arguments as they are. */
+export function customInput (args: string): string {
+  try {
+    const v: unknown = JSON.parse(args)
+    if (isObject(v) && typeof v.input === 'string') return v.input
+  } catch {}
+  return args
 }
 
 /** The upstream's name for a function, reversible through CallInfo.names. */
@@ -196,8 +223,20 @@ function convertInput (body: ResponsesRequestWire, systemRole: 'system' | 'devel
         else out.push({ role: 'assistant', content: null, tool_calls: [call] })
         break
       }
-      case 'function_call_output':
-        if (typeof item.call_id !== 'string') bad(`${where}: a function_call_output needs call_id`)
+      case 'custom_tool_call': {
+        if (typeof item.call_id !== 'string' || typeof item.name !== 'string') bad(`${where}: a custom_tool_call needs call_id and name`)
+        const call: ChatToolCall = {
+          id: item.call_id,
+          type: 'function',
+          function: { name: upstreamName(item.name, typeof item.namespace === 'string' ? item.namespace : undefined), arguments: customArguments(typeof item.input === 'string' ? item.input : '') },
+        }
+        const last = out[out.length - 1]
+        if (last?.role === 'assistant') (last.tool_calls ??= []).push(call)
+        else out.push({ role: 'assistant', content: null, tool_calls: [call] })
+        break
+      }
+      case 'function_call_output': case 'custom_tool_call_output':
+        if (typeof item.call_id !== 'string') bad(`${where}: a ${type} needs call_id`)
         // Toward a messages upstream a tool result can hold images and documents too.
         out.push({ role: 'tool', tool_call_id: item.call_id, content: media && Array.isArray(item.output) ? chatContent(item.output, `${where}.output`, media) : outputText(item.output) })
         break
@@ -223,13 +262,14 @@ function convertInput (body: ResponsesRequestWire, systemRole: 'system' | 'devel
 function convertTools (tools: Array<ResponsesToolWire | null>, names: CallInfo['names']): ChatFunctionTool[] {
   const out: ChatFunctionTool[] = []
   const add = (t: ResponsesToolWire | null, namespace?: string): void => {
-    if (t?.type !== 'function' || typeof t.name !== 'string') return
+    if ((t?.type !== 'function' && t?.type !== 'custom') || typeof t.name !== 'string') return
     const name = upstreamName(t.name, namespace)
-    names.set(name, namespace ? { name: t.name, namespace } : { name: t.name })
-    const fn: ChatFunctionTool['function'] = { name, parameters: t.parameters ?? { type: 'object', properties: {} } }
+    const custom = t.type === 'custom'
+    names.set(name, { name: t.name, ...(namespace ? { namespace } : {}), ...(custom ? { custom: true as const } : {}) })
+    const fn: ChatFunctionTool['function'] = { name, parameters: custom ? customParameters(t) : t.parameters ?? { type: 'object', properties: {} } }
     const desc = [namespace ? tools.find(x => x?.type === 'namespace' && x.name === namespace)?.description : undefined, t.description].filter((d): d is string => typeof d === 'string' && d !== '')
     if (desc.length > 0) fn.description = desc.join('\n')
-    if (typeof t.strict === 'boolean') fn.strict = t.strict
+    if (!custom && typeof t.strict === 'boolean') fn.strict = t.strict
     out.push({ type: 'function', function: fn })
   }
   for (const t of tools) {
@@ -239,15 +279,24 @@ function convertTools (tools: Array<ResponsesToolWire | null>, names: CallInfo['
   return out
 }
 
+/** A custom tool's one string parameter, `input`, described by the tool's format (free text, or text a grammar accepts). */
+function customParameters (t: ResponsesToolWire): object {
+  const f = t.format
+  const description = f?.type === 'grammar' && typeof f.definition === 'string'
+    ? `The tool's raw input (not JSON), which must match this ${typeof f.syntax === 'string' ? f.syntax + ' ' : ''}grammar:\n${f.definition}`
+    : "The tool's raw input as free-form text (not JSON)."
+  return { type: 'object', properties: { input: { type: 'string', description } }, required: ['input'] }
+}
+
 function convertToolChoice (tc: unknown, known: Set<string>): ChatRequest['tool_choice'] {
   if (tc === 'auto' || tc === 'none' || tc === 'required') return tc
   const c: ResponsesToolChoiceWire | undefined = isObject(tc) ? tc : undefined
-  if (c?.type === 'function' && typeof c.name === 'string') {
+  if ((c?.type === 'function' || c?.type === 'custom') && typeof c.name === 'string') {
     const name = upstreamName(c.name, typeof c.namespace === 'string' ? c.namespace : undefined)
     return known.has(name) ? { type: 'function', function: { name } } : undefined
   }
   if (c?.type === 'allowed_tools' && Array.isArray(c.tools)) {
-    const tools = c.tools.filter((t): t is { type: 'function', name: string, namespace?: unknown } => t?.type === 'function' && typeof t.name === 'string')
+    const tools = c.tools.filter((t): t is { type: 'function' | 'custom', name: string, namespace?: unknown } => (t?.type === 'function' || t?.type === 'custom') && typeof t.name === 'string')
       .map(t => ({ type: 'function' as const, function: { name: upstreamName(t.name, typeof t.namespace === 'string' ? t.namespace : undefined) } }))
     if (tools.length === 0) return undefined
     return { type: 'allowed_tools', allowed_tools: { mode: c.mode === 'required' ? 'required' : 'auto', tools } }
@@ -269,7 +318,7 @@ export function responsesToChatRequest (body: ResponsesRequestWire, opts: Transl
   out[capField] = cap
   if (typeof body.temperature === 'number') out.temperature = body.temperature
   if (typeof body.top_p === 'number') out.top_p = body.top_p
-  const tools = Array.isArray(body.tools) ? convertTools(body.tools, new Map()) : []
+  const tools = convertTools(toolsOf(body), new Map())
   if (tools.length > 0) {
     out.tools = tools
     const choice = convertToolChoice(body.tool_choice, new Set(info.names.keys()))

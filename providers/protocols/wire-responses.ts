@@ -33,18 +33,24 @@ export interface ResponsesItemWire {
   arguments?: unknown
   /** A string or a list of parts. */
   output?: unknown
+  /** custom_tool_call: the call's free-form input */
+  input?: unknown
   /** reasoning: the opaque reasoning to give back, and its summary parts */
   encrypted_content?: unknown
   summary?: unknown
+  /** additional_tools: more tools for the turn, as in the request's `tools` */
+  tools?: Array<ResponsesToolWire | null> | null
 }
 
-/** A tool: `function`, `namespace` (a named group of functions), or a built-in tool. */
+/** A tool: `function`, `custom` (free-form input, maybe under a grammar), `namespace` (a named group of tools), or a built-in tool. */
 export interface ResponsesToolWire {
   type?: unknown
   name?: unknown
   description?: unknown
   parameters?: unknown
   strict?: unknown
+  /** custom: `{type: 'text'}` or `{type: 'grammar', syntax, definition}` */
+  format?: { type?: unknown, syntax?: unknown, definition?: unknown } | null
   tools?: Array<ResponsesToolWire | null> | null
 }
 
@@ -185,7 +191,17 @@ export type ResponsesFunctionCallItem = {
   /** The client's namespace tool the function belongs to. */
   namespace?: string
 }
-export type ResponsesOutputItem = ResponsesMessageItem | ResponsesReasoningItem | ResponsesFunctionCallItem
+/** A call of the client's `custom` tool: its free-form input (the upstream's one string argument). */
+export type ResponsesCustomToolCallItem = {
+  type: 'custom_tool_call'
+  id: string
+  call_id: string
+  name: string
+  input: string
+  status: ResponsesItemStatus
+  namespace?: string
+}
+export type ResponsesOutputItem = ResponsesMessageItem | ResponsesReasoningItem | ResponsesFunctionCallItem | ResponsesCustomToolCallItem
 
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed'
 
@@ -249,5 +265,7 @@ export type ResponsesEventData = {
   'response.reasoning_text.done': { item_id: string, output_index: number, content_index: 0, text: string }
   'response.function_call_arguments.delta': { item_id: string, output_index: number, delta: string }
   'response.function_call_arguments.done': { item_id: string, output_index: number, arguments: string, name: string }
+  'response.custom_tool_call_input.delta': { item_id: string, output_index: number, delta: string }
+  'response.custom_tool_call_input.done': { item_id: string, output_index: number, input: string }
   'error': { code: string, message: string, param: null }
 }

@@ -159,3 +159,25 @@ t.test('media toward a messages upstream: what the upstream cannot take is a 400
   const chat = translators['chat-to-messages'].request({ model: 'm/x', messages: [{ role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image_url', image_url: { url: 'https://example.com/a.png' } }, { type: 'image', source: { type: 'url', url: 'https://example.com/b.png' } }] }] }, fresh()) as any
   t.same(chat.messages, [{ role: 'user', content: 'see' }])
 })
+
+t.test('custom tools: a stream cut mid-call keeps the input so far; arguments that are not JSON holding `input` come back raw', async t => {
+  const tools = [{ type: 'custom', name: 'apply_patch' }]
+  const body = responsesGoldenBody('m/x', { stream: true, tools })
+  const opts = fresh()
+  const tr = translators['responses-to-chat']
+  tr.request(body, opts)
+  const st = tr.stream(body, opts)
+  let out = ''
+  for (const ev of parseSse(chatChunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'apply_patch', arguments: '{"input":"*** Be' } }] }))) out += st.push(ev)
+  out += st.end()
+  const { shape, final } = responsesStreamShape(out)
+  t.notOk(shape.includes('response.function_call_arguments.delta'), 'no function-call events for a custom call')
+  t.same(shape.slice(-2), ['response.failed', 'error'])
+  t.match(final, { status: 'failed', output: [{ type: 'custom_tool_call', call_id: 'c1', name: 'apply_patch', input: '{"input":"*** Be', status: 'incomplete' }] })
+
+  const o2 = fresh()
+  tr.request(responsesGoldenBody('m/x', { tools }), o2)
+  const { body: answer } = tr.response({ choices: [{ message: { role: 'assistant', content: null, tool_calls: [{ id: 'c2', type: 'function', function: { name: 'apply_patch', arguments: '*** Begin Patch' } }] }, finish_reason: 'tool_calls' }] }, o2) as any
+  t.match(answer.output, [{ type: 'custom_tool_call', call_id: 'c2', input: '*** Begin Patch' }])
+  t.notOk('arguments' in answer.output[0], 'a custom_tool_call has no arguments')
+})
