@@ -69,10 +69,12 @@ export async function countedInputTokens (body: Record<string, unknown>, modelNa
  * (see the module doc), capped by the model's context length. `maxChars` 0: the byte rule alone.
  */
 export async function reservationInputTokens (body: Record<string, unknown>, bodyBytes: number, contextLength: number, modelName: string, maxChars: number): Promise<number> {
+  const known = remembered(body, bodyBytes, contextLength, modelName, maxChars)
+  if (known !== undefined) return known
   const floor = reservedInputTokens(body, bodyBytes, contextLength)
   const cap = contextLength > 0 ? contextLength : Number.POSITIVE_INFINITY
-  if (maxChars <= 0 || floor >= cap) return floor
-  return Math.min(cap, Math.max(floor, await countedInputTokens(body, modelName, maxChars)))
+  if (maxChars <= 0 || floor >= cap) return remember(body, bodyBytes, contextLength, modelName, maxChars, floor)
+  return remember(body, bodyBytes, contextLength, modelName, maxChars, Math.min(cap, Math.max(floor, await countedInputTokens(body, modelName, maxChars))))
 }
 
 /**
@@ -80,9 +82,25 @@ export async function reservationInputTokens (body: Record<string, unknown>, bod
  * the model's tokenizer is still loading (the caller then awaits reservationInputTokens).
  */
 export function reservationInputTokensNow (body: Record<string, unknown>, bodyBytes: number, contextLength: number, modelName: string, maxChars: number): number | undefined {
+  const known = remembered(body, bodyBytes, contextLength, modelName, maxChars)
+  if (known !== undefined) return known
   const floor = reservedInputTokens(body, bodyBytes, contextLength)
   const cap = contextLength > 0 ? contextLength : Number.POSITIVE_INFINITY
-  if (maxChars <= 0 || floor >= cap) return floor
+  if (maxChars <= 0 || floor >= cap) return remember(body, bodyBytes, contextLength, modelName, maxChars, floor)
   const counter = tokenCounterNow(reservationEncodingFor(modelName))
-  return counter === undefined ? undefined : Math.min(cap, Math.max(floor, countWith(counter, body, maxChars)))
+  return counter === undefined ? undefined : remember(body, bodyBytes, contextLength, modelName, maxChars, Math.min(cap, Math.max(floor, countWith(counter, body, maxChars))))
+}
+
+/** One count per call: the balance and quota plugins both reserve for the same body. */
+interface Counted { bodyBytes: number, contextLength: number, modelName: string, maxChars: number, tokens: number }
+const counted = new WeakMap<object, Counted>()
+
+function remembered (body: object, bodyBytes: number, contextLength: number, modelName: string, maxChars: number): number | undefined {
+  const c = counted.get(body)
+  return c !== undefined && c.bodyBytes === bodyBytes && c.contextLength === contextLength && c.modelName === modelName && c.maxChars === maxChars ? c.tokens : undefined
+}
+
+function remember (body: object, bodyBytes: number, contextLength: number, modelName: string, maxChars: number, tokens: number): number {
+  counted.set(body, { bodyBytes, contextLength, modelName, maxChars, tokens })
+  return tokens
 }
