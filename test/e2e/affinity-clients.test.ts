@@ -10,16 +10,14 @@
  * HTTP(S) proxy variable points at a closed local port (only 127.0.0.1 is exempt).
  */
 import t from 'tap'
-import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, sse, chatChunk, chatUsageChunk, chatTextStream, DONE, type Recorded } from '../helpers/fake-upstream.ts'
 import { outcomeSpy } from '../helpers/outcome-spy.ts'
+import { CLAUDE, CODEX, runClaude, runCodex, codexSetup, CODEX_EXEC } from '../helpers/agents.ts'
 
-const CLAUDE = resolve('node_modules/@anthropic-ai/claude-code/bin/claude.exe')
-const CODEX = resolve('node_modules/.bin/codex')
 const COMMAND = 'echo affinity-$((6*7))'
 
 /** The agent's shell tool among the tools it sent (Codex's, Claude Code's Bash), with arguments for COMMAND. */
@@ -45,26 +43,6 @@ function answer (req: Recorded, res: any): Promise<void> {
     ])
   }
   return sse(res, chatTextStream(['All ', 'done.']))
-}
-
-function run (cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null, out: string, err: string }> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', d => { out += d })
-    child.stderr.on('data', d => { err += d })
-    // A hung run fails the test instead of holding the suite (not a speed assertion).
-    const guard = setTimeout(() => child.kill('SIGKILL'), 120_000)
-    child.on('error', reject)
-    child.on('close', code => { clearTimeout(guard); resolvePromise({ code, out, err }) })
-  })
-}
-
-function offline (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  for (const v of ['HTTPS_PROXY', 'HTTP_PROXY', 'ALL_PROXY', 'https_proxy', 'http_proxy', 'all_proxy']) env[v] = 'http://127.0.0.1:9'
-  env.NO_PROXY = env.no_proxy = '127.0.0.1,localhost'
-  return env
 }
 
 const missing = !existsSync(CLAUDE) || !existsSync(CODEX)
@@ -96,10 +74,9 @@ t.test('every call of a Claude Code run and of a Codex run goes to one deploymen
     const home = join(dir, 'claude')
     mkdirSync(home)
     const before = spy.seen.length
-    const r = await run(CLAUDE, ['-p', 'Run the echo command.', '--model', 'pool/agent', '--allowedTools', 'Bash', '--output-format', 'json'], offline({
-      PATH: process.env.PATH, HOME: home, ANTHROPIC_BASE_URL: base, ANTHROPIC_AUTH_TOKEN: TEST_KEY, ANTHROPIC_SMALL_FAST_MODEL: 'pool/agent', ANTHROPIC_DEFAULT_HAIKU_MODEL: 'pool/agent',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1',
-    }), home)
+    const r = await runClaude(['-p', 'Run the echo command.', '--model', 'pool/agent', '--allowedTools', 'Bash', '--output-format', 'json'],
+      { ANTHROPIC_BASE_URL: base, ANTHROPIC_AUTH_TOKEN: TEST_KEY, ANTHROPIC_SMALL_FAST_MODEL: 'pool/agent', ANTHROPIC_DEFAULT_HAIKU_MODEL: 'pool/agent' },
+      { home, offline: true, timeoutMs: 120_000 })
     t.equal(r.code, 0, `exit 0 ${r.err.slice(0, 300)}`)
     await spy.settled(before + 1)
     const used = providersOf(before)
@@ -109,27 +86,9 @@ t.test('every call of a Claude Code run and of a Codex run goes to one deploymen
   })
 
   t.test('Codex', async t => {
-    const home = join(dir, 'codex-home')
-    const work = join(dir, 'codex-work')
-    mkdirSync(home)
-    mkdirSync(work)
-    writeFileSync(join(home, 'config.toml'), [
-      'model_provider = "gw"',
-      'check_for_update_on_startup = false',
-      '[model_providers.gw]',
-      'name = "model-gateway"',
-      `base_url = "${base}/v1"`,
-      'env_key = "GW_TEST_KEY"',
-      'wire_api = "responses"',
-      'request_max_retries = 0',
-      'stream_max_retries = 0',
-      '[analytics]',
-      'enabled = false',
-      '',
-    ].join('\n'))
+    const { env, work } = codexSetup(base, dir)
     const before = spy.seen.length
-    const r = await run(CODEX, ['exec', '--skip-git-repo-check', '--ephemeral', '--sandbox', 'danger-full-access', '--json', '-m', 'pool/agent', '-c', 'model_provider="gw"', 'Run the echo command.'],
-      offline({ PATH: process.env.PATH, HOME: dir, CODEX_HOME: home, GW_TEST_KEY: TEST_KEY }), work)
+    const r = await runCodex([...CODEX_EXEC, '-m', 'pool/agent', '-c', 'model_provider="gw"', 'Run the echo command.'], env, work)
     t.equal(r.code, 0, `exit 0 ${r.err.slice(-500)}`)
     await spy.settled(before + 2)
     const used = providersOf(before)

@@ -4,35 +4,9 @@
  * checked as Bedrock does): a plain turn, a streamed turn and a tool turn.
  */
 import t from 'tap'
-import { spawn } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeBedrock, BEDROCK_TEST_CREDENTIALS } from '../../testing.ts'
-
-const CLAUDE = resolve('node_modules/@anthropic-ai/claude-code/bin/claude.exe')
-
-function runClaude (args: string[], env: Record<string, string>): Promise<{ code: number | null, out: string, err: string }> {
-  return new Promise(resolve => {
-    const home = mkdtempSync(join(tmpdir(), 'gw-claude-'))
-    const child = spawn(CLAUDE, args, {
-      cwd: home,
-      env: { PATH: process.env.PATH ?? '', HOME: home, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', d => { out += d })
-    child.stderr.on('data', d => { err += d })
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
-    child.on('close', code => { clearTimeout(timer); resolve({ code, out, err }) })
-  })
-}
-
-function resultOf (out: string): { is_error?: boolean, result?: string, num_turns?: number } | undefined {
-  try { return JSON.parse(out.trim().split('\n').at(-1) ?? '') } catch { return undefined }
-}
+import { runClaude, claudeResult as resultOf } from '../helpers/agents.ts'
 
 t.test('Claude Code on a Bedrock model: plain, streamed and tool turns', async t => {
   const fake = await startFakeBedrock()

@@ -5,41 +5,19 @@
  * thinking block the upstream issued, unchanged, and a forged signature is refused.
  */
 import t from 'tap'
-import { spawn } from 'node:child_process'
 import { createHmac } from 'node:crypto'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
 import type { ServerResponse } from 'node:http'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { outcomeSpy } from '../helpers/outcome-spy.ts'
 import { checkMessagesRequest, json, sse, startFakeUpstream, type Recorded } from '../helpers/fake-upstream.ts'
+import { runClaude, claudeResult } from '../helpers/agents.ts'
 
-// Claude Code 2.1 ships a native executable (its postinstall links the platform's binary here).
-const CLAUDE = resolve('node_modules/@anthropic-ai/claude-code/bin/claude.exe')
 const MODEL = 'anthropic/thinker'
 const SECRET = 'upstream-signing-key'
 const sign = (text: string): string => 'sig_' + createHmac('sha256', SECRET).update(text).digest('base64')
 const THOUGHT = 'The user wants me to run a command; call Bash with echo.'
 const FIRST_USAGE = { input_tokens: 31, output_tokens: 17 }
 const LAST_USAGE = { input_tokens: 43, output_tokens: 9 }
-
-function runClaude (args: string[], env: Record<string, string>): Promise<{ code: number | null, out: string, err: string }> {
-  return new Promise(resolve => {
-    const home = mkdtempSync(join(tmpdir(), 'gw-claude-'))
-    const child = spawn(CLAUDE, args, {
-      cwd: home,
-      env: { PATH: process.env.PATH ?? '', HOME: home, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', d => { out += d })
-    child.stderr.on('data', d => { err += d })
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
-    child.on('close', code => { clearTimeout(timer); resolve({ code, out, err }) })
-  })
-}
 
 function bad (res: ServerResponse, message: string): void {
   json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message } }, { 'request-id': 'req_fake' })
@@ -151,8 +129,7 @@ t.test('Claude Code, thinking on: a Bash tool loop hands the signed thinking blo
       const r = await runClaude(['-p', 'run echo cc-think-7 with Bash', '--model', MODEL, '--allowedTools', 'Bash', '--output-format', 'json'],
         { ANTHROPIC_BASE_URL: url, ...key })
       t.equal(r.code, 0, `exit 0 ${r.err.slice(0, 300)} ${r.out.slice(0, 300)}`)
-      let result: any
-      try { result = JSON.parse(r.out.trim().split('\n').at(-1) ?? '') } catch {}
+      const result = claudeResult(r.out)
       t.equal(result?.is_error, false, r.out.slice(0, 500))
       t.equal(result?.result, 'Thought it through: cc-think-7', 'the command ran and the final text came back')
       t.equal(result?.num_turns, 2, 'a tool turn, then the answer')

@@ -13,14 +13,13 @@
  * 127.0.0.1 is exempt), so a call to any other host fails instead of reaching the internet.
  */
 import t from 'tap'
-import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
+import { join } from 'node:path'
+import { buildTestApp, listen, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, sse, chatChunk, chatUsageChunk, chatTextStream, messagesTextStream, msgEvent, DONE, type Recorded } from '../helpers/fake-upstream.ts'
+import { runCodex, codexSetup, CODEX_EXEC as EXEC, codexEvents as eventsOf, lastMessage, codexSkip as skip } from '../helpers/agents.ts'
 
-const CODEX = resolve('node_modules/.bin/codex')
 // The command's output ("codex-42") is not in its text: finding it upstream proves the command ran.
 const COMMAND = 'echo codex-$((6*7))'
 const OUTPUT = 'codex-42'
@@ -79,55 +78,6 @@ function answer (kind: 'chat' | 'messages') {
   }
 }
 
-interface RunResult { code: number | null, stdout: string, stderr: string }
-
-function runCodex (args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<RunResult> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(CODEX, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', d => { stdout += d })
-    child.stderr.on('data', d => { stderr += d })
-    // A hung run fails the test instead of holding the suite (not a speed assertion).
-    const guard = setTimeout(() => child.kill('SIGKILL'), 120_000)
-    child.on('error', reject)
-    child.on('close', code => { clearTimeout(guard); resolvePromise({ code, stdout, stderr }) })
-  })
-}
-
-/** A temporary CODEX_HOME whose config makes the gateway at `url` the model provider, and the env to run Codex offline. */
-function codexSetup (url: string, dir: string, model?: string): { env: NodeJS.ProcessEnv, work: string } {
-  const home = join(dir, 'home')
-  const work = join(dir, 'work')
-  mkdirSync(home)
-  mkdirSync(work)
-  writeFileSync(join(home, 'config.toml'), [
-    ...(model ? [`model = "${model}"`] : []),
-    'model_provider = "gw"',
-    'check_for_update_on_startup = false',
-    '[model_providers.gw]',
-    'name = "model-gateway"',
-    `base_url = "${url}/v1"`,
-    'env_key = "GW_TEST_KEY"',
-    'wire_api = "responses"',
-    'request_max_retries = 0',
-    'stream_max_retries = 0',
-    '[analytics]',
-    'enabled = false',
-    '',
-  ].join('\n'))
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: dir, CODEX_HOME: home, GW_TEST_KEY: TEST_KEY }
-  for (const v of ['HTTPS_PROXY', 'HTTP_PROXY', 'ALL_PROXY', 'https_proxy', 'http_proxy', 'all_proxy']) env[v] = 'http://127.0.0.1:9'
-  env.NO_PROXY = env.no_proxy = '127.0.0.1,localhost'
-  return { env, work }
-}
-
-const EXEC = ['exec', '--skip-git-repo-check', '--ephemeral', '--sandbox', 'danger-full-access', '--json']
-const eventsOf = (r: RunResult): any[] => r.stdout.split('\n').filter(l => l.startsWith('{')).map(l => JSON.parse(l))
-const lastMessage = (events: any[]): string | undefined => events.filter(e => e.type === 'item.completed' && e.item?.type === 'agent_message').at(-1)?.item?.text
-
-const missing = !existsSync(CODEX)
-const skip = missing && !process.env.CI ? `the Codex CLI binary is not installed (${CODEX})` : false
 t.test('codex exec completes a plain turn and a turn that runs a shell command, on a chat and a messages upstream', { skip }, async t => {
   const chatUp = await startFakeUpstream(answer('chat'))
   const msgUp = await startFakeUpstream(answer('messages'))
@@ -141,7 +91,7 @@ t.test('codex exec completes a plain turn and a turn that runs a shell command, 
     const before = up.requests.length
     const r = await runCodex([...EXEC, '-m', model, '-c', 'model_provider="gw"', 'Run the echo command and tell me what it printed.'], env, work)
     const events = eventsOf(r)
-    t.equal(r.code, 0, r.code === 0 ? `${kind}: codex exec exited 0` : `${kind}: codex exec exited ${r.code}; stderr: ${r.stderr.slice(-1000)}`)
+    t.equal(r.code, 0, r.code === 0 ? `${kind}: codex exec exited 0` : `${kind}: codex exec exited ${r.code}; stderr: ${r.err.slice(-1000)}`)
     const exec = events.find(e => e.type === 'item.completed' && e.item?.type === 'command_execution')
     t.ok(exec, `${kind}: Codex ran a command`)
     t.match(exec?.item?.command, /echo codex-/, `${kind}: the command the upstream asked for`)
@@ -156,7 +106,7 @@ t.test('codex exec completes a plain turn and a turn that runs a shell command, 
     const plainBefore = up.requests.length
     const p = await runCodex([...EXEC, '-m', model, PLAIN], env, work)
     const plain = eventsOf(p)
-    t.equal(p.code, 0, p.code === 0 ? `${kind}: plain turn exited 0` : `${kind}: plain turn exited ${p.code}; stderr: ${p.stderr.slice(-1000)}`)
+    t.equal(p.code, 0, p.code === 0 ? `${kind}: plain turn exited 0` : `${kind}: plain turn exited ${p.code}; stderr: ${p.err.slice(-1000)}`)
     t.equal(lastMessage(plain), PLAIN_ANSWER, `${kind}: the plain turn's answer`)
     t.notOk(plain.some(e => e.item?.type === 'command_execution'), `${kind}: no command in a plain turn`)
     t.equal(up.requests.length - plainBefore, 1, `${kind}: one model call`)
@@ -171,7 +121,7 @@ t.test('codex exec on the echo models (embedded default): plain and tool turns o
   const { env, work } = codexSetup(url, dir)
   for (const model of ['echo/echo-1', 'msgvendor/echo-1']) {
     const p = await runCodex([...EXEC, '-m', model, 'hello from codex'], env, work)
-    t.equal(p.code, 0, p.code === 0 ? `${model}: plain turn exited 0` : `${model}: plain turn exited ${p.code}; stderr: ${p.stderr.slice(-1000)}`)
+    t.equal(p.code, 0, p.code === 0 ? `${model}: plain turn exited 0` : `${model}: plain turn exited ${p.code}; stderr: ${p.err.slice(-1000)}`)
     // The messages face joins Codex's consecutive user messages (its environment context, then the
     // prompt) into one, which echo answers whole.
     t.match(lastMessage(eventsOf(p)), /^Echo: (?:[\s\S]*\s)?hello from codex$/, `${model}: echo answered the prompt`)
@@ -180,7 +130,7 @@ t.test('codex exec on the echo models (embedded default): plain and tool turns o
     // string fields: Codex's exec_command gets `cmd` = the command below.
     const r = await runCodex([...EXEC, '-m', model, `/tool ${COMMAND}`], env, work)
     const events = eventsOf(r)
-    t.equal(r.code, 0, r.code === 0 ? `${model}: tool turn exited 0` : `${model}: tool turn exited ${r.code}; stderr: ${r.stderr.slice(-1000)}`)
+    t.equal(r.code, 0, r.code === 0 ? `${model}: tool turn exited 0` : `${model}: tool turn exited ${r.code}; stderr: ${r.err.slice(-1000)}`)
     const exec = events.find(e => e.type === 'item.completed' && e.item?.type === 'command_execution')
     t.match(exec?.item?.aggregated_output, OUTPUT, `${model}: Codex ran the command echo asked for`)
     t.match(lastMessage(events), new RegExp(`^Echo: tool said [\\s\\S]*${OUTPUT}`), `${model}: the output went back to echo, which ended the turn`)
@@ -200,7 +150,7 @@ t.test('codex exec "hi" with no model flag: Codex asks for its default model, wh
   const miss = await runCodex([...EXEC, 'hi'], env, work)
   await first.close()
   t.not(miss.code, 0, 'an unknown default model fails the run')
-  const name = /The model \\?"([^"\\]+)\\?" does not exist/.exec(miss.stdout + miss.stderr)?.[1]
+  const name = /The model \\?"([^"\\]+)\\?" does not exist/.exec(miss.out + miss.err)?.[1]
   t.ok(name, `Codex's default model name is in the gateway's 404: ${name}`)
   if (!name) return
 
@@ -210,6 +160,6 @@ t.test('codex exec "hi" with no model flag: Codex asks for its default model, wh
   t.teardown(() => app.close())
   writeFileSync(join(env.CODEX_HOME!, 'config.toml'), readFileSync(join(env.CODEX_HOME!, 'config.toml'), 'utf8').replace(firstUrl, url))
   const r = await runCodex([...EXEC, 'hi'], env, work)
-  t.equal(r.code, 0, r.code === 0 ? 'codex exec "hi" exited 0' : `exited ${r.code}; stderr: ${r.stderr.slice(-1000)}`)
+  t.equal(r.code, 0, r.code === 0 ? 'codex exec "hi" exited 0' : `exited ${r.code}; stderr: ${r.err.slice(-1000)}`)
   t.match(lastMessage(eventsOf(r)), /^Echo: (?:[\s\S]*\s)?hi$/, `answered through the embedded default's alias for ${name}`)
 })

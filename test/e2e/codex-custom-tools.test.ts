@@ -17,13 +17,12 @@
 import t from 'tap'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
+import { join } from 'node:path'
+import { buildTestApp, listen, AUTH_ENTRY } from '../helpers/build-test-app.ts'
+import { runCodex, codexSetup, CODEX_EXEC as EXEC, codexEvents as eventsOf, lastMessage, codexSkip as skip } from '../helpers/agents.ts'
 
-const CODEX = resolve('node_modules/.bin/codex')
 /** A model name for which Codex 0.169 sends apply_patch as a custom tool. */
 const CODEX_MODEL = 'gpt-5.5'
 /**
@@ -37,27 +36,11 @@ async function codexDefaultModel (): Promise<string | undefined> {
   try {
     const { env, work } = codexSetup(await listen(app), dir)
     const miss = await runCodex([...EXEC, 'hi'], env, work)
-    return /The model \\?"([^"\\]+)\\?" does not exist/.exec(miss.stdout + miss.stderr)?.[1]
+    return /The model \\?"([^"\\]+)\\?" does not exist/.exec(miss.out + miss.err)?.[1]
   } finally {
     await app.close()
     rmSync(dir, { recursive: true, force: true })
   }
-}
-
-interface RunResult { code: number | null, stdout: string, stderr: string }
-
-function runCodex (args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<RunResult> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(CODEX, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', d => { stdout += d })
-    child.stderr.on('data', d => { stderr += d })
-    // A hung run fails the test instead of holding the suite (not a speed assertion).
-    const guard = setTimeout(() => child.kill('SIGKILL'), 120_000)
-    child.on('error', reject)
-    child.on('close', code => { clearTimeout(guard); resolvePromise({ code, stdout, stderr }) })
-  })
 }
 
 /** A pass-through proxy to `target` that keeps the JSON body of every POST it forwards. */
@@ -83,37 +66,6 @@ async function recordingProxy (target: string): Promise<{ url: string, bodies: a
   return { url: `http://127.0.0.1:${port}`, bodies, close: () => new Promise(ok => { server.closeAllConnections(); server.close(() => ok()) }) }
 }
 
-function codexSetup (url: string, dir: string): { env: NodeJS.ProcessEnv, work: string } {
-  const home = join(dir, 'home')
-  const work = join(dir, 'work')
-  mkdirSync(home)
-  mkdirSync(work)
-  writeFileSync(join(home, 'config.toml'), [
-    'model_provider = "gw"',
-    'check_for_update_on_startup = false',
-    '[model_providers.gw]',
-    'name = "model-gateway"',
-    `base_url = "${url}/v1"`,
-    'env_key = "GW_TEST_KEY"',
-    'wire_api = "responses"',
-    'request_max_retries = 0',
-    'stream_max_retries = 0',
-    '[analytics]',
-    'enabled = false',
-    '',
-  ].join('\n'))
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: dir, CODEX_HOME: home, GW_TEST_KEY: TEST_KEY }
-  for (const v of ['HTTPS_PROXY', 'HTTP_PROXY', 'ALL_PROXY', 'https_proxy', 'http_proxy', 'all_proxy']) env[v] = 'http://127.0.0.1:9'
-  env.NO_PROXY = env.no_proxy = '127.0.0.1,localhost'
-  return { env, work }
-}
-
-const EXEC = ['exec', '--skip-git-repo-check', '--ephemeral', '--sandbox', 'danger-full-access', '--json']
-const eventsOf = (r: RunResult): any[] => r.stdout.split('\n').filter(l => l.startsWith('{')).map(l => JSON.parse(l))
-const lastMessage = (events: any[]): string | undefined => events.filter(e => e.type === 'item.completed' && e.item?.type === 'agent_message').at(-1)?.item?.text
-
-const missing = !existsSync(CODEX)
-const skip = missing && !process.env.CI ? `the Codex CLI binary is not installed (${CODEX})` : false
 t.test('codex exec calls its custom apply_patch tool through the gateway on a chat and a messages upstream', { skip }, async t => {
   for (const model of ['echo/echo-1', 'msgvendor/echo-1']) {
     const app = await buildTestApp({ pipeline: [AUTH_ENTRY], doc: { aliases: { [CODEX_MODEL]: model } } })
@@ -123,7 +75,7 @@ t.test('codex exec calls its custom apply_patch tool through the gateway on a ch
     const { env, work } = codexSetup(proxy.url, dir)
 
     const r = await runCodex([...EXEC, '-m', CODEX_MODEL, '/tool apply_patch *** Begin Patch'], env, work)
-    t.equal(r.code, 0, r.code === 0 ? `${model}: codex exec exited 0` : `${model}: codex exec exited ${r.code}; stderr: ${r.stderr.slice(-1000)}`)
+    t.equal(r.code, 0, r.code === 0 ? `${model}: codex exec exited 0` : `${model}: codex exec exited ${r.code}; stderr: ${r.err.slice(-1000)}`)
     const first = proxy.bodies[0]
     const custom = (first?.tools ?? []).find((x: any) => x.type === 'custom' && x.name === 'apply_patch')
     t.ok(custom, `${model}: Codex offered apply_patch as a custom tool`)
@@ -152,7 +104,7 @@ t.test('codex exec on its default model: the tools of its additional_tools item 
 
     // The script's output (42) is not in its text: seeing it come back proves the script ran.
     const r = await runCodex([...EXEC, '/tool functions__exec text(6*7)'], env, work)
-    t.equal(r.code, 0, r.code === 0 ? `${model}: codex exec exited 0` : `${model}: codex exec exited ${r.code}; stderr: ${r.stderr.slice(-1000)}`)
+    t.equal(r.code, 0, r.code === 0 ? `${model}: codex exec exited 0` : `${model}: codex exec exited ${r.code}; stderr: ${r.err.slice(-1000)}`)
     const extra = (proxy.bodies[0]?.input ?? []).find((i: any) => i.type === 'additional_tools')
     t.ok(extra?.tools?.some((ns: any) => ns.type === 'namespace' && ns.name === 'functions' && ns.tools?.some((x: any) => x.type === 'custom' && x.name === 'exec')), `${model}: Codex sent exec as a custom tool in an additional_tools item`)
 

@@ -9,16 +9,15 @@
  * provider, every proxy variable on a closed local port so nothing reaches another host.
  */
 import t from 'tap'
-import { spawn } from 'node:child_process'
 import { createHmac } from 'node:crypto'
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import type { ServerResponse } from 'node:http'
-import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
+import { buildTestApp, listen, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json, sse, msgEvent, messagesTextStream, type Recorded } from '../helpers/fake-upstream.ts'
+import { runCodex, codexSetup, CODEX_EXEC, codexEvents, codexSkip } from '../helpers/agents.ts'
 
-const CODEX = resolve('node_modules/.bin/codex')
 const MODEL = 'msgvendor/thinker'
 const COMMAND = 'echo codex-$((6*7))'
 const OUTPUT = 'codex-42'
@@ -77,21 +76,7 @@ function thinker (req: Recorded, res: ServerResponse): void {
   return void sse(res, messagesTextStream([text.slice(0, 10), text.slice(10)]))
 }
 
-function runCodex (args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null, stdout: string, stderr: string }> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(CODEX, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', d => { stdout += d })
-    child.stderr.on('data', d => { stderr += d })
-    // A hung run fails the test instead of holding the suite (not a speed assertion).
-    const guard = setTimeout(() => child.kill('SIGKILL'), 120_000)
-    child.on('error', reject)
-    child.on('close', code => { clearTimeout(guard); resolvePromise({ code, stdout, stderr }) })
-  })
-}
-
-t.test('codex exec with reasoning on a messages upstream gives the signed thinking back in its tool loop', { skip: !existsSync(CODEX) && !process.env.CI ? `the Codex CLI binary is not installed (${CODEX})` : false }, async t => {
+t.test('codex exec with reasoning on a messages upstream gives the signed thinking back in its tool loop', { skip: codexSkip }, async t => {
   const up = await startFakeUpstream(thinker)
   const app = await buildTestApp({
     pipeline: [AUTH_ENTRY],
@@ -103,32 +88,11 @@ t.test('codex exec with reasoning on a messages upstream gives the signed thinki
   const url = await listen(app)
   const dir = mkdtempSync(join(tmpdir(), 'gw-codex-reasoning-'))
   t.teardown(async () => { await app.close(); await up.close(); rmSync(dir, { recursive: true, force: true }) })
-  const home = join(dir, 'home')
-  const work = join(dir, 'work')
-  mkdirSync(home)
-  mkdirSync(work)
-  writeFileSync(join(home, 'config.toml'), [
-    'model_provider = "gw"',
-    'model_reasoning_effort = "medium"',
-    'check_for_update_on_startup = false',
-    '[model_providers.gw]',
-    'name = "model-gateway"',
-    `base_url = "${url}/v1"`,
-    'env_key = "GW_TEST_KEY"',
-    'wire_api = "responses"',
-    'request_max_retries = 0',
-    'stream_max_retries = 0',
-    '[analytics]',
-    'enabled = false',
-    '',
-  ].join('\n'))
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: dir, CODEX_HOME: home, GW_TEST_KEY: TEST_KEY }
-  for (const v of ['HTTPS_PROXY', 'HTTP_PROXY', 'ALL_PROXY', 'https_proxy', 'http_proxy', 'all_proxy']) env[v] = 'http://127.0.0.1:9'
-  env.NO_PROXY = env.no_proxy = '127.0.0.1,localhost'
+  const { env, work } = codexSetup(url, dir, { reasoningEffort: 'medium' })
 
-  const r = await runCodex(['exec', '--skip-git-repo-check', '--ephemeral', '--sandbox', 'danger-full-access', '--json', '-m', MODEL, '-c', 'model_provider="gw"', 'Run the echo command and tell me what it printed.'], env, work)
-  const events = r.stdout.split('\n').filter(l => l.startsWith('{')).map(l => JSON.parse(l))
-  t.equal(r.code, 0, r.code === 0 ? 'codex exec exited 0' : `codex exec exited ${r.code}; stderr: ${r.stderr.slice(-1500)}; stdout: ${r.stdout.slice(-1500)}`)
+  const r = await runCodex([...CODEX_EXEC, '-m', MODEL, '-c', 'model_provider="gw"', 'Run the echo command and tell me what it printed.'], env, work)
+  const events = codexEvents(r)
+  t.equal(r.code, 0, r.code === 0 ? 'codex exec exited 0' : `codex exec exited ${r.code}; stderr: ${r.err.slice(-1500)}; stdout: ${r.out.slice(-1500)}`)
   const exec = events.find(e => e.type === 'item.completed' && e.item?.type === 'command_execution')
   t.match(exec?.item?.aggregated_output, OUTPUT, 'Codex ran the command the upstream asked for')
   const message = events.filter(e => e.type === 'item.completed' && e.item?.type === 'agent_message').at(-1)

@@ -5,10 +5,6 @@
  * streaming and tools included.
  */
 import t from 'tap'
-import { spawn } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
 import { generateText, streamText, tool, stepCountIs, jsonSchema } from 'ai'
 import { createOpenAI } from '@ai-sdk/openai'
 import { createAnthropic } from '@ai-sdk/anthropic'
@@ -18,31 +14,7 @@ import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-tes
 import { outcomeSpy } from '../helpers/outcome-spy.ts'
 import { anthropicLike, startFakeUpstream, KNOWN_BETAS, MID_CONVERSATION_SYSTEM_BETA } from '../helpers/fake-upstream.ts'
 import { embeddedDefault } from '../../core/config/default-config.ts'
-
-// Claude Code 2.1 ships a native executable (its postinstall links the platform's binary here).
-const CLAUDE = resolve('node_modules/@anthropic-ai/claude-code/bin/claude.exe')
-
-function runClaude (args: string[], env: Record<string, string>): Promise<{ code: number | null, out: string, err: string }> {
-  return new Promise(resolve => {
-    const home = mkdtempSync(join(tmpdir(), 'gw-claude-'))
-    const child = spawn(CLAUDE, args, {
-      cwd: home,
-      env: { PATH: process.env.PATH ?? '', HOME: home, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', d => { out += d })
-    child.stderr.on('data', d => { err += d })
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
-    child.on('close', code => { clearTimeout(timer); resolve({ code, out, err }) })
-  })
-}
-
-/** Claude Code's `--output-format json` result (or stream-json's last line), parsed. */
-function resultOf (out: string): any {
-  try { return JSON.parse(out.trim().split('\n').at(-1) ?? '') } catch { return undefined }
-}
+import { runClaude, claudeResult as resultOf } from '../helpers/agents.ts'
 
 // Claude Code 2.1 prepends system reminders to the prompt in the same user turn, and the echo
 // model echoes the whole turn: the prompt is its last words.
