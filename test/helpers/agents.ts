@@ -7,7 +7,7 @@
  * host fails instead of reaching the internet.
  */
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { TEST_KEY } from './build-test-app.ts'
@@ -56,7 +56,9 @@ export interface ClaudeOptions {
 export function runClaude (args: string[], env: Record<string, string>, opts: ClaudeOptions = {}): Promise<AgentRun> {
   const home = opts.home ?? mkdtempSync(join(tmpdir(), 'gw-claude-'))
   const all: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '', HOME: home, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', ...env }
-  return run(CLAUDE, args, opts.offline === true ? offline(all) : all, home, opts.timeoutMs ?? 60_000)
+  const done = run(CLAUDE, args, opts.offline === true ? offline(all) : all, home, opts.timeoutMs ?? 60_000)
+  // A home made here is this run's alone: removed once Claude Code has exited.
+  return opts.home !== undefined ? done : done.finally(() => rmSync(home, { recursive: true, force: true }))
 }
 
 /** Claude Code's `--output-format json` result (or stream-json's last line), parsed. */
