@@ -65,7 +65,8 @@ function run (cmd, argv, cwd) {
   return r.status ?? 1
 }
 
-const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+// The clients are the test package's dependencies (test/package.json), apart from the gateway's own.
+const pkg = JSON.parse(readFileSync(join(root, 'test', 'package.json'), 'utf8'))
 const latest = {}
 for (const name of CLIENTS) {
   latest[name] = execFileSync(npm, ['view', name, 'version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
@@ -86,11 +87,12 @@ try {
   }
   console.log(`  ${'client'.padEnd(26)} ${'pinned'.padEnd(12)} → latest`)
   for (const name of CLIENTS) {
-    console.log(`  ${name.padEnd(26)} ${(pkg.devDependencies[name] ?? '-').padEnd(12)} → ${latest[name]}`)
-    pkg.devDependencies[name] = latest[name]
+    console.log(`  ${name.padEnd(26)} ${(pkg.dependencies[name] ?? '-').padEnd(12)} → ${latest[name]}`)
+    pkg.dependencies[name] = latest[name]
   }
-  writeFileSync(join(dir, 'package.json'), JSON.stringify(pkg, null, 2) + '\n')
+  writeFileSync(join(dir, 'test', 'package.json'), JSON.stringify(pkg, null, 2) + '\n')
   status = run(npm, ['install', '--no-audit', '--no-fund'], dir)
+  if (status === 0) status = run(npm, ['run', '-s', 'test:install'], dir)
   if (status === 0) status = run(npm, ['run', '-s', 'build'], dir)
   if (status === 0) status = run(npm, ['run', '-s', 'typecheck'], dir)
   if (status === 0) status = run(npm, ['exec', '--', 'tap', '--disable-coverage', ...(files.length ? files : CLIENT_TESTS)], dir)

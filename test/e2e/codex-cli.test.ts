@@ -1,5 +1,5 @@
 /**
- * Codex CLI (`codex exec`, the @openai/codex dev dependency) against a listening gateway, offline:
+ * Codex CLI (`codex exec`, the @openai/codex package of test/package.json) against a listening gateway, offline:
  * the gateway is a custom model provider (`wire_api = "responses"`) in a temporary CODEX_HOME, and
  * the loopback fake upstream (chat, then messages) answers the first turn with a call of Codex's
  * shell tool and the next, once the command's output came back, with text. The run must execute

@@ -13,8 +13,8 @@ import { join, resolve } from 'node:path'
 import { TEST_KEY } from './build-test-app.ts'
 
 // Claude Code 2.1 ships a native executable (its postinstall links the platform's binary here).
-export const CLAUDE = resolve('node_modules/@anthropic-ai/claude-code/bin/claude.exe')
-export const CODEX = resolve('node_modules/.bin/codex')
+export const CLAUDE = resolve('test/node_modules/@anthropic-ai/claude-code/bin/claude.exe')
+export const CODEX = resolve('test/node_modules/.bin/codex')
 
 /** A finished agent run: its exit code (null when killed) and what it wrote. */
 export interface AgentRun { code: number | null, out: string, err: string }

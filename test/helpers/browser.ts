@@ -46,7 +46,7 @@ export function watchErrors (page: Page): string[] {
 export async function check (t: Test, page: Page, name: string): Promise<void> {
   await page.screenshot({ path: new URL(`${name}.png`, SHOTS).pathname, fullPage: true })
   // Evaluated through the DevTools protocol: the page's CSP (its own scripts only) stays on.
-  axeSource ??= readFileSync('node_modules/axe-core/axe.min.js', 'utf8')
+  axeSource ??= readFileSync('test/node_modules/axe-core/axe.min.js', 'utf8')
   await page.evaluate(axeSource)
   const violations: Array<{ id: string, impact: string, help: string, nodes: number }> = await page.evaluate(async () => {
     const r = await (globalThis as any).axe.run(document)
