@@ -9,8 +9,8 @@ import { sigV4Signer } from './sigv4.ts'
 import type { UpstreamRequest } from './provider.ts'
 
 export const AwsCredentialsConfig = Type.Object({
-  accessKeyId: Type.String({ minLength: 1 }),
-  secretAccessKey: Type.String({ minLength: 1 }),
+  accessKeyId: Type.String({ minLength: 1, description: 'The AWS access key id (AKIA… or, with a session token, ASIA…).' }),
+  secretAccessKey: Type.String({ minLength: 1, description: 'The secret access key that goes with it.' }),
   sessionToken: Type.Optional(Type.String({ description: 'For temporary credentials; an empty value counts as none.' })),
 }, { additionalProperties: false, description: 'AWS keys requests are signed with; use ${ENV_VAR}. Absent: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN from the environment.' })
 
