@@ -11,10 +11,9 @@ import type { AdminConfigT } from '../core/config/config-schema.ts'
 import { gwError } from '../core/errors/errors.ts'
 import type { Gateway } from '../core/http/gateway.ts'
 import type { GatewayApp } from '../core/http/app.ts'
-import { hashKey } from '../core/ledger/keys.ts'
 import * as S from './schemas.ts'
 import { adminError, sendAdminError } from './errors.ts'
-import { bearer, configClientHashes, findDigest, sha256, type AdminKey } from './guard.ts'
+import { AuthFailures, bearer, configClientHashes, findDigest, sha256, type AdminKey } from './guard.ts'
 import { AdminService } from './service.ts'
 import { organizationRoutes } from './organizations.ts'
 import { projectRoutes } from './projects.ts'
@@ -52,13 +51,25 @@ export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: Adm
   for (const k of adminKeys) if (findDigest(clientHashes, k.hash)) throw new Error(`admin.keys: key "${k.id}" is also a client key of the auth plugin`)
   const publicPaths = new Set(['/admin/openapi.json', ...(opts.publicPaths ?? [])])
 
+  const server = gw.config.server
   const app = Fastify({
     loggerInstance: gw.log.child({ listener: 'admin' }),
+    // One line per request is written by the onResponse hook below (never a body or a header value).
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     return503OnClosing: true,
     bodyLimit: 1024 * 1024,
+    // The inference listener's deadlines: nobody may hold an admin connection open by sending
+    // slowly (headers, the whole request) or by idling on keep-alive.
+    requestTimeout: server.bodyTimeoutMs,
+    keepAliveTimeout: server.keepAliveTimeoutMs,
+    connectionTimeout: 0,
+    http: {
+      headersTimeout: server.headersTimeoutMs,
+      requestTimeout: server.bodyTimeoutMs,
+      connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(server.headersTimeoutMs / 4))),
+    },
     // Fields a schema does not declare are refused (400 with their path), never silently dropped.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true, useDefaults: true, allErrors: false } },
   }) as unknown as FastifyInstance
@@ -70,21 +81,36 @@ export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: Adm
   })
   app.setNotFoundHandler((request, reply) => sendAdminError(gwError('GW_ERR_ROUTE_NOT_FOUND', [request.method, request.url.split('?')[0]]), request, reply))
 
-  // The guard: admin keys only (constant-time, every key compared). A client key is recognised
-  // and refused with 403, as is a revoked admin key; anything else is 401.
+  // Every admin request leaves a line: who (the admin key's id), what, the outcome. Reads at debug,
+  // writes and refusals at info, so an audit of who changed what needs no debug logging.
+  app.addHook('onResponse', async (request, reply) => {
+    const line = { method: request.method, path: request.url.split('?')[0], status: reply.statusCode, ip: request.ip, ms: Math.round(reply.elapsedTime) }
+    if (request.method === 'GET' || request.method === 'HEAD') request.log.debug(line, 'admin request')
+    else request.log.info(line, 'admin request')
+  })
+
+  // The guard: admin keys only (constant-time, every key compared); a revoked admin key is 403.
+  // Anything else, a client key included, is the same 401: the admin API does not tell a valid
+  // client key from a wrong one. Failed sign-ins are logged and throttled per source address.
+  const failures = new AuthFailures()
   app.addHook('onRequest', async request => {
     const path = request.url.split('?')[0]!
     // The console's page and assets are public (no data in them); its data calls send the admin key.
     if (publicPaths.has(path) || isConsolePath(path)) return
+    const wait = failures.blockedFor(request.ip)
+    if (wait > 0) throw gwError('GW_ERR_ADMIN_AUTH_THROTTLED', [String(wait)], { headers: { 'retry-after': String(wait) } })
     const secret = bearer(request)
-    if (secret === undefined) throw gwError('GW_ERR_ADMIN_KEY_MISSING')
-    const digest = sha256(secret)
-    const hit = findDigest(adminKeys, digest)
-    if (hit?.revoked) throw gwError('GW_ERR_ADMIN_KEY_REVOKED')
-    if (hit) { request.log = request.log.child({ adminKey: hit.id }); return }
-    if (findDigest(clientHashes, digest) || await ledger.findKeyByHash(hashKey(secret))) {
-      throw gwError('GW_ERR_ADMIN_CLIENT_KEY')
+    const hit = secret === undefined ? undefined : findDigest(adminKeys, sha256(secret))
+    if (hit?.revoked) {
+      failures.fail(request.ip)
+      request.log.warn({ ip: request.ip, path, adminKey: hit.id }, 'admin sign-in refused: revoked key')
+      throw gwError('GW_ERR_ADMIN_KEY_REVOKED')
     }
+    if (hit) { request.log = request.log.child({ adminKey: hit.id }); return }
+    if (secret === undefined) throw gwError('GW_ERR_ADMIN_KEY_MISSING')
+    // A key was tried and was wrong: that is what guessing looks like, so it counts.
+    failures.fail(request.ip)
+    request.log.warn({ ip: request.ip, path }, 'admin sign-in refused: wrong key')
     throw gwError('GW_ERR_ADMIN_KEY_INVALID')
   })
 

@@ -53,6 +53,6 @@ export function adminError (err: FastifyError, requestId: string): GatewayError 
 export function sendAdminError (err: GatewayError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const error: Record<string, unknown> = { code: err.statusCode, message: err.message }
   if (err.metadata) error.metadata = err.metadata
-  return reply.code(err.statusCode).headers({ 'content-type': 'application/json; charset=utf-8', 'x-gw-trace-id': request.id, 'x-request-id': request.id })
+  return reply.code(err.statusCode).headers({ ...err.headers, 'content-type': 'application/json; charset=utf-8', 'x-gw-trace-id': request.id, 'x-request-id': request.id })
     .send(JSON.stringify({ error }))
 }

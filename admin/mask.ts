@@ -22,17 +22,25 @@ function maskAll (v: unknown): unknown {
   return v
 }
 
+/** A headers object: its names kept, every value masked. */
+function maskValues (v: unknown): unknown {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return maskAll(v)
+  return Object.fromEntries(Object.keys(v).map(k => [k, MASK]))
+}
+
 /**
  * A deep copy with every value under a secret-looking name masked (strings and numbers; objects
- * below such a name are walked, so `keys: [{ id, key }]` keeps its ids and loses its keys) and the
- * password of every URL masked.
+ * below such a name are walked, so `keys: [{ id, key }]` keeps its ids and loses its keys), every
+ * value of a `headers` object masked whatever the header's name (vendors carry keys in headers of
+ * their own naming: api-key, x-goog-api-key, DD-API-KEY, x-honeycomb-team...), and the password of
+ * every URL masked.
  */
 export function maskSecrets (value: unknown): unknown {
   if (typeof value === 'string') return maskString(value)
   if (Array.isArray(value)) return value.map(maskSecrets)
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(value)) out[k] = isSecretName(k) ? maskAll(v) : maskSecrets(v)
+    for (const [k, v] of Object.entries(value)) out[k] = k.toLowerCase() === 'headers' ? maskValues(v) : isSecretName(k) ? maskAll(v) : maskSecrets(v)
     return out
   }
   return value

@@ -1,7 +1,7 @@
 /** @module config – read file + env → ajv-validate → deep-freeze; throws GW_ERR_CONFIG_* errors. */
 import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { parse as parseYaml } from 'yaml'
 import { GatewayConfigSchema, type GatewayConfig } from './config-schema.ts'
 import { compileOrThrow, describeErrors } from './schema.ts'
@@ -206,6 +206,14 @@ export function buildConfig (doc: unknown, source: string, baseDir: string, env:
   // Metrics collected but served nowhere would be a silent loss: refused at start-up.
   if (valid.metrics.listen === 'admin' && valid.admin === undefined) {
     throw gwError('GW_ERR_CONFIG_INVALID', [source, '/metrics/listen', '"admin" serves the metrics on the admin listener, which needs an admin block (or use "main" or "off")'])
+  }
+  // Admin keys are held as sha256 digests only: a plain key leaves the config once hashed.
+  for (const [i, k] of (valid.admin?.keys ?? []).entries()) {
+    if (!k.key === !k.hash) throw gwError('GW_ERR_CONFIG_INVALID', [source, `/admin/keys/${i}`, 'needs exactly one of "key" or "hash"'])
+    if (k.key !== undefined) {
+      k.hash = createHash('sha256').update(k.key).digest('hex')
+      delete k.key
+    }
   }
   Object.defineProperty(withEnv, 'source', { value: source, enumerable: false })
   Object.defineProperty(withEnv, 'baseDir', { value: baseDir, enumerable: false })

@@ -112,8 +112,21 @@ const CUT_MARK = '…'
  */
 const SECRETS: ReadonlyArray<[RegExp, string]> = [
   [/\b[a-z][a-z0-9+.-]{0,31}:\/\/[^\s"'<>]+/gi, '[url]'],
-  [/\b(?:sk|pk|rk|key|token)[-_][A-Za-z0-9_-]{6,}/gi, '[redacted]'],
   [/\bBearer\s+\S+/gi, 'Bearer [redacted]'],
+  // name=value (or name: value) where the name says secret: token=…, api_key=…, X-Amz-Signature=…
+  [/\b([A-Za-z_-]{0,24}(?:token|key|secret|password|passwd|pwd|signature|credential|sig|auth))(\s{0,3}[=:]\s{0,3})[^\s&"',;]+/gi, '$1$2[redacted]'],
+  [/\b(?:sk|pk|rk|key|token)[-_][A-Za-z0-9_-]{6,}/gi, '[redacted]'],
+  // AWS access key ids, Google API keys and OAuth access tokens.
+  [/\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b/g, '[redacted]'],
+  [/\bAIza[0-9A-Za-z_-]{35}/g, '[redacted]'],
+  [/\bya29\.[0-9A-Za-z_-]{10,}/g, '[redacted]'],
+  // An AWS secret access key's form: 40 characters of base64 standing alone.
+  [/(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g, '[redacted]'],
+  // Addresses of internal hosts: IPv4 and IPv6 literals (with a port or not), host:port.
+  // (IPv6: four groups or more, or a `::`, so that a time such as 12:30:45 stays.)
+  [/\[?\b(?:(?:[0-9a-f]{1,4}:){3,7}[0-9a-f]{1,4}|(?:[0-9a-f]{1,4}:){1,6}:(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){0,5})?)\b(?:\](?::\d{1,5})?)?/gi, '[address]'],
+  [/\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b/g, '[address]'],
+  [/\b(?:localhost|[a-z0-9](?:[a-z0-9-]{0,62})(?:\.[a-z0-9-]{1,63}){1,8}):\d{2,5}\b/gi, '[address]'],
 ]
 
 const isSpace = (c: number): boolean => c === 32 || (c >= 9 && c <= 13)

@@ -74,7 +74,7 @@ export const ERRORS = {
   GW_ERR_ADMIN_KEY_MISSING: { status: 401, message: 'Missing admin key. Send "Authorization: Bearer <ADMIN_KEY>".' },
   GW_ERR_ADMIN_KEY_INVALID: { status: 401, message: 'Invalid admin key.' },
   GW_ERR_ADMIN_KEY_REVOKED: { status: 403, message: 'This admin key is revoked.' },
-  GW_ERR_ADMIN_CLIENT_KEY: { status: 403, message: 'Client API keys cannot use the admin API; use an admin key.' },
+  GW_ERR_ADMIN_AUTH_THROTTLED: { status: 429, message: 'Too many failed admin sign-ins from this address; try again in %s seconds.' },
   GW_ERR_ORGANIZATION_UNKNOWN: { status: 404, message: 'Unknown organization "%s".' },
   GW_ERR_ORGANIZATION_EXISTS: { status: 409, message: 'Organization "%s" already exists.' },
   GW_ERR_PROJECT_UNKNOWN: { status: 404, message: 'Unknown project "%s" in organization "%s".' },

@@ -34,7 +34,7 @@ const ZH_CN: Partial<Record<ErrorCode, string>> = {
   GW_ERR_ADMIN_KEY_MISSING: '缺少管理密钥。请发送 "Authorization: Bearer <ADMIN_KEY>"。',
   GW_ERR_ADMIN_KEY_INVALID: '管理密钥无效。',
   GW_ERR_ADMIN_KEY_REVOKED: '此管理密钥已被吊销。',
-  GW_ERR_ADMIN_CLIENT_KEY: '客户端 API 密钥不能使用管理 API，请使用管理密钥。',
+  GW_ERR_ADMIN_AUTH_THROTTLED: '此地址的管理登录失败次数过多，请在 %s 秒后重试。',
   GW_ERR_ORGANIZATION_UNKNOWN: '未知组织 "%s"。',
   GW_ERR_ORGANIZATION_EXISTS: '组织 "%s" 已存在。',
   GW_ERR_PROJECT_UNKNOWN: '未知项目 "%s"（组织 "%s"）。',

@@ -81,7 +81,9 @@ export function clientErrorHandler (log: Logger): (err: NodeJS.ErrnoException, s
       socket.destroy()
       return
     }
-    log.debug({ err }, 'client error')
+    // Never the error object itself: node's parse errors carry the refused bytes (`rawPacket`), which
+    // may hold an Authorization header.
+    log.debug({ code: err.code, reason: err.message }, 'client error')
     const requestId = nextRequestId()
     const r = renderError(gwError(code), { protocol: 'none', requestId })
     const headers = { ...r.headers, 'x-gw-trace-id': requestId, 'content-length': String(Buffer.byteLength(r.body)), connection: 'close' }

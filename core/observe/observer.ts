@@ -233,7 +233,17 @@ export class CallObs implements CallObserver {
     for (const a of this.attempts) upstreamMs += a.end! - a.start
     this.o.log(this, end, settled, upstreamMs)
     if (metrics !== null) this.#metrics(metrics, end, upstreamMs)
-    if (exporter !== null && (parseInt(this.flags, 16) & 1) === 1) exporter.export(this.#spans(end, settled))
+    if (exporter !== null && this.#exported(exporter)) exporter.export(this.#spans(end, settled))
+  }
+
+  /**
+   * Whether this call's spans are exported: a trace the gateway started follows its own sampling; a
+   * caller's sampled flag is honoured only once the call is authenticated (anyone else's flag gets
+   * the gateway's own sampling ratio, so junk cannot force exports).
+   */
+  #exported (exporter: SpanExporter): boolean {
+    if ((parseInt(this.flags, 16) & 1) !== 1) return false
+    return this.parentSpanId === undefined || this.call.principal !== undefined || exporter.sampleNew()
   }
 
   #metrics (m: GatewayMetrics, end: number, upstreamMs: number): void {

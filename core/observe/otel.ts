@@ -32,8 +32,17 @@ export function createOtlpExporter (cfg: GatewayConfig['tracing']['otlp'] & { ur
   })
   const tracer: Tracer = provider.getTracer('model-gateway')
   const ratio = cfg.sampleRatio
+  // A budget of maxSpansPerSecond, refilled continuously: a call's spans are exported whole or not at all.
+  const cap = cfg.maxSpansPerSecond
+  let budget = cap
+  let last = performance.now()
   return {
     export (spans: readonly SpanRecord[]): void {
+      const now = performance.now()
+      budget = Math.min(cap, budget + (now - last) * cap / 1000)
+      last = now
+      if (spans.length > budget) return
+      budget -= spans.length
       for (const s of spans) {
         ids.traceId = s.traceId
         ids.spanId = s.spanId

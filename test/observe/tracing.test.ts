@@ -179,6 +179,45 @@ t.test('OTLP/HTTP export: request, phase and attempt spans with their links and 
   t.equal(attr(attempts[1], 'gw.attempt'), 2)
 })
 
+t.test('at sampleRatio 0 a caller\'s sampled flag exports its trace only when the call is authenticated; spans per second are capped', async t => {
+  const traces: string[] = []
+  const receiver = createServer((req: IncomingMessage, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', c => chunks.push(c))
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+      for (const r of body.resourceSpans) for (const sc of r.scopeSpans) for (const sp of sc.spans) traces.push(sp.traceId)
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+    })
+  })
+  await new Promise<void>(resolve => receiver.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>(resolve => receiver.close(() => resolve())))
+  const port = (receiver.address() as { port: number }).port
+  const up = await startFakeUpstream((_req, res) => json(res, 200, chatCompletion('ok')))
+  t.teardown(() => up.close())
+  const { app, url } = await gateway(t, up, { tracing: { otlp: { url: `http://127.0.0.1:${port}/v1/traces`, sampleRatio: 0, maxSpansPerSecond: 40 } } })
+  const junk = '11111111111111111111111111111111'
+  const authed = '22222222222222222222222222222222'
+  // Unauthenticated junk with a sampled flag: 401, and nothing exported.
+  for (let i = 0; i < 20; i++) {
+    const res = await request(url + '/v1/chat/completions', {
+      method: 'POST', headers: { 'content-type': 'application/json', traceparent: `00-${junk}-${PARENT}-01` }, body: '{}',
+    })
+    await res.body.text()
+    t.equal(res.statusCode, 401)
+  }
+  // An authenticated caller's sampled flag is honoured.
+  t.equal((await call(url, { traceparent: `00-${authed}-${PARENT}-01` })).statusCode, 200)
+  // A burst of authenticated sampled calls: at most about maxSpansPerSecond spans go out.
+  const burst = '33333333333333333333333333333333'
+  await Promise.all(Array.from({ length: 40 }, () => call(url, { traceparent: `00-${burst}-${PARENT}-01` })))
+  await app.close() // flushes the batch
+  t.equal(traces.filter(id => id === junk).length, 0, 'no span of an unauthenticated caller\'s trace')
+  t.ok(traces.filter(id => id === authed).length >= 2, 'the authenticated call\'s spans were exported')
+  const burstSpans = traces.filter(id => id === burst).length
+  t.ok(burstSpans > 0 && burstSpans <= 80, `the burst was capped (${burstSpans} spans for 40 calls of about 10 spans each)`)
+})
+
 t.test('no OpenTelemetry module is loaded unless OTLP export is on', async t => {
   const script = fileURLToPath(new URL('./fixtures/otel-loaded.ts', import.meta.url))
   const run = (mode: string) => {
