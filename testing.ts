@@ -27,7 +27,7 @@ export { outcomeSpy } from './testing/outcome-spy.ts'
 export type { SpyRecord } from './testing/outcome-spy.ts'
 export { translateFixture, parseSse } from './testing/translate-fixture.ts'
 export { runProviderConformance } from './testing/conformance.ts'
-export type { ConformanceOptions, SuiteTest } from './testing/conformance.ts'
+export type { ConformanceOptions, ConformanceWire, WireReply, SuiteTest } from './testing/conformance.ts'
 export {
   GOLDEN_CASES, GOLDEN_ANSWERS, GOLDEN_STREAMS, GOLDEN_USAGE, GOLDEN_PARAMS,
   STOP_REASON_TO_FINISH, FINISH_TO_STOP_REASON, MESSAGES_TOOL_CHOICE_TO_CHAT, CHAT_TOOL_CHOICE_TO_MESSAGES,
