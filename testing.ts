@@ -21,6 +21,8 @@ export type {
   BedrockUsage, BedrockStopReason, BedrockErrorReply, BedrockCountScript, BedrockStreamException, BedrockStreamExceptionType,
   AwsTestCredentials, DecodedFrame, BedrockResponse,
 } from './testing/fake-bedrock.ts'
+export { bedrockWire, messagesFromConverse, converseUsage } from './testing/bedrock-conformance.ts'
+export type { BedrockWireOptions } from './testing/bedrock-conformance.ts'
 export { memoryStore, memoryLedger } from './testing/backends.ts'
 export type { MemoryStoreOptions } from './testing/backends.ts'
 export { outcomeSpy } from './testing/outcome-spy.ts'

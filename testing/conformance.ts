@@ -126,11 +126,11 @@ export async function runProviderConformance (t: SuiteTest, opts: ConformanceOpt
   standard()
   const name = opts.adapter.name
   let settled = 0
-  const call = async (route: ClientProtocol, extra: Record<string, unknown> = {}) => {
+  const call = async (route: ClientProtocol, extra: Record<string, unknown> = {}, label: string = route) => {
     const res = await r.app.inject({ method: 'POST', url: ROUTES[route].url, payload: ROUTES[route].body(extra) })
     await r.spy.settled(++settled)
     const upstream = r.requests.at(-1)
-    assert.equal(upstream?.refused, undefined, `${route}: the fake upstream refused the request`)
+    assert.equal(upstream?.refused, undefined, `${label}: the fake upstream refused the request`)
     return { res, outcome: r.spy.seen[settled - 1].outcome, upstream }
   }
   // A vendor's usage without a cache-write field cannot report writes: those cases are left out.
@@ -165,7 +165,7 @@ export async function runProviderConformance (t: SuiteTest, opts: ConformanceOpt
 
     await t.test(`${name} – golden translation cases reach the upstream in its protocol`, async () => {
       for (const c of golden.requests) {
-        const { res, upstream } = await call(c.client, c.body)
+        const { res, upstream } = await call(c.client, c.body, c.name)
         assert.equal(res.statusCode, 200, `${c.name}: 200 (${res.payload.slice(0, 300)})`)
         const miss = matches(upstream!.body, c.expect)
         assert.equal(miss, undefined, `${c.name}: ${miss}`)
@@ -176,7 +176,7 @@ export async function runProviderConformance (t: SuiteTest, opts: ConformanceOpt
       try {
         for (const c of golden.answers.filter(g => reportable(g.usage))) {
           r.handle(() => ({ status: 200, body: c.upstreamBody(usageOf(c.usage)) }))
-          const { res, outcome } = await call(c.client, c.body)
+          const { res, outcome } = await call(c.client, c.body, c.name)
           assert.equal(res.statusCode, 200, `${c.name}: 200`)
           const body = fields(JSON.parse(res.payload))
           const miss = matches(body, expectOf(c))
@@ -196,7 +196,7 @@ export async function runProviderConformance (t: SuiteTest, opts: ConformanceOpt
       try {
         for (const c of golden.streams.filter(g => reportable(g.usage))) {
           r.handle(() => ({ events: c.upstreamEvents(usageOf(c.usage)), framing: c.framing }))
-          const { res, outcome, upstream } = await call(c.client, { ...c.body, stream: true })
+          const { res, outcome, upstream } = await call(c.client, { ...c.body, stream: true }, c.name)
           assert.equal(res.statusCode, 200, `${c.name}: 200`)
           assert.equal(fields(upstream?.body).stream, true, `${c.name}: the upstream was asked to stream`)
           const { shape, usage, final } = clientStream(c.client, res.payload)

@@ -9,7 +9,7 @@ import t, { type Test } from 'tap'
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
 import { buildTestApp, listen, AUTH_ENTRY, TEST_KEY } from '../helpers/build-test-app.ts'
-import { startFakeBedrock, startFakeUpstream, json, BEDROCK_TEST_CREDENTIALS, UNKNOWN_OPERATION_BODY, type FakeBedrock, type FakeBedrockOptions } from '../../testing.ts'
+import { startFakeBedrock, startFakeUpstream, json, BEDROCK_TEST_CREDENTIALS, UNKNOWN_OPERATION_BODY, type BedrockStopReason, type FakeBedrock, type FakeBedrockOptions } from '../../testing.ts'
 import { openLedger } from '../../core/ledger/index.ts'
 import type { Ledger, UsageRecord } from '../../core/ledger/ledger.ts'
 import { until } from '../helpers/until.ts'
@@ -435,4 +435,43 @@ t.test('images from chat and Responses clients: data URIs reach Converse as byte
   const err = await openai.chat.completions.create({ model: 'aws/claude', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }] }).then(() => undefined, (e: unknown) => e)
   t.ok(err instanceof OpenAI.APIError && err.status === 400, 'an image by URL: 400')
   t.equal(fake.requests.length, before, 'nothing sent')
+})
+
+t.test('every Converse stop reason on every client protocol, JSON and streamed', async t => {
+  const { fake, anthropic, openai } = await setup(t)
+  // Converse stopReason → messages stop_reason, chat finish_reason, Responses status (and incomplete reason).
+  const table: Array<[BedrockStopReason, string, string, string]> = [
+    ['end_turn', 'end_turn', 'stop', 'completed'],
+    ['stop_sequence', 'stop_sequence', 'stop', 'completed'],
+    ['max_tokens', 'max_tokens', 'length', 'incomplete max_output_tokens'],
+    ['model_context_window_exceeded', 'model_context_window_exceeded', 'length', 'incomplete max_output_tokens'],
+    ['guardrail_intervened', 'refusal', 'content_filter', 'incomplete content_filter'],
+    ['content_filtered', 'refusal', 'content_filter', 'incomplete content_filter'],
+    ['malformed_model_output', 'end_turn', 'stop', 'completed'],
+    ['malformed_tool_use', 'end_turn', 'stop', 'completed'],
+  ]
+  const msg = { role: 'user' as const, content: 'x' }
+  const status = (r: { status?: string | null, incomplete_details?: { reason?: string } | null }) =>
+    r.status === 'incomplete' ? `incomplete ${r.incomplete_details?.reason}` : String(r.status)
+  for (const [converse, messages, chat, responses] of table) {
+    const answer = { content: [{ text: ['Par', 'tial'] }], stopReason: converse }
+    fake.next(answer, answer, answer, answer, answer, answer)
+    const m = await anthropic.messages.create({ model: 'aws/claude', max_tokens: 10, messages: [msg] })
+    t.equal(m.stop_reason, messages, `${converse}: messages JSON`)
+    const ms = await anthropic.messages.stream({ model: 'aws/claude', max_tokens: 10, messages: [msg] }).finalMessage()
+    t.equal(ms.stop_reason, messages, `${converse}: messages stream`)
+    const c = await openai.chat.completions.create({ model: 'aws/claude', messages: [msg] })
+    t.equal(c.choices[0].finish_reason, chat, `${converse}: chat JSON`)
+    let finish: string | null = null
+    for await (const ch of await openai.chat.completions.create({ model: 'aws/claude', stream: true, messages: [msg] })) finish = ch.choices[0]?.finish_reason ?? finish
+    t.equal(finish, chat, `${converse}: chat stream`)
+    const r = await openai.responses.create({ model: 'aws/claude', input: 'x' })
+    t.equal(status(r), responses, `${converse}: Responses JSON`)
+    t.equal(r.output_text, 'Partial', `${converse}: Responses JSON keeps the text`)
+    let final = ''
+    for await (const ev of await openai.responses.create({ model: 'aws/claude', input: 'x', stream: true })) {
+      if (ev.type === 'response.completed' || ev.type === 'response.incomplete') final = status(ev.response)
+    }
+    t.equal(final, responses, `${converse}: Responses stream`)
+  }
 })
