@@ -22,6 +22,8 @@ export type {
   AwsTestCredentials, DecodedFrame, BedrockResponse,
 } from './testing/fake-bedrock.ts'
 export { bedrockWire, messagesFromConverse, converseUsage } from './testing/bedrock-conformance.ts'
+export { checkAwsSignature } from './testing/bedrock-sigv4.ts'
+export type { SignedRecord } from './testing/bedrock-sigv4.ts'
 export type { BedrockWireOptions } from './testing/bedrock-conformance.ts'
 export { memoryStore, memoryLedger } from './testing/backends.ts'
 export type { MemoryStoreOptions } from './testing/backends.ts'
