@@ -437,6 +437,32 @@ t.test('images from chat and Responses clients: data URIs reach Converse as byte
   t.equal(fake.requests.length, before, 'nothing sent')
 })
 
+t.test('an image by URL is refused with 400 and the route\'s error body on every route, nothing sent or billed', async t => {
+  const { fake, ledger, base } = await setup(t)
+  const url = 'https://example.com/cat.png'
+  const post = (path: string, body: unknown) => fetch(`${base}${path}`, {
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_KEY}`, 'anthropic-version': '2023-06-01' }, body: JSON.stringify(body),
+  })
+  const chat = await post('/v1/chat/completions', { model: 'aws/claude', messages: [{ role: 'user', content: [{ type: 'text', text: 'what?' }, { type: 'image_url', image_url: { url } }] }] })
+  t.equal(chat.status, 400)
+  const chatBody = await chat.json() as { error: { code: number, message: string } }
+  t.equal(chatBody.error.code, 400, 'chat: the numeric-code body')
+  t.match(chatBody.error.message, /images by URL cannot be sent to this model; send the image as base64 data/)
+  const messages = await post('/v1/messages', { model: 'aws/claude', max_tokens: 10, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url } }] }] })
+  t.equal(messages.status, 400)
+  const msgBody = await messages.json() as { type: string, error: { type: string, message: string } }
+  t.same({ type: msgBody.type, errorType: msgBody.error.type }, { type: 'error', errorType: 'invalid_request_error' }, 'messages: the messages-protocol body')
+  t.match(msgBody.error.message, /images by URL/)
+  const responses = await post('/v1/responses', { model: 'aws/claude', input: [{ role: 'user', content: [{ type: 'input_text', text: 'what?' }, { type: 'input_image', detail: 'auto', image_url: url }] }] })
+  t.equal(responses.status, 400)
+  const rBody = await responses.json() as { error: { code: number, message: string } }
+  t.equal(rBody.error.code, 400, 'Responses: the numeric-code body')
+  t.match(rBody.error.message, /images by URL/)
+  t.equal(fake.requests.length, 0, 'nothing reached Bedrock')
+  await new Promise(resolve => setTimeout(resolve, 50))
+  t.same((await ledger.listUsage({})).filter(r => r.cost > 0), [], 'nothing charged')
+})
+
 t.test('every Converse stop reason on every client protocol, JSON and streamed', async t => {
   const { fake, anthropic, openai } = await setup(t)
   // Converse stopReason → messages stop_reason, chat finish_reason, Responses status (and incomplete reason).
