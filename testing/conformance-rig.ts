@@ -2,7 +2,8 @@
  * @module testing/conformance-rig – what the conformance suite runs an adapter in: a real gateway
  * (in-process, `app.inject`) whose one model is deployed on the adapter, and a loopback fake upstream
  * answering like a vendor of the adapter's protocol (chat completions, messages or the Responses
- * API), JSON or SSE as asked, with the vendor's usage; and how the suite reads the client's answers.
+ * API), JSON or SSE as asked, with the vendor's usage — or, through the adapter's own wire
+ * (`ConformanceWire`), in the vendor's format; and how the suite reads the client's answers.
  */
 import type { ServerResponse } from 'node:http'
 import pino from 'pino'

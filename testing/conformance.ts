@@ -4,7 +4,8 @@
  * completions, messages, or the Responses API), and checks what every adapter must get right: the
  * request that reaches the upstream (model name, golden translation cases from every client route),
  * answers on every route streamed and not, the normalized usage that billing reads, and upstream
- * failures before and after the first byte.
+ * failures before and after the first byte. A vendor with a wire of its own (binary frames, other
+ * JSON shapes) brings it as `wire`: the same cases then run through it.
  * Works with tap's `t` and with `node:test`'s `t` (only `t.test` is used; assertions throw).
  */
 import assert from 'node:assert/strict'
