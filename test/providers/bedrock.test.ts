@@ -14,6 +14,7 @@ import { openLedger } from '../../core/ledger/index.ts'
 import type { Ledger, UsageRecord } from '../../core/ledger/ledger.ts'
 import { until } from '../helpers/until.ts'
 import { costMicros } from '../../money/billing.ts'
+import pino from 'pino'
 
 const PROFILE = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0'
 const ARN = 'arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc123xyz'
@@ -500,4 +501,38 @@ t.test('every Converse stop reason on every client protocol, JSON and streamed',
     }
     t.equal(final, responses, `${converse}: Responses stream`)
   }
+})
+
+t.test('failover: throttling, a model not ready or Bedrock unavailable go to the next deployment; the operator\'s credentials refused are logged loudly', async t => {
+  const first = await startFakeBedrock()
+  const second = await startFakeBedrock()
+  const lines: string[] = []
+  const logger = pino({ level: 'info' }, { write: (l: string) => { lines.push(l) } })
+  const creds = { ...BEDROCK_TEST_CREDENTIALS }
+  const app = await buildTestApp({
+    pipeline: [AUTH_ENTRY],
+    logger,
+    doc: {
+      providers: [
+        { name: 'first', adapter: 'bedrock', config: { region: 'us-east-1', baseUrl: first.origin, credentials: creds }, circuit: { failureThreshold: 1_000_000 } },
+        { name: 'second', adapter: 'bedrock', config: { region: 'us-east-1', baseUrl: second.origin, credentials: creds } },
+      ],
+      models: [{ id: 'aws/two', deployments: [{ provider: 'first', model: PROFILE, priority: 0 }, { provider: 'second', model: PROFILE, priority: 1 }] }],
+    },
+  })
+  t.teardown(async () => { await app.close(); await first.close(); await second.close() })
+  const anthropic = new Anthropic({ baseURL: await listen(app), apiKey: TEST_KEY, maxRetries: 0 })
+  second.reply({ content: [{ text: 'from the second' }] })
+  for (const type of ['ThrottlingException', 'ModelNotReadyException', 'ServiceUnavailableException', 'InternalServerException']) {
+    first.next({ error: { type } })
+    const m = await anthropic.messages.create({ model: 'aws/two', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] })
+    t.equal(m.content[0].type === 'text' && m.content[0].text, 'from the second', `${type}: the next deployment answered`)
+  }
+  t.equal(first.requests.length, 4)
+  t.equal(second.requests.length, 4)
+  first.next({ error: { type: 'AccessDeniedException' } })
+  await anthropic.messages.create({ model: 'aws/two', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] })
+  const loud = lines.map(l => JSON.parse(l) as { level: number, msg: string, errorType?: string }).filter(l => l.level >= 50 && l.errorType === 'AccessDeniedException')
+  t.equal(loud.length, 1, 'AccessDenied logged at error level')
+  t.match(loud[0]?.msg, /check the provider config/)
 })
