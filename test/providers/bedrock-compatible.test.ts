@@ -2,16 +2,17 @@
  * @module test/providers/bedrock-compatible – Bedrock's compatible endpoints reached by config alone:
  * the OpenAI-compatible endpoint of Bedrock Runtime (`/openai/v1`, SigV4 service `bedrock`) and
  * Bedrock Mantle (`bedrock-mantle.<region>.api.aws`: OpenAI-compatible at `/v1`, Anthropic's
- * Messages API at `/anthropic/v1`, SigV4 service `bedrock-mantle`) with `openai-compatible` and
- * `anthropic-compatible` and their `aws` block, or a Bedrock API key. The fake upstream recomputes
- * each signature (service, region, session token, path, body) and checks the path, as AWS would.
+ * Messages API at `/anthropic/v1`, the Responses API at `/v1/responses`, SigV4 service
+ * `bedrock-mantle`) with `openai-compatible`, `openai-responses` and `anthropic-compatible` and
+ * their `aws` block, or a Bedrock API key. The fake upstream recomputes each signature (service,
+ * region, session token, path, body) and checks the path, as AWS would.
  */
 import t from 'tap'
 import OpenAI from 'openai'
 import Anthropic from '@anthropic-ai/sdk'
 import { buildTestApp, listen, AUTH_ENTRY, TEST_KEY } from '../helpers/build-test-app.ts'
 import {
-  startFakeUpstream, json, sse, chatCompletion, chatTextStream, messagesResponse, messagesTextStream, checkAwsSignature,
+  startFakeUpstream, json, sse, chatCompletion, chatTextStream, messagesResponse, messagesTextStream, responsesResponse, responsesTextStream, checkAwsSignature,
   BEDROCK_TEST_CREDENTIALS, type Recorded,
 } from '../../testing.ts'
 
@@ -23,6 +24,8 @@ const ENDPOINTS: Record<string, { service: string, region: string, credentials: 
   '/runtime/openai/v1/chat/completions': { service: 'bedrock', region: 'us-east-1', credentials: BEDROCK_TEST_CREDENTIALS },
   '/mantle/v1/chat/completions': { service: 'bedrock-mantle', region: 'us-west-2', credentials: SESSION },
   '/mantle/anthropic/v1/messages': { service: 'bedrock-mantle', region: 'us-west-2', credentials: SESSION },
+  '/mantle/v1/responses': { service: 'bedrock-mantle', region: 'us-west-2', credentials: SESSION },
+  '/runtime/openai/v1/responses': { service: 'bedrock', region: 'us-east-1', credentials: BEDROCK_TEST_CREDENTIALS },
   '/keyed-runtime/openai/v1/chat/completions': 'api-key',
   '/keyed-mantle/v1/chat/completions': 'api-key',
 }
@@ -40,6 +43,7 @@ t.test('Bedrock\'s OpenAI-compatible endpoint and Bedrock Mantle, signed with Si
       return json(res, 403, { message: why }, { 'x-amzn-errortype': why.split(':')[0] })
     }
     const stream = (req.body as { stream?: boolean }).stream === true
+    if (req.path.endsWith('/responses')) return stream ? sse(res, responsesTextStream(['Hi', ' Responses'])) : json(res, 200, responsesResponse('Hi Responses'))
     if (req.path.endsWith('/messages')) return stream ? sse(res, messagesTextStream(['Hi', ' Mantle'])) : json(res, 200, messagesResponse('Hi Mantle'))
     return stream ? sse(res, chatTextStream(['Hi', ' Bedrock'])) : json(res, 200, chatCompletion('Hi Bedrock'))
   })
@@ -50,6 +54,8 @@ t.test('Bedrock\'s OpenAI-compatible endpoint and Bedrock Mantle, signed with Si
         { name: 'runtime', adapter: 'openai-compatible', config: { baseUrl: `${up.origin}/runtime/openai/v1`, aws: { region: 'us-east-1', credentials: { ...BEDROCK_TEST_CREDENTIALS } } } },
         { name: 'mantle', adapter: 'openai-compatible', config: { baseUrl: `${up.origin}/mantle/v1`, aws: { region: 'us-west-2', service: 'bedrock-mantle', credentials: SESSION } } },
         { name: 'mantle-claude', adapter: 'anthropic-compatible', config: { baseUrl: `${up.origin}/mantle/anthropic`, aws: { region: 'us-west-2', service: 'bedrock-mantle', credentials: SESSION } } },
+        { name: 'mantle-responses', adapter: 'openai-responses', config: { baseUrl: `${up.origin}/mantle/v1`, aws: { region: 'us-west-2', service: 'bedrock-mantle', credentials: SESSION } } },
+        { name: 'runtime-responses', adapter: 'openai-responses', config: { baseUrl: `${up.origin}/runtime/openai/v1`, aws: { region: 'us-east-1', credentials: { ...BEDROCK_TEST_CREDENTIALS } } } },
         { name: 'keyed-runtime', adapter: 'openai-compatible', config: { baseUrl: `${up.origin}/keyed-runtime/openai/v1`, apiKey: API_KEY } },
         { name: 'keyed-mantle', adapter: 'openai-compatible', config: { baseUrl: `${up.origin}/keyed-mantle/v1`, apiKey: API_KEY } },
         // Mis-configured on purpose: Mantle signed for the service `bedrock`, and a wrong secret.
@@ -60,6 +66,8 @@ t.test('Bedrock\'s OpenAI-compatible endpoint and Bedrock Mantle, signed with Si
         { id: 'br/gpt-oss', deployments: [{ provider: 'runtime', model: 'openai.gpt-oss-120b-1:0' }] },
         { id: 'mantle/gpt-oss', deployments: [{ provider: 'mantle', model: 'openai.gpt-oss-120b' }] },
         { id: 'mantle/claude', deployments: [{ provider: 'mantle-claude', model: 'anthropic.claude-haiku-4-5' }] },
+        { id: 'mantle/responses', deployments: [{ provider: 'mantle-responses', model: 'openai.gpt-oss-120b' }] },
+        { id: 'br/responses', deployments: [{ provider: 'runtime-responses', model: 'openai.gpt-oss-120b-1:0' }] },
         { id: 'keyed/runtime', deployments: [{ provider: 'keyed-runtime', model: 'openai.gpt-oss-20b-1:0' }] },
         { id: 'keyed/mantle', deployments: [{ provider: 'keyed-mantle', model: 'openai.gpt-oss-20b' }] },
         { id: 'bad/service', deployments: [{ provider: 'mantle-wrong-service', model: 'openai.gpt-oss-120b' }] },
@@ -88,6 +96,15 @@ t.test('Bedrock\'s OpenAI-compatible endpoint and Bedrock Mantle, signed with Si
   t.equal(ms.content[0].type === 'text' && ms.content[0].text, 'Hi Mantle', 'Mantle\'s Messages API: stream')
   const c = await openai.chat.completions.create({ model: 'mantle/claude', messages: [{ role: 'user', content: 'hi' }] })
   t.equal(c.choices[0].message.content, 'Hi Mantle', 'Mantle\'s Messages API from a chat client')
+  for (const model of ['mantle/responses', 'br/responses']) {
+    const r = await openai.responses.create({ model, input: 'hi' })
+    t.equal(r.output_text, 'Hi Responses', `${model}: the Responses API, JSON`)
+    let text = ''
+    for await (const ev of await openai.responses.create({ model, input: 'hi', stream: true })) if (ev.type === 'response.output_text.delta') text += ev.delta
+    t.equal(text, 'Hi Responses', `${model}: the Responses API, streamed`)
+    const c = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] })
+    t.equal(c.choices[0].message.content, 'Hi Responses', `${model}: a chat client`)
+  }
   t.same(refused, [], 'every request was signed (or keyed) as its endpoint expects')
 
   const byPath = (p: string) => up.requests.filter(r => r.path === p)
