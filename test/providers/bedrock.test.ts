@@ -325,9 +325,20 @@ t.test('a mid-stream exception ends the stream with the protocol\'s error event,
   fake.next({ content: [{ text: ['aaaa', 'bbbb', 'cccc'] }], exception: { type: 'throttlingException', after: 3 } })
   const cs = await openai.chat.completions.create({ model: 'aws/claude', stream: true, messages: [{ role: 'user', content: 'x' }] })
   await t.rejects((async () => { for await (const _ of cs) { /* read */ } })(), 'the chat client sees the error event')
-  const recs = await recordsOf(ledger, 2)
+  fake.next({ content: [{ text: ['aaaa', 'bbbb', 'cccc'] }], exception: { type: 'internalServerException', after: 3 } })
+  const seen: string[] = []
+  let text = ''
+  await t.rejects((async () => {
+    for await (const ev of await openai.responses.create({ model: 'aws/claude', input: 'x', stream: true })) {
+      seen.push(ev.type)
+      if (ev.type === 'response.output_text.delta') text += ev.delta
+    }
+  })(), 'the Responses client sees the error event')
+  t.equal(text, 'aaaabbbb', 'Responses: what came before the exception was relayed')
+  t.ok(seen.includes('response.failed'), 'Responses: the response is marked failed')
+  const recs = await recordsOf(ledger, 3)
   await new Promise(resolve => setTimeout(resolve, 50))
-  t.equal((await ledger.listUsage({})).length, 2, 'one record per call')
+  t.equal((await ledger.listUsage({})).length, 3, 'one record per call')
   for (const r of recs) {
     t.equal(r.estimated, true, 'no final usage: estimated')
     t.ok(r.outputTokens >= 2, 'billed for what was relayed')
