@@ -21,13 +21,17 @@ export type {
   BedrockUsage, BedrockStopReason, BedrockErrorReply, BedrockCountScript, BedrockStreamException, BedrockStreamExceptionType,
   AwsTestCredentials, DecodedFrame, BedrockResponse,
 } from './testing/fake-bedrock.ts'
+export { bedrockWire, messagesFromConverse, converseUsage } from './testing/bedrock-conformance.ts'
+export { checkAwsSignature } from './testing/bedrock-sigv4.ts'
+export type { SignedRecord } from './testing/bedrock-sigv4.ts'
+export type { BedrockWireOptions } from './testing/bedrock-conformance.ts'
 export { memoryStore, memoryLedger } from './testing/backends.ts'
 export type { MemoryStoreOptions } from './testing/backends.ts'
 export { outcomeSpy } from './testing/outcome-spy.ts'
 export type { SpyRecord } from './testing/outcome-spy.ts'
 export { translateFixture, parseSse } from './testing/translate-fixture.ts'
 export { runProviderConformance } from './testing/conformance.ts'
-export type { ConformanceOptions, SuiteTest } from './testing/conformance.ts'
+export type { ConformanceOptions, ConformanceWire, WireReply, SuiteTest } from './testing/conformance.ts'
 export {
   GOLDEN_CASES, GOLDEN_ANSWERS, GOLDEN_STREAMS, GOLDEN_USAGE, GOLDEN_PARAMS,
   STOP_REASON_TO_FINISH, FINISH_TO_STOP_REASON, MESSAGES_TOOL_CHOICE_TO_CHAT, CHAT_TOOL_CHOICE_TO_MESSAGES,

@@ -37,17 +37,22 @@ export interface AuthFailure { type: string, message: string }
 
 const SIGNATURE_MISMATCH = 'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.'
 
-export async function verifySigV4 (req: Req, body: Buffer, creds: AwsTestCredentials, region: string): Promise<AuthFailure | undefined> {
+/**
+ * Verifies a request's SigV4 signature as AWS does, for the signing service `service` (`bedrock`
+ * for Bedrock Runtime and its OpenAI-compatible endpoint, `bedrock-mantle` for Bedrock Mantle):
+ * undefined when it holds, else the error AWS would answer.
+ */
+export async function verifySigV4 (req: Req, body: Buffer, creds: AwsTestCredentials, region: string, service = 'bedrock'): Promise<AuthFailure | undefined> {
   const auth = header(req.headers, 'authorization') ?? ''
   const m = /^AWS4-HMAC-SHA256 Credential=([^,\s]+),\s*SignedHeaders=([^,\s]+),\s*Signature=([0-9a-f]+)$/.exec(auth)
   if (!m) return { type: 'IncompleteSignatureException', message: `Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' parameters. Authorization=${auth.split(' ')[0]}` }
-  const [akid, day, scopeRegion, service, term] = m[1].split('/')
+  const [akid, day, scopeRegion, scopeService, term] = m[1].split('/')
   const invalidToken = { type: 'UnrecognizedClientException', message: 'The security token included in the request is invalid.' }
   if (akid !== creds.accessKeyId) return invalidToken
   const token = header(req.headers, 'x-amz-security-token')
   if (token !== creds.sessionToken) return invalidToken
   if (term !== 'aws4_request') return { type: 'InvalidSignatureException', message: "Credential should be scoped with a valid terminator: 'aws4_request'." }
-  if (service !== 'bedrock') return { type: 'InvalidSignatureException', message: "Credential should be scoped to correct service: 'bedrock'." }
+  if (scopeService !== service) return { type: 'InvalidSignatureException', message: `Credential should be scoped to correct service: '${service}'.` }
   if (scopeRegion !== region) return { type: 'InvalidSignatureException', message: `Credential should be scoped to a valid region. ` }
   const dateText = header(req.headers, 'x-amz-date') ?? ''
   const date = amzDate(dateText)
@@ -79,7 +84,7 @@ export async function verifySigV4 (req: Req, body: Buffer, creds: AwsTestCredent
       query[k] = prev === undefined ? v : [...(Array.isArray(prev) ? prev : [prev]), v]
     }
   }
-  const signer = new SignatureV4({ credentials: creds, region, service: 'bedrock', sha256: Hash.bind(null, 'sha256'), applyChecksum: false })
+  const signer = new SignatureV4({ credentials: creds, region, service, sha256: Hash.bind(null, 'sha256'), applyChecksum: false })
   const host = headers.host ?? ''
   const again = await signer.sign({
     method: req.method ?? 'POST', protocol: 'http:', hostname: host.split(':')[0], path: q >= 0 ? url.slice(0, q) : url, query, headers, body,
@@ -87,4 +92,23 @@ export async function verifySigV4 (req: Req, body: Buffer, creds: AwsTestCredent
   const mine = /SignedHeaders=([^,\s]+),\s*Signature=([0-9a-f]+)$/.exec(String(again.headers.authorization ?? again.headers.Authorization))
   if (!mine || mine[1] !== m[2] || mine[2] !== m[3]) return { type: 'InvalidSignatureException', message: SIGNATURE_MISMATCH }
   return undefined
+}
+
+/** The request as a fake upstream recorded it (see `Recorded`): what `checkAwsSignature` reads. */
+export interface SignedRecord { method: string, path: string, headers: IncomingHttpHeaders, text: string }
+
+/**
+ * A fake upstream's check of an AWS-signed request (an `aws` block on `openai-compatible` or
+ * `anthropic-compatible`): the SigV4 signature recomputed over the method, raw path, signed headers
+ * and body as received. Undefined when it holds, else AWS's error type and message.
+ * @example
+ * const up = await startFakeUpstream(async (req, res) => {
+ *   const bad = await checkAwsSignature(req, { region: 'us-west-2', service: 'bedrock-mantle' })
+ *   if (bad) return json(res, 403, { message: bad })
+ *   json(res, 200, chatCompletion('hi'))
+ * })
+ */
+export async function checkAwsSignature (req: SignedRecord, opts: { region?: string, service?: string, credentials?: AwsTestCredentials } = {}): Promise<string | undefined> {
+  const failure = await verifySigV4({ method: req.method, url: req.path, headers: req.headers }, Buffer.from(req.text), opts.credentials ?? BEDROCK_TEST_CREDENTIALS, opts.region ?? 'us-east-1', opts.service ?? 'bedrock')
+  return failure === undefined ? undefined : `${failure.type}: ${failure.message}`
 }

@@ -2,7 +2,8 @@
  * @module testing/conformance-rig – what the conformance suite runs an adapter in: a real gateway
  * (in-process, `app.inject`) whose one model is deployed on the adapter, and a loopback fake upstream
  * answering like a vendor of the adapter's protocol (chat completions, messages or the Responses
- * API), JSON or SSE as asked, with the vendor's usage; and how the suite reads the client's answers.
+ * API), JSON or SSE as asked, with the vendor's usage — or, through the adapter's own wire
+ * (`ConformanceWire`), in the vendor's format; and how the suite reads the client's answers.
  */
 import type { ServerResponse } from 'node:http'
 import pino from 'pino'
@@ -12,9 +13,10 @@ import type { Usage } from '../core/types/usage.ts'
 import type { GatewayApp } from '../core/http/app.ts'
 import type { SseEvent } from '../core/dispatch/provider.ts'
 import { SseParser } from '../core/dispatch/sse.ts'
-import { startFakeUpstream, json, sse, chatChunk, msgEvent, DONE, type FakeUpstream, type Recorded } from './fake-upstream.ts'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { startFakeUpstream, json, sse, chatChunk, msgEvent, DONE, type FakeUpstream, type Recorded, type SseOptions } from './fake-upstream.ts'
 import { outcomeSpy } from './outcome-spy.ts'
-import { GOLDEN_PARAMS, goldenBody } from './golden.ts'
+import { GOLDEN_PARAMS, goldenBody, frameUpstream, type SseFraming } from './golden.ts'
 import { responsesAnswerBody, responsesUpstreamEvents } from './conformance-responses.ts'
 
 export const MODEL = 'conformance/model'
@@ -40,59 +42,163 @@ export function fields (v: unknown): Readonly<Record<string, unknown>> {
   return typeof v === 'object' && v !== null ? v as Record<string, unknown> : {}
 }
 
+/**
+ * A reply of the fake upstream, in the adapter's declared protocol: a JSON answer (a string body is
+ * sent as text/html), or a stream as SSE event texts, one per event. The rig writes it as is, or
+ * through the adapter's own wire (`ConformanceWire`) when the vendor speaks something else.
+ */
+export type ProtocolReply =
+  | { status: number, body: unknown }
+  | { events: readonly string[], pace?: SseOptions, framing?: SseFraming }
+
+/** Answers one request the upstream received (`req.body` in the adapter's protocol, decoded by the wire when there is one). */
+export type ProtocolHandler = (req: Recorded) => ProtocolReply
+
+/** What a vendor's wire sends back for one protocol-level reply: a status, headers and the bytes. */
+export interface WireReply { status?: number, headers: Record<string, string>, body: string | Uint8Array }
+
+/**
+ * An adapter's own wire, for a vendor that does not speak chat completions, messages or the
+ * Responses API as they are (binary event streams, other JSON shapes, signed requests): the suite
+ * keeps writing its golden answers and streams in the adapter's declared `protocol`, and the wire
+ * turns them into the vendor's bytes, and the requests the vendor received back into that protocol,
+ * so the same golden cases check the adapter.
+ */
+export interface ConformanceWire {
+  /**
+   * A request as the fake upstream received it (raw path, headers, body text) → its body in the
+   * adapter's protocol, as the golden cases are written: with `model` (the upstream model name,
+   * wherever the vendor carries it) and `stream: true` when a stream was asked for. Throw to
+   * refuse it (a request the vendor would refuse, a bad signature): the case fails with the message.
+   */
+  decodeRequest (req: Recorded): Record<string, unknown> | Promise<Record<string, unknown>>
+  /** A JSON answer in the adapter's protocol → the vendor's answer. */
+  encodeAnswer (body: Record<string, unknown>): WireReply
+  /**
+   * A stream in the adapter's protocol (its events, parsed) → the vendor's stream: its response
+   * headers, and for each event the bytes it becomes (none, one frame, several), so pacing and a
+   * cut after the n-th event keep their meaning.
+   */
+  encodeStream (events: readonly SseEvent[]): { headers: Record<string, string>, chunks: Uint8Array[][] }
+  /** An error answer (status, the protocol's error body) → the vendor's (default: sent as given). */
+  encodeError? (status: number, body: unknown): WireReply
+}
+
 /** A fake upstream answering like a vendor of `protocol`: JSON or SSE as asked, with the vendor's usage. */
-export function answerLike (protocol: ClientProtocol, usageOf: (u: Usage) => Record<string, unknown>) {
-  return (req: Recorded, res: ServerResponse): void | Promise<void> => {
+export function answerLike (protocol: ClientProtocol, usageOf: (u: Usage) => Record<string, unknown>): ProtocolHandler {
+  return (req: Recorded): ProtocolReply => {
     const stream = fields(req.body).stream === true
     const cutAfter = req.text.includes(CUT) ? 3 : undefined
     const pace = { cutAfter, delayMs: cutAfter ? 20 : 0 }
     const text = PIECES.join('')
     if (protocol === 'responses') {
       const output = [{ type: 'message' as const, text }]
-      if (!stream) return json(res, 200, responsesAnswerBody(output, 'completed', usageOf(USAGE), UPSTREAM_MODEL))
-      return sse(res, responsesUpstreamEvents(output, 'completed', usageOf(USAGE), UPSTREAM_MODEL), pace)
+      if (!stream) return { status: 200, body: responsesAnswerBody(output, 'completed', usageOf(USAGE), UPSTREAM_MODEL) }
+      return { events: responsesUpstreamEvents(output, 'completed', usageOf(USAGE), UPSTREAM_MODEL), pace }
     }
     if (protocol === 'chat') {
       if (!stream) {
-        return json(res, 200, {
-          id: 'chatcmpl-c1', object: 'chat.completion', created: 1767225600, model: UPSTREAM_MODEL,
-          choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: usageOf(USAGE),
-        })
+        return {
+          status: 200,
+          body: {
+            id: 'chatcmpl-c1', object: 'chat.completion', created: 1767225600, model: UPSTREAM_MODEL,
+            choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: usageOf(USAGE),
+          },
+        }
       }
-      return sse(res, [
-        chatChunk({ role: 'assistant', content: '' }), ...PIECES.map(p => chatChunk({ content: p })), chatChunk({}, 'stop'),
-        `data: ${JSON.stringify({ id: 'chatcmpl-c1', object: 'chat.completion.chunk', created: 1767225600, model: UPSTREAM_MODEL, choices: [], usage: usageOf(USAGE) })}\n\n`,
-        DONE,
-      ], pace)
+      return {
+        events: [
+          chatChunk({ role: 'assistant', content: '' }), ...PIECES.map(p => chatChunk({ content: p })), chatChunk({}, 'stop'),
+          `data: ${JSON.stringify({ id: 'chatcmpl-c1', object: 'chat.completion.chunk', created: 1767225600, model: UPSTREAM_MODEL, choices: [], usage: usageOf(USAGE) })}\n\n`,
+          DONE,
+        ],
+        pace,
+      }
     }
     if (!stream) {
-      return json(res, 200, {
-        id: 'msg_c1', type: 'message', role: 'assistant', model: UPSTREAM_MODEL, content: [{ type: 'text', text }],
-        stop_reason: 'end_turn', stop_sequence: null, usage: usageOf(USAGE),
-      })
+      return {
+        status: 200,
+        body: {
+          id: 'msg_c1', type: 'message', role: 'assistant', model: UPSTREAM_MODEL, content: [{ type: 'text', text }],
+          stop_reason: 'end_turn', stop_sequence: null, usage: usageOf(USAGE),
+        },
+      }
     }
-    return sse(res, [
-      msgEvent('message_start', { message: { id: 'msg_c1', type: 'message', role: 'assistant', model: UPSTREAM_MODEL, content: [], stop_reason: null, stop_sequence: null, usage: usageOf({ ...USAGE, outputTokens: 1 }) } }),
-      msgEvent('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
-      ...PIECES.map(p => msgEvent('content_block_delta', { index: 0, delta: { type: 'text_delta', text: p } })),
-      msgEvent('content_block_stop', { index: 0 }),
-      msgEvent('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: usageOf(USAGE) }),
-      msgEvent('message_stop', {}),
-    ], pace)
+    return {
+      events: [
+        msgEvent('message_start', { message: { id: 'msg_c1', type: 'message', role: 'assistant', model: UPSTREAM_MODEL, content: [], stop_reason: null, stop_sequence: null, usage: usageOf({ ...USAGE, outputTokens: 1 }) } }),
+        msgEvent('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+        ...PIECES.map(p => msgEvent('content_block_delta', { index: 0, delta: { type: 'text_delta', text: p } })),
+        msgEvent('content_block_stop', { index: 0 }),
+        msgEvent('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: usageOf(USAGE) }),
+        msgEvent('message_stop', {}),
+      ],
+      pace,
+    }
   }
 }
+
+/** Writes per-event byte chunks with the pacing and faults of `sse` (a cut or a stall after the n-th event). */
+async function writeEvents (res: ServerResponse, headers: Record<string, string>, perEvent: readonly Uint8Array[][], pace: SseOptions = {}): Promise<void> {
+  res.writeHead(200, headers)
+  for (let i = 0; i < perEvent.length; i++) {
+    if (pace.cutAfter !== undefined && i >= pace.cutAfter) { res.socket?.destroy(); return }
+    if (pace.stallAfter !== undefined && i >= pace.stallAfter) return
+    if (i > 0 && pace.delayMs) await sleep(pace.delayMs)
+    if (res.destroyed) return
+    for (const c of perEvent[i]) res.write(c)
+  }
+  res.end()
+}
+
+/** Writes a protocol-level reply, as is or through the adapter's wire. */
+async function writeReply (res: ServerResponse, reply: ProtocolReply, wire: ConformanceWire | undefined): Promise<void> {
+  if ('events' in reply) {
+    if (wire === undefined) return sse(res, frameUpstream(reply.events, reply.framing), reply.pace)
+    const parsed = reply.events.map(e => {
+      const p = new SseParser()
+      const evs = [...p.push(Buffer.from(e)), ...p.end()]
+      if (evs.length !== 1) throw new Error(`not one SSE event: ${e}`)
+      return evs[0]
+    })
+    const { headers, chunks } = wire.encodeStream(parsed)
+    // Bytes cut into fixed-size reads (a frame split anywhere) where the case asks for it.
+    const split = reply.framing?.splitBytes
+    if (split !== undefined) {
+      const all = Buffer.concat(chunks.flat())
+      const pieces: Uint8Array[][] = []
+      for (let i = 0; i < all.length; i += split) pieces.push([all.subarray(i, i + split)])
+      return writeEvents(res, headers, pieces, reply.pace)
+    }
+    return writeEvents(res, headers, chunks, reply.pace)
+  }
+  const { status, body } = reply
+  if (wire === undefined || typeof body === 'string') return json(res, status, body)
+  const out = status < 300
+    ? wire.encodeAnswer(fields(body) as Record<string, unknown>)
+    : wire.encodeError?.(status, body) ?? { status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }
+  res.writeHead(out.status ?? status, out.headers)
+  res.end(out.body)
+}
+
+/** A request the upstream received, as the suite reads it: `body` in the adapter's protocol; `refused` when the wire refused it. */
+export interface SeenRequest extends Recorded { refused?: string }
 
 export interface Rig {
   app: GatewayApp
   up: FakeUpstream
+  /** Every request the upstream received, its body in the adapter's protocol (decoded by the wire when there is one). */
+  requests: SeenRequest[]
+  /** Replaces how the upstream answers. */
+  handle (fn: ProtocolHandler): void
   spy: ReturnType<typeof outcomeSpy>
   /** What the adapter's upstream speaks. */
   protocol: ClientProtocol
   close (): Promise<void>
 }
 
-/** A gateway with the adapter as its one provider, in front of a fake upstream; `up` answers nothing until given a handler. */
-export async function rig (adapter: ProviderAdapter, config: (baseUrl: string) => Record<string, unknown>): Promise<Rig> {
+/** A gateway with the adapter as its one provider, in front of a fake upstream; it answers 500 until given a handler. */
+export async function rig (adapter: ProviderAdapter, config: (baseUrl: string) => Record<string, unknown>, wire?: ConformanceWire): Promise<Rig> {
   const { buildConfig } = await import('../core/config/config.ts')
   const { buildApp } = await import('../core/http/app.ts')
   const { openLedger } = await import('../core/ledger/index.ts')
@@ -100,7 +206,21 @@ export async function rig (adapter: ProviderAdapter, config: (baseUrl: string) =
   const { builtinProviders, translators } = await import('../providers/index.ts')
   // A built-in adapter is already registered; a third-party one joins the registry.
   const providers = builtinProviders.includes(adapter) ? builtinProviders : [...builtinProviders, adapter]
-  const up = await startFakeUpstream()
+  const requests: SeenRequest[] = []
+  let handler: ProtocolHandler = () => ({ status: 500, body: { error: { message: 'no handler' } } })
+  const up = await startFakeUpstream(async (raw, res) => {
+    const seen: SeenRequest = { ...raw }
+    requests.push(seen)
+    if (wire !== undefined) {
+      try {
+        seen.body = await wire.decodeRequest(raw)
+      } catch (err) {
+        seen.refused = err instanceof Error ? err.message : String(err)
+        return writeReply(res, { status: 400, body: { error: { message: `the fake upstream refused the request: ${seen.refused}` } } }, wire)
+      }
+    }
+    return writeReply(res, handler(seen), wire)
+  })
   const spy = outcomeSpy()
   const doc = {
     // The suite provokes upstream failures on purpose: the circuit must not open between cases.
@@ -126,7 +246,7 @@ export async function rig (adapter: ProviderAdapter, config: (baseUrl: string) =
     throw err
   }
   const protocol = app.gateway.providers.get('conformance')!.protocol
-  return { app, up, spy, protocol, async close () { await app.close(); await ledger.close(); await up.close() } }
+  return { app, up, requests, handle (fn) { handler = fn }, spy, protocol, async close () { await app.close(); await ledger.close(); await up.close() } }
 }
 
 /** The events of an SSE text. */

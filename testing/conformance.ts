@@ -4,24 +4,27 @@
  * completions, messages, or the Responses API), and checks what every adapter must get right: the
  * request that reaches the upstream (model name, golden translation cases from every client route),
  * answers on every route streamed and not, the normalized usage that billing reads, and upstream
- * failures before and after the first byte.
+ * failures before and after the first byte. A vendor with a wire of its own (binary frames, other
+ * JSON shapes) brings it as `wire`: the same cases then run through it.
  * Works with tap's `t` and with `node:test`'s `t` (only `t.test` is used; assertions throw).
  */
 import assert from 'node:assert/strict'
 import type { ProviderAdapter } from '../core/dispatch/provider.ts'
 import type { ClientProtocol } from '../core/types/model.ts'
 import type { Usage } from '../core/types/usage.ts'
-import { json, sse, type Recorded } from './fake-upstream.ts'
+import type { Recorded } from './fake-upstream.ts'
 import {
   GOLDEN_CASES, GOLDEN_ANSWERS, GOLDEN_STREAMS, matches, standardUsage, clientUsage, upstreamAnswerBody,
-  upstreamStreamEvents, frameUpstream, streamShape,
+  upstreamStreamEvents, streamShape, type SseFraming,
 } from './golden.ts'
 import { RESPONSES_GOLDEN_CASES, RESPONSES_GOLDEN_ANSWERS, RESPONSES_GOLDEN_STREAMS, responsesStreamShape } from './golden-responses.ts'
 import {
   RESPONSES_UPSTREAM_CASES, RESPONSES_UPSTREAM_ANSWERS, RESPONSES_UPSTREAM_STREAMS, responsesAnswerBody, responsesUpstreamEvents,
   responsesUpstreamUsage,
 } from './conformance-responses.ts'
-import { rig, answerLike, answerText, events, fields, CLIENTS, CUT, MODEL, ROUTES, UPSTREAM_MODEL, USAGE } from './conformance-rig.ts'
+import { rig, answerLike, answerText, events, fields, CLIENTS, CUT, MODEL, ROUTES, UPSTREAM_MODEL, USAGE, type ConformanceWire } from './conformance-rig.ts'
+
+export type { ConformanceWire, WireReply } from './conformance-rig.ts'
 
 /** The part of a test object the suite uses: tap's `t` and `node:test`'s `t` both fit. */
 export interface SuiteTest {
@@ -44,13 +47,29 @@ export interface ConformanceOptions {
    * nothing for the adapter to normalize.
    */
   cacheWrites?: boolean
-  /** Extra checks on every request the upstream received (auth header, path...); throw to fail. */
+  /**
+   * Extra checks on every request the upstream received (auth header, path...); throw to fail.
+   * `req.path`, `req.headers` and `req.text` are as received; `req.body` is in the adapter's
+   * protocol (decoded by `wire` when there is one).
+   */
   checkRequest? (req: Recorded): void
+  /**
+   * The vendor's own wire, when it is not one of the three protocols as they are: the fake upstream
+   * then answers through it (the golden answers and streams encoded into the vendor's format) and
+   * the golden requests are checked on what it decodes (see ConformanceWire).
+   */
+  wire?: ConformanceWire
+  /**
+   * Golden cases this adapter cannot pass by design, by case name, each with the reason (a feature
+   * the vendor does not have, a request the adapter refuses with 400 as documented). Each name must
+   * be a case the suite runs for the adapter's protocol; the suite fails on a name it does not know.
+   */
+  unsupported?: Readonly<Record<string, string>>
 }
 
 /** One golden answer or stream, whatever its table: what the suite needs to run it. */
 interface AnswerCase { name: string, client: ClientProtocol, body?: Record<string, unknown>, usage: Usage, expect: Record<string, unknown>, upstreamBody (usage: Record<string, unknown>): unknown }
-interface StreamCase { name: string, client: ClientProtocol, body?: Record<string, unknown>, usage: Usage, shape: string[], final?: Record<string, unknown>, upstreamEvents (usage: Record<string, unknown>): Array<string | Uint8Array> }
+interface StreamCase { name: string, client: ClientProtocol, body?: Record<string, unknown>, usage: Usage, shape: string[], final?: Record<string, unknown>, framing?: SseFraming, upstreamEvents (usage: Record<string, unknown>): string[] }
 
 function sameUsage (got: Usage | undefined, want: Usage): boolean {
   return got !== undefined && got.inputTokens === want.inputTokens && got.cachedInputTokens === want.cachedInputTokens && got.outputTokens === want.outputTokens
@@ -79,7 +98,7 @@ function goldenFor (protocol: ClientProtocol): { requests: Array<{ name: string,
       })),
     ],
     streams: [
-      ...GOLDEN_STREAMS.filter(g => g.upstream === protocol).map(c => ({ ...c, upstreamEvents: (u: Record<string, unknown>) => frameUpstream(upstreamStreamEvents(c.stream, u, UPSTREAM_MODEL), c.framing) })),
+      ...GOLDEN_STREAMS.filter(g => g.upstream === protocol).map(c => ({ ...c, upstreamEvents: (u: Record<string, unknown>) => upstreamStreamEvents(c.stream, u, UPSTREAM_MODEL) })),
       ...RESPONSES_GOLDEN_STREAMS.filter(g => g.upstream === protocol).map(c => ({ ...c, client: 'responses' as const, upstreamEvents: (u: Record<string, unknown>) => upstreamStreamEvents(c.stream, u, UPSTREAM_MODEL) })),
     ],
   }
@@ -101,23 +120,28 @@ function clientStream (client: ClientProtocol, payload: string): { shape: string
  * await runProviderConformance(t, { adapter, config: baseUrl => ({ baseUrl: `${baseUrl}/v1`, apiKey: 'k' }) })
  */
 export async function runProviderConformance (t: SuiteTest, opts: ConformanceOptions): Promise<void> {
-  const r = await rig(opts.adapter, opts.config)
+  const r = await rig(opts.adapter, opts.config, opts.wire)
   const protocol = r.protocol
   const usageOf = opts.upstreamUsage ?? (u => protocol === 'responses' ? responsesUpstreamUsage(u) : standardUsage(protocol, u))
-  const standard = (): void => r.up.handle(answerLike(protocol, usageOf))
+  const standard = (): void => r.handle(answerLike(protocol, usageOf))
   standard()
   const name = opts.adapter.name
   let settled = 0
-  const call = async (route: ClientProtocol, extra: Record<string, unknown> = {}) => {
+  const call = async (route: ClientProtocol, extra: Record<string, unknown> = {}, label: string = route) => {
     const res = await r.app.inject({ method: 'POST', url: ROUTES[route].url, payload: ROUTES[route].body(extra) })
     await r.spy.settled(++settled)
-    return { res, outcome: r.spy.seen[settled - 1].outcome, upstream: r.up.requests.at(-1) }
+    const upstream = r.requests.at(-1)
+    assert.equal(upstream?.refused, undefined, `${label}: the fake upstream refused the request`)
+    return { res, outcome: r.spy.seen[settled - 1].outcome, upstream }
   }
   // A vendor's usage without a cache-write field cannot report writes: those cases are left out.
   const reportable = (u: Usage) => (opts.cacheWrites !== false && protocol !== 'responses') || !u.cacheWriteTokens
   // A same-protocol answer passes through unchanged, so its client sees the vendor's own usage object.
   const expectOf = (c: AnswerCase) => c.client === protocol && opts.upstreamUsage && 'usage' in c.expect ? { ...c.expect, usage: usageOf(c.usage) } : c.expect
-  const golden = goldenFor(protocol)
+  const all = goldenFor(protocol)
+  const unsupported = opts.unsupported ?? {}
+  const supported = <C extends { name: string }>(list: readonly C[]): C[] => list.filter(c => !(c.name in unsupported))
+  const golden = { requests: supported(all.requests), answers: supported(all.answers), streams: supported(all.streams) }
   try {
     await t.test(`${name} – the upstream gets its model name and the adapter's own request details`, async () => {
       for (const route of CLIENTS) {
@@ -130,9 +154,19 @@ export async function runProviderConformance (t: SuiteTest, opts: ConformanceOpt
       }
     })
 
+    if (opts.unsupported !== undefined) {
+      await t.test(`${name} – the golden cases declared unsupported are cases of its protocol, each with a reason`, async () => {
+        const known = new Set([...all.requests, ...all.answers, ...all.streams].map(c => c.name))
+        for (const [caseName, why] of Object.entries(unsupported)) {
+          assert.ok(known.has(caseName), `"${caseName}" is not a golden case for a ${protocol} upstream`)
+          assert.ok(why.trim() !== '', `"${caseName}": a reason is given`)
+        }
+      })
+    }
+
     await t.test(`${name} – golden translation cases reach the upstream in its protocol`, async () => {
       for (const c of golden.requests) {
-        const { res, upstream } = await call(c.client, c.body)
+        const { res, upstream } = await call(c.client, c.body, c.name)
         assert.equal(res.statusCode, 200, `${c.name}: 200 (${res.payload.slice(0, 300)})`)
         const miss = matches(upstream!.body, c.expect)
         assert.equal(miss, undefined, `${c.name}: ${miss}`)
@@ -142,8 +176,8 @@ export async function runProviderConformance (t: SuiteTest, opts: ConformanceOpt
     await t.test(`${name} – golden answers reach the client in its protocol, usage normalized for billing`, async () => {
       try {
         for (const c of golden.answers.filter(g => reportable(g.usage))) {
-          r.up.handle((_req, res) => json(res, 200, c.upstreamBody(usageOf(c.usage))))
-          const { res, outcome } = await call(c.client, c.body)
+          r.handle(() => ({ status: 200, body: c.upstreamBody(usageOf(c.usage)) }))
+          const { res, outcome } = await call(c.client, c.body, c.name)
           assert.equal(res.statusCode, 200, `${c.name}: 200`)
           const body = fields(JSON.parse(res.payload))
           const miss = matches(body, expectOf(c))
@@ -162,8 +196,8 @@ export async function runProviderConformance (t: SuiteTest, opts: ConformanceOpt
     await t.test(`${name} – golden streams reach the client event by event, usage normalized for billing`, async () => {
       try {
         for (const c of golden.streams.filter(g => reportable(g.usage))) {
-          r.up.handle((_req, res) => sse(res, c.upstreamEvents(usageOf(c.usage))))
-          const { res, outcome, upstream } = await call(c.client, { ...c.body, stream: true })
+          r.handle(() => ({ events: c.upstreamEvents(usageOf(c.usage)), framing: c.framing }))
+          const { res, outcome, upstream } = await call(c.client, { ...c.body, stream: true }, c.name)
           assert.equal(res.statusCode, 200, `${c.name}: 200`)
           assert.equal(fields(upstream?.body).stream, true, `${c.name}: the upstream was asked to stream`)
           const { shape, usage, final } = clientStream(c.client, res.payload)
@@ -213,7 +247,7 @@ export async function runProviderConformance (t: SuiteTest, opts: ConformanceOpt
       ]
       try {
         for (const [what, status, body, want] of cases) {
-          r.up.handle((_req, res) => json(res, status, body))
+          r.handle(() => ({ status, body }))
           for (const route of CLIENTS) {
             const { res, outcome } = await call(route)
             assert.equal(res.statusCode, want, `${what} on ${route}: ${want}`)

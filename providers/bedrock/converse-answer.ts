@@ -12,7 +12,11 @@ export function isObj (v: unknown): v is Obj {
 
 /**
  * Converse `stopReason` → messages `stop_reason`. A guardrail or content filter is the protocol's
- * refusal (chat clients see `content_filter`), never a plain stop.
+ * refusal (chat clients see `content_filter`, Responses clients `incomplete` for a content filter),
+ * never a plain stop. `model_context_window_exceeded` is a messages stop reason too (chat clients
+ * see `length`). `malformed_model_output` and `malformed_tool_use` (the model's output or tool call
+ * could not be read) have no value in the client protocols: they end the turn (`end_turn`), with
+ * whatever content came; so does any reason Converse adds later.
  */
 export function stopReason (r: unknown): string {
   switch (r) {

@@ -6,13 +6,17 @@
  * What maps to what: `system` → `system[].text`; text, base64 images and documents, `tool_use`,
  * `tool_result`, `thinking` and `redacted_thinking` blocks → Converse content blocks
  * (`text`, `image`, `document`, `toolUse`, `toolResult`, `reasoningContent`); `cache_control` on a
- * block, a system block or a tool → a `cachePoint` after it; `tools` → `toolConfig.tools[].toolSpec`;
- * `tool_choice` auto/any/tool → `toolConfig.toolChoice` (none: the tools are left out, Converse has
- * no "none"; a conversation with tool calls keeps them without a choice, as Converse requires); `max_tokens`, `temperature`, `top_p`, `stop_sequences` →
- * `inferenceConfig`; `top_k` and `thinking` → `additionalModelRequestFields` (the Anthropic model
- * family's own fields). A `system` turn inside `messages` moves to the end of `system`;
- * consecutive turns of one role are joined (Converse wants the roles to alternate).
- * Refused with 400 (Converse takes images as bytes): an image by URL, a server tool.
+ * block, a system block or a tool → a `cachePoint` after it (its `ttl` of 5m or 1h kept);
+ * `tools` → `toolConfig.tools[].toolSpec`; `tool_choice` auto/any/tool → `toolConfig.toolChoice`
+ * (none: the tools are left out, Converse has no "none"; a conversation with tool calls keeps them
+ * without a choice, as Converse requires; a conversation with tool calls and no tools gets a spec
+ * per tool name it called); `max_tokens`, `temperature`, `top_p`, `stop_sequences` →
+ * `inferenceConfig`; `output_config` (a json_schema format, effort) → `outputConfig`; `top_k` and
+ * `thinking` → `additionalModelRequestFields` (the Anthropic model family's own fields). A `system`
+ * turn inside `messages` moves to the end of `system`; consecutive turns of one role are joined
+ * (Converse wants the roles to alternate).
+ * Refused with 400 (Converse takes images as bytes): an image or a document by URL, a server tool,
+ * an output format other than json_schema.
  */
 import { gwError } from '../../index.ts'
 
@@ -33,7 +37,11 @@ const DOCUMENT_FORMATS: Readonly<Record<string, string>> = {
   'application/vnd.ms-excel': 'xls', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': 'xlsx',
 }
 
-const CACHE_POINT = { cachePoint: { type: 'default' } }
+/** The cachePoint for a block's `cache_control`; its `ttl` passes when Converse knows it (5m, 1h). */
+function cachePoint (b: Obj): Obj {
+  const ttl = isObj(b.cache_control) ? b.cache_control.ttl : undefined
+  return { cachePoint: ttl === '5m' || ttl === '1h' ? { type: 'default', ttl } : { type: 'default' } }
+}
 
 function hasCacheControl (b: Obj): boolean {
   return isObj(b.cache_control)
@@ -89,7 +97,7 @@ function block (b: unknown, where: string): Obj[] {
   switch (b.type) {
     case 'text':
       if (typeof b.text !== 'string') bad(`${where}: a text block needs text`)
-      if (b.text === '') return hasCacheControl(b) ? [CACHE_POINT] : []
+      if (b.text === '') return hasCacheControl(b) ? [cachePoint(b)] : []
       out = { text: b.text }
       break
     case 'image': out = image(b, where); break
@@ -115,7 +123,7 @@ function block (b: unknown, where: string): Obj[] {
     default:
       bad(`${where}: "${String(b.type)}" blocks cannot be sent to this model`)
   }
-  return hasCacheControl(b) ? [out, CACHE_POINT] : [out]
+  return hasCacheControl(b) ? [out, cachePoint(b)] : [out]
 }
 
 function content (c: unknown, where: string): Obj[] {
@@ -132,7 +140,7 @@ function system (s: unknown, where: string): Obj[] {
   return s.flatMap((b: unknown, i) => {
     if (!isObj(b) || b.type !== 'text' || typeof b.text !== 'string') bad(`${where}.${i}: system blocks must be text`)
     const out: Obj[] = b.text === '' ? [] : [{ text: b.text }]
-    if (hasCacheControl(b)) out.push(CACHE_POINT)
+    if (hasCacheControl(b)) out.push(cachePoint(b))
     return out
   })
 }
@@ -149,7 +157,7 @@ function toolConfig (tools: unknown, choice: unknown): Obj | undefined {
     const spec: Obj = { name: t.name, inputSchema: { json: isObj(t.input_schema) ? t.input_schema : { type: 'object' } } }
     if (typeof t.description === 'string' && t.description !== '') spec.description = t.description
     specs.push({ toolSpec: spec })
-    if (hasCacheControl(t)) specs.push(CACHE_POINT)
+    if (hasCacheControl(t)) specs.push(cachePoint(t))
   })
   const out: Obj = { tools: specs }
   if (isObj(choice)) {
@@ -158,6 +166,18 @@ function toolConfig (tools: unknown, choice: unknown): Obj | undefined {
     else if (choice.type === 'tool') out.toolChoice = { tool: { name: String(choice.name) } }
   }
   return out
+}
+
+/**
+ * Tool specs for a conversation that holds tool calls but names no tools (the messages API takes
+ * it, Converse refuses it without a tool config): one spec per tool name called in the history,
+ * with an open input schema, so the history is sent as it is.
+ */
+function historyTools (messages: readonly Obj[]): Obj[] {
+  const names = new Set<string>()
+  for (const m of messages) for (const b of m.content as Obj[]) if (isObj(b.toolUse)) names.add(String(b.toolUse.name))
+  if (names.size === 0) names.add('tool')
+  return [...names].map(name => ({ toolSpec: { name, inputSchema: { json: { type: 'object' } } } }))
 }
 
 /** The Converse request body for a messages-protocol body (the model goes in the path, not here). */
@@ -184,6 +204,7 @@ export function converseRequest (body: Readonly<Obj>, forCount = false): Obj {
   const none = isObj(body.tool_choice) && body.tool_choice.type === 'none'
   const toolTurns = messages.some(m => (m.content as Obj[]).some(b => 'toolUse' in b || 'toolResult' in b))
   if (tools !== undefined && (!none || toolTurns)) out.toolConfig = tools
+  else if (tools === undefined && toolTurns) out.toolConfig = { tools: historyTools(messages) }
   const additional: Obj = {}
   if (isObj(body.thinking)) additional.thinking = body.thinking
   if (forCount) {
@@ -198,5 +219,22 @@ export function converseRequest (body: Readonly<Obj>, forCount = false): Obj {
   if (Object.keys(inference).length > 0) out.inferenceConfig = inference
   if (typeof body.top_k === 'number') additional.top_k = body.top_k
   if (Object.keys(additional).length > 0) out.additionalModelRequestFields = additional
+  const output = outputConfig(body.output_config)
+  if (output !== undefined) out.outputConfig = output
   return out
+}
+
+/**
+ * `output_config` → Converse `outputConfig`: a `json_schema` format becomes `textFormat` (the schema
+ * as a JSON string, as Converse takes it), `effort` passes. Another format is refused with 400.
+ */
+function outputConfig (c: unknown): Obj | undefined {
+  if (!isObj(c)) return undefined
+  const out: Obj = {}
+  if (typeof c.effort === 'string') out.effort = c.effort
+  if (isObj(c.format)) {
+    if (c.format.type !== 'json_schema' || !isObj(c.format.schema)) bad('output_config.format: only a json_schema format with a schema can be sent to this model')
+    out.textFormat = { type: 'json_schema', structure: { jsonSchema: { schema: JSON.stringify(c.format.schema) } } }
+  }
+  return Object.keys(out).length > 0 ? out : undefined
 }

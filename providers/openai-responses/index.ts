@@ -3,7 +3,7 @@
  * (`POST {baseUrl}/responses`): OpenAI itself, or a compatible server. Any client route reaches
  * its models: /v1/responses passes through, chat and messages clients are translated.
  */
-import { defineProvider } from '../../index.ts'
+import { defineProvider, awsSigner } from '../../index.ts'
 import { splitBaseUrl } from '../../index.ts'
 import { OpenAIResponsesConfig } from './schema.ts'
 
@@ -19,6 +19,7 @@ export default defineProvider({
   configSchema: OpenAIResponsesConfig,
   create (config, deps) {
     const { origin, prefix } = splitBaseUrl(config.baseUrl, `provider ${deps.name}`)
+    if (config.aws !== undefined && config.apiKey) throw new Error(`provider ${deps.name}: set either apiKey or aws (SigV4 signing), not both`)
     const path = `${prefix}/responses`
     const base: Record<string, string> = { ...config.headers, 'content-type': 'application/json' }
     if (config.apiKey) base.authorization = `Bearer ${config.apiKey}`
@@ -26,6 +27,8 @@ export default defineProvider({
     const sseHeaders = { ...base, accept: 'text/event-stream' }
     return {
       protocol: 'responses',
+      // Opt-in SigV4 (the Responses API of Bedrock Mantle or Bedrock Runtime): only a configured `aws` block signs.
+      sign: config.aws === undefined ? undefined : awsSigner(config.aws),
       prepare (call) {
         return { origin, path, headers: call.stream ? sseHeaders : jsonHeaders, body: JSON.stringify(call.body) }
       },

@@ -65,3 +65,22 @@ t.test('tool_choice none: the tools are left out, unless the conversation holds 
   })
   t.same(withCall.toolConfig, { tools: [{ toolSpec: { name: 'a', inputSchema: { json: { type: 'object' } } } }] })
 })
+
+t.test('cache ttl, output_config, and tool calls in a conversation that names no tools', async t => {
+  const out = converseRequest({
+    max_tokens: 10,
+    output_config: { format: { type: 'json_schema', schema: { type: 'object', properties: { a: { type: 'string' } } } }, effort: 'low' },
+    system: [{ type: 'text', text: 'S', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+    messages: [
+      { role: 'user', content: [{ type: 'text', text: 'x', cache_control: { type: 'ephemeral', ttl: '5m' } }] },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'look', input: {} }, { type: 'tool_use', id: 't2', name: 'edit', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'a' }, { type: 'tool_result', tool_use_id: 't2', content: 'b' }] },
+    ],
+  })
+  t.same(out.system, [{ text: 'S' }, { cachePoint: { type: 'default', ttl: '1h' } }], 'a 1h ttl passes')
+  t.same((out.messages as Array<{ content: unknown[] }>)[0].content, [{ text: 'x' }, { cachePoint: { type: 'default', ttl: '5m' } }])
+  t.same(out.outputConfig, { effort: 'low', textFormat: { type: 'json_schema', structure: { jsonSchema: { schema: '{"type":"object","properties":{"a":{"type":"string"}}}' } } } })
+  t.same(out.toolConfig, { tools: [{ toolSpec: { name: 'look', inputSchema: { json: { type: 'object' } } } }, { toolSpec: { name: 'edit', inputSchema: { json: { type: 'object' } } } }] }, 'one spec per tool called, as Converse needs a tool config')
+  t.equal(converseRequest({ messages: [{ role: 'user', content: 'x' }] }).toolConfig, undefined, 'no tool calls, no tools: no tool config')
+  t.throws(() => converseRequest({ output_config: { format: { type: 'text' } }, messages: [{ role: 'user', content: 'x' }] }), 'another output format: 400')
+})

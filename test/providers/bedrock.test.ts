@@ -9,11 +9,12 @@ import t, { type Test } from 'tap'
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
 import { buildTestApp, listen, AUTH_ENTRY, TEST_KEY } from '../helpers/build-test-app.ts'
-import { startFakeBedrock, startFakeUpstream, json, BEDROCK_TEST_CREDENTIALS, UNKNOWN_OPERATION_BODY, type FakeBedrock, type FakeBedrockOptions } from '../../testing.ts'
+import { startFakeBedrock, startFakeUpstream, json, BEDROCK_TEST_CREDENTIALS, UNKNOWN_OPERATION_BODY, type BedrockStopReason, type FakeBedrock, type FakeBedrockOptions } from '../../testing.ts'
 import { openLedger } from '../../core/ledger/index.ts'
 import type { Ledger, UsageRecord } from '../../core/ledger/ledger.ts'
 import { until } from '../helpers/until.ts'
 import { costMicros } from '../../money/billing.ts'
+import pino from 'pino'
 
 const PROFILE = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0'
 const ARN = 'arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc123xyz'
@@ -324,9 +325,20 @@ t.test('a mid-stream exception ends the stream with the protocol\'s error event,
   fake.next({ content: [{ text: ['aaaa', 'bbbb', 'cccc'] }], exception: { type: 'throttlingException', after: 3 } })
   const cs = await openai.chat.completions.create({ model: 'aws/claude', stream: true, messages: [{ role: 'user', content: 'x' }] })
   await t.rejects((async () => { for await (const _ of cs) { /* read */ } })(), 'the chat client sees the error event')
-  const recs = await recordsOf(ledger, 2)
+  fake.next({ content: [{ text: ['aaaa', 'bbbb', 'cccc'] }], exception: { type: 'internalServerException', after: 3 } })
+  const seen: string[] = []
+  let text = ''
+  await t.rejects((async () => {
+    for await (const ev of await openai.responses.create({ model: 'aws/claude', input: 'x', stream: true })) {
+      seen.push(ev.type)
+      if (ev.type === 'response.output_text.delta') text += ev.delta
+    }
+  })(), 'the Responses client sees the error event')
+  t.equal(text, 'aaaabbbb', 'Responses: what came before the exception was relayed')
+  t.ok(seen.includes('response.failed'), 'Responses: the response is marked failed')
+  const recs = await recordsOf(ledger, 3)
   await new Promise(resolve => setTimeout(resolve, 50))
-  t.equal((await ledger.listUsage({})).length, 2, 'one record per call')
+  t.equal((await ledger.listUsage({})).length, 3, 'one record per call')
   for (const r of recs) {
     t.equal(r.estimated, true, 'no final usage: estimated')
     t.ok(r.outputTokens >= 2, 'billed for what was relayed')
@@ -435,4 +447,103 @@ t.test('images from chat and Responses clients: data URIs reach Converse as byte
   const err = await openai.chat.completions.create({ model: 'aws/claude', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }] }).then(() => undefined, (e: unknown) => e)
   t.ok(err instanceof OpenAI.APIError && err.status === 400, 'an image by URL: 400')
   t.equal(fake.requests.length, before, 'nothing sent')
+})
+
+t.test('an image by URL is refused with 400 and the route\'s error body on every route, nothing sent or billed', async t => {
+  const { fake, ledger, base } = await setup(t)
+  const url = 'https://example.com/cat.png'
+  const post = (path: string, body: unknown) => fetch(`${base}${path}`, {
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_KEY}`, 'anthropic-version': '2023-06-01' }, body: JSON.stringify(body),
+  })
+  const chat = await post('/v1/chat/completions', { model: 'aws/claude', messages: [{ role: 'user', content: [{ type: 'text', text: 'what?' }, { type: 'image_url', image_url: { url } }] }] })
+  t.equal(chat.status, 400)
+  const chatBody = await chat.json() as { error: { code: number, message: string } }
+  t.equal(chatBody.error.code, 400, 'chat: the numeric-code body')
+  t.match(chatBody.error.message, /images by URL cannot be sent to this model; send the image as base64 data/)
+  const messages = await post('/v1/messages', { model: 'aws/claude', max_tokens: 10, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url } }] }] })
+  t.equal(messages.status, 400)
+  const msgBody = await messages.json() as { type: string, error: { type: string, message: string } }
+  t.same({ type: msgBody.type, errorType: msgBody.error.type }, { type: 'error', errorType: 'invalid_request_error' }, 'messages: the messages-protocol body')
+  t.match(msgBody.error.message, /images by URL/)
+  const responses = await post('/v1/responses', { model: 'aws/claude', input: [{ role: 'user', content: [{ type: 'input_text', text: 'what?' }, { type: 'input_image', detail: 'auto', image_url: url }] }] })
+  t.equal(responses.status, 400)
+  const rBody = await responses.json() as { error: { code: number, message: string } }
+  t.equal(rBody.error.code, 400, 'Responses: the numeric-code body')
+  t.match(rBody.error.message, /images by URL/)
+  t.equal(fake.requests.length, 0, 'nothing reached Bedrock')
+  await new Promise(resolve => setTimeout(resolve, 50))
+  t.same((await ledger.listUsage({})).filter(r => r.cost > 0), [], 'nothing charged')
+})
+
+t.test('every Converse stop reason on every client protocol, JSON and streamed', async t => {
+  const { fake, anthropic, openai } = await setup(t)
+  // Converse stopReason → messages stop_reason, chat finish_reason, Responses status (and incomplete reason).
+  const table: Array<[BedrockStopReason, string, string, string]> = [
+    ['end_turn', 'end_turn', 'stop', 'completed'],
+    ['stop_sequence', 'stop_sequence', 'stop', 'completed'],
+    ['max_tokens', 'max_tokens', 'length', 'incomplete max_output_tokens'],
+    ['model_context_window_exceeded', 'model_context_window_exceeded', 'length', 'incomplete max_output_tokens'],
+    ['guardrail_intervened', 'refusal', 'content_filter', 'incomplete content_filter'],
+    ['content_filtered', 'refusal', 'content_filter', 'incomplete content_filter'],
+    ['malformed_model_output', 'end_turn', 'stop', 'completed'],
+    ['malformed_tool_use', 'end_turn', 'stop', 'completed'],
+  ]
+  const msg = { role: 'user' as const, content: 'x' }
+  const status = (r: { status?: string | null, incomplete_details?: { reason?: string } | null }) =>
+    r.status === 'incomplete' ? `incomplete ${r.incomplete_details?.reason}` : String(r.status)
+  for (const [converse, messages, chat, responses] of table) {
+    const answer = { content: [{ text: ['Par', 'tial'] }], stopReason: converse }
+    fake.next(answer, answer, answer, answer, answer, answer)
+    const m = await anthropic.messages.create({ model: 'aws/claude', max_tokens: 10, messages: [msg] })
+    t.equal(m.stop_reason, messages, `${converse}: messages JSON`)
+    const ms = await anthropic.messages.stream({ model: 'aws/claude', max_tokens: 10, messages: [msg] }).finalMessage()
+    t.equal(ms.stop_reason, messages, `${converse}: messages stream`)
+    const c = await openai.chat.completions.create({ model: 'aws/claude', messages: [msg] })
+    t.equal(c.choices[0].finish_reason, chat, `${converse}: chat JSON`)
+    let finish: string | null = null
+    for await (const ch of await openai.chat.completions.create({ model: 'aws/claude', stream: true, messages: [msg] })) finish = ch.choices[0]?.finish_reason ?? finish
+    t.equal(finish, chat, `${converse}: chat stream`)
+    const r = await openai.responses.create({ model: 'aws/claude', input: 'x' })
+    t.equal(status(r), responses, `${converse}: Responses JSON`)
+    t.equal(r.output_text, 'Partial', `${converse}: Responses JSON keeps the text`)
+    let final = ''
+    for await (const ev of await openai.responses.create({ model: 'aws/claude', input: 'x', stream: true })) {
+      if (ev.type === 'response.completed' || ev.type === 'response.incomplete') final = status(ev.response)
+    }
+    t.equal(final, responses, `${converse}: Responses stream`)
+  }
+})
+
+t.test('failover: throttling, a model not ready or Bedrock unavailable go to the next deployment; the operator\'s credentials refused are logged loudly', async t => {
+  const first = await startFakeBedrock()
+  const second = await startFakeBedrock()
+  const lines: string[] = []
+  const logger = pino({ level: 'info' }, { write: (l: string) => { lines.push(l) } })
+  const creds = { ...BEDROCK_TEST_CREDENTIALS }
+  const app = await buildTestApp({
+    pipeline: [AUTH_ENTRY],
+    logger,
+    doc: {
+      providers: [
+        { name: 'first', adapter: 'bedrock', config: { region: 'us-east-1', baseUrl: first.origin, credentials: creds }, circuit: { failureThreshold: 1_000_000 } },
+        { name: 'second', adapter: 'bedrock', config: { region: 'us-east-1', baseUrl: second.origin, credentials: creds } },
+      ],
+      models: [{ id: 'aws/two', deployments: [{ provider: 'first', model: PROFILE, priority: 0 }, { provider: 'second', model: PROFILE, priority: 1 }] }],
+    },
+  })
+  t.teardown(async () => { await app.close(); await first.close(); await second.close() })
+  const anthropic = new Anthropic({ baseURL: await listen(app), apiKey: TEST_KEY, maxRetries: 0 })
+  second.reply({ content: [{ text: 'from the second' }] })
+  for (const type of ['ThrottlingException', 'ModelNotReadyException', 'ServiceUnavailableException', 'InternalServerException']) {
+    first.next({ error: { type } })
+    const m = await anthropic.messages.create({ model: 'aws/two', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] })
+    t.equal(m.content[0].type === 'text' && m.content[0].text, 'from the second', `${type}: the next deployment answered`)
+  }
+  t.equal(first.requests.length, 4)
+  t.equal(second.requests.length, 4)
+  first.next({ error: { type: 'AccessDeniedException' } })
+  await anthropic.messages.create({ model: 'aws/two', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] })
+  const loud = lines.map(l => JSON.parse(l) as { level: number, msg: string, errorType?: string }).filter(l => l.level >= 50 && l.errorType === 'AccessDeniedException')
+  t.equal(loud.length, 1, 'AccessDenied logged at error level')
+  t.match(loud[0]?.msg, /check the provider config/)
 })
