@@ -1,7 +1,7 @@
 /** @module dispatch – model → deployments → adapter → upstream: failover, translation, streaming. */
 import type { FastifyReply } from 'fastify'
 import type { CallServices } from './services.ts'
-import type { RequestContext } from './runner.ts'
+import type { Call } from './call.ts'
 import type { TranslateOptions, UpstreamResponse } from '../dispatch/provider.ts'
 import type { ClientProtocol, Deployment } from '../types/model.ts'
 import { gwError, isGatewayError, type GatewayError } from '../errors/errors.ts'
@@ -34,7 +34,7 @@ function isSse (headers: UpstreamResponse['headers']): boolean {
  * stream (hijacked reply) ends the call itself when it ends, and a call that throws is ended by
  * the caller (an error reply, or the client gone).
  */
-export async function dispatch (gw: CallServices, ctx: RequestContext, reply: FastifyReply): Promise<void> {
+export async function dispatch (gw: CallServices, ctx: Call, reply: FastifyReply): Promise<void> {
   const body = ctx.body as Record<string, unknown>
   const model = ctx.model!
   const clientProtocol = ctx.protocol as ClientProtocol
@@ -140,7 +140,7 @@ export async function dispatch (gw: CallServices, ctx: RequestContext, reply: Fa
  * translate, send. false → fail over. An answer past the size cap fails the call (502): another
  * deployment would be asked to generate it again.
  */
-async function serveJson (gw: CallServices, ctx: RequestContext, reply: FastifyReply, res: UpstreamResponse, a: Attempt, deadline: Deadline): Promise<boolean> {
+async function serveJson (gw: CallServices, ctx: Call, reply: FastifyReply, res: UpstreamResponse, a: Attempt, deadline: Deadline): Promise<boolean> {
   let text: string
   const progress = { bytes: 0 }
   try {

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino'
 import type { GatewayConfig } from '../config/config-schema.ts'
 import type { CallObserver, CallState } from '../call/lifecycle.ts'
-import type { RequestContext } from '../call/runner.ts'
+import type { Call } from '../call/call.ts'
 import type { Usage } from '../types/usage.ts'
 import type { ClientProtocol, ModelPrice } from '../types/model.ts'
 import { settleTerms } from '../dispatch/per-use.ts'
@@ -56,7 +56,7 @@ interface Attempt {
 }
 
 /** Why a failed attempt failed (a bounded label set). */
-function attemptErrorKind (a: Attempt, last: boolean, call: RequestContext): string | undefined {
+function attemptErrorKind (a: Attempt, last: boolean, call: Call): string | undefined {
   const code = call.outcome.error?.code
   if (a.status === undefined) {
     if (last && code === 'GW_ERR_TIMEOUT') return 'timeout'
@@ -108,7 +108,7 @@ export class Observer {
    * starts), picks the gateway's span id, and returns the call's observer and the
    * `traceresponse` header value (undefined when trace context is off).
    */
-  begin (call: RequestContext, traceparent: string | string[] | undefined): CallObs {
+  begin (call: Call, traceparent: string | string[] | undefined): CallObs {
     const parent = this.propagate || this.exporter ? parseTraceparent(traceparent) : undefined
     return new CallObs(this, call, parent?.traceId ?? newTraceId(), newSpanId(), parent?.spanId, parent?.flags ?? (this.exporter?.sampleNew() === false ? '00' : '01'))
   }
@@ -174,7 +174,7 @@ export class CallObs implements CallObserver {
 
   constructor (
     readonly o: Observer,
-    readonly call: RequestContext,
+    readonly call: Call,
     readonly traceId: string,
     readonly spanId: string,
     readonly parentSpanId: string | undefined,
