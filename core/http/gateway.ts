@@ -43,6 +43,14 @@ export interface Gateway extends CallServices {
 }
 
 /**
+ * Where the config version serving now is read, at each use (a reload replaces it): a GatewayApp
+ * is one (`app.gateway`). What outlives a reload (the admin API) holds this, never a version.
+ */
+export interface Serving {
+  readonly gateway: Gateway
+}
+
+/**
  * A route's own step before the `inspect` phase (fastify's preHandler): checks the body, resolves
  * the model, and sets the call's body (frozen). A route without one gets its body frozen as is.
  */
