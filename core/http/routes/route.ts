@@ -19,8 +19,6 @@ export interface GatewayRoute {
   readonly prepare?: PrepareStep
   /** Its connect phase runs even when probes are exempt from plugins (a probe that costs work). */
   readonly connectAlways?: boolean
-  /** Hidden from an OpenAPI document. */
-  readonly hide?: boolean
   readonly handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
 }
 
@@ -31,7 +29,6 @@ export function registerRoutes (app: FastifyInstance, routes: readonly GatewayRo
       method: r.method,
       url: r.url,
       config: { gwRoute: r.name, protocol: r.protocol, prepare: r.prepare, connectAlways: r.connectAlways },
-      ...r.hide === true && { schema: { hide: true } },
       handler: r.handler,
     })
   }
