@@ -9,7 +9,7 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance } from 
 import swagger from '@fastify/swagger'
 import type { AdminConfigT } from '../core/config/config-schema.ts'
 import { gwError } from '../core/errors/errors.ts'
-import type { Gateway } from '../core/http/gateway.ts'
+import type { Serving } from '../core/http/gateway.ts'
 import type { GatewayApp } from '../core/http/app.ts'
 import * as S from './schemas.ts'
 import { adminError, sendAdminError } from './errors.ts'
@@ -41,8 +41,14 @@ export interface AdminAppOptions {
   recorder?: CallRecorder
 }
 
-/** Builds the admin API for a gateway (does not listen). */
-export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: AdminAppOptions = {}): Promise<FastifyInstance> {
+/**
+ * Builds the admin API for a gateway (does not listen). Its routes read the config version serving
+ * at each request (`serving`, a GatewayApp): catalog, prices and config view follow reloads;
+ * stores and ledger are the same in every version; the client keys refused as admin keys are the
+ * start-up config's.
+ */
+export async function buildAdminApp (serving: Serving, admin: AdminConfigT, opts: AdminAppOptions = {}): Promise<FastifyInstance> {
+  const gw = serving.gateway
   const { ledger } = gw
   const adminKeys: AdminKey[] = admin.keys.map(k => ({ id: k.id, hash: k.key ? sha256(k.key) : Buffer.from(k.hash ?? '', 'hex'), revoked: k.revoked }))
   for (const k of adminKeys) if (k.hash.length !== 32) throw new Error(`admin.keys: key "${k.id}" needs key or hash`)
@@ -131,15 +137,15 @@ export async function buildAdminApp (gw: Gateway, admin: AdminConfigT, opts: Adm
   organizationRoutes(app, service)
   projectRoutes(app, service)
   keyRoutes(app, service)
-  priceRoutes(app, service, gw)
+  priceRoutes(app, service, serving)
   // Usage records (admin/usage.ts), their sums and this replica's ended calls (admin/summary.ts).
   usageRoutes(app, ledger)
   summaryRoutes(app, ledger, opts.recorder)
   // Providers with their deployments' circuits (admin/providers.ts).
-  providerRoutes(app, gw)
+  providerRoutes(app, serving)
   reservationRoutes(app, service)
-  circuitRoutes(app, gw)
-  configRoutes(app, gw)
+  circuitRoutes(app, serving)
+  configRoutes(app, serving)
 
   // The operator console (admin/console.ts): /console and /console/assets/*.
   consoleRoutes(app)
@@ -166,13 +172,10 @@ export interface StartedAdmin {
 export async function startAdmin (gateway: GatewayApp, opts: AdminAppOptions = {}): Promise<StartedAdmin | undefined> {
   const cfg = gateway.gateway.config.admin
   if (!cfg) return undefined
-  // The admin API always reads the config version serving now (a SIGHUP reload swaps it): its
-  // catalog, prices and config view follow reloads; stores and ledger are the same in every version.
-  const current = new Proxy({} as Gateway, { get: (_, key) => Reflect.get(gateway.gateway, key) })
   // The error rate's source: every inference call the gateway app ends (admin/calls.ts).
   const recorder = opts.recorder ?? new CallRecorder()
   gateway.addHook('onResponse', recorder.onResponse)
-  const app = await buildAdminApp(current, cfg, { ...opts, recorder })
+  const app = await buildAdminApp(gateway, cfg, { ...opts, recorder })
   gateway.addHook('onClose', async () => { await app.close() })
   const address = await app.listen({ host: cfg.host, port: cfg.port })
   return { app, address }

@@ -12,7 +12,7 @@
  * organizations come from the authenticated key, never from what a client wrote.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { RequestContext } from '../core/call/runner.ts'
+import type { Call } from '../core/call/call.ts'
 
 /** Counts of one bucket and (model, organization) pair. */
 export interface CallCounts { requests: number, clientErrors: number, serverErrors: number }
@@ -109,7 +109,7 @@ export class CallRecorder {
    * so the outcome is final. Streams end here too (their reply is the raw response).
    */
   readonly onResponse = (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
-    const ctx = (request as unknown as { gw?: RequestContext | null }).gw
+    const ctx = (request as unknown as { call?: Call | null }).call
     if (ctx && COUNTED.has(ctx.route)) {
       const failed = ctx.outcome.error !== undefined
       this.record(ctx.model?.id, ctx.principal?.organization, reply.statusCode, failed)

@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { Static } from '@sinclair/typebox'
 import { gwError } from '../core/errors/errors.ts'
-import type { Gateway } from '../core/http/gateway.ts'
+import type { Gateway, Serving } from '../core/http/gateway.ts'
 import type { Deployment } from '../core/types/model.ts'
 import { Circuits } from '../core/dispatch/circuits.ts'
 import { errorResponses } from './errors.ts'
@@ -32,11 +32,14 @@ export function circuitOf (gw: Gateway, d: Deployment, models: string[]): Static
   return { key: Circuits.key(d), provider: d.provider, upstreamModel: d.upstreamModel, models, state: s.state, failures: s.failures, openedAt: s.openedAt === undefined ? null : iso(s.openedAt) }
 }
 
-export function circuitRoutes (app: FastifyInstance, gw: Gateway): void {
-  app.get('/admin/circuits', { schema: { tags: ['circuits'], summary: 'Circuit state per deployment', response: { 200: S.ListOf(S.Circuit), ...errorResponses } } }, async () => ({
-    data: [...deployments(gw).values()].map(e => circuitOf(gw, e.d, e.models)),
-  }))
+/** Reads the config version serving at each request (`serving`): a reload changes the catalog. */
+export function circuitRoutes (app: FastifyInstance, serving: Serving): void {
+  app.get('/admin/circuits', { schema: { tags: ['circuits'], summary: 'Circuit state per deployment', response: { 200: S.ListOf(S.Circuit), ...errorResponses } } }, async () => {
+    const gw = serving.gateway
+    return { data: [...deployments(gw).values()].map(e => circuitOf(gw, e.d, e.models)) }
+  })
   app.post<{ Body: Static<typeof S.CircuitReset> }>('/admin/circuits/reset', { schema: { tags: ['circuits'], summary: 'Close a deployment\'s circuit', body: S.CircuitReset, response: { 200: S.Circuit, ...errorResponses } } }, async request => {
+    const gw = serving.gateway
     const e = deployments(gw).get(request.body.key)
     if (!e) throw gwError('GW_ERR_DEPLOYMENT_UNKNOWN', [request.body.key], { metadata: { path: '/body/key' } })
     gw.circuits.reset(e.d)

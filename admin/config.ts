@@ -1,7 +1,7 @@
 /** @module admin/config – GET /admin/config: the package version, the config version serving (a reload swaps it) and its config, secrets masked. */
 import { readFileSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
-import type { Gateway } from '../core/http/gateway.ts'
+import type { Serving } from '../core/http/gateway.ts'
 import { errorResponses } from './errors.ts'
 import { maskSecrets } from './mask.ts'
 import * as S from './schemas.ts'
@@ -17,13 +17,17 @@ export const VERSION: string = (() => {
   return 'unknown'
 })()
 
-export function configRoutes (app: FastifyInstance, gw: Gateway): void {
-  app.get('/admin/config', { schema: { tags: ['config'], summary: 'Package and config version, running config (secrets masked)', response: { 200: S.ConfigView, ...errorResponses } } }, async () => ({
-    version: VERSION,
-    configVersion: gw.configVersion,
-    loadedAt: new Date(gw.configLoadedAt).toISOString(),
-    node: process.version,
-    source: gw.config.source,
-    config: maskSecrets(gw.config) as Record<string, unknown>,
-  }))
+/** The version serving at each request (`serving`): a reload shows at once. */
+export function configRoutes (app: FastifyInstance, serving: Serving): void {
+  app.get('/admin/config', { schema: { tags: ['config'], summary: 'Package and config version, running config (secrets masked)', response: { 200: S.ConfigView, ...errorResponses } } }, async () => {
+    const gw = serving.gateway
+    return {
+      version: VERSION,
+      configVersion: gw.configVersion,
+      loadedAt: new Date(gw.configLoadedAt).toISOString(),
+      node: process.version,
+      source: gw.config.source,
+      config: maskSecrets(gw.config) as Record<string, unknown>,
+    }
+  })
 }

@@ -4,18 +4,19 @@
  */
 import type { FastifyInstance } from 'fastify'
 import type { Static } from '@sinclair/typebox'
-import type { Gateway } from '../core/http/gateway.ts'
+import type { Serving } from '../core/http/gateway.ts'
 import type { ModelPrice } from '../core/types/model.ts'
 import { errorResponses } from './errors.ts'
 import * as S from './schemas.ts'
 import type { AdminService } from './service.ts'
 
-export function priceRoutes (app: FastifyInstance, service: AdminService, gw: Gateway): void {
+/** The catalog is the config version's serving at each request (`serving`). */
+export function priceRoutes (app: FastifyInstance, service: AdminService, serving: Serving): void {
   app.get('/admin/prices', { schema: { tags: ['prices'], summary: 'Prices of the catalog and the ledger', response: { 200: S.ListOf(S.PriceRow), ...errorResponses } } }, async () => {
     const ledgerPrices = new Map((await service.ledger.listPrices()).map(p => [p.model, p.price]))
     const rows: Array<Static<typeof S.PriceRow>> = []
     const none: ModelPrice = { input: 0, output: 0 }
-    for (const m of gw.catalog.all()) {
+    for (const m of serving.gateway.catalog.all()) {
       const lp = ledgerPrices.get(m.id)
       ledgerPrices.delete(m.id)
       const cp = m.price ? { ...m.price } : undefined
@@ -29,7 +30,7 @@ export function priceRoutes (app: FastifyInstance, service: AdminService, gw: Ga
     const price: ModelPrice = { input: b.input, output: b.output }
     if (b.cachedInput !== undefined) price.cachedInput = b.cachedInput
     await service.setPrice(b.model, price)
-    const m = gw.catalog.all().find(m => m.id === b.model)
+    const m = serving.gateway.catalog.all().find(m => m.id === b.model)
     return { model: b.model, inCatalog: !!m, source: 'ledger' as const, price, configPrice: m?.price ? { ...m.price } : null, ledgerPrice: price }
   })
 }

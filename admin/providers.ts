@@ -4,15 +4,17 @@
  * shown: no adapter config besides baseUrl, whose password (if any) is masked.
  */
 import type { FastifyInstance } from 'fastify'
-import type { Gateway } from '../core/http/gateway.ts'
+import type { Serving } from '../core/http/gateway.ts'
 import { circuitOf, deployments } from './circuits.ts'
 import { errorResponses } from './errors.ts'
 import { maskSecrets } from './mask.ts'
 import { ListOf } from './schemas.ts'
 import { ProviderView } from './summary-schemas.ts'
 
-export function providerRoutes (app: FastifyInstance, gw: Gateway): void {
+/** Reads the config version serving at each request (`serving`). */
+export function providerRoutes (app: FastifyInstance, serving: Serving): void {
   app.get('/admin/providers', { schema: { tags: ['circuits'], summary: 'Providers: adapter, protocol, base URL, and per deployment its circuit (secrets never shown)', response: { 200: ListOf(ProviderView), ...errorResponses } } }, async () => {
+    const gw = serving.gateway
     const byKey = deployments(gw)
     return {
       data: gw.config.providers.map(p => {

@@ -1,7 +1,7 @@
 /** @module dispatch – model → deployments → adapter → upstream: failover, translation, streaming. */
 import type { FastifyReply } from 'fastify'
 import type { CallServices } from './services.ts'
-import type { RequestContext } from './runner.ts'
+import type { Call } from './call.ts'
 import type { TranslateOptions, UpstreamResponse } from '../dispatch/provider.ts'
 import type { ClientProtocol, Deployment } from '../types/model.ts'
 import { gwError, isGatewayError, type GatewayError } from '../errors/errors.ts'
@@ -34,18 +34,18 @@ function isSse (headers: UpstreamResponse['headers']): boolean {
  * stream (hijacked reply) ends the call itself when it ends, and a call that throws is ended by
  * the caller (an error reply, or the client gone).
  */
-export async function dispatch (gw: CallServices, ctx: RequestContext, reply: FastifyReply): Promise<void> {
-  const body = ctx.body as Record<string, unknown>
-  const model = ctx.model!
-  const clientProtocol = ctx.protocol as ClientProtocol
+export async function dispatch (gw: CallServices, call: Call, reply: FastifyReply): Promise<void> {
+  const body = call.body as Record<string, unknown>
+  const model = call.model!
+  const clientProtocol = call.protocol as ClientProtocol
   const wantsStream = body.stream === true
   const estimatedInputTokens = estimateInputTokens(body)
   // What the call reserved for its output (the cap every translator writes upstream, per completion).
   const outputCap = requestedOutputCap(body, model.maxOutputTokens) * requestedChoices(body)
   const controller = new CallAbort()
-  if (ctx.aborted) controller.abort(ctx.abortReason)
-  else ctx.onAbort = controller
-  const deadline = new Deadline(ctx.deadlineMs, ctx.startedAt, gw.now(), controller)
+  if (call.aborted) controller.abort(call.abortReason)
+  else call.onAbort = controller
+  const deadline = new Deadline(call.deadlineMs, call.startedAt, gw.now(), controller)
   let lastError: GatewayError | undefined
   let tried = 0
   try {
@@ -54,7 +54,7 @@ export async function dispatch (gw: CallServices, ctx: RequestContext, reply: Fa
     const affinity = gw.affinity.settings(model, gw.config.routing.affinity)
     let session: Session | undefined
     if (affinity !== undefined) {
-      const found = gw.affinity.lookup(Affinity.keyOf(ctx.principal, model.id, sessionMaterial(clientProtocol, body, ctx.headers)), affinity.ttlMs)
+      const found = gw.affinity.lookup(Affinity.keyOf(call.principal, model.id, sessionMaterial(clientProtocol, body, call.headers)), affinity.ttlMs)
       session = found instanceof Promise ? await found : found
       order = Affinity.pinFirst(order, session.pinned)
     }
@@ -72,9 +72,9 @@ export async function dispatch (gw: CallServices, ctx: RequestContext, reply: Fa
       const upstreamBody = translator.request(body, opts)
       // Same protocol: the client's text with the model name spliced in, when that is exact.
       const bodyText = translator.requestText?.(body, opts)
-      let req = provider.prepare({ model, deployment: d, body: upstreamBody, bodyText, stream: wantsStream, clientHeaders: ctx.headers, requestId: ctx.requestId })
+      let req = provider.prepare({ model, deployment: d, body: upstreamBody, bodyText, stream: wantsStream, clientHeaders: call.headers, requestId: call.requestId })
       tried++
-      if (ctx.obs !== null) req.headers = ctx.obs.attempt(d.provider, d.upstreamModel, req.headers)
+      if (call.obs !== null) req.headers = call.obs.attempt(d.provider, d.upstreamModel, req.headers)
       let res: UpstreamResponse
       try {
         if (provider.sign !== undefined) req = await provider.sign(req)
@@ -86,16 +86,16 @@ export async function dispatch (gw: CallServices, ctx: RequestContext, reply: Fa
           res = await gw.upstream.send(req, controller)
         }
         circuit.headers()
-        if (ctx.obs !== null) ctx.obs.attemptAnswered(res.status)
+        if (call.obs !== null) call.obs.attemptAnswered(res.status)
       } catch (err) {
-        if (deadline.expired || ctx.aborted) {
+        if (deadline.expired || call.aborted) {
           // Cut while the upstream had the whole request (no answer yet): it may be generating it.
-          if (controller.sent) billCut(ctx, attempt, estimateUsage(estimatedInputTokens))
+          if (controller.sent) billCut(call, attempt, estimateUsage(estimatedInputTokens))
           if (deadline.expired) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
           throw err
         }
         circuit.failure()
-        ctx.log.warn({ err, provider: d.provider }, 'upstream unreachable; trying the next deployment')
+        call.log.warn({ err, provider: d.provider }, 'upstream unreachable; trying the next deployment')
         lastError = gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err })
         continue
       }
@@ -103,7 +103,7 @@ export async function dispatch (gw: CallServices, ctx: RequestContext, reply: Fa
         const text = await readText(res.body, MAX_ERROR_BODY).catch(() => '')
         const mapped = provider.mapError?.(res.status, res.headers, text) ?? defaultMapError(res.status, res.headers, text)
         const loud = res.status === 401 || res.status === 403
-        ctx.log[loud ? 'error' : 'warn']({ provider: d.provider, status: res.status, upstreamBody: text.slice(0, 2000) }, loud ? 'upstream refused our provider credentials' : 'upstream error')
+        call.log[loud ? 'error' : 'warn']({ provider: d.provider, status: res.status, upstreamBody: text.slice(0, 2000) }, loud ? 'upstream refused our provider credentials' : 'upstream error')
         if (isFinal(mapped)) throw mapped
         if (countsForCircuit(res.status)) circuit.failure()
         lastError = mapped
@@ -115,12 +115,12 @@ export async function dispatch (gw: CallServices, ctx: RequestContext, reply: Fa
       }
       // An adapter's own stream decoder reads any 2xx stream that is not a JSON answer.
       if (wantsStream && (provider.decodeStream !== undefined ? !isJsonType(res.headers) : isSse(res.headers))) {
-        const result = await streamResponse(gw, ctx, reply, res, attempt, controller, deadline)
+        const result = await streamResponse(gw, call, reply, res, attempt, controller, deadline)
         if (result === 'served') return
         lastError = attempt.failure ?? gwError('GW_ERR_UPSTREAM_FAILED')
         continue
       }
-      const served = await serveJson(gw, ctx, reply, res, attempt, deadline)
+      const served = await serveJson(gw, call, reply, res, attempt, deadline)
       if (served) return
       lastError = gwError('GW_ERR_UPSTREAM_FAILED')
     }
@@ -131,7 +131,7 @@ export async function dispatch (gw: CallServices, ctx: RequestContext, reply: Fa
     throw err
   } finally {
     deadline.clear()
-    ctx.onAbort = undefined
+    call.onAbort = undefined
   }
 }
 
@@ -140,21 +140,21 @@ export async function dispatch (gw: CallServices, ctx: RequestContext, reply: Fa
  * translate, send. false → fail over. An answer past the size cap fails the call (502): another
  * deployment would be asked to generate it again.
  */
-async function serveJson (gw: CallServices, ctx: RequestContext, reply: FastifyReply, res: UpstreamResponse, a: Attempt, deadline: Deadline): Promise<boolean> {
+async function serveJson (gw: CallServices, call: Call, reply: FastifyReply, res: UpstreamResponse, a: Attempt, deadline: Deadline): Promise<boolean> {
   let text: string
   const progress = { bytes: 0 }
   try {
     text = await readCapped(res.body, res.headers, gw.config.server.maxUpstreamBodyBytes, progress)
   } catch (err) {
-    if (deadline.expired || ctx.aborted) {
+    if (deadline.expired || call.aborted) {
       // The answer's bytes received so far stand for its output (at 4 per token).
-      billCut(ctx, a, estimateUsage(a.opts.estimatedInputTokens, progress.bytes))
+      billCut(call, a, estimateUsage(a.opts.estimatedInputTokens, progress.bytes))
       if (deadline.expired) throw new DeadlineExceeded()
       throw err
     }
     if (err instanceof UpstreamBodyTooLarge) {
       a.circuit.failure()
-      ctx.log.warn({ provider: a.d.provider, limitBytes: err.limitBytes, contentType: res.headers['content-type'] }, 'an upstream answer passed server.maxUpstreamBodyBytes; the call fails')
+      call.log.warn({ provider: a.d.provider, limitBytes: err.limitBytes, contentType: res.headers['content-type'] }, 'an upstream answer passed server.maxUpstreamBodyBytes; the call fails')
       throw gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err })
     }
     a.circuit.failure()
@@ -168,7 +168,7 @@ async function serveJson (gw: CallServices, ctx: RequestContext, reply: FastifyR
   } catch {
     a.circuit.failure()
     // Never the body itself: a 2xx answer may hold completion text, which logs must not.
-    ctx.log.warn({ provider: a.d.provider, contentType: res.headers['content-type'], bodyChars: text.length }, 'upstream answered 2xx with a body that is not JSON, or not an answer its adapter reads')
+    call.log.warn({ provider: a.d.provider, contentType: res.headers['content-type'], bodyChars: text.length }, 'upstream answered 2xx with a body that is not JSON, or not an answer its adapter reads')
     return false
   }
   a.circuit.success()
@@ -180,27 +180,27 @@ async function serveJson (gw: CallServices, ctx: RequestContext, reply: FastifyR
   const fallback = capOutput(estimateUsage(a.opts.estimatedInputTokens, text.length), a.outputCap)
   const out = a.translator.response(json, a.opts, fallback)
   const usage = out.usage === undefined ? fallback : capOutput(out.usage, a.outputCap)
-  if (out.usage !== undefined && usage !== out.usage) ctx.log.warn({ provider: a.d.provider, outputCap: a.outputCap, outputTokens: out.usage.outputTokens }, 'an upstream answer passed the output cap it was sent; billed up to the cap')
-  ctx.accepted(a.d.provider)
+  if (out.usage !== undefined && usage !== out.usage) call.log.warn({ provider: a.d.provider, outputCap: a.outputCap, outputTokens: out.usage.outputTokens }, 'an upstream answer passed the output cap it was sent; billed up to the cap')
+  call.accepted(a.d.provider)
   // Recorded before the response hooks run: an answer they refuse is still billed.
-  ctx.used(usage, !out.usage)
+  call.used(usage, !out.usage)
   // Decided per route at start-up: with no response hook the same-protocol answer goes out as
   // the upstream's bytes; with one, it is serialized from what the hooks left.
-  const hooks = gw.pipeline.responders[ctx.route].answer
+  const hooks = gw.pipeline.responders[call.route].answer
   let payload: string
   if (hooks.length === 0) {
     payload = a.translator.passthrough && a.provider.decodeResponse === undefined ? text : JSON.stringify(out.body)
   } else {
-    const answer: ClientAnswer = { protocol: ctx.protocol as ClientProtocol, body: out.body as JsonObject }
-    await ctx.runAnswerHooks(hooks, answer)
+    const answer: ClientAnswer = { protocol: call.protocol as ClientProtocol, body: out.body as JsonObject }
+    await call.runAnswerHooks(hooks, answer)
     payload = JSON.stringify(answer.body)
   }
   // The cost is known before the client has its answer: plugins settle what its next call must
   // already see (the balance hold shrinks to it).
-  const answering = ctx.answered(usage, !out.usage)
+  const answering = call.answered(usage, !out.usage)
   if (answering !== undefined) await answering
-  ctx.responding(200)
-  reply.code(200).headers(inferenceHeaders(ctx, a.d.provider)).header('content-type', 'application/json')
+  call.responding(200)
+  reply.code(200).headers(inferenceHeaders(call, a.d.provider)).header('content-type', 'application/json')
   // Not awaited: the reply is written now, and awaiting fastify's reply (a thenable) costs a promise.
   reply.send(payload)
   return true

@@ -42,8 +42,34 @@ export class IllegalTransition extends Error {
  */
 const STRICT = process.env.NODE_ENV !== 'production'
 
-/** What graceful shutdown waits for: calls past admission not yet settled, and settles running. */
-export interface CallTracker { inFlight: number, settling: number }
+/**
+ * What waits on calls: graceful shutdown (calls past admission not yet settled, settles running)
+ * and a retired config version (those, and requests whose response is still open). A config
+ * version's counts name the app's as `total`: each change is made to both, by these methods.
+ */
+export class CallCounts {
+  /** Calls past admission (in `dispatch` or later) not yet settled. */
+  inFlight = 0
+  /** Calls whose settle hooks are running. */
+  settling = 0
+  /** Requests that started under this count's owner and whose response has not closed. */
+  open = 0
+  constructor (readonly total?: CallCounts) {}
+
+  /** Nothing counted: no request open, no call in flight, no settle running. */
+  get idle (): boolean { return this.open === 0 && this.inFlight === 0 && this.settling === 0 }
+
+  requestOpened (): void { this.open++; this.total?.requestOpened() }
+  requestClosed (): void { this.open--; this.total?.requestClosed() }
+  dispatched (): void { this.inFlight++; this.total?.dispatched() }
+  settleStarted (): void { this.settling++; this.total?.settleStarted() }
+  /** A settle ended; `wasInFlight`: the call had reached `dispatch`, so it leaves the flight too. */
+  settleEnded (wasInFlight: boolean): void {
+    this.settling--
+    if (wasInFlight) this.inFlight--
+    this.total?.settleEnded(wasInFlight)
+  }
+}
 
 /**
  * Watches one call for the access log, metrics and tracing (core/observe). A call has one when
@@ -91,7 +117,8 @@ export abstract class CallLifecycle {
   protected running: Promise<void> | undefined = undefined
 
   abstract readonly log: Logger
-  abstract readonly tracker: CallTracker
+  /** Counts this call while it is in flight and while it settles (shutdown and a retiring config version wait on them). */
+  abstract readonly counts: CallCounts
   /** Aborts the call's own I/O (the upstream call, plugins' signal). */
   protected abstract abortCall (reason: Error): void
   /** Hooks may run synchronously: undefined then, a promise only when one of them was asynchronous. */
@@ -125,7 +152,7 @@ export abstract class CallLifecycle {
     if (this.obs !== null) this.obs.moved(to)
     if (to === 'dispatch') {
       this.#counted = true
-      this.tracker.inFlight++
+      this.counts.dispatched()
     }
     return true
   }
@@ -229,7 +256,7 @@ export abstract class CallLifecycle {
    */
   finish (): Promise<void> | undefined {
     if (!this.move('settled')) return undefined
-    this.tracker.settling++
+    this.counts.settleStarted()
     let pending: Promise<void> | undefined
     try {
       pending = this.runSettleHooks()
@@ -242,12 +269,10 @@ export abstract class CallLifecycle {
 
   /** After the settle hooks: the access log and metrics see the final outcome, then the counts drop. */
   #settledDone (): void {
-    const t = this.tracker
     try {
       if (this.obs !== null) this.obs.settled()
     } finally {
-      t.settling--
-      if (this.#counted) t.inFlight--
+      this.counts.settleEnded(this.#counted)
     }
   }
 }

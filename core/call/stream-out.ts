@@ -2,7 +2,7 @@
 import type { ServerResponse } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import type { CallServices } from './services.ts'
-import type { RequestContext } from './runner.ts'
+import type { Call } from './call.ts'
 import type { ProviderInstance, SseEvent, StreamDecoder, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from '../dispatch/provider.ts'
 import type { ClientProtocol, Deployment } from '../types/model.ts'
 import type { Deadline } from '../dispatch/deadline.ts'
@@ -29,7 +29,7 @@ export interface Attempt {
 }
 
 /** Headers every inference answer carries. */
-export function inferenceHeaders (ctx: RequestContext, provider: string): Record<string, string> {
+export function inferenceHeaders (ctx: Call, provider: string): Record<string, string> {
   return {
     ...ctx.extraHeaders,
     'x-gw-trace-id': ctx.requestId,
@@ -63,7 +63,7 @@ export function billedStreamUsage (st: StreamTranslator, estimatedInputTokens: n
  * surely cost. The call is not `accepted` (no answer began): a retry with the same idempotency
  * key may run it again.
  */
-export function billCut (ctx: RequestContext, a: Attempt, usage: Usage): void {
+export function billCut (ctx: Call, a: Attempt, usage: Usage): void {
   ctx.used(capOutput(usage, a.outputCap), true, a.d.provider)
 }
 
@@ -148,7 +148,7 @@ class StreamSink {
   readonly raw: ServerResponse
 
   constructor (
-    readonly ctx: RequestContext, readonly reply: FastifyReply, readonly a: Attempt, readonly st: StreamTranslator,
+    readonly ctx: Call, readonly reply: FastifyReply, readonly a: Attempt, readonly st: StreamTranslator,
     readonly controller: CallAbort, readonly deadline: Deadline,
   ) {
     this.raw = reply.raw
@@ -255,7 +255,7 @@ export function relayChunk (chunk: Buffer, events: readonly SseEvent[], st: Stre
  * a failure ends the stream with the protocol's error event; usage read so far is settled once.
  */
 export async function streamResponse (
-  gw: CallServices, ctx: RequestContext, reply: FastifyReply, res: UpstreamResponse, a: Attempt,
+  gw: CallServices, ctx: Call, reply: FastifyReply, res: UpstreamResponse, a: Attempt,
   controller: CallAbort, deadline: Deadline,
 ): Promise<'served' | 'retry'> {
   // An adapter's own decoder (binary frames, NDJSON) when it brings one, else core's SSE parser.
@@ -375,7 +375,7 @@ export async function streamResponse (
 }
 
 /** A stream hook's error as the protocol's terminal error event, localized like an error body. */
-function blockedEvent (st: StreamTranslator, err: GatewayError, ctx: RequestContext): string {
+function blockedEvent (st: StreamTranslator, err: GatewayError, ctx: Call): string {
   const locale = pickLocale(ctx.headers['x-locale'] as string | undefined, ctx.headers['accept-language'] as string | undefined)
   const message = localizeError(err, locale)
   const type = messagesTypeOf(err.spec)

@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
-import type { RequestContext } from '../call/runner.ts'
+import type { Call } from '../call/call.ts'
 import { gwError, type GatewayError } from '../errors/errors.ts'
 
 /** On the raw request while its body is being read: `abort(err)` fails the read (a server timeout). */
@@ -167,7 +167,7 @@ class BodyReader {
   constructor (
     readonly payload: Readable,
     readonly raw: RawWithAbort,
-    readonly ctx: RequestContext | undefined,
+    readonly call: Call | undefined,
     readonly limit: number,
     readonly maxDepth: number,
     readonly done: (err: Error | null, body?: unknown) => void,
@@ -192,7 +192,7 @@ class BodyReader {
 
   end (): void {
     const { size } = this
-    if (this.ctx) this.ctx.bodyBytes = size
+    if (this.call) this.call.bodyBytes = size
     if (size === 0) return this.finish(gwError('GW_ERR_INVALID_JSON'))
     const buf = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, size)
     const text = buf.toString('utf8')
@@ -241,12 +241,12 @@ export function registerBodyParsers (app: FastifyInstance, limits: BodyLimits): 
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', (request: FastifyRequest, payload: Readable, done: (err: Error | null, body?: unknown) => void) => {
     // null only for a request that failed before the onRequest hook made its context.
-    const ctx: RequestContext | null = request.gw
-    const limit = Math.min(limits.maxBytes, ctx?.bodyLimit ?? Infinity)
+    const call: Call | null = request.call
+    const limit = Math.min(limits.maxBytes, call?.bodyLimit ?? Infinity)
     const declared = Number(request.headers['content-length'])
     if (declared > limit) return done(gwError('GW_ERR_BODY_TOO_LARGE', [limit]))
     const raw = request.raw as RawWithAbort
-    const reader = new BodyReader(payload, raw, ctx, limit, limits.maxDepth, done)
+    const reader = new BodyReader(payload, raw, call, limit, limits.maxDepth, done)
     raw[ABORT_BODY] = reader
     ;(payload as ReadableWithReader)[READER] = reader
     payload.on('data', onBodyData)

@@ -1,5 +1,7 @@
-/** @module gateway – the services one app holds; its routes read them (a call reads its part, CallServices). */
-import type { FastifyRequest } from 'fastify'
+/**
+ * @module gateway – the services of one config version (`Gateway`), which its routes read (a call
+ * reads its part, CallServices), and what the gateway adds to fastify's request and route config.
+ */
 import type { BlockList } from 'node:net'
 import type { Logger } from 'pino'
 import type { Catalog } from '../dispatch/catalog.ts'
@@ -7,7 +9,8 @@ import type { StoreSet } from '../stores/kv.ts'
 import type { Ledger } from '../ledger/ledger.ts'
 import type { ChargeSpool } from '../ledger/spool.ts'
 import type { Observer } from '../observe/observer.ts'
-import type { RequestContext } from '../call/runner.ts'
+import type { Call } from '../call/call.ts'
+import type { CallCounts } from '../call/lifecycle.ts'
 import type { CallServices } from '../call/services.ts'
 import type { RouteName } from '../types/context.ts'
 import type { ClientProtocol } from '../types/model.ts'
@@ -15,7 +18,7 @@ import type { ClientProtocol } from '../types/model.ts'
 /**
  * The services of one config version. Stores, ledger, upstream pool and circuits are the app's and
  * the same in every version; config, catalog, pipeline and providers are the version's own. Each
- * request keeps the version it started under (`gatewayOf`), whatever reloads happen meanwhile.
+ * request keeps the version it started under (`request.gateway`), whatever reloads happen meanwhile.
  */
 export interface Gateway extends CallServices {
   /** This version's name: the first 12 hex digits of the SHA-256 of its settings. */
@@ -30,34 +33,45 @@ export interface Gateway extends CallServices {
   /** Charges the ledger would not take, replayed until they commit (the app's, shared by every version). */
   readonly spool: ChargeSpool
   readonly log: Logger
-  /** Calls past admission not yet settled, counted by their lifecycle (graceful shutdown waits for them). */
-  inFlight: number
-  /** Requests whose settle is running, counted by their lifecycle (shutdown waits for them before closing stores). */
-  settling: number
+  /**
+   * This version's requests open, calls in flight and settles running (it is retired once all are
+   * 0); `calls.total` is the app's count over every version (graceful shutdown waits for it).
+   */
+  readonly calls: CallCounts
   /** Access log, metrics and tracing (core/observe); null when all are off. */
-  observer: Observer | null
+  readonly observer: Observer | null
 }
 
+/**
+ * Where the config version serving now is read, at each use (a reload replaces it): a GatewayApp
+ * is one (`app.gateway`). What outlives a reload (the admin API) holds this, never a version.
+ */
+export interface Serving {
+  readonly gateway: Gateway
+}
+
+/**
+ * A route's own step before the `inspect` phase (fastify's preHandler): checks the body, resolves
+ * the model, and sets the call's body (frozen). A route without one gets its body frozen as is.
+ */
+export type PrepareStep = (gw: Gateway, call: Call, body: unknown) => void
+
 declare module 'fastify' {
-  /** Every gateway route says which call it is: its pipeline route name and client protocol. */
+  /** Every gateway route says which call it is: its pipeline route name, client protocol and prepare step. */
   interface FastifyContextConfig {
     gwRoute?: RouteName
     protocol?: ClientProtocol | 'none'
     /** A probe that costs work to answer (/metrics): its connect phase (the IP limit) runs even when probes are exempt. */
     connectAlways?: boolean
+    prepare?: PrepareStep
   }
   interface FastifyRequest {
     /**
-     * The call's context and lifecycle. Set by the gateway's first onRequest hook, before any
-     * body parser, hook or handler of the main listener reads it (fastify's initial value is null).
+     * The call. Set by the gateway's first onRequest hook, before any body parser, hook or handler
+     * of the main listener reads it (fastify's initial value is null).
      */
-    gw: RequestContext
-    /** The config version the request started under (set with `gw`). */
-    gwRuntime: Gateway
+    call: Call
+    /** The config version the request started under (set with `call`). */
+    gateway: Gateway
   }
-}
-
-/** The config version a request started under (set when the request arrives). */
-export function gatewayOf (request: FastifyRequest): Gateway {
-  return request.gwRuntime
 }

@@ -20,8 +20,15 @@ export interface MetricsSource {
   readonly circuits: Circuits
   readonly stores: StoreSet
   readonly ledger: Ledger
-  /** Calls past admission not yet settled. */
-  readonly inFlight: number
+}
+
+/**
+ * Where the metrics read what they report: the config version serving now (`current`, replaced by
+ * a reload; the app's config versions are one of these) and the app's calls in flight.
+ */
+export interface MetricsSources {
+  readonly current: MetricsSource
+  readonly calls: { readonly inFlight: number }
 }
 
 /** Latency buckets (seconds): 1 ms to 2 min, for whole calls and upstream first bytes. */
@@ -94,8 +101,8 @@ async function ping (check: () => Promise<boolean>): Promise<number> {
 
 export class GatewayMetrics {
   readonly registry = new Registry()
-  /** The gateway serving now: its config names organizations and bounds the others (reloads change both). */
-  readonly #gw: MetricsSource
+  /** The version serving now: its config names organizations and bounds the others (reloads change both). */
+  readonly #sources: MetricsSources
   /** The organizations `#orgsOf` (a config) names. */
   #orgs = new Set<string>()
   #orgsOf: object | undefined = undefined
@@ -112,10 +119,11 @@ export class GatewayMetrics {
   readonly batchSize: Histogram
   readonly commitSeconds: Histogram<'result'>
 
-  constructor (gw: MetricsSource, opts: MetricsOptions) {
+  /** `ledger`: the app's own (the same in every config version), whose charge batches are timed. */
+  constructor (sources: MetricsSources, opts: MetricsOptions, ledger: Ledger) {
     const p = opts.prefix
     const registers = [this.registry]
-    this.#gw = gw
+    this.#sources = sources
     this.requests = new Counter({ name: `${p}requests_total`, help: 'Requests answered, by route, catalog model, provider and HTTP status.', labelNames: ['route', 'model', 'provider', 'status'], registers })
     this.duration = new Histogram({ name: `${p}request_duration_seconds`, help: 'Whole call time, from the request to the end of its response (a stream: its last event); the settle after it is not counted.', labelNames: ['route', 'model', 'provider', 'status'], buckets: LATENCY, registers })
     this.upstreamTtfb = new Histogram({ name: `${p}upstream_ttfb_seconds`, help: 'Upstream time to response headers, per attempt.', labelNames: ['provider', 'model'], buckets: LATENCY, registers })
@@ -126,7 +134,7 @@ export class GatewayMetrics {
     this.upstreamErrors = new Counter({ name: `${p}upstream_errors_total`, help: 'Failed upstream attempts by provider and kind (connect, timeout, http_4xx, http_429, http_5xx, bad_answer).', labelNames: ['provider', 'kind'], registers })
     this.batchSize = new Histogram({ name: `${p}ledger_batch_size`, help: 'Charges per ledger transaction.', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256], registers })
     this.commitSeconds = new Histogram({ name: `${p}ledger_commit_seconds`, help: 'Ledger batch transaction time, by result (ok, failed).', labelNames: ['result'], buckets: LATENCY, registers })
-    new Gauge({ name: `${p}in_flight_calls`, help: 'Calls past admission not yet settled.', registers, collect () { this.set(gw.inFlight) } })
+    new Gauge({ name: `${p}in_flight_calls`, help: 'Calls past admission not yet settled.', registers, collect () { this.set(sources.calls.inFlight) } })
     new Gauge({
       name: `${p}circuit_state`,
       help: 'Circuit of each deployment (provider/upstream model) as this process sees it: 0 closed, 1 open, 2 half-open.',
@@ -135,8 +143,9 @@ export class GatewayMetrics {
       collect () {
         this.reset()
         const code = { closed: 0, open: 1, half_open: 2 } as const
-        for (const m of gw.catalog.list(undefined)) {
-          for (const d of m.deployments) this.set({ deployment: `${d.provider}/${d.upstreamModel}` }, code[gw.circuits.stateOf(d)])
+        const { catalog, circuits } = sources.current
+        for (const m of catalog.list(undefined)) {
+          for (const d of m.deployments) this.set({ deployment: `${d.provider}/${d.upstreamModel}` }, code[circuits.stateOf(d)])
         }
       },
     })
@@ -146,6 +155,7 @@ export class GatewayMetrics {
       labelNames: ['backend', 'kind'],
       registers,
       async collect () {
+        const gw = sources.current
         const [kv, ledger] = await Promise.all([ping(() => gw.stores.ping()), ping(() => gw.ledger.ping())])
         this.set({ backend: 'kv', kind: gw.config.stores.kv.backend }, kv)
         this.set({ backend: 'ledger', kind: gw.config.stores.ledger.backend }, ledger)
@@ -158,11 +168,11 @@ export class GatewayMetrics {
       registers,
       collect () {
         this.reset()
-        this.set({ version: configVersion(gw) }, 1)
+        this.set({ version: configVersion(sources.current) }, 1)
       },
     })
-    // The app's own ledger (the same in every config version), never another app's in the process.
-    this.#stopBatches = gw.ledger.onChargeBatch?.((size, ms, ok) => {
+    // The app's own ledger, never another app's in the process.
+    this.#stopBatches = ledger.onChargeBatch?.((size, ms, ok) => {
       this.batchSize.observe(size)
       this.commitSeconds.observe({ result: ok ? 'ok' : 'failed' }, ms / 1000)
     }) ?? (() => {})
@@ -175,7 +185,7 @@ export class GatewayMetrics {
    */
   orgLabel (org: string | undefined): string {
     if (org === undefined) return 'none'
-    const config = this.#gw.config
+    const config = this.#sources.current.config
     if (this.#orgsOf !== config) {
       this.#orgs = configOrganizations(config.pipeline, new Set())
       this.#orgsOf = config

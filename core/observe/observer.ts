@@ -7,10 +7,8 @@
 import type { Logger } from 'pino'
 import type { GatewayConfig } from '../config/config-schema.ts'
 import type { CallObserver, CallState } from '../call/lifecycle.ts'
-import type { RequestContext } from '../call/runner.ts'
-import type { Usage } from '../types/usage.ts'
-import type { ClientProtocol, ModelPrice } from '../types/model.ts'
-import { settleTerms } from '../dispatch/per-use.ts'
+import type { Call } from '../call/call.ts'
+import { costOf } from './cost.ts'
 import type { GatewayMetrics } from './metrics.ts'
 import { formatTraceparent, newSpanId, newTraceId, parseTraceparent } from './trace-context.ts'
 import type { SpanExporter, SpanRecord } from './spans.ts'
@@ -18,28 +16,6 @@ import type { SpanExporter, SpanRecord } from './spans.ts'
 /** Errors a client caused, or a route not there yet: logged without a stack. */
 export function isExpectedError (status: number): boolean {
   return status < 500 || status === 501
-}
-
-/**
- * Cost at the catalog price, in currency units: the balance plugin's formula (a price of P per
- * million tokens is P micro-units per token, cached input at its own rate), before rounding.
- * The ledger's charge is the bill; this is for logs and metrics.
- */
-function costOf (u: Usage, price: Readonly<ModelPrice> | undefined, protocol: string, body: unknown): number | undefined {
-  if (!price) return undefined
-  const cached = Math.min(u.cachedInputTokens, u.inputTokens)
-  let micros = (u.inputTokens - cached) * price.input + cached * (price.cachedInput ?? price.input) + u.outputTokens * price.output
-  // Per-use terms (core/dispatch/per-use.ts): the tier's multiplier, server-tool uses per 1000.
-  const terms = price.perUse !== undefined || price.serviceTiers !== undefined ? settleTerms(protocol as ClientProtocol, body as Record<string, unknown> | undefined) : undefined
-  const m = terms?.tier === undefined ? undefined : price.serviceTiers?.[terms.tier]
-  if (m !== undefined) micros *= m
-  const per = price.perUse
-  if (per !== undefined) {
-    const uses = u.serverToolUses
-    for (const f in uses) micros += uses[f] * (per[f] ?? 0) * 1000
-    for (const f in terms?.uses) if (uses?.[f] === undefined) micros += terms!.uses![f] * (per[f] ?? 0) * 1000
-  }
-  return Math.ceil(micros - 1e-7) / 1e6
 }
 
 /** Epoch milliseconds of a performance.now() reading. */
@@ -56,7 +32,7 @@ interface Attempt {
 }
 
 /** Why a failed attempt failed (a bounded label set). */
-function attemptErrorKind (a: Attempt, last: boolean, call: RequestContext): string | undefined {
+function attemptErrorKind (a: Attempt, last: boolean, call: Call): string | undefined {
   const code = call.outcome.error?.code
   if (a.status === undefined) {
     if (last && code === 'GW_ERR_TIMEOUT') return 'timeout'
@@ -108,7 +84,7 @@ export class Observer {
    * starts), picks the gateway's span id, and returns the call's observer and the
    * `traceresponse` header value (undefined when trace context is off).
    */
-  begin (call: RequestContext, traceparent: string | string[] | undefined): CallObs {
+  begin (call: Call, traceparent: string | string[] | undefined): CallObs {
     const parent = this.propagate || this.exporter ? parseTraceparent(traceparent) : undefined
     return new CallObs(this, call, parent?.traceId ?? newTraceId(), newSpanId(), parent?.spanId, parent?.flags ?? (this.exporter?.sampleNew() === false ? '00' : '01'))
   }
@@ -174,7 +150,7 @@ export class CallObs implements CallObserver {
 
   constructor (
     readonly o: Observer,
-    readonly call: RequestContext,
+    readonly call: Call,
     readonly traceId: string,
     readonly spanId: string,
     readonly parentSpanId: string | undefined,

@@ -129,7 +129,7 @@ t.test('providers: adapter, protocol, masked base URL, circuits and reset; no se
 t.test('an admin app built without a gateway app to watch has no calls summary: 404, not a 500', async t => {
   const app = await buildTestApp({})
   t.teardown(() => app.close())
-  const adminApp = await buildAdminApp(app.gateway, { host: '127.0.0.1', port: 0, keys: [{ id: 'ops', key: ADMIN_KEY, revoked: false }] })
+  const adminApp = await buildAdminApp(app, { host: '127.0.0.1', port: 0, keys: [{ id: 'ops', key: ADMIN_KEY, revoked: false }] })
   t.teardown(() => adminApp.close())
   const r = await adminApp.inject({ method: 'GET', url: `/admin/calls/summary?from=${new Date().toISOString()}`, headers: { authorization: `Bearer ${ADMIN_KEY}` } })
   t.equal(r.statusCode, 404)

@@ -116,7 +116,7 @@ t.test('layering – core is grouped into the folders of LAYERS, and imports bet
 t.test('layering – the folder rule sees runtime and type-only imports up the order', async t => {
   const file = join(CORE, 'dispatch', 'probe.ts')
   const text = [
-    "import { a } from '../call/runner.ts'",
+    "import { a } from '../call/call.ts'",
     "import type { B } from '../http/gateway.ts'",
     "import { type C, type D } from '../pipeline/plugin.ts'",
     "export { G } from '../http/routes/inference.ts'",
@@ -130,7 +130,7 @@ t.test('layering – the folder rule sees runtime and type-only imports up the o
     "import pino from 'pino'",
   ].join('\n')
   t.same(upwardBetweenFolders(file, text).sort(), [
-    '../call/runner.ts', '../http/app.ts', '../http/body.ts', '../http/gateway.ts', '../http/routes/inference.ts', '../observe/metrics.ts', '../pipeline/plugin.ts',
+    '../call/call.ts', '../http/app.ts', '../http/body.ts', '../http/gateway.ts', '../http/routes/inference.ts', '../observe/metrics.ts', '../pipeline/plugin.ts',
   ])
 })
 

@@ -166,7 +166,7 @@ t.test('count_tokens: shutdown with a count in flight: it is counted, answered a
   const held = holdCounts(env)
   const answer = post(env.url, PATH, countBody())
   t.ok(await until(() => held.held === 1, 5000), 'the count was forwarded')
-  t.equal(env.app.gateway.inFlight, 1, 'shutdown counts the call in flight')
+  t.equal(env.app.calls.inFlight, 1, 'shutdown counts the call in flight')
   const closing = env.close()
   await new Promise(resolve => setTimeout(resolve, 50))
   held.release[0]()
@@ -178,7 +178,7 @@ t.test('count_tokens: shutdown with a count in flight: it is counted, answered a
   const r = await answer
   t.equal(r.status, 200)
   t.same(JSON.parse(r.text), { input_tokens: 77 })
-  t.equal(env.app.gateway.inFlight, 0)
+  t.equal(env.app.calls.inFlight, 0)
 })
 
 t.test('count_tokens: shutdown past the grace period: a count still forwarding is cut and settles once before close resolves', async t => {
@@ -192,6 +192,6 @@ t.test('count_tokens: shutdown past the grace period: a count still forwarding i
   t.equal(s.settles, 1)
   t.match(s.outcome, { upstreamSucceeded: false, clientAborted: true })
   t.ok(await until(() => held.closed === 1, 5000), 'the upstream request was abandoned')
-  t.equal(env.app.gateway.inFlight, 0)
+  t.equal(env.app.calls.inFlight, 0)
   t.equal(await answer, undefined, 'the client\'s connection was cut')
 })

@@ -7,14 +7,14 @@
 import t from 'tap'
 import pino from 'pino'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { CALL_STATES, CallLifecycle, IllegalTransition, TRANSITIONS, type CallState, type CallTracker } from '../../core/call/lifecycle.ts'
+import { CALL_STATES, CallLifecycle, IllegalTransition, TRANSITIONS, type CallState, CallCounts } from '../../core/call/lifecycle.ts'
 import { gwError } from '../../core/errors/errors.ts'
 
 // ── the machine alone ────────────────────────────────────────────────────────────────────────
 
 class Life extends CallLifecycle {
   readonly log = pino({ level: 'silent' })
-  readonly tracker: CallTracker = { inFlight: 0, settling: 0 }
+  readonly counts = new CallCounts()
   settles = 0
   answeredHooks = 0
   aborts = 0
@@ -122,9 +122,9 @@ t.test('the machine: a client close ends the call only where nothing else will',
 
 t.test('the machine: outcome facts, answered once, and the counts shutdown waits for', async t => {
   const l = lifeAt('admit')
-  t.equal(l.tracker.inFlight, 0, 'not in flight before dispatch')
+  t.equal(l.counts.inFlight, 0, 'not in flight before dispatch')
   l.dispatching()
-  t.equal(l.tracker.inFlight, 1)
+  t.equal(l.counts.inFlight, 1)
   t.equal(l.phase, 'dispatch')
   l.accepted('up-chat')
   l.streaming()
@@ -137,12 +137,12 @@ t.test('the machine: outcome facts, answered once, and the counts shutdown waits
   let open!: () => void
   l.gate = new Promise<void>(resolve => { open = resolve })
   const done = l.finish()
-  t.equal(l.tracker.settling, 1, 'settling counted while settle runs')
-  t.equal(l.tracker.inFlight, 1, 'still in flight until settled')
+  t.equal(l.counts.settling, 1, 'settling counted while settle runs')
+  t.equal(l.counts.inFlight, 1, 'still in flight until settled')
   t.equal(l.phase, 'settle')
   open()
   await done
-  t.same(l.tracker, { inFlight: 0, settling: 0 })
+  t.same({ inFlight: l.counts.inFlight, settling: l.counts.settling }, { inFlight: 0, settling: 0 })
   t.match(l.outcome, { status: 200, upstreamSucceeded: true, provider: 'up-chat', usage, usageEstimated: false, error: { code: 'GW_ERR_UPSTREAM_FAILED' } })
   await l.answered(usage, false)
   t.equal(l.answeredHooks, 1, 'never after settle')
@@ -175,4 +175,19 @@ t.test('the machine: once settled, no writer changes the outcome settle got', as
   t.same(s.outcome.usage, usage)
   t.equal(s.outcome.usageEstimated, true)
   t.equal(s.outcome.provider, undefined)
+})
+
+t.test('CallCounts: a config version\'s counts add to the app\'s total, change by change', async t => {
+  const total = new CallCounts()
+  const a = new CallCounts(total)
+  const b = new CallCounts(total)
+  a.requestOpened(); a.dispatched(); b.requestOpened(); b.dispatched(); b.settleStarted()
+  t.same([total.open, total.inFlight, total.settling], [2, 2, 1], 'the total sees both versions')
+  t.same([a.inFlight, a.settling, b.inFlight, b.settling], [1, 0, 1, 1], 'each version only its own')
+  b.settleEnded(true); b.requestClosed()
+  t.ok(b.idle, 'a version whose calls all ended is idle (it may be retired)')
+  t.notOk(a.idle)
+  t.same([total.open, total.inFlight, total.settling], [1, 1, 0])
+  a.settleStarted(); a.settleEnded(false)
+  t.equal(a.inFlight, 1, 'a settle of a call never dispatched leaves the flight count alone')
 })

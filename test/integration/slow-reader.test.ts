@@ -80,7 +80,7 @@ for (const c of cases) {
     sock.write(`POST ${c.path} HTTP/1.1\r\nHost: ${base.host}\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
 
     t.ok(await until(() => received.startsWith('HTTP/1.1 200'), 5000), 'the stream started')
-    t.ok(await until(() => app.gateway.inFlight === 0, 20_000), 'the call is no longer in flight')
+    t.ok(await until(() => app.calls.inFlight === 0, 20_000), 'the call is no longer in flight')
     t.ok(await until(() => up.openSockets === 0, 5000), 'the upstream connection was closed')
     let records = await ledger.listUsage({})
     t.ok(await until(async () => (records = await ledger.listUsage({})).length === 1, 5000), 'the call was settled: one usage record')

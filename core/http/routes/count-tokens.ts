@@ -3,9 +3,10 @@
  * POST /v1/responses/input_tokens (OpenAI's, a Responses request body): forwarded to a
  * messages-protocol upstream of the model, otherwise counted locally. Never billed.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { gatewayOf, type Gateway } from '../gateway.ts'
-import type { RequestContext } from '../../call/runner.ts'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Gateway } from '../gateway.ts'
+import type { GatewayRoute } from './route.ts'
+import type { Call } from '../../call/call.ts'
 import { compileOrThrow, describeErrors } from '../../config/schema.ts'
 import { gwError } from '../../errors/errors.ts'
 import { toGatewayError } from '../../errors/error-reply.ts'
@@ -39,17 +40,17 @@ function forwardedBody (body: Record<string, unknown>, upstreamModel: string): R
 const COUNT_FIELDS = ['messages', 'system', 'tools', 'tool_choice', 'thinking'] as const
 
 /** Checks the body and resolves the model for the caller (preHandler, before `inspect`). */
-export function prepareCountTokens (gw: Gateway, ctx: RequestContext, body: unknown): void {
+export function prepareCountTokens (gw: Gateway, call: Call, body: unknown): void {
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw gwError('GW_ERR_BAD_REQUEST', ['the body must be a JSON object'])
   }
   const b = body as Record<string, unknown>
   if (typeof b.model !== 'string' || b.model === '') throw gwError('GW_ERR_MODEL_MISSING')
-  if (ctx.protocol === 'responses') {
+  if (call.protocol === 'responses') {
     checkResponsesBody(b)
-    const model = gw.catalog.usable(b.model, ctx.principal)
+    const model = gw.catalog.usable(b.model, call.principal)
     if (!model) throw gwError('GW_ERR_MODEL_UNKNOWN', [b.model])
-    ctx.model = model
+    call.model = model
     // A Responses body is counted as the messages request it becomes (the translator checks it and
     // answers a bad one with a 400), keeping the fields a count request takes: the count a
     // messages upstream or the local tokenizer gives.
@@ -57,26 +58,26 @@ export function prepareCountTokens (gw: Gateway, ctx: RequestContext, body: unkn
     const translated = gw.translators['responses-to-messages'].request(b, { model, clientModel: model.id, upstreamModel, estimatedInputTokens: 0 })
     const count: Record<string, unknown> = { model: b.model }
     for (const k of COUNT_FIELDS) if (translated[k] !== undefined) count[k] = translated[k]
-    ctx.body = Object.freeze(count)
+    call.body = Object.freeze(count)
     return
   }
   if (!validate(b)) {
     const { path, message } = describeErrors(validate.errors)
     throw gwError('GW_ERR_BAD_REQUEST', [`${path === '/' ? 'body' : path.slice(1).replace(/\//g, '.')}: ${message}`])
   }
-  const model = gw.catalog.usable(b.model, ctx.principal)
+  const model = gw.catalog.usable(b.model, call.principal)
   if (!model) throw gwError('GW_ERR_MODEL_UNKNOWN', [b.model])
-  ctx.model = model
-  ctx.body = Object.freeze(b)
+  call.model = model
+  call.body = Object.freeze(b)
 }
 
 /**
  * How long the forward to one deployment may take: at most COUNT_TOKENS_UPSTREAM_TIMEOUT_MS, and
  * never past the call's own deadline (the timeout plugin, when it runs on this route). 0: no time left.
  */
-function forwardBoundMs (gw: Gateway, ctx: RequestContext): number {
-  if (ctx.deadlineMs === undefined) return COUNT_TOKENS_UPSTREAM_TIMEOUT_MS
-  return Math.max(0, Math.min(COUNT_TOKENS_UPSTREAM_TIMEOUT_MS, ctx.startedAt + ctx.deadlineMs - gw.now()))
+function forwardBoundMs (gw: Gateway, call: Call): number {
+  if (call.deadlineMs === undefined) return COUNT_TOKENS_UPSTREAM_TIMEOUT_MS
+  return Math.max(0, Math.min(COUNT_TOKENS_UPSTREAM_TIMEOUT_MS, call.startedAt + call.deadlineMs - gw.now()))
 }
 
 /**
@@ -85,35 +86,35 @@ function forwardBoundMs (gw: Gateway, ctx: RequestContext): number {
  * upstream unreachable, a non-2xx answer, an answer without a numeric `input_tokens`, or no time
  * left). Each forward is aborted with the call (the client gone, shutdown) and at its bound.
  */
-async function upstreamCount (gw: Gateway, ctx: RequestContext): Promise<number | undefined> {
-  const body = ctx.body as Record<string, unknown>
-  for (const d of orderDeployments(ctx.model!.deployments)) {
-    if (ctx.aborted) return undefined
+async function upstreamCount (gw: Gateway, call: Call): Promise<number | undefined> {
+  const body = call.body as Record<string, unknown>
+  for (const d of orderDeployments(call.model!.deployments)) {
+    if (call.aborted) return undefined
     const provider = gw.providers.get(d.provider)
     if (!provider?.prepareCountTokens) continue
-    const bound = forwardBoundMs(gw, ctx)
+    const bound = forwardBoundMs(gw, call)
     if (bound === 0) {
-      ctx.log.warn({ provider: d.provider }, 'the call\'s deadline passed before the token count was forwarded; counting locally')
+      call.log.warn({ provider: d.provider }, 'the call\'s deadline passed before the token count was forwarded; counting locally')
       return undefined
     }
-    let req = provider.prepareCountTokens({ model: ctx.model!, deployment: d, body: forwardedBody(body, d.upstreamModel), stream: false, clientHeaders: ctx.headers, requestId: ctx.requestId })
+    let req = provider.prepareCountTokens({ model: call.model!, deployment: d, body: forwardedBody(body, d.upstreamModel), stream: false, clientHeaders: call.headers, requestId: call.requestId })
     try {
       if (provider.sign !== undefined) req = await provider.sign(req)
-      const res = await gw.upstream.send(req, AbortSignal.any([ctx.signal, AbortSignal.timeout(bound)]))
+      const res = await gw.upstream.send(req, AbortSignal.any([call.signal, AbortSignal.timeout(bound)]))
       const text = await readText(res.body, MAX_COUNT_BODY)
       if (res.status >= 200 && res.status < 300) {
         let json: unknown = JSON.parse(text)
         if (provider.decodeResponse !== undefined) json = provider.decodeResponse(json, 'count_tokens', d.upstreamModel)
         const n = (json as { input_tokens?: unknown } | null)?.input_tokens
         if (typeof n === 'number' && Number.isInteger(n) && n >= 0) {
-          ctx.accepted(d.provider)
+          call.accepted(d.provider)
           return n
         }
       }
-      ctx.log.warn({ provider: d.provider, status: res.status }, 'upstream gave no token count; counting locally')
+      call.log.warn({ provider: d.provider, status: res.status }, 'upstream gave no token count; counting locally')
     } catch (err) {
-      if (ctx.aborted) return undefined
-      ctx.log.warn({ err, provider: d.provider }, 'upstream token count failed; counting locally')
+      if (call.aborted) return undefined
+      call.log.warn({ err, provider: d.provider }, 'upstream token count failed; counting locally')
     }
   }
   return undefined
@@ -124,32 +125,32 @@ async function upstreamCount (gw: Gateway, ctx: RequestContext): Promise<number 
  * cuts it past the grace period), and ended by this handler when the client is gone (nobody is
  * left to answer) or by the reply's end.
  */
-export function countTokensRoutes (app: FastifyInstance): void {
-  app.post('/v1/messages/count_tokens', { config: { gwRoute: 'count_tokens', protocol: 'messages' } }, countHandler)
-  app.post('/v1/responses/input_tokens', { config: { gwRoute: 'count_tokens', protocol: 'responses' } }, countHandler)
-}
+export const countTokensRoutes: readonly GatewayRoute[] = [
+  { method: 'POST', url: '/v1/messages/count_tokens', name: 'count_tokens', protocol: 'messages', prepare: prepareCountTokens, handler: countHandler },
+  { method: 'POST', url: '/v1/responses/input_tokens', name: 'count_tokens', protocol: 'responses', prepare: prepareCountTokens, handler: countHandler },
+]
 
 async function countHandler (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  const ctx = request.gw
+  const call = request.call
   // A client that left during the phases ended its call there.
-  if (ctx.aborted) return reply
-  ctx.dispatching()
-  const gw = gatewayOf(request)
-  const model = ctx.model!
+  if (call.aborted) return reply
+  call.dispatching()
+  const gw = request.gateway
+  const model = call.model!
   try {
-    const counted = await upstreamCount(gw, ctx)
-    const inputTokens = counted ?? (ctx.aborted ? 0 : await countInputTokens(ctx.body as Record<string, unknown>, model.deployments[0]?.upstreamModel ?? model.id))
-    if (ctx.aborted) {
-      await ctx.finish()
+    const counted = await upstreamCount(gw, call)
+    const inputTokens = counted ?? (call.aborted ? 0 : await countInputTokens(call.body as Record<string, unknown>, model.deployments[0]?.upstreamModel ?? model.id))
+    if (call.aborted) {
+      await call.finish()
       return reply
     }
-    ctx.responding(200)
-    const answer = ctx.protocol === 'responses' ? { object: 'response.input_tokens', input_tokens: inputTokens } : { input_tokens: inputTokens }
+    call.responding(200)
+    const answer = call.protocol === 'responses' ? { object: 'response.input_tokens', input_tokens: inputTokens } : { input_tokens: inputTokens }
     return reply.header('content-type', 'application/json').send(JSON.stringify(answer))
   } catch (err) {
-    if (!ctx.aborted) throw err
-    ctx.failed(toGatewayError(err, ctx.requestId))
-    await ctx.finish()
+    if (!call.aborted) throw err
+    call.failed(toGatewayError(err, call.requestId))
+    await call.finish()
     return reply
   }
 }

@@ -1,7 +1,8 @@
 /** @module routes/inference – POST /v1/chat/completions, /v1/messages and /v1/responses: body checks, model, dispatch. */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { gatewayOf, type Gateway } from '../gateway.ts'
-import type { RequestContext } from '../../call/runner.ts'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Gateway } from '../gateway.ts'
+import type { Call } from '../../call/call.ts'
+import type { GatewayRoute } from './route.ts'
 import { compileOrThrow, describeErrors } from '../../config/schema.ts'
 import { gwError } from '../../errors/errors.ts'
 import { dispatch } from '../../call/dispatch.ts'
@@ -44,22 +45,22 @@ export function checkResponsesBody (b: Record<string, unknown>): void {
  * contract and deep-frozen in the plugin test kit (testing.ts `fakeContext`), so a plugin that
  * writes into them fails its own tests.
  */
-export function prepareInference (gw: Gateway, ctx: RequestContext, body: unknown): void {
+export function prepareInference (gw: Gateway, call: Call, body: unknown): void {
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw gwError('GW_ERR_BAD_REQUEST', ['the body must be a JSON object'])
   }
   const b = body as Record<string, unknown>
   if (typeof b.model !== 'string' || b.model === '') throw gwError('GW_ERR_MODEL_MISSING')
-  if (ctx.protocol === 'responses') checkResponsesBody(b)
+  if (call.protocol === 'responses') checkResponsesBody(b)
   else {
-    const validate = ctx.protocol === 'messages' ? validateMessages : validateChat
+    const validate = call.protocol === 'messages' ? validateMessages : validateChat
     if (!validate(b)) throw badBody(validate.errors)
   }
-  const model = gw.catalog.usable(b.model, ctx.principal)
+  const model = gw.catalog.usable(b.model, call.principal)
   if (!model) throw gwError('GW_ERR_MODEL_UNKNOWN', [b.model])
-  checkPerUse(model, ctx.protocol as ClientProtocol, b, hasDeploymentSpeaking(gw, model, ctx.protocol))
-  ctx.model = model
-  ctx.body = Object.freeze(b)
+  checkPerUse(model, call.protocol as ClientProtocol, b, hasDeploymentSpeaking(gw, model, call.protocol))
+  call.model = model
+  call.body = Object.freeze(b)
 }
 
 /** Whether some deployment of `model` speaks `protocol` (server tools reach only such an upstream). */
@@ -68,31 +69,39 @@ function hasDeploymentSpeaking (gw: Gateway, model: ModelEntry, protocol: string
   return false
 }
 
-/** The handlers use the config version each request started under (gatewayOf). */
-export function inferenceRoutes (app: FastifyInstance): void {
-  const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-    const ctx = request.gw
-    // A client that left during the phases ended its call there; never call the model for it.
-    if (ctx.aborted) return reply
-    ctx.dispatching()
-    try {
-      await dispatch(gatewayOf(request), ctx, reply)
-    } catch (err) {
-      if (!ctx.aborted) throw err
-      // Nobody to answer: the call ends here (fastify's onResponse never fires for a dead socket).
-      ctx.failed(toGatewayError(err, ctx.requestId))
-      await ctx.finish()
-    }
-    return reply
+/** Dispatches the call, on the config version it started under (request.gateway). */
+async function inferenceHandler (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const call = request.call
+  // A client that left during the phases ended its call there; never call the model for it.
+  if (call.aborted) return reply
+  call.dispatching()
+  try {
+    await dispatch(request.gateway, call, reply)
+  } catch (err) {
+    if (!call.aborted) throw err
+    // Nobody to answer: the call ends here (fastify's onResponse never fires for a dead socket).
+    call.failed(toGatewayError(err, call.requestId))
+    await call.finish()
   }
-  app.post('/v1/chat/completions', { config: { gwRoute: 'chat', protocol: 'chat' } }, handler)
-  app.post('/v1/messages', { config: { gwRoute: 'messages', protocol: 'messages' } }, handler)
-  app.post('/v1/responses', { config: { gwRoute: 'responses', protocol: 'responses' } }, handler)
-  // Stored responses do not exist here: reading, deleting or cancelling one is a 404 that says why.
-  const notStored = async (request: FastifyRequest<{ Params: { id: string } }>) => { throw gwError('GW_ERR_RESPONSE_NOT_STORED', [request.params.id]) }
-  const stored = { config: { gwRoute: 'reserved', protocol: 'none' } } as const
-  app.get('/v1/responses/:id', stored, notStored)
-  app.delete('/v1/responses/:id', stored, notStored)
-  app.get('/v1/responses/:id/input_items', stored, notStored)
-  app.post('/v1/responses/:id/cancel', stored, notStored)
+  return reply
 }
+
+/** Stored responses do not exist here: reading, deleting or cancelling one is a 404 that says why. */
+async function notStored (request: FastifyRequest): Promise<never> {
+  throw gwError('GW_ERR_RESPONSE_NOT_STORED', [(request.params as { id: string }).id])
+}
+
+const inference = (url: string, name: 'chat' | 'messages' | 'responses'): GatewayRoute =>
+  ({ method: 'POST', url, name, protocol: name, prepare: prepareInference, handler: inferenceHandler })
+const stored = (method: 'GET' | 'DELETE' | 'POST', url: string): GatewayRoute =>
+  ({ method, url, name: 'reserved', protocol: 'none', handler: notStored })
+
+export const inferenceRoutes: readonly GatewayRoute[] = [
+  inference('/v1/chat/completions', 'chat'),
+  inference('/v1/messages', 'messages'),
+  inference('/v1/responses', 'responses'),
+  stored('GET', '/v1/responses/:id'),
+  stored('DELETE', '/v1/responses/:id'),
+  stored('GET', '/v1/responses/:id/input_items'),
+  stored('POST', '/v1/responses/:id/cancel'),
+]

@@ -3,8 +3,8 @@
  * and GET /api/hello answer as /healthz does: clients check that their base URL answers before
  * the first call (Claude Code sends `HEAD /api/hello`). HEAD is served with every GET.
  */
-import type { FastifyInstance } from 'fastify'
-import { gatewayOf, type Gateway } from '../gateway.ts'
+import type { Gateway } from '../gateway.ts'
+import type { GatewayRoute } from './route.ts'
 
 export const SERVICE_NAME = 'model-gateway'
 
@@ -23,15 +23,16 @@ export async function firstDown (gw: Gateway): Promise<string | undefined> {
   return undefined
 }
 
-export function probeRoutes (app: FastifyInstance): void {
-  const config = { gwRoute: 'probes', protocol: 'none' } as const
-  const live = async () => ({ status: 'ok', service: SERVICE_NAME })
-  app.get('/healthz', { config }, live)
-  app.get('/', { config }, live)
-  app.get('/api/hello', { config }, live)
-  app.get('/readyz', { config }, async (request, reply) => {
-    const down = await firstDown(gatewayOf(request))
+const live = async (): Promise<{ status: string, service: string }> => ({ status: 'ok', service: SERVICE_NAME })
+const probe = (url: string, handler: GatewayRoute['handler']): GatewayRoute => ({ method: 'GET', url, name: 'probes', protocol: 'none', handler })
+
+export const probeRoutes: readonly GatewayRoute[] = [
+  probe('/healthz', live),
+  probe('/', live),
+  probe('/api/hello', live),
+  probe('/readyz', async (request, reply) => {
+    const down = await firstDown(request.gateway)
     if (down) return reply.code(503).send({ status: 'unavailable', error: `${down} unreachable` })
     return { status: 'ready', service: SERVICE_NAME }
-  })
-}
+  }),
+]

@@ -4,13 +4,10 @@
  * compaction item the stateless gateway cannot make; clients that compact by a summary call on
  * /v1/responses (Codex toward any provider other than OpenAI's own) never call it.
  */
-import type { FastifyInstance } from 'fastify'
 import { gwError } from '../../errors/errors.ts'
+import type { GatewayRoute } from './route.ts'
 
-export function reservedRoutes (app: FastifyInstance): void {
-  const config = { gwRoute: 'reserved', protocol: 'none' } as const
-  const notImplemented = async () => { throw gwError('GW_ERR_NOT_IMPLEMENTED') }
-  app.post('/v1/embeddings', { config }, notImplemented)
-  app.post('/v1/images/generations', { config }, notImplemented)
-  app.post('/v1/responses/compact', { config }, notImplemented)
-}
+const notImplemented = async (): Promise<never> => { throw gwError('GW_ERR_NOT_IMPLEMENTED') }
+const reserved = (url: string): GatewayRoute => ({ method: 'POST', url, name: 'reserved', protocol: 'none', handler: notImplemented })
+
+export const reservedRoutes: readonly GatewayRoute[] = [reserved('/v1/embeddings'), reserved('/v1/images/generations'), reserved('/v1/responses/compact')]

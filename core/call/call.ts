@@ -1,4 +1,8 @@
-/** @module runner – runs one phase for one request; records who ran; settle unwinds in reverse. */
+/**
+ * @module call – the call object: one request's state as core and its plugins see it (the
+ * GatewayContext plugins get), its lifecycle (lifecycle.ts), and the hook runner: runs one phase's
+ * plugins, records who ran, and unwinds settle in reverse.
+ */
 import type { Logger } from 'pino'
 import type { Headers, RouteName } from '../types/context.ts'
 import type { Phase } from '../types/phases.ts'
@@ -7,16 +11,16 @@ import type { ClientProtocol, ModelEntry, Protocol } from '../types/model.ts'
 import type { Principal } from '../types/principal.ts'
 import { gwError, isGatewayError } from '../errors/errors.ts'
 import { StreamBlocked, type ClientAnswer, type ClientStreamEvent, type GatewayContext, type OutputOf } from '../pipeline/plugin.ts'
-import { CallLifecycle, type CallTracker } from './lifecycle.ts'
+import { CallLifecycle, CallCounts } from './lifecycle.ts'
 
 const NONE_RAN: readonly PluginInstance[] = Object.freeze([])
 
 /**
- * Core's side of a request: the GatewayContext plugins see, plus what core tracks. Its state and
- * outcome are the call's lifecycle (lifecycle.ts); this class runs the plugins' hooks.
+ * One call, core's side: the GatewayContext plugins see, plus what core tracks. Its state and
+ * outcome are the call's lifecycle (lifecycle.ts); this class runs the plugins' hooks. Made by the
+ * app's onRequest hook for every request of the main listener (`request.call`).
  */
-
-export class RequestContext extends CallLifecycle implements GatewayContext {
+export class Call extends CallLifecycle implements GatewayContext {
   body: unknown = undefined
   model: ModelEntry | undefined = undefined
   /** Core's dispatcher hooks its upstream call's abort handle here, aborted when the client goes away. */
@@ -54,8 +58,8 @@ export class RequestContext extends CallLifecycle implements GatewayContext {
     readonly headers: Headers,
     readonly log: Logger,
     readonly now: () => number,
-    /** Counts calls in flight and settles under way, so shutdown can wait for them. */
-    readonly tracker: CallTracker = { inFlight: 0, settling: 0 },
+    /** The config version's call counts (in flight, settling), which add to the app's. */
+    readonly counts: CallCounts = new CallCounts(),
   ) {
     super()
     this.startedAt = now()
