@@ -11,7 +11,7 @@ import type { Call } from '../call/call.ts'
 import { costOf } from './cost.ts'
 import type { GatewayMetrics } from './metrics.ts'
 import { formatTraceparent, newSpanId, newTraceId, parseTraceparent } from './trace-context.ts'
-import type { SpanExporter, SpanRecord } from './spans.ts'
+import { exportsCall, type SpanExporter, type SpanRecord } from './spans.ts'
 
 /** Errors a client caused, or a route not there yet: logged without a stack. */
 export function isExpectedError (status: number): boolean {
@@ -209,17 +209,7 @@ export class CallObs implements CallObserver {
     for (const a of this.attempts) upstreamMs += a.end! - a.start
     this.o.log(this, end, settled, upstreamMs)
     if (metrics !== null) this.#metrics(metrics, end, upstreamMs)
-    if (exporter !== null && this.#exported(exporter)) exporter.export(this.#spans(end, settled))
-  }
-
-  /**
-   * Whether this call's spans are exported: a trace the gateway started follows its own sampling; a
-   * caller's sampled flag is honoured only once the call is authenticated (anyone else's flag gets
-   * the gateway's own sampling ratio, so junk cannot force exports).
-   */
-  #exported (exporter: SpanExporter): boolean {
-    if ((parseInt(this.flags, 16) & 1) !== 1) return false
-    return this.parentSpanId === undefined || this.call.principal !== undefined || exporter.sampleNew()
+    if (exporter !== null && exportsCall(exporter, this.flags, this.parentSpanId !== undefined, this.call.principal !== undefined)) exporter.export(this.#spans(end, settled))
   }
 
   #metrics (m: GatewayMetrics, end: number, upstreamMs: number): void {

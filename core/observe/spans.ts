@@ -28,3 +28,13 @@ export interface SpanExporter {
   /** Sends what is queued, then stops. */
   shutdown (): Promise<void>
 }
+
+/**
+ * Whether a call's spans are exported: a trace the gateway started follows its own sampling (its
+ * flags); a caller's sampled flag is honoured only once the call is authenticated, and anyone else's
+ * gets the gateway's own sampling ratio, so junk cannot force exports.
+ */
+export function exportsCall (exporter: SpanExporter, flags: string, callerTrace: boolean, authenticated: boolean): boolean {
+  if ((parseInt(flags, 16) & 1) !== 1) return false
+  return !callerTrace || authenticated || exporter.sampleNew()
+}
