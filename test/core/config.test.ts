@@ -1,4 +1,5 @@
 import t from 'tap'
+import { createHash } from 'node:crypto'
 import { writeFileSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -24,7 +25,8 @@ t.test('config – the embedded default serves the admin API on loopback with a 
   const { config, adminKey } = loadConfig({})
   t.match(adminKey, /^gw-admin-[\w-]{32}$/)
   t.notOk(config.pipeline.some(e => JSON.stringify(e).includes(adminKey!)), 'the admin key is no client key')
-  t.match(config.admin, { host: '127.0.0.1', port: 8081, keys: [{ id: 'console', key: adminKey, revoked: false }] })
+  t.match(config.admin, { host: '127.0.0.1', port: 8081, keys: [{ id: 'console', hash: createHash('sha256').update(adminKey!).digest('hex'), revoked: false }] })
+  t.equal(config.admin!.keys[0]!.key, undefined, 'held as its hash only')
   t.not(loadConfig({}).adminKey, adminKey, 'a new key each start')
   t.equal(loadConfig({ GATEWAY_ADMIN_KEY: 'adm-fixed-0123456789' }).adminKey, 'adm-fixed-0123456789', 'GATEWAY_ADMIN_KEY fixes it')
   t.equal(loadConfig({ ADMIN_PORT: '0' }).config.admin?.port, 0)
