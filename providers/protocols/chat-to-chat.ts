@@ -7,7 +7,7 @@
  * event (each chunk is parsed for usage, finish and the output relayed, never re-serialized; an
  * upstream error chunk is rebuilt with its text sanitized).
  */
-import { modelSpanOf, spliceModel, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { modelSpanOf, spliceModel, requestedOutputCap, SSE_DONE, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromChat } from '../../index.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { ChatChunkWire, ChatCompletionWire, ChatRequestWire } from './wire-chat.ts'
@@ -48,7 +48,8 @@ class ChatPassStream implements StreamTranslator {
     if (data === '[DONE]') {
       this.#done = true
       this.finished = true
-      return out.done()
+      // As it came when it is the terminator's own text (its bytes can go out unchanged), else rewritten.
+      return ev.raw === SSE_DONE ? out.relay(ev) : out.done()
     }
     // Chat streams are unnamed `data:` events: a named one (a vendor heartbeat...) is no chunk, and
     // the OpenAI SDK would hand it to the caller as one.
