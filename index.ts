@@ -20,7 +20,7 @@ export { defineProvider } from './core/dispatch/provider.ts'
 export type {
   ProviderAdapter, ProviderInstance, ProviderDeps, UpstreamCall, UpstreamRequest, UpstreamResponse,
   Translator, TranslatorKey, StreamTranslator, StreamFailDetail, TranslateOptions, UpstreamTranslateOptions, SseEvent,
-  StreamDecoder,
+  StreamDecoder, EventSink,
 } from './core/dispatch/provider.ts'
 // Signing a prepared request (`ProviderInstance.sign`) with credentials a provider refreshes itself.
 export { staticCredentials, envCredentials, refreshingCredentials } from './core/dispatch/credentials.ts'
@@ -35,6 +35,8 @@ export type { AwsSigningConfigT } from './core/dispatch/aws-signing.ts'
 // Reading an upstream's event stream and framing the client's (the chat framing `data:`, the
 // messages and Responses framing `event:` + `data:`).
 export { SseParser, SseEventTooLarge, sseData, sseEvent, SSE_DONE } from './core/dispatch/sse.ts'
+// The one serializer of the events a stream translator emits (`EventSink`) into the client's text.
+export { SseWriter, sseText } from './core/dispatch/sse-writer.ts'
 // The one estimate of a call's usage when the upstream reported none (an answer without usage, a
 // stream cut short), the output-token guess it uses, and what a stream is billed (its final usage,
 // else that estimate of what it relayed).

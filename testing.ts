@@ -29,7 +29,7 @@ export { memoryStore, memoryLedger } from './testing/backends.ts'
 export type { MemoryStoreOptions } from './testing/backends.ts'
 export { outcomeSpy } from './testing/outcome-spy.ts'
 export type { SpyRecord } from './testing/outcome-spy.ts'
-export { translateFixture, parseSse } from './testing/translate-fixture.ts'
+export { translateFixture, parseSse, emitted } from './testing/translate-fixture.ts'
 export { runProviderConformance } from './testing/conformance.ts'
 export type { ConformanceOptions, ConformanceWire, WireReply, SuiteTest } from './testing/conformance.ts'
 export {

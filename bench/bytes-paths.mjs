@@ -19,6 +19,14 @@ const body = await load('core/http/body.js')
 const { deepFreeze } = await load('core/config/config.js')
 const { SseParser } = await load('core/dispatch/sse.js')
 const { translators } = await load('providers/index.js')
+// Builds whose stream translators emit events (core/dispatch/sse-writer.js) write them through the
+// gateway's serializer, one upstream chunk at a time, as core does; older ones return text.
+const writerModule = await load('core/dispatch/sse-writer.js').catch(() => undefined)
+const writer = writerModule === undefined ? undefined : new writerModule.SseWriter()
+const NO_BYTES = Buffer.alloc(0)
+/** The client's text (its length) for one upstream chunk's events (as text: the chunks here are strings). */
+const chunkOut = (st, events) => writer === undefined ? events.reduce((n, e) => n + st.push(e).length, 0) : writer.chunk(NO_BYTES, events, st, false).length
+const endOut = st => writer === undefined ? st.end().length : (st.end(writer), writer.take().length)
 
 let parser
 body.registerBodyParsers({ removeAllContentTypeParsers () {}, addContentTypeParser (type, fn) { if (type === 'application/json') parser = fn } }, { maxBytes: 64 * 1024 * 1024, maxDepth: 64 })
@@ -72,14 +80,14 @@ const cases = {
   'chat-stream': () => {
     const p = new SseParser({ maxEventBytes: 1 << 20 })
     const st = translators['chat-to-chat'].stream(chatBody, opts)
-    for (const c of chatSse) for (const e of p.push(c)) sink += st.push(e).length
-    sink += st.end().length + (st.usage ? 1 : 0)
+    for (const c of chatSse) sink += chunkOut(st, p.push(c))
+    sink += endOut(st) + (st.usage ? 1 : 0)
   },
   'msg-stream': () => {
     const p = new SseParser({ maxEventBytes: 1 << 20 })
     const st = translators['messages-to-messages'].stream(chatBody, opts)
-    for (const c of msgSse) for (const e of p.push(c)) sink += st.push(e).length
-    sink += st.end().length + (st.usage ? 1 : 0)
+    for (const c of msgSse) sink += chunkOut(st, p.push(c))
+    sink += endOut(st) + (st.usage ? 1 : 0)
   },
 }
 const run = cases[which]

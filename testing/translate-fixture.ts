@@ -1,6 +1,7 @@
 /** @module testing/translate-fixture – a catalog model and options for calling translators directly. */
 import { SseParser } from '../core/dispatch/sse.ts'
-import type { SseEvent, TranslateOptions } from '../core/dispatch/provider.ts'
+import { SseWriter } from '../core/dispatch/sse-writer.ts'
+import type { EventSink, SseEvent, TranslateOptions } from '../core/dispatch/provider.ts'
 import type { ModelEntry } from '../core/types/model.ts'
 
 const STREAM_PARAMS = ['temperature', 'top_p', 'max_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'response_format', 'user', 'stop_sequences', 'metadata', 'thinking']
@@ -26,4 +27,14 @@ export function parseSse (text: string, chunked = false): SseEvent[] {
   else evs.push(...p.push(Buffer.from(text)))
   evs.push(...p.end())
   return evs
+}
+
+/**
+ * What one call of a stream translator emits, as the client gets it (through the gateway's
+ * serializer): `emitted(out => st.push(ev, out))`, `emitted(out => st.end(out))`.
+ */
+export function emitted (call: (out: EventSink) => void): string {
+  const w = new SseWriter()
+  call(w)
+  return w.take()
 }

@@ -3,15 +3,17 @@ import type { ServerResponse } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import type { CallServices } from './services.ts'
 import type { Call } from './call.ts'
-import type { ProviderInstance, SseEvent, StreamDecoder, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from '../dispatch/provider.ts'
+import type { ProviderInstance, StreamDecoder, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from '../dispatch/provider.ts'
 import type { ClientProtocol, Deployment } from '../types/model.ts'
 import type { Deadline } from '../dispatch/deadline.ts'
-import { SseParser, SseEventTooLarge, sseData, sseEvent } from '../dispatch/sse.ts'
+import { SseParser, SseEventTooLarge } from '../dispatch/sse.ts'
+import { SseWriter } from '../dispatch/sse-writer.ts'
 import type { CallAbort } from '../dispatch/abort.ts'
 import { gwError, isGatewayError, type GatewayError } from '../errors/errors.ts'
 import { localizeError, pickLocale } from '../errors/i18n.ts'
 import { messagesTypeOf } from '../errors/error-reply.ts'
-import { StreamRewriter } from './response-hooks.ts'
+import { StreamHookSink } from './response-hooks.ts'
+import { OutputCapPassed, OutputGuard } from './output-guard.ts'
 import { StreamBlocked } from '../pipeline/plugin.ts'
 import type { CircuitTicket } from '../dispatch/circuits.ts'
 import type { Usage } from '../types/usage.ts'
@@ -65,56 +67,6 @@ export function billedStreamUsage (st: StreamTranslator, estimatedInputTokens: n
  */
 export function billCut (ctx: Call, a: Attempt, usage: Usage): void {
   ctx.used(capOutput(usage, a.outputCap), true, a.d.provider)
-}
-
-/** Thrown inside a stream's relay loop when its output passed the call's output cap. */
-class OutputCapPassed extends Error {
-  constructor () {
-    super('the upstream passed the output cap it was sent')
-    this.name = 'OutputCapPassed'
-  }
-}
-
-/**
- * Characters per token above which a stream's output is taken to have passed its cap. Ordinary
- * text runs about 4 characters per token; 16 leaves room for long tokens (words, code, runs of
- * spaces), so an upstream that honours the cap is never cut, while one that ignores it is cut
- * within a few times its cap (its bill stops at the cap in any case: capOutput).
- */
-const CUT_CHARS_PER_TOKEN = 16
-
-/**
- * The backstop for an upstream that ignores the output cap it was sent: the output relayed so far
- * against the cap, read without parsing the stream's every event. Output characters are never
- * more than the upstream bytes that carried them, so the count (which folds the events a fast
- * translator relayed unparsed) is read only once the bytes could hold more than the limit, and
- * again only once enough further bytes came to pass it.
- */
-class OutputGuard {
-  #bytes = 0
-  #next: number
-  readonly #maxChars: number
-
-  constructor (readonly cap: number) {
-    this.#maxChars = CUT_CHARS_PER_TOKEN * cap
-    this.#next = this.#maxChars
-  }
-
-  /**
-   * true when the stream's output passed the cap (the upstream's running count above it, or more
-   * characters than CUT_CHARS_PER_TOKEN per capped token), after `bytes` more upstream bytes.
-   * Once the upstream's final usage came the answer is over: it is billed up to the cap, not cut.
-   */
-  passed (st: StreamTranslator, bytes: number): boolean {
-    this.#bytes += bytes
-    if (st.usage !== undefined) return false
-    if ((st.startUsage?.outputTokens ?? 0) > this.cap) return true
-    if (this.#bytes <= this.#next) return false
-    const chars = st.outputChars
-    if (chars > this.#maxChars) return true
-    this.#next = this.#bytes + this.#maxChars - chars
-    return false
-  }
 }
 
 /** Resolves when `raw` drains, closes, or the call is aborted (the deadline fired), whichever comes first. */
@@ -200,56 +152,6 @@ class StreamSink {
 }
 
 /**
- * What one upstream chunk becomes for the client. A chunk that is exactly whole events (`whole`)
- * goes out as the upstream's bytes for as long as the translator relays each event as it came or
- * drops it (a usage chunk the client did not ask for): the chunk itself, or the byte ranges of the
- * events kept, so its text is neither concatenated nor encoded again. Otherwise the translated text.
- */
-export function relayChunk (chunk: Buffer, events: readonly SseEvent[], st: StreamTranslator, whole: boolean): string | Buffer {
-  let same = whole
-  let out = ''
-  // Once an event is dropped: the kept events' byte ranges so far, where the run of kept events
-  // that is still open starts, and where the next event starts (a whole chunk's events are its
-  // bytes end to end, so their offsets are the sums of their UTF-8 lengths).
-  let pieces: Buffer[] | undefined
-  let from = 0
-  let at = 0
-  for (let i = 0; i < events.length; i++) {
-    const ev = events[i]
-    const o = st.push(ev)
-    if (same) {
-      if (o === ev.raw) {
-        if (pieces !== undefined) at += Buffer.byteLength(ev.raw)
-        continue
-      }
-      if (o === '') {
-        if (pieces === undefined) {
-          pieces = []
-          for (let k = 0; k < i; k++) at += Buffer.byteLength(events[k].raw)
-        }
-        if (at > from) pieces.push(chunk.subarray(from, at))
-        at += Buffer.byteLength(ev.raw)
-        from = at
-        continue
-      }
-      // The translator changed an event: text from here on, starting with what was kept so far.
-      same = false
-      if (pieces === undefined) {
-        for (let k = 0; k < i; k++) out += events[k].raw
-      } else {
-        if (at > from) pieces.push(chunk.subarray(from, at))
-        out = Buffer.concat(pieces).toString('utf8')
-      }
-    }
-    out += o
-  }
-  if (!same) return out
-  if (pieces === undefined) return chunk
-  if (at > from) pieces.push(chunk.subarray(from, at))
-  return pieces.length === 1 ? pieces[0] : Buffer.concat(pieces)
-}
-
-/**
  * Streams one upstream answer. The client's headers go out with the first translated bytes, so
  * an upstream that fails before producing any output can still fail over ('retry'). After that,
  * a failure ends the stream with the protocol's error event; usage read so far is settled once.
@@ -262,9 +164,11 @@ export async function streamResponse (
   const parser: StreamDecoder = a.provider.decodeStream?.(a.opts) ?? new SseParser({ maxEventBytes: gw.config.server.maxUpstreamEventBytes })
   const st = a.translator.stream(ctx.body as Record<string, unknown>, a.opts)
   const raw = reply.raw
-  // Decided per route at start-up: with no stream hook the translator's bytes go out untouched.
+  // The one serializer of the translator's events. Decided per route at start-up: with no stream
+  // hook the events go straight to it (a same-protocol stream's bytes untouched), else through the hooks.
+  const writer = new SseWriter()
   const hooks = gw.pipeline.responders[ctx.route].stream
-  const rewriter = hooks.length === 0 ? undefined : new StreamRewriter(ctx.protocol as ClientProtocol, ev => ctx.runStreamHooks(hooks, ev))
+  const hooked = hooks.length === 0 ? undefined : new StreamHookSink(ctx.protocol as ClientProtocol, ev => ctx.runStreamHooks(hooks, ev))
 
   const sink = new StreamSink(ctx, reply, a, st, controller, deadline)
   const guard = new OutputGuard(a.outputCap)
@@ -277,11 +181,13 @@ export async function streamResponse (
       if (chunk === null) break
       deadline.bump()
       const events = parser.push(chunk)
-      let bytes = relayChunk(chunk, events, st, rewriter === undefined && parser.whole === true)
+      let bytes: string | Buffer = ''
+      if (hooked === undefined) bytes = writer.chunk(chunk, events, st, parser.whole === true)
+      else for (let i = 0; i < events.length; i++) st.push(events[i], hooked)
       // Checked after the chunk went through the translator, before it goes out: the chunk that
       // passed the cap is not relayed, and a finished stream is done anyway.
       if (!st.finished && guard.passed(st, chunk.length)) throw new OutputCapPassed()
-      if (rewriter !== undefined && bytes.length > 0) bytes = await rewriter.apply(bytes as string)
+      if (hooked !== undefined) bytes = await hooked.take()
       if (bytes.length === 0) continue
       if (!sink.started) sink.start()
       if (st.finished) {
@@ -292,19 +198,19 @@ export async function streamResponse (
       if (w !== undefined) await w
       if (raw.destroyed) throw new Error('client closed the connection')
     }
-    let out = ''
-    for (const ev of parser.end()) out += st.push(ev)
+    const out = hooked ?? writer
+    for (const ev of parser.end()) st.push(ev, out)
     if (!sink.started && !st.finished) {
       a.circuit.failure()
       ctx.log.warn({ provider: a.d.provider }, 'upstream stream ended before any output; trying the next deployment')
       return 'retry'
     }
-    out += st.end()
-    if (rewriter !== undefined && out !== '') out = await rewriter.apply(out)
+    st.end(out)
+    const last = hooked !== undefined ? await hooked.take() : writer.take()
     if (!sink.started) sink.start()
     if (!st.finished) ctx.failed(gwError('GW_ERR_UPSTREAM_FAILED'))
     else await sink.answered()
-    await sink.write(out)
+    await sink.write(last)
     if (raw.destroyed) throw new Error('client closed the connection')
     raw.end()
   } catch (err) {
@@ -313,7 +219,7 @@ export async function streamResponse (
       // upstream did answer, so what it produced is billed.
       if (!sink.started) sink.start()
       ctx.failed(err.error)
-      await sink.write(blockedEvent(st, err.error, ctx))
+      await sink.write(blockedText(st, writer, err.error, ctx))
       if (!raw.destroyed) raw.end()
       if (!res.body.destroyed) res.body.destroy()
       return 'served'
@@ -325,7 +231,8 @@ export async function streamResponse (
       ctx.log.warn({ provider: a.d.provider, outputCap: a.outputCap }, 'an upstream stream passed the output cap it was sent; the stream is ended')
       ctx.failed(gwError('GW_ERR_UPSTREAM_FAILED'))
       if (!sink.started) sink.start()
-      await sink.write(st.fail('The model service passed the output limit of this call.', 502))
+      st.fail(writer, 'The model service passed the output limit of this call.', 502)
+      await sink.write(writer.take())
       if (!raw.destroyed) raw.end()
       if (!res.body.destroyed) res.body.destroy()
       return 'served'
@@ -351,12 +258,14 @@ export async function streamResponse (
       ctx.clientGone(CLIENT_GONE)
     } else if (deadline.expired) {
       ctx.failed(gwError('GW_ERR_TIMEOUT'))
-      await sink.write(st.fail('The stream went silent past the time limit.', 408))
+      st.fail(writer, 'The stream went silent past the time limit.', 408)
+      await sink.write(writer.take())
     } else {
       gw.circuits.failure(a.d)
       if (!tooLarge) ctx.log.warn({ err, provider: a.d.provider }, 'upstream stream broke after the first byte')
       ctx.failed(gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err }))
-      await sink.write(st.fail('The model service failed mid-stream.', 502))
+      st.fail(writer, 'The model service failed mid-stream.', 502)
+      await sink.write(writer.take())
     }
     if (!raw.destroyed) raw.end()
     if (!res.body.destroyed) res.body.destroy()
@@ -374,15 +283,9 @@ export async function streamResponse (
   return 'served'
 }
 
-/** A stream hook's error as the protocol's terminal error event, localized like an error body. */
-function blockedEvent (st: StreamTranslator, err: GatewayError, ctx: Call): string {
+/** A stream hook's error as the translator's terminal error event for it, localized like an error body. */
+function blockedText (st: StreamTranslator, w: SseWriter, err: GatewayError, ctx: Call): string {
   const locale = pickLocale(ctx.headers['x-locale'] as string | undefined, ctx.headers['accept-language'] as string | undefined)
-  const message = localizeError(err, locale)
-  const type = messagesTypeOf(err.spec)
-  const code = err.spec.publicCode ?? err.statusCode
-  // A translator that already passed its end (the refused event was the last) writes nothing more.
-  return st.fail(message, err.statusCode, { type, code }) ||
-    (ctx.protocol === 'messages'
-      ? sseEvent('error', { type: 'error', error: { type, message } })
-      : ctx.protocol === 'responses' ? sseEvent('error', { type: 'error', code: String(code), message, param: null }) : sseData({ error: { message, type, param: null, code } }))
+  st.blocked(w, localizeError(err, locale), err.statusCode, { type: messagesTypeOf(err.spec), code: err.spec.publicCode ?? err.statusCode })
+  return w.take()
 }

@@ -169,17 +169,50 @@ export interface StreamFailDetail {
   code?: string | number
 }
 
-/** Per-request streaming state (create one per call; not shared). */
-export interface StreamTranslator {
-  /** One upstream event → bytes for the client ('' for none). */
-  push (ev: SseEvent): string
-  /** Upstream ended (EOF or terminator) → closing bytes; if no proper finish was seen, an error. */
-  end (): string
+/**
+ * Where a stream translator puts the client's events, in order: core's serializer (SseWriter),
+ * the call's stream hooks, or the next translator of a chain. An event is handed over as its name
+ * and data object (never as text), or, on a same-protocol stream, as the upstream event itself,
+ * relayed as it came; a translator that emits nothing for an upstream event drops it.
+ */
+export interface EventSink {
   /**
-   * Failure after the first byte → protocol-correct terminal error bytes. `detail` overrides the
-   * error's type and (chat) code, which otherwise follow the status.
+   * One event the translator built: `name` its event name (messages, Responses API), undefined for
+   * an unnamed `data:` event (every chat chunk, error chunks included). `data` is written as JSON
+   * once, when the event goes out; the translator does not change it after handing it over.
    */
-  fail (message: string, status?: number, detail?: StreamFailDetail): string
+  event (name: string | undefined, data: object): void
+  /**
+   * An upstream event passed on as it came: its `raw` text (which must end with its blank line)
+   * is what the client gets, and the same object handed to `push` lets core forward the
+   * upstream's own bytes. A translator that must mend an event's framing hands over an SseEvent
+   * of its own.
+   */
+  relay (ev: SseEvent): void
+  /** The chat protocol's `data: [DONE]` terminator. */
+  done (): void
+}
+
+/**
+ * Per-request streaming state (create one per call; not shared). Each method emits the client's
+ * events to `out` (EventSink); one serializer turns them into bytes.
+ */
+export interface StreamTranslator {
+  /** One upstream event → the client's events (none: dropped). */
+  push (ev: SseEvent, out: EventSink): void
+  /** Upstream ended (EOF or terminator) → closing events; if no proper finish was seen, an error. */
+  end (out: EventSink): void
+  /**
+   * Failure after the first byte → the protocol's terminal error events (nothing once the stream
+   * ended). `detail` overrides the error's type and (chat) code, which otherwise follow the status.
+   */
+  fail (out: EventSink, message: string, status?: number, detail?: StreamFailDetail): void
+  /**
+   * A stream hook refused an event: the stream ends with this error as its last event. As `fail`
+   * while the stream runs; after its end (the refused event was the last) the protocol's bare
+   * error event.
+   */
+  blocked (out: EventSink, message: string, status: number, detail: StreamFailDetail): void
   /**
    * The upstream's final usage (messages: `message_delta`; chat: the usage chunk, or usage on a
    * finishing chunk); undefined until it arrived. Never a stream's provisional counts.

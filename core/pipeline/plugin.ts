@@ -169,8 +169,10 @@ export interface PluginHooks<L = undefined> {
    * Streamed answers: sees each event the client would get, parsed, in the client's protocol, in
    * reverse pipeline order (the events that end the stream before `onAnswered`). Change
    * `event.data` in place, return a replacement event, return null to drop it, or throw a
-   * GatewayError to end the stream with that error as its last event. Declaring it makes every
-   * stream on its routes parsed and re-serialized.
+   * GatewayError to end the stream with that error as its last event. `event.data` is the
+   * translator's own object (a Responses item may show again in a later event). Declaring it
+   * makes every stream on its routes go through the hooks: events relayed as the upstream sent
+   * them are parsed, and every event is serialized after the hooks.
    */
   onStreamEvent? (ctx: GatewayContext, event: ClientStreamEvent, state: L): ClientStreamEvent | null | undefined | void | Promise<ClientStreamEvent | null | undefined | void>
   /**

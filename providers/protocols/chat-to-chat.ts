@@ -7,11 +7,12 @@
  * event (each chunk is parsed for usage, finish and the output relayed, never re-serialized; an
  * upstream error chunk is rebuilt with its text sanitized).
  */
-import { sseData, sanitizeUpstreamMessage, modelSpanOf, spliceModel, requestedOutputCap, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { modelSpanOf, spliceModel, requestedOutputCap, SSE_DONE, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromChat } from '../../index.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { ChatChunkWire, ChatCompletionWire, ChatRequestWire } from './wire-chat.ts'
-import { applyModelParameters, CHAT_STANDARD, chatCapInText, chatChunkChars, chatDeltaChars, DeferredCount, enforceChatCap, parametersUnchanged, plainChatChunk, safeErrorType } from './common.ts'
+import { applyModelParameters, CHAT_STANDARD, chatCapInText, chatChunkChars, chatDeltaChars, DeferredCount, enforceChatCap, parametersUnchanged, plainChatChunk } from './common.ts'
+import { chatErrorChunk, upstreamErrorChunk } from './chat-chunks.ts'
 
 /** Put before the model key of a stream request that has no `stream_options`: usage is what the call is billed on. */
 const ASK_USAGE = '"stream_options":{"include_usage":true},'
@@ -36,35 +37,37 @@ class ChatPassStream implements StreamTranslator {
     return this.#parsedChars + this.#relayed.value
   }
 
-  push (ev: SseEvent): string {
-    if (this.#done) return ''
+  push (ev: SseEvent, out: EventSink): void {
+    if (this.#done) return
     const data = ev.data
     // Most chunks are content deltas: relayed as received, parsed only if the stream is cut.
     if ((ev.event === undefined || ev.event === '' || ev.event === 'message') && data.charCodeAt(0) === 123 && plainChatChunk(data)) {
       this.#relayed.add(data)
-      return ev.raw.endsWith('\n\n') || ev.raw.endsWith('\r\n\r\n') ? ev.raw : `data: ${data}\n\n`
+      return this.#relay(ev, out)
     }
     if (data === '[DONE]') {
       this.#done = true
       this.finished = true
-      return 'data: [DONE]\n\n'
+      // As it came when it is the terminator's own text (its bytes can go out unchanged), else rewritten.
+      return ev.raw === SSE_DONE ? out.relay(ev) : out.done()
     }
     // Chat streams are unnamed `data:` events: a named one (a vendor heartbeat...) is no chunk, and
     // the OpenAI SDK would hand it to the caller as one.
     const named = ev.event !== undefined && ev.event !== '' && ev.event !== 'message'
     if (!data.startsWith('{')) {
-      if (ev.event !== 'error') return ''
+      if (ev.event !== 'error') return
       this.#done = true
-      return this.#error(data, undefined, undefined)
+      return out.event(undefined, upstreamErrorChunk({ message: data }, 'server_error', 502))
     }
     let chunk: ChatChunkWire | null
-    try { chunk = parseWire<ChatChunkWire>(data) } catch { return named ? '' : ev.raw }
+    try { chunk = parseWire<ChatChunkWire>(data) } catch { return named ? undefined : out.relay(ev) }
     if (ev.event === 'error' || (chunk !== null && chunk.error !== undefined)) {
       this.#done = true
       const e: ErrorWire | string | null = chunk?.error ?? chunk
-      return typeof e === 'object' && e !== null ? this.#error(e.message, e.type, e.code) : this.#error(e, undefined, undefined)
+      const err: ErrorWire = typeof e === 'string' ? { message: e } : e ?? {}
+      return out.event(undefined, upstreamErrorChunk(err, 'server_error', typeof err.code === 'number' ? err.code : 502))
     }
-    if (named) return ''
+    if (named) return
     let finishing = false
     if (Array.isArray(chunk?.choices)) {
       for (const c of chunk.choices) {
@@ -79,34 +82,32 @@ class ChatPassStream implements StreamTranslator {
       const u = this.#readUsage(chunk.usage)
       if (finishing || !Array.isArray(chunk.choices) || chunk.choices.length === 0) this.usage = u
       else this.startUsage = u
-      if (!this.#clientWantsUsage && Array.isArray(chunk.choices) && chunk.choices.length === 0) return ''
+      if (!this.#clientWantsUsage && Array.isArray(chunk.choices) && chunk.choices.length === 0) return
     }
-    return ev.raw.endsWith('\n\n') || ev.raw.endsWith('\r\n\r\n') ? ev.raw : `data: ${data}\n\n`
+    this.#relay(ev, out)
   }
 
-  /** An upstream error mid-stream, rebuilt with its text sanitized. */
-  #error (message: unknown, type: unknown, code: unknown): string {
-    return sseData({
-      error: {
-        message: typeof message === 'string' ? sanitizeUpstreamMessage(message) : 'The model service failed mid-stream.',
-        type: safeErrorType(type, 'server_error'),
-        param: null,
-        code: typeof code === 'number' ? code : 502,
-      },
-    })
+  /** An upstream chunk as it came; one that did not end with its blank line (the stream's last) gets it. */
+  #relay (ev: SseEvent, out: EventSink): void {
+    out.relay(ev.raw.endsWith('\n\n') || ev.raw.endsWith('\r\n\r\n') ? ev : { data: ev.data, raw: `data: ${ev.data}\n\n` })
   }
 
-  end (): string {
-    if (this.#done) return ''
+  end (out: EventSink): void {
+    if (this.#done) return
     this.#done = true
-    if (this.finished) return 'data: [DONE]\n\n'
-    return sseData({ error: { message: 'The model service ended the stream early.', type: 'server_error', param: null, code: 502 } })
+    if (this.finished) return out.done()
+    out.event(undefined, chatErrorChunk('The model service ended the stream early.'))
   }
 
-  fail (message: string, status = 502, detail?: StreamFailDetail): string {
-    if (this.#done) return ''
+  fail (out: EventSink, message: string, status = 502, detail?: StreamFailDetail): void {
+    if (this.#done) return
     this.#done = true
-    return sseData({ error: { message, type: detail?.type ?? (status === 408 ? 'timeout_error' : 'server_error'), param: null, code: detail?.code ?? status } })
+    out.event(undefined, chatErrorChunk(message, status, detail))
+  }
+
+  blocked (out: EventSink, message: string, status: number, detail: StreamFailDetail): void {
+    this.#done = true
+    out.event(undefined, chatErrorChunk(message, status, detail))
   }
 }
 

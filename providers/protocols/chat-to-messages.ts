@@ -17,13 +17,14 @@
  * assistant message's `thinking_blocks` go back as the turn's first blocks, those the upstream
  * signed only (unsigned thinking and another vendor's reasoning are dropped).
  */
-import { sseData, SSE_DONE, estimateUsage, gwError, requestedOutputCap, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { estimateUsage, gwError, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromMessages, usageToChat } from '../../index.ts'
-import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeErrorType, safeToolId, textOf } from './common.ts'
+import { ChatChunkEmitter, chatErrorChunk } from './chat-chunks.ts'
+import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeToolId, textOf } from './common.ts'
 import { imageBlock, isMediaBlock } from './media-blocks.ts'
 import { isObject, parseWire, str, type JsonObject } from './wire.ts'
 import { isThinkingBlock, settleThinking, signedForMessages, thinkingBlock, thinkingBlocksOf } from './thinking.ts'
-import type { ChatChunk, ChatCompletion, ChatDelta, ChatErrorChunk, ChatFinishReason, ChatAnswerMessage, ChatRequestWire, ChatToolChoiceWire, ChatToolWire } from './wire-chat.ts'
+import type { ChatCompletion, ChatAnswerMessage, ChatRequestWire, ChatToolChoiceWire, ChatToolWire } from './wire-chat.ts'
 import type {
   MessagesAnswerWire, MessagesBlock, MessagesBlockWire, MessagesEventWire, MessagesMediaBlock, MessagesRequest, MessagesTextBlock,
   MessagesToolChoice, MessagesToolResultBlock, MessagesTurn,
@@ -256,10 +257,7 @@ type BlockKind = { kind: 'text' | 'other' } | { kind: 'tool_use', toolIdx: numbe
 class ChatOverMessagesStream implements StreamTranslator {
   finished = false
   #done = false
-  #id = 'chatcmpl-' + newId()
-  readonly #created = Math.floor(Date.now() / 1000)
-  readonly #model: string
-  readonly #includeUsage: boolean
+  readonly #chunks: ChatChunkEmitter
   #toolCount = 0
   /** By the upstream's block `index`, as sent. */
   readonly #blocks = new Map<unknown, BlockKind>()
@@ -267,15 +265,13 @@ class ChatOverMessagesStream implements StreamTranslator {
   #final: Record<string, number> | undefined
   outputChars = 0
   #stop: unknown = null
-  #roleSent = false
 
   readonly #readUsage: (u: JsonObject) => Usage
   readonly #estimatedInputTokens: number
 
   constructor (clientBody: ChatRequestWire, opts: TranslateOptions) {
-    this.#model = opts.clientModel
+    this.#chunks = new ChatChunkEmitter(opts.clientModel, clientBody.stream_options?.include_usage === true)
     this.#estimatedInputTokens = opts.estimatedInputTokens
-    this.#includeUsage = clientBody.stream_options?.include_usage === true
     this.#readUsage = opts.upstream?.readUsage ?? usageFromMessages
   }
 
@@ -288,116 +284,107 @@ class ChatOverMessagesStream implements StreamTranslator {
     return this.#start ? this.#readUsage(this.#start) : undefined
   }
 
-  #chunk (delta: ChatDelta, finish: ChatFinishReason | null = null): string {
-    const c: ChatChunk = {
-      id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model,
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
-    }
-    if (this.#includeUsage) c.usage = null
-    return sseData(c)
-  }
-
-  #role (): string {
-    if (this.#roleSent) return ''
-    this.#roleSent = true
-    return this.#chunk({ role: 'assistant', content: '' })
-  }
-
-  push (ev: SseEvent): string {
-    if (this.#done) return ''
+  push (ev: SseEvent, out: EventSink): void {
+    if (this.#done) return
     let d: MessagesEventWire
-    try { d = parseWire<MessagesEventWire>(ev.data) ?? {} } catch { return '' }
+    try { d = parseWire<MessagesEventWire>(ev.data) ?? {} } catch { return }
+    const chunks = this.#chunks
     const name = ev.event ?? d.type
     switch (name) {
       case 'message_start':
-        if (typeof d.message?.id === 'string') this.#id = chatId(d.message.id)
+        if (typeof d.message?.id === 'string') chunks.id = chatId(d.message.id)
         this.#start = numericUsage(d.message?.usage, this.#start)
-        return this.#role()
+        return chunks.role(out)
       case 'content_block_start': {
         const b: MessagesBlockWire = d.content_block ?? {}
         if (b.type === 'text') {
           this.#blocks.set(d.index, { kind: 'text' })
-          return this.#role() + (typeof b.text === 'string' && b.text !== '' ? this.#chunk({ content: b.text }) : '')
+          chunks.role(out)
+          if (typeof b.text === 'string' && b.text !== '') chunks.delta(out, { content: b.text })
+          return
         }
         if (b.type === 'tool_use') {
           const toolIdx = this.#toolCount++
           this.#blocks.set(d.index, { kind: 'tool_use', toolIdx })
-          return this.#role() + this.#chunk({ tool_calls: [{ index: toolIdx, id: str(b.id), type: 'function', function: { name: str(b.name), arguments: '' } }] })
+          chunks.role(out)
+          return chunks.delta(out, { tool_calls: [{ index: toolIdx, id: str(b.id), type: 'function', function: { name: str(b.name), arguments: '' } }] })
         }
         if (b.type === 'redacted_thinking') {
           this.#blocks.set(d.index, { kind: 'other' })
           const whole = thinkingBlock(b)
-          return whole ? this.#role() + this.#chunk({ thinking_blocks: [whole] }) : ''
+          if (whole) {
+            chunks.role(out)
+            chunks.delta(out, { thinking_blocks: [whole] })
+          }
+          return
         }
         if (b.type !== 'thinking') {
           this.#blocks.set(d.index, { kind: 'other' })
-          return ''
+          return
         }
         const text = typeof b.thinking === 'string' ? b.thinking : ''
         this.#blocks.set(d.index, { kind: 'thinking', text, signature: typeof b.signature === 'string' ? b.signature : '' })
-        return text !== '' ? this.#role() + this.#chunk({ reasoning_content: text }) : ''
+        if (text !== '') {
+          chunks.role(out)
+          chunks.delta(out, { reasoning_content: text })
+        }
+        return
       }
       case 'content_block_delta': {
         const blk = this.#blocks.get(d.index)
         const delta = d.delta ?? {}
         this.outputChars += messagesDeltaChars(delta)
-        if (delta.type === 'text_delta' && blk?.kind === 'text' && typeof delta.text === 'string' && delta.text !== '') return this.#chunk({ content: delta.text })
+        if (delta.type === 'text_delta' && blk?.kind === 'text' && typeof delta.text === 'string' && delta.text !== '') return chunks.delta(out, { content: delta.text })
         if (delta.type === 'thinking_delta' && blk?.kind === 'thinking' && typeof delta.thinking === 'string' && delta.thinking !== '') {
           blk.text += delta.thinking
-          return this.#chunk({ reasoning_content: delta.thinking })
+          return chunks.delta(out, { reasoning_content: delta.thinking })
         }
         if (delta.type === 'signature_delta' && blk?.kind === 'thinking' && typeof delta.signature === 'string') blk.signature += delta.signature
         if (delta.type === 'input_json_delta' && blk?.kind === 'tool_use' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
-          return this.#chunk({ tool_calls: [{ index: blk.toolIdx, function: { arguments: delta.partial_json } }] })
+          chunks.delta(out, { tool_calls: [{ index: blk.toolIdx, function: { arguments: delta.partial_json } }] })
         }
-        return ''
+        return
       }
       case 'message_delta':
         if (isObject(d.delta) && 'stop_reason' in d.delta) this.#stop = d.delta.stop_reason
         // Cumulative counts: they overwrite, never add.
         if (d.usage && typeof d.usage === 'object') this.#final = numericUsage(d.usage, { ...this.#start, ...this.#final })
-        return ''
+        return
       case 'message_stop':
-        return this.#finishStream()
-      case 'error': {
-        const e = d.error ?? {}
         this.#done = true
-        return this.#role() + sseData({ error: { message: typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', type: safeErrorType(e.type, 'api_error'), param: null, code: null } } satisfies ChatErrorChunk)
-      }
+        this.finished = true
+        return chunks.finish(out, finishFromStop(this.#stop), () => this.usage ?? estimateUsage(this.#estimatedInputTokens, this.outputChars, this.startUsage))
+      case 'error':
+        this.#done = true
+        return chunks.upstreamError(out, d.error ?? {}, 'api_error', null)
       case 'content_block_stop': {
         // A signed thinking block ends: the whole block, for the client to give back.
         const blk = this.#blocks.get(d.index)
-        if (blk?.kind !== 'thinking' || blk.signature === '') return ''
+        if (blk?.kind !== 'thinking' || blk.signature === '') return
         this.#blocks.set(d.index, { kind: 'other' })
-        return this.#role() + this.#chunk({ thinking_blocks: [{ type: 'thinking', thinking: blk.text, signature: blk.signature }] })
+        chunks.role(out)
+        return chunks.delta(out, { thinking_blocks: [{ type: 'thinking', thinking: blk.text, signature: blk.signature }] })
       }
       default:
-        return '' // ping, unknown events
+        // ping, unknown events
     }
   }
 
-  #finishStream (): string {
-    this.#done = true
-    this.finished = true
-    let out = this.#role() + this.#chunk({}, finishFromStop(this.#stop))
-    if (this.#includeUsage) {
-      out += sseData({
-        id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model, choices: [],
-        usage: usageToChat(this.usage ?? estimateUsage(this.#estimatedInputTokens, this.outputChars, this.startUsage)),
-      } satisfies ChatChunk)
-    }
-    return out + SSE_DONE
+  end (out: EventSink): void {
+    if (this.#done) return
+    this.#chunks.role(out)
+    this.fail(out, 'The model service ended the stream before it finished.', 502)
   }
 
-  end (): string {
-    if (this.#done) return ''
-    return this.#role() + this.fail('The model service ended the stream before it finished.', 502)
+  fail (out: EventSink, message: string, status = 502, detail?: StreamFailDetail): void {
+    if (this.#done) return
+    this.#done = true
+    out.event(undefined, chatErrorChunk(message, status, detail))
   }
 
-  fail (message: string, status = 502, detail?: StreamFailDetail): string {
-    if (this.#done) return ''
+  blocked (out: EventSink, message: string, status: number, detail: StreamFailDetail): void {
     this.#done = true
-    return sseData({ error: { message, type: detail?.type ?? (status === 408 ? 'timeout_error' : 'server_error'), param: null, code: detail?.code ?? status } } satisfies ChatErrorChunk)
+    out.event(undefined, chatErrorChunk(message, status, detail))
   }
 }
 

@@ -15,13 +15,14 @@
  * the signature), in a stream when the item is done; an assistant message's thinking blocks
  * carrying a reasoning item go back as that item, ahead of the message's text and calls.
  */
-import { sseData, SSE_DONE, estimateUsage, streamUsage, gwError, requestedOutputCap, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { estimateUsage, streamUsage, gwError, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageToChat } from '../../index.ts'
-import { applyModelParameters, CHAT_STANDARD, newId, safeErrorType, textOf } from './common.ts'
+import { applyModelParameters, CHAT_STANDARD, newId, textOf } from './common.ts'
+import { ChatChunkEmitter, chatErrorChunk } from './chat-chunks.ts'
 import { usageFromResponses } from '../../index.ts'
-import { isObject, parseWire, str, type JsonObject } from './wire.ts'
+import { isObject, parseWire, str, type ErrorWire, type JsonObject } from './wire.ts'
 import { decodeReasoning, encodeReasoning, thinkingBlocksOf, type ThinkingBlock } from './thinking.ts'
-import type { ChatAnswerMessage, ChatCompletion, ChatChunk, ChatDelta, ChatErrorChunk, ChatFinishReason, ChatPartWire, ChatRequestWire, ChatToolWire } from './wire-chat.ts'
+import type { ChatAnswerMessage, ChatCompletion, ChatFinishReason, ChatPartWire, ChatRequestWire, ChatToolWire } from './wire-chat.ts'
 import type { ResponsesEventWire, ResponsesFunctionTool, ResponsesInputItem, ResponsesInputPart, ResponsesOutputItemWire, ResponsesRequest, ResponseWire } from './wire-responses.ts'
 
 function inputParts (content: unknown): ResponsesInputPart[] {
@@ -204,94 +205,88 @@ export class ChatOverResponsesStream implements StreamTranslator {
   outputChars = 0
   finished = false
   #done = false
-  #id = 'chatcmpl-' + newId()
-  readonly #created = Math.floor(Date.now() / 1000)
-  readonly #model: string
-  readonly #includeUsage: boolean
+  readonly #chunks: ChatChunkEmitter
   readonly #readUsage: (u: JsonObject) => Usage
   /** The upstream's `output_index` of each function call → its chat tool-call index. */
   readonly #calls = new Map<unknown, number>()
   readonly #estimatedInputTokens: number
-  #roleSent = false
 
   constructor (includeUsage: boolean, opts: TranslateOptions) {
-    this.#model = opts.clientModel
+    this.#chunks = new ChatChunkEmitter(opts.clientModel, includeUsage)
     this.#estimatedInputTokens = opts.estimatedInputTokens
-    this.#includeUsage = includeUsage
     this.#readUsage = opts.upstream?.readUsage ?? usageFromResponses
   }
 
-  #chunk (delta: ChatDelta, finish: ChatFinishReason | null = null): string {
-    const c: ChatChunk = { id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] }
-    if (this.#includeUsage) c.usage = null
-    return sseData(c)
-  }
-
-  #role (): string {
-    if (this.#roleSent) return ''
-    this.#roleSent = true
-    return this.#chunk({ role: 'assistant', content: '' })
-  }
-
-  push (ev: SseEvent): string {
-    if (this.#done) return ''
+  push (ev: SseEvent, out: EventSink): void {
+    if (this.#done) return
     let d: ResponsesEventWire
-    try { d = parseWire<ResponsesEventWire>(ev.data) ?? {} } catch { return '' }
+    try { d = parseWire<ResponsesEventWire>(ev.data) ?? {} } catch { return }
+    const chunks = this.#chunks
     const name = ev.event ?? d.type
     this.outputChars += responsesDeltaChars(name, d)
     switch (name) {
       case 'response.created':
-        if (typeof d.response?.id === 'string') this.#id = 'chatcmpl-' + d.response.id.replace(/^resp_/, '')
-        return this.#role()
+        if (typeof d.response?.id === 'string') chunks.id = 'chatcmpl-' + d.response.id.replace(/^resp_/, '')
+        return chunks.role(out)
       case 'response.output_text.delta': case 'response.refusal.delta':
-        return typeof d.delta === 'string' && d.delta !== '' ? this.#role() + this.#chunk(name === 'response.refusal.delta' ? { refusal: d.delta } : { content: d.delta }) : ''
+        if (typeof d.delta !== 'string' || d.delta === '') return
+        chunks.role(out)
+        return chunks.delta(out, name === 'response.refusal.delta' ? { refusal: d.delta } : { content: d.delta })
       case 'response.reasoning_text.delta': case 'response.reasoning_summary_text.delta':
-        return typeof d.delta === 'string' && d.delta !== '' ? this.#role() + this.#chunk({ reasoning_content: d.delta }) : ''
+        if (typeof d.delta !== 'string' || d.delta === '') return
+        chunks.role(out)
+        return chunks.delta(out, { reasoning_content: d.delta })
       case 'response.reasoning_summary_part.added':
         // Summary parts are joined by a blank line, as in the answer's reasoning text.
-        return typeof d.summary_index === 'number' && d.summary_index > 0 ? this.#role() + this.#chunk({ reasoning_content: '\n\n' }) : ''
+        if (typeof d.summary_index !== 'number' || d.summary_index <= 0) return
+        chunks.role(out)
+        return chunks.delta(out, { reasoning_content: '\n\n' })
       case 'response.output_item.done': {
         const carried = d.item?.type === 'reasoning' ? carriedThinking(d.item) : undefined
-        return carried ? this.#role() + this.#chunk({ thinking_blocks: [carried] }) : ''
+        if (!carried) return
+        chunks.role(out)
+        return chunks.delta(out, { thinking_blocks: [carried] })
       }
       case 'response.output_item.added': {
-        if (d.item?.type !== 'function_call') return ''
+        if (d.item?.type !== 'function_call') return
         const index = this.#calls.size
         this.#calls.set(d.output_index, index)
-        return this.#role() + this.#chunk({ tool_calls: [{ index, id: str(d.item.call_id), type: 'function', function: { name: str(d.item.name), arguments: '' } }] })
+        chunks.role(out)
+        return chunks.delta(out, { tool_calls: [{ index, id: str(d.item.call_id), type: 'function', function: { name: str(d.item.name), arguments: '' } }] })
       }
       case 'response.function_call_arguments.delta': {
         const idx = this.#calls.get(d.output_index)
-        return idx !== undefined && typeof d.delta === 'string' && d.delta !== '' ? this.#chunk({ tool_calls: [{ index: idx, function: { arguments: d.delta } }] }) : ''
+        if (idx !== undefined && typeof d.delta === 'string' && d.delta !== '') chunks.delta(out, { tool_calls: [{ index: idx, function: { arguments: d.delta } }] })
+        return
       }
-      case 'response.completed': case 'response.incomplete': {
+      case 'response.completed': case 'response.incomplete':
         this.#done = true
         this.finished = true
         if (d.response?.usage) this.usage = this.#readUsage(d.response.usage)
-        let out = this.#role() + this.#chunk({}, finishOf(d.response?.status, d.response?.incomplete_details?.reason, this.#calls.size > 0))
         // Without the upstream's final count: the estimate billing uses.
-        if (this.#includeUsage) out += sseData({ id: this.#id, object: 'chat.completion.chunk', created: this.#created, model: this.#model, choices: [], usage: usageToChat(streamUsage(this, this.#estimatedInputTokens)) } satisfies ChatChunk)
-        return out + SSE_DONE
-      }
-      case 'response.failed': case 'error': {
-        const e = name === 'error' ? (d.error ?? d) : (d.response?.error ?? {})
+        return chunks.finish(out, finishOf(d.response?.status, d.response?.incomplete_details?.reason, this.#calls.size > 0), () => streamUsage(this, this.#estimatedInputTokens))
+      case 'response.failed': case 'error':
         this.#done = true
-        return this.#role() + sseData({ error: { message: typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', type: safeErrorType(e.type, 'server_error'), param: null, code: 502 } } satisfies ChatErrorChunk)
-      }
+        return chunks.upstreamError(out, (name === 'error' ? (d.error ?? d) : (d.response?.error ?? {})) as ErrorWire, 'server_error', 502)
       default:
-        return ''
     }
   }
 
-  end (): string {
-    if (this.#done) return ''
-    return this.#role() + this.fail('The model service ended the stream before it finished.', 502)
+  end (out: EventSink): void {
+    if (this.#done) return
+    this.#chunks.role(out)
+    this.fail(out, 'The model service ended the stream before it finished.', 502)
   }
 
-  fail (message: string, status = 502, detail?: StreamFailDetail): string {
-    if (this.#done) return ''
+  fail (out: EventSink, message: string, status = 502, detail?: StreamFailDetail): void {
+    if (this.#done) return
     this.#done = true
-    return sseData({ error: { message, type: detail?.type ?? (status === 408 ? 'timeout_error' : 'server_error'), param: null, code: detail?.code ?? status } } satisfies ChatErrorChunk)
+    out.event(undefined, chatErrorChunk(message, status, detail))
+  }
+
+  blocked (out: EventSink, message: string, status: number, detail: StreamFailDetail): void {
+    this.#done = true
+    out.event(undefined, chatErrorChunk(message, status, detail))
   }
 }
 

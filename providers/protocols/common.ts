@@ -1,6 +1,6 @@
 /** @module protocols/common – small pieces every translator shares (ids, reason maps, parameters). */
 import { randomBytes } from 'node:crypto'
-import type { ModelEntry } from '../../index.ts'
+import type { EventSink, ModelEntry } from '../../index.ts'
 import { isObject, parseWire } from './wire.ts'
 import type { ChatChunkWire, ChatDeltaWire, ChatFinishReason } from './wire-chat.ts'
 import type { MessagesDeltaWire, MessagesEventWire, MessagesStopReason } from './wire-messages.ts'
@@ -51,6 +51,11 @@ export function messagesErrorType (status: number | undefined): string {
     case 503: case 529: return 'overloaded_error'
     default: return 'api_error'
   }
+}
+
+/** A messages stream's terminal `error` event (the messages protocol's one error event, during or after the stream). */
+export function messagesError (out: EventSink, message: string, type: string): void {
+  out.event('error', { type: 'error', error: { type, message } })
 }
 
 /** Standard optional parameters of each protocol: dropped when the model does not list them. */

@@ -17,9 +17,9 @@
  * `reasoning_content` / `reasoning` (DeepSeek, vLLM, OpenRouter) comes back as a thinking block
  * ahead of the text, with an empty signature.
  */
-import { sseEvent, estimateUsage, streamUsage, gwError, requestedOutputCap, sanitizeUpstreamMessage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { estimateUsage, streamUsage, gwError, requestedOutputCap, sanitizeUpstreamMessage, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromChat, usageToMessages } from '../../index.ts'
-import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, messagesErrorType, newId, parseArgs, safeToolId, stopFromFinish, textOf } from './common.ts'
+import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, messagesError, messagesErrorType, newId, parseArgs, safeToolId, stopFromFinish, textOf } from './common.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import { REASONING_PREFIX, thinkingBlock, thinkingBlocksOf, type AnyThinkingBlock, type ThinkingBlock } from './thinking.ts'
 import type { ChatChunkWire, ChatCompletionWire, ChatContentPart, ChatDeltaWire, ChatFunctionTool, ChatMessage, ChatMessageAsSent, ChatRequest, ChatToolCall, ChatToolCallWire } from './wire-chat.ts'
@@ -265,16 +265,18 @@ function errorOf (chunk: ChatChunkWire): ErrorWire {
   return isObject(e) ? e : {}
 }
 
-/** A stream event as SSE, named by its type. */
-function messagesEvent (e: MessagesStreamEvent): string {
-  return sseEvent(e.type, e)
+/** A stream event, named by its type. */
+function messagesEvent (out: EventSink, e: MessagesStreamEvent): void {
+  out.event(e.type, e)
 }
 
 /**
  * The messages client's stream over a chat upstream: chat chunks in, messages events out. Tool
  * calls are buffered per call so that interleaved parallel fragments each land in their own block.
+ * A chain (messages over a Responses upstream) hands it the chat chunks it built, unparsed
+ * (`chunk`, `done`).
  */
-class MessagesOverChatStream implements StreamTranslator {
+export class MessagesOverChatStream implements StreamTranslator {
   usage: Usage | undefined
   startUsage: Usage | undefined
   finished = false
@@ -292,9 +294,10 @@ class MessagesOverChatStream implements StreamTranslator {
     this.#opts = opts
   }
 
-  #start (id: unknown): string {
+  #start (out: EventSink, id: unknown): void {
+    if (this.#started) return
     this.#started = true
-    return messagesEvent({
+    messagesEvent(out, {
       type: 'message_start',
       message: {
         id: msgId(id), type: 'message', role: 'assistant', model: this.#opts.clientModel, content: [],
@@ -304,88 +307,98 @@ class MessagesOverChatStream implements StreamTranslator {
     })
   }
 
-  #closeOpen (): string {
-    if (!this.#open) return ''
+  #closeOpen (out: EventSink): void {
+    if (!this.#open) return
     const i = this.#open.index
     this.#open = undefined
-    return messagesEvent({ type: 'content_block_stop', index: i })
+    messagesEvent(out, { type: 'content_block_stop', index: i })
   }
 
-  #thinking (t: string): string {
-    let out = this.#open?.kind === 'text' ? this.#closeOpen() : ''
+  #thinking (out: EventSink, t: string): void {
+    if (this.#open?.kind === 'text') this.#closeOpen(out)
     if (!this.#open) {
       const index = this.#next++
       this.#open = { kind: 'thinking', index }
-      out += messagesEvent({ type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } })
+      messagesEvent(out, { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } })
     }
-    return out + messagesEvent({ type: 'content_block_delta', index: this.#open.index, delta: { type: 'thinking_delta', thinking: t } })
+    messagesEvent(out, { type: 'content_block_delta', index: this.#open.index, delta: { type: 'thinking_delta', thinking: t } })
   }
 
   /** A whole block from `thinking_blocks`: it ends the thinking block its text streamed into (with its signature), or is a block of its own. */
-  #thinkingBlock (b: AnyThinkingBlock): string {
-    let out = this.#open?.kind === 'thinking' ? '' : this.#closeOpen()
+  #thinkingBlock (out: EventSink, b: AnyThinkingBlock): void {
+    if (this.#open?.kind !== 'thinking') this.#closeOpen(out)
     if (b.type === 'redacted_thinking') {
-      out += this.#closeOpen()
+      this.#closeOpen(out)
       const index = this.#next++
-      return out + messagesEvent({ type: 'content_block_start', index, content_block: b }) + messagesEvent({ type: 'content_block_stop', index })
+      messagesEvent(out, { type: 'content_block_start', index, content_block: b })
+      return messagesEvent(out, { type: 'content_block_stop', index })
     }
     if (!this.#open) {
       const index = this.#next++
       this.#open = { kind: 'thinking', index }
-      out += messagesEvent({ type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } })
-      if (b.thinking !== '') out += messagesEvent({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: b.thinking } })
+      messagesEvent(out, { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } })
+      if (b.thinking !== '') messagesEvent(out, { type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: b.thinking } })
     }
-    out += messagesEvent({ type: 'content_block_delta', index: this.#open.index, delta: { type: 'signature_delta', signature: b.signature } })
-    return out + this.#closeOpen()
+    messagesEvent(out, { type: 'content_block_delta', index: this.#open.index, delta: { type: 'signature_delta', signature: b.signature } })
+    this.#closeOpen(out)
   }
 
-  #text (t: string): string {
-    let out = this.#open?.kind === 'thinking' ? this.#closeOpen() : ''
+  #text (out: EventSink, t: string): void {
+    if (this.#open?.kind === 'thinking') this.#closeOpen(out)
     if (!this.#open) {
       const index = this.#next++
       this.#open = { kind: 'text', index }
-      out += messagesEvent({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } })
+      messagesEvent(out, { type: 'content_block_start', index, content_block: { type: 'text', text: '' } })
     }
-    return out + messagesEvent({ type: 'content_block_delta', index: this.#open.index, delta: { type: 'text_delta', text: t } })
+    messagesEvent(out, { type: 'content_block_delta', index: this.#open.index, delta: { type: 'text_delta', text: t } })
   }
 
-  #flushTools (): string {
-    let out = this.#closeOpen()
+  #flushTools (out: EventSink): void {
+    this.#closeOpen(out)
     for (const t of this.#tools.values()) {
       const index = this.#next++
-      out += messagesEvent({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: t.id, name: t.name, input: {} } })
-      if (t.args !== '') out += messagesEvent({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: t.args } })
-      out += messagesEvent({ type: 'content_block_stop', index })
+      messagesEvent(out, { type: 'content_block_start', index, content_block: { type: 'tool_use', id: t.id, name: t.name, input: {} } })
+      if (t.args !== '') messagesEvent(out, { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: t.args } })
+      messagesEvent(out, { type: 'content_block_stop', index })
     }
     this.#tools.clear()
-    return out
   }
 
-  #finishStream (): string {
+  #finishStream (out: EventSink): void {
     this.#done = true
     this.finished = true
-    let out = this.#started ? '' : this.#start(undefined)
-    out += this.#flushTools()
+    this.#start(out, undefined)
+    this.#flushTools(out)
     // Without the upstream's final count: the estimate billing uses.
     const usage = usageToMessages(streamUsage(this, this.#opts.estimatedInputTokens))
     const stop = this.#refusal && this.#finish !== 'tool_calls' ? 'refusal' : stopFromFinish(this.#finish)
-    out += messagesEvent({ type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage })
-    out += messagesEvent({ type: 'message_stop' })
-    return out
+    messagesEvent(out, { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage })
+    messagesEvent(out, { type: 'message_stop' })
   }
 
-  push (ev: SseEvent): string {
-    if (this.#done) return ''
+  push (ev: SseEvent, out: EventSink): void {
+    if (this.#done) return
     const data = ev.data
-    if (data === '[DONE]') return this.#finish !== null ? this.#finishStream() : ''
+    if (data === '[DONE]') return this.done(out)
     let chunk: ChatChunkWire | null
-    try { chunk = parseWire<ChatChunkWire>(data) } catch { return '' }
-    if (chunk === null) return ''
-    if (ev.event === 'error' || chunk.error) {
+    try { chunk = parseWire<ChatChunkWire>(data) } catch { return }
+    if (chunk !== null) this.chunk(out, chunk, ev.event === 'error')
+  }
+
+  /** The chat stream's `[DONE]`: the end, when a finish reason came. */
+  done (out: EventSink): void {
+    if (!this.#done && this.#finish !== null) this.#finishStream(out)
+  }
+
+  /** One chat chunk; `errorEvent`: it came as an `error` event (the chunk is the error). */
+  chunk (out: EventSink, chunk: ChatChunkWire, errorEvent = false): void {
+    if (this.#done) return
+    if (errorEvent || chunk.error) {
       const e = errorOf(chunk)
-      return (this.#started ? '' : this.#start(undefined)) + this.fail(typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', typeof e.code === 'number' ? e.code : 502)
+      this.#start(out, undefined)
+      return this.fail(out, typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', typeof e.code === 'number' ? e.code : 502)
     }
-    let out = this.#started ? '' : this.#start(chunk.id)
+    this.#start(out, chunk.id)
     const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
     if (chunk.usage && typeof chunk.usage === 'object') {
       // Final: the usage chunk (no choices) or usage on a finishing chunk; a running count on
@@ -394,15 +407,15 @@ class MessagesOverChatStream implements StreamTranslator {
       if (!choice || (choice.finish_reason !== null && choice.finish_reason !== undefined)) this.usage = u
       else this.startUsage = u
     }
-    if (!choice) return out // usage-only chunk: no block logic
+    if (!choice) return // usage-only chunk: no block logic
     const d = choice.delta ?? {}
     this.outputChars += chatDeltaChars(d)
     const reasoning = reasoningText(d)
-    if (reasoning !== '') out += this.#thinking(reasoning)
+    if (reasoning !== '') this.#thinking(out, reasoning)
     // A block whole when it ends: its signature (an entry without one is a fragment whose text came as reasoning_content).
-    for (const b of thinkingBlocksOf(d.thinking_blocks)) if (b.type === 'redacted_thinking' || b.signature !== '') out += this.#thinkingBlock(b)
-    if (typeof d.content === 'string' && d.content !== '') out += this.#text(d.content)
-    if (typeof d.refusal === 'string' && d.refusal !== '') { this.#refusal = true; out += this.#text(d.refusal) }
+    for (const b of thinkingBlocksOf(d.thinking_blocks)) if (b.type === 'redacted_thinking' || b.signature !== '') this.#thinkingBlock(out, b)
+    if (typeof d.content === 'string' && d.content !== '') this.#text(out, d.content)
+    if (typeof d.refusal === 'string' && d.refusal !== '') { this.#refusal = true; this.#text(out, d.refusal) }
     if (Array.isArray(d.tool_calls)) {
       for (const tc of d.tool_calls) {
         const k = typeof tc?.index === 'number' ? tc.index : this.#tools.size
@@ -416,19 +429,25 @@ class MessagesOverChatStream implements StreamTranslator {
       }
     }
     if (choice.finish_reason !== null && choice.finish_reason !== undefined) this.#finish = choice.finish_reason
-    return out
   }
 
-  end (): string {
-    if (this.#done) return ''
-    if (this.#finish !== null) return this.#finishStream()
-    return (this.#started ? '' : this.#start(undefined)) + this.fail('The model service ended the stream before it finished.', 502)
+  end (out: EventSink): void {
+    if (this.#done) return
+    if (this.#finish !== null) return this.#finishStream(out)
+    this.#start(out, undefined)
+    this.fail(out, 'The model service ended the stream before it finished.', 502)
   }
 
-  fail (message: string, status = 502, detail?: StreamFailDetail): string {
-    if (this.#done) return ''
+  fail (out: EventSink, message: string, status = 502, detail?: StreamFailDetail): void {
+    if (this.#done) return
     this.#done = true
-    return this.#closeOpen() + messagesEvent({ type: 'error', error: { type: detail?.type ?? messagesErrorType(status), message } })
+    this.#closeOpen(out)
+    messagesError(out, message, detail?.type ?? messagesErrorType(status))
+  }
+
+  blocked (out: EventSink, message: string, status: number, detail: StreamFailDetail): void {
+    if (this.#done) messagesError(out, message, detail.type ?? messagesErrorType(status))
+    else this.fail(out, message, status, detail)
   }
 }
 

@@ -6,11 +6,11 @@
  * forwarded as received; only `message_start`, `message_delta` (usage), content deltas (output
  * relayed, for a stream cut before its final usage) and `error` (rebuilt, sanitized) are parsed.
  */
-import { sseEvent, sanitizeUpstreamMessage, modelSpanOf, spliceModel, requestedOutputCap, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { sanitizeUpstreamMessage, modelSpanOf, spliceModel, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { serverToolUsesFromMessages, usageFromMessages } from '../../index.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { MessagesAnswerWire, MessagesEventWire } from './wire-messages.ts'
-import { applyModelParameters, capInText, DeferredCount, enforceCap, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged, safeErrorType } from './common.ts'
+import { applyModelParameters, capInText, DeferredCount, enforceCap, messagesError, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged, safeErrorType } from './common.ts'
 
 /** The one field of a messages request that carries its output cap. */
 const MAX_TOKENS = ['max_tokens']
@@ -45,8 +45,8 @@ class MessagesPassStream implements StreamTranslator {
     return this.#start ? this.#readUsage(this.#start) : undefined
   }
 
-  push (ev: SseEvent): string {
-    if (this.#done) return ''
+  push (ev: SseEvent, out: EventSink): void {
+    if (this.#done) return
     const name = ev.event
     if (name === 'content_block_delta') {
       this.#relayed.add(ev.data)
@@ -68,28 +68,25 @@ class MessagesPassStream implements StreamTranslator {
       this.#done = true
       let e: ErrorWire | null | undefined
       try { e = parseWire<MessagesEventWire>(ev.data)?.error } catch { /* rebuilt below */ }
-      return sseEvent('error', {
-        type: 'error',
-        error: {
-          type: safeErrorType(e?.type, 'api_error'),
-          message: typeof e?.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.',
-        },
-      })
+      return messagesError(out, typeof e?.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', safeErrorType(e?.type, 'api_error'))
     } else if (name === undefined) {
-      return '' // the SDK drops unnamed events anyway
+      return // the SDK drops unnamed events anyway
     }
-    return ev.raw.endsWith('\n\n') || ev.raw.endsWith('\r\n\r\n') ? ev.raw : `event: ${name}\ndata: ${ev.data}\n\n`
+    out.relay(ev.raw.endsWith('\n\n') || ev.raw.endsWith('\r\n\r\n') ? ev : { event: name, data: ev.data, raw: `event: ${name}\ndata: ${ev.data}\n\n` })
   }
 
-  end (): string {
-    if (this.#done) return ''
-    this.#done = true
-    return this.fail('The model service ended the stream early.', 502)
+  end (out: EventSink): void {
+    if (this.#done) return
+    this.fail(out, 'The model service ended the stream early.', 502)
   }
 
-  fail (message: string, status = 502, detail?: StreamFailDetail): string {
+  fail (out: EventSink, message: string, status = 502, detail?: StreamFailDetail): void {
     this.#done = true
-    return sseEvent('error', { type: 'error', error: { type: detail?.type ?? messagesErrorType(status), message } })
+    messagesError(out, message, detail?.type ?? messagesErrorType(status))
+  }
+
+  blocked (out: EventSink, message: string, status: number, detail: StreamFailDetail): void {
+    this.fail(out, message, status, detail)
   }
 }
 

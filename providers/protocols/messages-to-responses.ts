@@ -7,22 +7,27 @@
  * items (asked with their encrypted content) are thinking blocks whose signature carries the
  * item, and go back as that item (protocols/thinking.ts).
  */
-import { SseParser, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
-import { messagesToChat, messagesToChatRequest } from './messages-to-chat.ts'
+import { type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { messagesToChat, messagesToChatRequest, MessagesOverChatStream } from './messages-to-chat.ts'
 import { chatToResponses, chatToResponsesBody, ChatOverResponsesStream } from './chat-to-responses.ts'
+import type { ChatChunkWire } from './wire-chat.ts'
 import type { MessagesRequestWire } from './wire-messages.ts'
 import type { ResponsesRequest } from './wire-responses.ts'
 
-/** The messages client's stream over a Responses upstream: Responses events → chat chunks → messages events. */
-class MessagesOverResponsesStream implements StreamTranslator {
+/**
+ * The messages client's stream over a Responses upstream: Responses events → chat chunks →
+ * messages events. The chat chunks go from one translator to the other as built, never as text.
+ */
+class MessagesOverResponsesStream implements StreamTranslator, EventSink {
   readonly #inner: ChatOverResponsesStream
-  readonly #outer: StreamTranslator
-  readonly #parser = new SseParser()
+  readonly #outer: MessagesOverChatStream
+  /** Where the outer translator's events go during the current call. */
+  #out: EventSink | undefined
 
-  constructor (clientBody: MessagesRequestWire, opts: TranslateOptions) {
+  constructor (opts: TranslateOptions) {
     // The chat stream in between carries its usage chunk: the messages stream's message_delta shows it.
     this.#inner = new ChatOverResponsesStream(true, opts)
-    this.#outer = messagesToChat.stream(clientBody, opts)
+    this.#outer = new MessagesOverChatStream(opts)
   }
 
   get usage (): Usage | undefined { return this.#inner.usage }
@@ -30,22 +35,36 @@ class MessagesOverResponsesStream implements StreamTranslator {
   get outputChars (): number { return this.#inner.outputChars }
   get finished (): boolean { return this.#inner.finished }
 
-  #relay (chat: string): string {
-    let out = ''
-    for (const ev of this.#parser.push(chat)) out += this.#outer.push(ev)
-    return out
+  // The inner translator's events (chat chunks), as the outer one's input.
+  event (name: string | undefined, data: object): void {
+    this.#outer.chunk(this.#out!, data as ChatChunkWire, name === 'error')
   }
 
-  push (ev: SseEvent): string {
-    return this.#relay(this.#inner.push(ev))
+  relay (ev: SseEvent): void {
+    this.#outer.push(ev, this.#out!)
   }
 
-  end (): string {
-    return this.#relay(this.#inner.end()) + this.#outer.end()
+  done (): void {
+    this.#outer.done(this.#out!)
   }
 
-  fail (message: string, status = 502, detail?: StreamFailDetail): string {
-    return this.#outer.fail(message, status, detail)
+  push (ev: SseEvent, out: EventSink): void {
+    this.#out = out
+    this.#inner.push(ev, this)
+  }
+
+  end (out: EventSink): void {
+    this.#out = out
+    this.#inner.end(this)
+    this.#outer.end(out)
+  }
+
+  fail (out: EventSink, message: string, status = 502, detail?: StreamFailDetail): void {
+    this.#outer.fail(out, message, status, detail)
+  }
+
+  blocked (out: EventSink, message: string, status: number, detail: StreamFailDetail): void {
+    this.#outer.blocked(out, message, status, detail)
   }
 }
 
@@ -59,7 +78,7 @@ export const messagesToResponses: Translator = {
     const { body: out } = messagesToChat.response(chat.body, opts, chat.usage ?? fallback)
     return { body: out, usage: chat.usage }
   },
-  stream (clientBody: MessagesRequestWire, opts: TranslateOptions): StreamTranslator {
-    return new MessagesOverResponsesStream(clientBody, opts)
+  stream (_clientBody: MessagesRequestWire, opts: TranslateOptions): StreamTranslator {
+    return new MessagesOverResponsesStream(opts)
   },
 }

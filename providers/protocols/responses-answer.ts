@@ -8,7 +8,7 @@
  * is one reasoning item, its text as `reasoning_text` content and, when the request's `include`
  * lists `reasoning.encrypted_content`, the whole block in `encrypted_content` (protocols/thinking.ts).
  */
-import { sseEvent, estimateUsage, sanitizeUpstreamMessage, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { estimateUsage, sanitizeUpstreamMessage, type EventSink, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { newId, textOf } from './common.ts'
 import { usageToResponses } from '../../index.ts'
 import { callInfo, customInput, type CallInfo } from './responses-request.ts'
@@ -161,16 +161,17 @@ export class ResponsesEmitter {
   get ended (): boolean { return this.#done }
   get finishSeen (): boolean { return this.#finish !== null }
 
-  #ev<K extends keyof ResponsesEventData> (type: K, data: ResponsesEventData[K]): string {
-    return sseEvent(type, { type, sequence_number: this.#seq++, ...data })
+  #ev<K extends keyof ResponsesEventData> (out: EventSink, type: K, data: ResponsesEventData[K]): void {
+    out.event(type, { type, sequence_number: this.#seq++, ...data })
   }
 
-  start (upstreamId?: unknown): string {
-    if (this.#started) return ''
+  start (out: EventSink, upstreamId?: unknown): void {
+    if (this.#started) return
     this.#started = true
     if (upstreamId !== undefined) this.#shell.id = responseId(upstreamId)
     const r = responseObject(this.#shell, 'in_progress', [], null)
-    return this.#ev('response.created', { response: r }) + this.#ev('response.in_progress', { response: r })
+    this.#ev(out, 'response.created', { response: r })
+    this.#ev(out, 'response.in_progress', { response: r })
   }
 
   #open<I extends ResponsesOutputItem> (item: I): OpenItem<I> {
@@ -179,137 +180,135 @@ export class ResponsesEmitter {
     return o
   }
 
-  #closeMessage (): string {
+  #closeMessage (out: EventSink): void {
     const m = this.#message
-    if (!m) return ''
+    if (!m) return
     this.#message = undefined
     const part: ResponsesOutputText = { type: 'output_text', text: m.text, annotations: [], logprobs: [] }
     m.item.status = 'completed'
     m.item.content = [part]
-    return this.#ev('response.output_text.done', { item_id: m.item.id, output_index: m.index, content_index: 0, text: m.text, logprobs: [] }) +
-      this.#ev('response.content_part.done', { item_id: m.item.id, output_index: m.index, content_index: 0, part }) +
-      this.#ev('response.output_item.done', { output_index: m.index, item: m.item })
+    this.#ev(out, 'response.output_text.done', { item_id: m.item.id, output_index: m.index, content_index: 0, text: m.text, logprobs: [] })
+    this.#ev(out, 'response.content_part.done', { item_id: m.item.id, output_index: m.index, content_index: 0, part })
+    this.#ev(out, 'response.output_item.done', { output_index: m.index, item: m.item })
   }
 
-  #closeReasoning (block?: AnyThinkingBlock): string {
+  #closeReasoning (out: EventSink, block?: AnyThinkingBlock): void {
     const r = this.#reasoning
-    if (!r) return ''
+    if (!r) return
     this.#reasoning = undefined
     r.item.content = [{ type: 'reasoning_text', text: r.text }]
     if (block && this.#info.encrypted === true) r.item.encrypted_content = encodeThinking(block)
-    return this.#ev('response.reasoning_text.done', { item_id: r.item.id, output_index: r.index, content_index: 0, text: r.text }) +
-      this.#ev('response.content_part.done', { item_id: r.item.id, output_index: r.index, content_index: 0, part: { type: 'reasoning_text', text: r.text } }) +
-      this.#ev('response.output_item.done', { output_index: r.index, item: r.item })
+    this.#ev(out, 'response.reasoning_text.done', { item_id: r.item.id, output_index: r.index, content_index: 0, text: r.text })
+    this.#ev(out, 'response.content_part.done', { item_id: r.item.id, output_index: r.index, content_index: 0, part: { type: 'reasoning_text', text: r.text } })
+    this.#ev(out, 'response.output_item.done', { output_index: r.index, item: r.item })
   }
 
-  #closeCalls (): string {
-    let out = ''
+  #closeCalls (out: EventSink): void {
     for (const c of this.#calls.values()) {
       c.item.status = 'completed'
       if (c.item.type === 'custom_tool_call') {
         // The upstream streams JSON arguments; the input is known once they are whole, so it is one delta.
         const input = customInput(c.text)
         c.item.input = input
-        if (input !== '') out += this.#ev('response.custom_tool_call_input.delta', { item_id: c.item.id, output_index: c.index, delta: input })
-        out += this.#ev('response.custom_tool_call_input.done', { item_id: c.item.id, output_index: c.index, input })
+        if (input !== '') this.#ev(out, 'response.custom_tool_call_input.delta', { item_id: c.item.id, output_index: c.index, delta: input })
+        this.#ev(out, 'response.custom_tool_call_input.done', { item_id: c.item.id, output_index: c.index, input })
       } else {
         c.item.arguments = c.text
-        out += this.#ev('response.function_call_arguments.done', { item_id: c.item.id, output_index: c.index, arguments: c.text, name: c.item.name })
+        this.#ev(out, 'response.function_call_arguments.done', { item_id: c.item.id, output_index: c.index, arguments: c.text, name: c.item.name })
       }
-      out += this.#ev('response.output_item.done', { output_index: c.index, item: c.item })
+      this.#ev(out, 'response.output_item.done', { output_index: c.index, item: c.item })
     }
     this.#calls.clear()
-    return out
   }
 
-  #reasoningText (text: string): string {
-    let out = ''
+  #reasoningText (out: EventSink, text: string): void {
     if (!this.#reasoning) {
-      out += this.#closeMessage()
+      this.#closeMessage(out)
       const r = this.#reasoning = this.#open<ResponsesReasoningItem>({ type: 'reasoning', id: 'rs_' + newId(), summary: [], content: [] })
-      out += this.#ev('response.output_item.added', { output_index: r.index, item: { ...r.item, content: [] } })
-      out += this.#ev('response.content_part.added', { item_id: r.item.id, output_index: r.index, content_index: 0, part: { type: 'reasoning_text', text: '' } })
+      this.#ev(out, 'response.output_item.added', { output_index: r.index, item: { ...r.item, content: [] } })
+      this.#ev(out, 'response.content_part.added', { item_id: r.item.id, output_index: r.index, content_index: 0, part: { type: 'reasoning_text', text: '' } })
     }
     this.#reasoning.text += text
-    return out + this.#ev('response.reasoning_text.delta', { item_id: this.#reasoning.item.id, output_index: this.#reasoning.index, content_index: 0, delta: text })
+    this.#ev(out, 'response.reasoning_text.delta', { item_id: this.#reasoning.item.id, output_index: this.#reasoning.index, content_index: 0, delta: text })
   }
 
   /**
    * A whole thinking block, sent when it ended: it closes the reasoning item its text streamed
    * into (a thinking block with no text streamed, and a redacted one, are an item of their own).
    */
-  #thinkingBlock (b: AnyThinkingBlock): string {
-    let out = ''
+  #thinkingBlock (out: EventSink, b: AnyThinkingBlock): void {
     // A redacted block never ends the item open (unsigned text streamed before it).
-    if (b.type === 'redacted_thinking') out += this.#closeReasoning()
-    else if (!this.#reasoning && b.thinking !== '') out += this.#reasoningText(b.thinking)
-    if (this.#reasoning) return out + this.#closeReasoning(b)
-    out += this.#closeMessage()
+    if (b.type === 'redacted_thinking') this.#closeReasoning(out)
+    else if (!this.#reasoning && b.thinking !== '') this.#reasoningText(out, b.thinking)
+    if (this.#reasoning) return this.#closeReasoning(out, b)
+    this.#closeMessage(out)
     const r = this.#open<ResponsesReasoningItem>({ type: 'reasoning', id: 'rs_' + newId(), summary: [], content: [] })
     if (this.#info.encrypted === true) r.item.encrypted_content = encodeThinking(b)
-    return out + this.#ev('response.output_item.added', { output_index: r.index, item: { ...r.item, content: [] } }) +
-      this.#ev('response.output_item.done', { output_index: r.index, item: r.item })
+    this.#ev(out, 'response.output_item.added', { output_index: r.index, item: { ...r.item, content: [] } })
+    this.#ev(out, 'response.output_item.done', { output_index: r.index, item: r.item })
   }
 
   /** One chat chunk (not an error chunk). */
-  chunk (chunk: ChatChunkWire | null): string {
-    if (this.#done) return ''
-    let out = this.start(chunk?.id)
+  chunk (out: EventSink, chunk: ChatChunkWire | null): void {
+    if (this.#done) return
+    this.start(out, chunk?.id)
     const choice = Array.isArray(chunk?.choices) ? chunk.choices[0] : undefined
-    if (!choice) return out
+    if (!choice) return
     const d = choice.delta ?? {}
     const reasoning = typeof d.reasoning_content === 'string' ? d.reasoning_content : typeof d.reasoning === 'string' ? d.reasoning : ''
-    if (reasoning !== '') out += this.#reasoningText(reasoning)
+    if (reasoning !== '') this.#reasoningText(out, reasoning)
     // A block whole when it ends: its signature (an entry without one is a fragment whose text came as reasoning_content).
-    for (const b of thinkingBlocksOf(d.thinking_blocks)) if (b.type === 'redacted_thinking' || b.signature !== '') out += this.#thinkingBlock(b)
+    for (const b of thinkingBlocksOf(d.thinking_blocks)) if (b.type === 'redacted_thinking' || b.signature !== '') this.#thinkingBlock(out, b)
     const text = (typeof d.content === 'string' ? d.content : '') + (typeof d.refusal === 'string' ? d.refusal : '')
     if (text !== '') {
-      out += this.#closeReasoning()
+      this.#closeReasoning(out)
       if (!this.#message) {
         const m = this.#message = this.#open<ResponsesMessageItem>({ type: 'message', id: 'msg_' + newId(), status: 'in_progress', role: 'assistant', content: [] })
-        out += this.#ev('response.output_item.added', { output_index: m.index, item: { ...m.item, content: [] } })
-        out += this.#ev('response.content_part.added', { item_id: m.item.id, output_index: m.index, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } })
+        this.#ev(out, 'response.output_item.added', { output_index: m.index, item: { ...m.item, content: [] } })
+        this.#ev(out, 'response.content_part.added', { item_id: m.item.id, output_index: m.index, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } })
       }
       this.#message.text += text
-      out += this.#ev('response.output_text.delta', { item_id: this.#message.item.id, output_index: this.#message.index, content_index: 0, delta: text, logprobs: [] })
+      this.#ev(out, 'response.output_text.delta', { item_id: this.#message.item.id, output_index: this.#message.index, content_index: 0, delta: text, logprobs: [] })
     }
     if (Array.isArray(d.tool_calls)) {
       for (const tc of d.tool_calls) {
         const k = typeof tc?.index === 'number' ? tc.index : this.#calls.size
         let c = this.#calls.get(k)
         if (!c) {
-          out += this.#closeReasoning() + this.#closeMessage()
+          this.#closeReasoning(out)
+          this.#closeMessage(out)
           const item = functionCallItem(this.#info, 'fc_' + newId(), typeof tc?.id === 'string' && tc.id !== '' ? tc.id : 'call_' + newId(), String(tc?.function?.name ?? ''), '', 'in_progress')
           c = this.#open(item)
           this.#calls.set(k, c)
-          out += this.#ev('response.output_item.added', { output_index: c.index, item: { ...item } })
+          this.#ev(out, 'response.output_item.added', { output_index: c.index, item: { ...item } })
         }
         const args = tc?.function?.arguments
         if (typeof args === 'string' && args !== '') {
           c.text += args
-          if (c.item.type === 'function_call') out += this.#ev('response.function_call_arguments.delta', { item_id: c.item.id, output_index: c.index, delta: args })
+          if (c.item.type === 'function_call') this.#ev(out, 'response.function_call_arguments.delta', { item_id: c.item.id, output_index: c.index, delta: args })
         }
       }
     }
     if (choice.finish_reason !== null && choice.finish_reason !== undefined) this.#finish = choice.finish_reason
-    return out
   }
 
   /** The upstream finished: close every item, then `response.completed` or `response.incomplete`. */
-  complete (usage: Usage | undefined): string {
-    if (this.#done) return ''
-    let out = this.start()
+  complete (out: EventSink, usage: Usage | undefined): void {
+    if (this.#done) return
+    this.start(out)
     this.#done = true
-    out += this.#closeReasoning() + this.#closeMessage() + this.#closeCalls()
+    this.#closeReasoning(out)
+    this.#closeMessage(out)
+    this.#closeCalls(out)
     const { status, incomplete } = statusFromFinish(this.#finish)
     const r = responseObject(this.#shell, status, this.#items, usage ?? estimateUsage(this.#shell.opts.estimatedInputTokens), incomplete)
-    return out + this.#ev(status === 'completed' ? 'response.completed' : 'response.incomplete', { response: r })
+    this.#ev(out, status === 'completed' ? 'response.completed' : 'response.incomplete', { response: r })
   }
 
   /** A failure after the first byte: `response.failed` (with what was generated so far), then `error`. */
-  fail (message: string, status = 502, detail?: StreamFailDetail): string {
-    if (this.#done) return ''
-    let out = this.start()
+  fail (out: EventSink, message: string, status = 502, detail?: StreamFailDetail): void {
+    if (this.#done) return
+    this.start(out)
     this.#done = true
     const code = detail?.code !== undefined ? String(detail.code) : status === 408 ? 'timeout' : 'server_error'
     // Items cut short keep what was generated, marked incomplete.
@@ -324,14 +323,28 @@ export class ResponsesEmitter {
       else c.item.arguments = c.text
     }
     const r = responseObject(this.#shell, 'failed', this.#items, this.#billed(), null, { code, message })
-    out += this.#ev('response.failed', { response: r })
-    return out + this.#ev('error', { code, message, param: null })
+    this.#ev(out, 'response.failed', { response: r })
+    this.#ev(out, 'error', { code, message, param: null })
+  }
+
+  /** A stream hook refused an event: as `fail` while the stream runs, the bare `error` event after its end. */
+  blocked (out: EventSink, message: string, status: number, detail: StreamFailDetail): void {
+    if (this.#done) responsesError(out, message, detail)
+    else this.fail(out, message, status, detail)
   }
 
   /** An upstream error chunk or event mid-stream (its text sanitized). */
-  upstreamError (e: unknown): string {
+  upstreamError (out: EventSink, e: unknown): void {
     const text = isObject(e) ? e.message : undefined
     const message = typeof text === 'string' ? sanitizeUpstreamMessage(text) : 'The model service failed mid-stream.'
-    return this.fail(message, 502)
+    this.fail(out, message, 502)
   }
+}
+
+/**
+ * A Responses stream's bare `error` event, for an error after the stream's end (a stream hook
+ * refused its last event): no sequence number follows a final event.
+ */
+export function responsesError (out: EventSink, message: string, detail: StreamFailDetail): void {
+  out.event('error', { type: 'error', code: String(detail.code), message, param: null })
 }

@@ -5,7 +5,7 @@
  * chunk becomes the Responses events it implies; the final usage is the usage chunk (or usage on a
  * finishing chunk), running counts on other chunks are provisional, as on the chat route.
  */
-import { streamUsage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { streamUsage, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromChat } from '../../index.ts'
 import { chatDeltaChars } from './common.ts'
 import { responsesToChatRequest } from './responses-request.ts'
@@ -34,18 +34,18 @@ class ResponsesOverChatStream implements StreamTranslator {
     return streamUsage(this, this.#estimatedInputTokens)
   }
 
-  push (ev: SseEvent): string {
-    if (this.#emit.ended) return ''
+  push (ev: SseEvent, out: EventSink): void {
+    if (this.#emit.ended) return
     if (ev.data === '[DONE]') {
-      if (!this.#emit.finishSeen) return ''
+      if (!this.#emit.finishSeen) return
       this.finished = true
-      return this.#emit.complete(this.#billed())
+      return this.#emit.complete(out, this.#billed())
     }
     let chunk: ChatChunkWire | null
-    try { chunk = parseWire<ChatChunkWire>(ev.data) } catch { return '' }
-    if (chunk === null) return ''
-    if (ev.event === 'error' || chunk.error !== undefined) return this.#emit.upstreamError(chunk.error ?? chunk)
-    if (ev.event !== undefined && ev.event !== '' && ev.event !== 'message') return '' // a vendor's named event: no chunk
+    try { chunk = parseWire<ChatChunkWire>(ev.data) } catch { return }
+    if (chunk === null) return
+    if (ev.event === 'error' || chunk.error !== undefined) return this.#emit.upstreamError(out, chunk.error ?? chunk)
+    if (ev.event !== undefined && ev.event !== '' && ev.event !== 'message') return // a vendor's named event: no chunk
     const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
     const finishing = choice?.finish_reason !== null && choice?.finish_reason !== undefined
     if (chunk.usage && typeof chunk.usage === 'object') {
@@ -54,20 +54,24 @@ class ResponsesOverChatStream implements StreamTranslator {
       else this.startUsage = u
     }
     if (choice) this.outputChars += chatDeltaChars(choice.delta)
-    return this.#emit.chunk(chunk)
+    this.#emit.chunk(out, chunk)
   }
 
-  end (): string {
-    if (this.#emit.ended) return ''
+  end (out: EventSink): void {
+    if (this.#emit.ended) return
     if (this.#emit.finishSeen) {
       this.finished = true
-      return this.#emit.complete(this.#billed())
+      return this.#emit.complete(out, this.#billed())
     }
-    return this.#emit.fail('The model service ended the stream before it finished.', 502)
+    this.#emit.fail(out, 'The model service ended the stream before it finished.', 502)
   }
 
-  fail (message: string, status = 502, detail?: StreamFailDetail): string {
-    return this.#emit.fail(message, status, detail)
+  fail (out: EventSink, message: string, status = 502, detail?: StreamFailDetail): void {
+    this.#emit.fail(out, message, status, detail)
+  }
+
+  blocked (out: EventSink, message: string, status: number, detail: StreamFailDetail): void {
+    this.#emit.blocked(out, message, status, detail)
   }
 }
 

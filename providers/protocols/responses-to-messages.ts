@@ -8,7 +8,7 @@
  * (chat-to-messages) → Responses. Usage and billing are the messages translator's own (the
  * upstream's counts, or the estimate billed when there are none, which the client is shown).
  */
-import { SseParser, streamUsage, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { streamUsage, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { chatToMessages, chatToMessagesRequest } from './chat-to-messages.ts'
 import { responsesToChatRequest } from './responses-request.ts'
 import { chatAnswerToResponse, ResponsesEmitter } from './responses-answer.ts'
@@ -17,12 +17,17 @@ import type { ChatChunkWire } from './wire-chat.ts'
 import type { MessagesRequest } from './wire-messages.ts'
 import type { ResponsesRequestWire } from './wire-responses.ts'
 
-/** The Responses client's stream over a messages upstream: messages events → chat chunks → Responses events. */
-class ResponsesOverMessagesStream implements StreamTranslator {
+/**
+ * The Responses client's stream over a messages upstream: messages events → chat chunks →
+ * Responses events. The chat chunks go from the chat translator to the Responses emitter as
+ * built, never as text.
+ */
+class ResponsesOverMessagesStream implements StreamTranslator, EventSink {
   readonly #inner: StreamTranslator
   readonly #emit: ResponsesEmitter
-  readonly #parser = new SseParser()
   readonly #estimatedInputTokens: number
+  /** Where the Responses events go during the current call. */
+  #out: EventSink | undefined
 
   constructor (clientBody: ResponsesRequestWire, opts: TranslateOptions) {
     this.#estimatedInputTokens = opts.estimatedInputTokens
@@ -40,37 +45,40 @@ class ResponsesOverMessagesStream implements StreamTranslator {
   get outputChars (): number { return this.#inner.outputChars }
   get finished (): boolean { return this.#inner.finished }
 
-  /** The inner translator's chat bytes → Responses events. */
-  #relay (chat: string): string {
-    if (chat === '' || this.#emit.ended) return ''
-    let out = ''
-    for (const ev of this.#parser.push(chat)) {
-      if (ev.data === '[DONE]') {
-        out += this.#emit.complete(this.#billed())
-        continue
-      }
-      let chunk: ChatChunkWire | null
-      try { chunk = parseWire<ChatChunkWire>(ev.data) } catch { continue }
-      if (chunk?.error !== undefined) {
-        out += this.#emit.upstreamError(chunk.error)
-        continue
-      }
-      out += this.#emit.chunk(chunk)
-    }
-    return out
+  // The inner translator's chat chunks, as the emitter's input.
+  event (_name: string | undefined, data: object): void {
+    const chunk = data as ChatChunkWire
+    if (chunk.error !== undefined) this.#emit.upstreamError(this.#out!, chunk.error)
+    else this.#emit.chunk(this.#out!, chunk)
   }
 
-  push (ev: SseEvent): string {
-    return this.#relay(this.#inner.push(ev))
+  relay (ev: SseEvent): void {
+    let chunk: ChatChunkWire | null
+    try { chunk = parseWire<ChatChunkWire>(ev.data) } catch { return }
+    if (chunk !== null) this.event(ev.event, chunk)
   }
 
-  end (): string {
-    const out = this.#relay(this.#inner.end())
-    return out + (this.#emit.ended ? '' : this.#emit.fail('The model service ended the stream before it finished.', 502))
+  done (): void {
+    this.#emit.complete(this.#out!, this.#billed())
   }
 
-  fail (message: string, status = 502, detail?: StreamFailDetail): string {
-    return this.#emit.fail(message, status, detail)
+  push (ev: SseEvent, out: EventSink): void {
+    this.#out = out
+    this.#inner.push(ev, this)
+  }
+
+  end (out: EventSink): void {
+    this.#out = out
+    this.#inner.end(this)
+    if (!this.#emit.ended) this.#emit.fail(out, 'The model service ended the stream before it finished.', 502)
+  }
+
+  fail (out: EventSink, message: string, status = 502, detail?: StreamFailDetail): void {
+    this.#emit.fail(out, message, status, detail)
+  }
+
+  blocked (out: EventSink, message: string, status: number, detail: StreamFailDetail): void {
+    this.#emit.blocked(out, message, status, detail)
   }
 }
 

@@ -8,9 +8,10 @@
  * the output relayed (deltas) and the end. A stream that ends without a final event, or fails,
  * ends with `response.failed` and `error`, numbered after the last event seen.
  */
-import { sseEvent, sanitizeUpstreamMessage, streamUsage, requestedOutputCap, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { sanitizeUpstreamMessage, streamUsage, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { serverToolUsesFromResponses, usageFromResponses, usageToResponses } from '../../index.ts'
 import { responsesDeltaChars } from './chat-to-responses.ts'
+import { responsesError } from './responses-answer.ts'
 import { isObject, parseWire, type JsonObject } from './wire.ts'
 import { enforceCap } from './common.ts'
 import type { ResponsesEventWire, ResponseWire } from './wire-responses.ts'
@@ -40,17 +41,17 @@ class ResponsesPassStream implements StreamTranslator {
     this.#estimatedInputTokens = opts.estimatedInputTokens
   }
 
-  push (ev: SseEvent): string {
-    if (this.#done) return ''
+  push (ev: SseEvent, out: EventSink): void {
+    if (this.#done) return
     let d: ResponsesEventWire | null
-    try { d = parseWire<ResponsesEventWire>(ev.data) } catch { return '' }
-    if (d === null) return ''
+    try { d = parseWire<ResponsesEventWire>(ev.data) } catch { return }
+    if (d === null) return
     const name = ev.event ?? d.type
     if (typeof d.sequence_number === 'number') this.#seq = d.sequence_number + 1
     this.outputChars += responsesDeltaChars(name, d)
     if (name === 'error') {
       const e = d.error ?? d
-      return this.fail(typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', 502)
+      return this.fail(out, typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', 502)
     }
     if (name === 'response.created' && d.response && typeof d.response === 'object') this.#response = d.response
     if (name === 'response.completed' || name === 'response.incomplete' || name === 'response.failed') {
@@ -58,23 +59,29 @@ class ResponsesPassStream implements StreamTranslator {
       if (d.response?.usage) this.usage = withServerTools(this.#readUsage(d.response.usage), d.response.output)
       this.finished = name !== 'response.failed'
     }
-    const raw = ev.event === undefined ? sseEvent(String(name), d) : ev.raw
-    return raw.endsWith('\n\n') || raw.endsWith('\r\n\r\n') ? raw : raw + '\n\n'
+    // An unnamed event is named by its type; one that did not end with its blank line (the stream's last) gets it.
+    if (ev.event === undefined) out.event(String(name), d)
+    else out.relay(ev.raw.endsWith('\n\n') || ev.raw.endsWith('\r\n\r\n') ? ev : { event: ev.event, data: ev.data, raw: ev.raw + '\n\n' })
   }
 
-  end (): string {
-    if (this.#done) return ''
-    return this.fail('The model service ended the stream before it finished.', 502)
+  end (out: EventSink): void {
+    if (this.#done) return
+    this.fail(out, 'The model service ended the stream before it finished.', 502)
   }
 
-  fail (message: string, status = 502, detail?: StreamFailDetail): string {
-    if (this.#done) return ''
+  fail (out: EventSink, message: string, status = 502, detail?: StreamFailDetail): void {
+    if (this.#done) return
     this.#done = true
     const code = detail?.code !== undefined ? String(detail.code) : status === 408 ? 'timeout' : 'server_error'
     // The usage shown is what the call is billed.
     const response = { ...this.#response, status: 'failed', error: { code, message }, usage: usageToResponses(streamUsage(this, this.#estimatedInputTokens)) }
-    return sseEvent('response.failed', { type: 'response.failed', sequence_number: this.#seq++, response }) +
-      sseEvent('error', { type: 'error', sequence_number: this.#seq++, code, message, param: null })
+    out.event('response.failed', { type: 'response.failed', sequence_number: this.#seq++, response })
+    out.event('error', { type: 'error', sequence_number: this.#seq++, code, message, param: null })
+  }
+
+  blocked (out: EventSink, message: string, status: number, detail: StreamFailDetail): void {
+    if (this.#done) responsesError(out, message, detail)
+    else this.fail(out, message, status, detail)
   }
 }
 

@@ -10,10 +10,10 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
-  SseParser, sseData, sseEvent, SSE_DONE, estimateUsage, sanitizeUpstreamMessage, modelSpanOf, spliceModel, usageFromChat, usageToChat, gwError,
-  type StreamTranslator, type Translator, type TranslateOptions, type SseEvent, type StreamFailDetail, type Usage,
+  SseParser, SseWriter, sseText, sseEvent, SSE_DONE, estimateUsage, sanitizeUpstreamMessage, modelSpanOf, spliceModel, usageFromChat, usageToChat, gwError,
+  type EventSink, type StreamTranslator, type Translator, type TranslateOptions, type SseEvent, type StreamFailDetail, type Usage,
 } from '../../index.ts'
-import { translateFixture } from '../../testing.ts'
+import { translateFixture, emitted } from '../../testing.ts'
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 const PROTOCOLS = join(ROOT, 'providers/protocols')
@@ -61,22 +61,27 @@ class ShoutStream implements StreamTranslator {
   outputChars = 0
   finished = false
   #done = false
-  push (ev: SseEvent): string {
-    if (this.#done) return ''
-    if (ev.data === '[DONE]') { this.#done = true; return SSE_DONE }
+  push (ev: SseEvent, out: EventSink): void {
+    if (this.#done) return
+    if (ev.data === '[DONE]') { this.#done = true; return out.done() }
     const c = JSON.parse(ev.data) as { choices?: Array<{ delta?: { content?: string }, finish_reason?: string | null }>, usage?: unknown, error?: { message?: string } }
-    if (c.error) { this.#done = true; return sseData({ error: { message: sanitizeUpstreamMessage(String(c.error.message)), type: 'server_error', code: 502 } }) }
+    if (c.error) { this.#done = true; return out.event(undefined, { error: { message: sanitizeUpstreamMessage(String(c.error.message)), type: 'server_error', code: 502 } }) }
     if (c.usage) this.usage = usageFromChat(c.usage)
     const delta = c.choices?.[0]?.delta
     if (typeof delta?.content === 'string') { this.outputChars += delta.content.length; delta.content = delta.content.toUpperCase() }
     if (c.choices?.[0]?.finish_reason) this.finished = true
-    return sseData(c)
+    out.event(undefined, c)
   }
 
-  end (): string { return this.#done ? '' : this.fail('The model service ended the stream early.', 502) }
-  fail (message: string, status = 502, detail?: StreamFailDetail): string {
+  end (out: EventSink): void { if (!this.#done) this.fail(out, 'The model service ended the stream early.', 502) }
+  fail (out: EventSink, message: string, status = 502, detail?: StreamFailDetail): void {
+    if (this.#done) return
+    this.blocked(out, message, status, detail)
+  }
+
+  blocked (out: EventSink, message: string, status: number, detail?: StreamFailDetail): void {
     this.#done = true
-    return sseData({ error: { message, type: detail?.type ?? 'server_error', code: detail?.code ?? status } })
+    out.event(undefined, { error: { message, type: detail?.type ?? 'server_error', code: detail?.code ?? status } })
   }
 }
 
@@ -107,12 +112,15 @@ t.test('a translator written against the public entry alone', async t => {
   t.match(answered, { body: { choices: [{ message: { content: 'HI' } }], usage: { prompt_tokens: 42, completion_tokens: 2 } }, usage: undefined })
   const st = shout.stream({}, opts)
   const p = new SseParser()
-  let out = ''
-  for (const ev of p.push('data: {"choices":[{"delta":{"content":"hey"}}]}\n\ndata: {"choices":[{"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}\n\ndata: [DONE]\n\n')) out += st.push(ev)
+  // The gateway's one serializer writes what the translator emits.
+  const w = new SseWriter()
+  for (const ev of p.push('data: {"choices":[{"delta":{"content":"hey"}}]}\n\ndata: {"choices":[{"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}\n\ndata: [DONE]\n\n')) st.push(ev, w)
+  const out = w.take()
   t.match(out, /"content":"HEY"/)
   t.ok(out.endsWith(SSE_DONE))
   t.same(st.usage, { inputTokens: 3, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 1 })
-  t.match(shout.stream({}, opts).fail('cut', 408, { type: 'timeout_error' }), /"type":"timeout_error","code":408/)
+  t.match(emitted(w => shout.stream({}, opts).fail(w, 'cut', 408, { type: 'timeout_error' })), /"type":"timeout_error","code":408/)
+  t.equal(sseText('ping', {}), 'event: ping\ndata: {}\n\n')
   t.equal(sseEvent('ping', {}), 'event: ping\ndata: {}\n\n')
   t.equal(sanitizeUpstreamMessage('see https://internal.example/x with sk-abcdefghijk'), 'see [url] with [redacted]')
 })

@@ -3,8 +3,8 @@
 // Whatever the path, the client gets exactly the translator's output.
 import t from 'tap'
 import { SseParser } from '../../core/dispatch/sse.ts'
-import { relayChunk } from '../../core/call/stream-out.ts'
-import type { SseEvent, StreamTranslator } from '../../core/dispatch/provider.ts'
+import { SseWriter } from '../../core/dispatch/sse-writer.ts'
+import type { EventSink, SseEvent, StreamTranslator } from '../../core/dispatch/provider.ts'
 
 const ev = (text: string) => `data: {"t":"${text}"}\n\n`
 // Multi-byte characters on both sides of the events dropped: byte offsets differ from string offsets.
@@ -13,12 +13,21 @@ const B = ev('usage \u00fc')
 const C = ev('w\u00f6rld')
 const D = ev('\u4e2d\u6587')
 
-/** A translator that drops the events whose data contains `drop` and rewrites those with `change`. */
-function translator (rule: { drop?: string, change?: string } = {}): StreamTranslator {
+/**
+ * A translator that drops the events whose data contains `drop`, rewrites those with `change`,
+ * and after those with `add` (relayed as they came) emits an event of its own.
+ */
+function translator (rule: { drop?: string, change?: string, add?: string } = {}): StreamTranslator {
   return {
-    push: (e: SseEvent) => rule.drop !== undefined && e.data.includes(rule.drop) ? '' : rule.change !== undefined && e.data.includes(rule.change) ? e.raw.toUpperCase() : e.raw,
-    end: () => '',
-    fail: () => '',
+    push: (e: SseEvent, out: EventSink) => {
+      if (rule.drop !== undefined && e.data.includes(rule.drop)) return
+      if (rule.change !== undefined && e.data.includes(rule.change)) return out.relay({ ...e, raw: e.raw.toUpperCase() })
+      out.relay(e)
+      if (rule.add !== undefined && e.data.includes(rule.add)) out.event(undefined, { t: 'added' })
+    },
+    end: () => {},
+    fail: () => {},
+    blocked: () => {},
     usage: undefined,
     startUsage: undefined,
     outputChars: 0,
@@ -31,7 +40,7 @@ function relay (events: string[], st: StreamTranslator, prefix = '') {
   if (prefix !== '') parser.push(Buffer.from(prefix))
   const chunk = Buffer.from(events.join(''))
   const parsed = parser.push(chunk)
-  return { chunk, out: relayChunk(chunk, parsed, st, parser.whole), whole: parser.whole }
+  return { chunk, out: new SseWriter().chunk(chunk, parsed, st, parser.whole), whole: parser.whole }
 }
 
 t.test('every event relayed as it came: the chunk itself', async t => {
@@ -70,4 +79,24 @@ t.test('a chunk that is not whole events: text, whatever the translator does', a
   const { out, whole } = relay([' world"}\n\n', B, C], translator({ drop: 'usage' }), 'data: {"t":"hello')
   t.notOk(whole)
   t.equal(out, 'data: {"t":"hello world"}\n\n' + C)
+})
+
+t.test('an event of its own after one relayed as it came: text, in order', async t => {
+  const { out } = relay([A, B, C], translator({ drop: 'usage', add: 'h\u00e9llo' }))
+  t.equal(typeof out, 'string')
+  t.equal(out, A + ev('added') + C)
+})
+
+t.test('the writer is whole again after a chunk that turned into text', async t => {
+  const w = new SseWriter()
+  const st = translator({ change: 'w\u00f6rld' })
+  const parse = (events: string[]) => {
+    const chunk = Buffer.from(events.join(''))
+    const parser = new SseParser({})
+    return { chunk, parsed: parser.push(chunk), whole: parser.whole }
+  }
+  const first = parse([A, C])
+  t.equal(w.chunk(first.chunk, first.parsed, st, first.whole), A + C.toUpperCase())
+  const second = parse([A, B])
+  t.equal(w.chunk(second.chunk, second.parsed, st, second.whole), second.chunk, 'the next whole chunk goes out as its bytes')
 })

@@ -5,8 +5,7 @@ import { translators } from '../../providers/protocols/index.ts'
 import { SseParser } from '../../core/dispatch/sse.ts'
 import {
   GOLDEN_CASES, GOLDEN_ANSWERS, GOLDEN_STREAMS, GOLDEN_PARAMS, goldenBody, matches, standardUsage, clientUsage,
-  upstreamAnswerBody, upstreamStreamEvents, frameUpstream, streamShape, translateFixture, parseSse,
-} from '../../testing.ts'
+  upstreamAnswerBody, upstreamStreamEvents, frameUpstream, streamShape, translateFixture, parseSse, emitted } from '../../testing.ts'
 
 const { opts } = translateFixture([...GOLDEN_PARAMS])
 
@@ -34,10 +33,10 @@ t.test('golden streams', async t => {
     // Piece by piece, as the wire delivers them (oddities included).
     const parser = new SseParser()
     for (const piece of frameUpstream(upstreamStreamEvents(c.stream, standardUsage(c.upstream, c.usage)), c.framing)) {
-      for (const ev of parser.push(Buffer.from(piece))) out += st.push(ev)
+      for (const ev of parser.push(Buffer.from(piece))) out += emitted(w => st.push(ev, w))
     }
-    for (const ev of parser.end()) out += st.push(ev)
-    out += st.end()
+    for (const ev of parser.end()) out += emitted(w => st.push(ev, w))
+    out += emitted(w => st.end(w))
     const { shape, usage } = streamShape(c.client, out)
     t.same(shape, c.shape, c.name)
     if (c.client !== c.upstream && (c.client === 'messages' || shape.includes('usage'))) t.equal(matches(usage, clientUsage(c.client, c.usage)), undefined, `${c.name}: the client's usage`)

@@ -3,7 +3,7 @@
 // TypeError; a tool call id or name that is not a string is left out, as when it is missing.
 import t from 'tap'
 import { translators } from '../../providers/protocols/index.ts'
-import { translateFixture } from '../../testing.ts'
+import { translateFixture, emitted } from '../../testing.ts'
 import type { SseEvent, TranslatorKey } from '../../core/dispatch/provider.ts'
 
 const { opts } = translateFixture()
@@ -28,7 +28,7 @@ t.test('streams – an event of any shape is skipped or ends the stream, never a
     for (const name of NAMES[upstreamOf(key)]) {
       for (const data of DATA) {
         const st = translators[key].stream({ stream: true }, { ...opts })
-        t.doesNotThrow(() => { st.push(ev(name, data)); st.end() }, `${key} ${name ?? '(unnamed)'} ${data}`)
+        t.doesNotThrow(() => { emitted(w => st.push(ev(name, data), w)); emitted(w => st.end(w)) }, `${key} ${name ?? '(unnamed)'} ${data}`)
       }
     }
   }
@@ -59,7 +59,7 @@ t.test('tool calls – an upstream id or name that is not a string is left out',
   const answer = translators['chat-to-messages'].response({ content: [{ type: 'tool_use', id: 7, name: ['f'], input: {} }], stop_reason: 'tool_use' }, { ...opts }) as { body: { choices: Array<{ message: { tool_calls: unknown[] } }> } }
   t.same(answer.body.choices[0].message.tool_calls, [{ type: 'function', function: { arguments: '{}' } }])
   const st = translators['chat-to-messages'].stream({ stream: true }, { ...opts })
-  const out = st.push(ev('content_block_start', JSON.stringify({ type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 7, name: 'f', input: {} } })))
+  const out = emitted(w => st.push(ev('content_block_start', JSON.stringify({ type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 7, name: 'f', input: {} } })), w))
   t.match(out, /"tool_calls":\[\{"index":0,"type":"function","function":\{"name":"f","arguments":""\}\}\]/)
   const fromResponses = translators['chat-to-responses'].response({ status: 'completed', output: [{ type: 'function_call', call_id: 'c1', name: 3, arguments: '{}' }] }, { ...opts }) as { body: { choices: Array<{ message: { tool_calls: unknown[] } }> } }
   t.same(fromResponses.body.choices[0].message.tool_calls, [{ id: 'c1', type: 'function', function: { arguments: '{}' } }])

@@ -5,7 +5,9 @@
  */
 import t from 'tap'
 import { SseParser } from '../../core/dispatch/sse.ts'
+import { SseWriter } from '../../core/dispatch/sse-writer.ts'
 import { translators } from '../../providers/index.ts'
+import { emitted } from '../../testing.ts'
 import { DeferredCount, plainChatChunk, chatChunkChars } from '../../providers/protocols/common.ts'
 import type { ModelEntry } from '../../core/types/model.ts'
 
@@ -15,7 +17,7 @@ function run (key: 'chat-to-chat' | 'messages-to-messages', text: string, body: 
   const st = translators[key].stream(body, opts)
   const p = new SseParser()
   let out = ''
-  for (const e of [...p.push(text), ...p.end()]) out += st.push(e)
+  for (const e of [...p.push(text), ...p.end()]) out += emitted(w => st.push(e, w))
   return { st, out }
 }
 
@@ -54,7 +56,7 @@ t.test('a cut chat stream is billed for exactly the characters relayed', async t
   t.equal(st.finished, false)
   t.equal(st.usage, undefined)
   t.equal(out, text, 'every event relayed as received, the unparsable one too')
-  t.match(st.end(), /ended the stream early/)
+  t.match(emitted(w => st.end(w)), /ended the stream early/)
 })
 
 t.test('chat finish, usage and errors are still read', async t => {
@@ -89,4 +91,24 @@ t.test('a cut messages stream is billed for exactly the characters relayed', asy
   const done = run('messages-to-messages', text + ev('message_delta', { delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 9 } }) + ev('message_stop', {}))
   t.match(done.st.usage, { inputTokens: 7, outputTokens: 9 })
   t.equal(done.st.finished, true)
+})
+
+t.test('a whole chat chunk (content, a usage chunk not asked for, [DONE]) goes out as the upstream\'s bytes', async t => {
+  const content = 'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
+  const finish = 'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+  const usage = 'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}\n\n'
+  const relay = (done: string) => {
+    const st = translators['chat-to-chat'].stream({ stream: true }, opts)
+    const p = new SseParser()
+    const chunk = Buffer.from(content + finish + usage + done)
+    const events = p.push(chunk)
+    return { st, out: new SseWriter().chunk(chunk, events, st, p.whole) }
+  }
+  const { st, out } = relay('data: [DONE]\n\n')
+  t.ok(Buffer.isBuffer(out), 'byte ranges of the chunk, no text')
+  t.equal(out.toString(), content + finish + 'data: [DONE]\n\n', 'the usage chunk dropped')
+  t.ok(st.finished)
+  t.same(st.usage, { inputTokens: 3, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 1 })
+  const spaced = relay('data:[DONE]\n\n')
+  t.equal(spaced.out, content + finish + 'data: [DONE]\n\n', 'a terminator spelled otherwise is written in its own form')
 })

@@ -3,7 +3,7 @@
 // a stream (finish, incomplete, failure, cut).
 import t from 'tap'
 import { translators } from '../../providers/protocols/index.ts'
-import { translateFixture, parseSse } from '../../testing.ts'
+import { translateFixture, parseSse, emitted } from '../../testing.ts'
 import { SseParser } from '../../core/dispatch/sse.ts'
 
 const { opts: base } = translateFixture(['temperature', 'top_p', 'max_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'response_format', 'user', 'stop_sequences', 'metadata'])
@@ -66,8 +66,8 @@ t.test('responses → chat stream: text, a call, the end with usage; failure and
     ev('response.completed', { response: { id: 'resp_9', status: 'completed', usage: USAGE, output: [] } })
   const st = translators['chat-to-responses'].stream({ stream_options: { include_usage: true } }, fresh())
   let out = ''
-  for (const e of parseSse(good, true)) out += st.push(e)
-  out += st.end()
+  for (const e of parseSse(good, true)) out += emitted(w => st.push(e, w))
+  out += emitted(w => st.end(w))
   const c = chunks(out)
   t.match(c, [
     { id: 'chatcmpl-9', choices: [{ delta: { role: 'assistant' } }] },
@@ -82,15 +82,15 @@ t.test('responses → chat stream: text, a call, the end with usage; failure and
   t.equal(st.outputChars, 4)
 
   const failed = translators['chat-to-responses'].stream({}, fresh())
-  const f = failed.push(events(ev('response.failed', { response: { status: 'failed', error: { code: 'server_error', message: 'bad at sk-abcdefghijklmnop' } } }))[0])
+  const f = emitted(w => failed.push(events(ev('response.failed', { response: { status: 'failed', error: { code: 'server_error', message: 'bad at sk-abcdefghijklmnop' } } }))[0], w))
   t.match(chunks(f).at(-1), { error: { type: 'server_error', code: 502 } })
   t.notMatch(f, /sk-abcdefghijklmnop/, 'sanitized')
   t.equal(failed.finished, false)
 
   const cut = translators['messages-to-responses'].stream({}, fresh())
   let m = ''
-  for (const e of events(ev('response.created', { response: { id: 'r' } }) + ev('response.output_text.delta', { output_index: 0, delta: 'abcd' }))) m += cut.push(e)
-  m += cut.end()
+  for (const e of events(ev('response.created', { response: { id: 'r' } }) + ev('response.output_text.delta', { output_index: 0, delta: 'abcd' }))) m += emitted(w => cut.push(e, w))
+  m += emitted(w => cut.end(w))
   t.match(m, /event: message_start[\s\S]*text_delta[\s\S]*event: error/, 'a messages client sees its own error event')
   t.equal(cut.outputChars, 4)
   t.equal(cut.finished, false)
@@ -101,9 +101,9 @@ t.test('responses → responses stream: forwarded; usage from response.completed
   const upstream = ev('response.created', { response: { id: 'resp_p', status: 'in_progress' } }) + ev('response.output_text.delta', { output_index: 0, delta: 'Hello' })
   const st = translators['responses-to-responses'].stream({}, fresh())
   let out = ''
-  for (const e of events(upstream)) out += st.push(e)
+  for (const e of events(upstream)) out += emitted(w => st.push(e, w))
   t.equal(out, upstream, 'bytes as received')
-  out += st.end()
+  out += emitted(w => st.end(w))
   const tail = events(out).slice(2).map(e => JSON.parse(e.data))
   t.match(tail, [{ type: 'response.failed', sequence_number: 2, response: { id: 'resp_p', status: 'failed', error: { code: 'server_error' } } }, { type: 'error', sequence_number: 3 }])
   t.equal(st.outputChars, 5)
@@ -113,10 +113,10 @@ t.test('responses → responses stream: forwarded; usage from response.completed
 
   seq = 0
   const done = translators['responses-to-responses'].stream({}, fresh())
-  for (const e of events(ev('response.created', { response: {} }) + ev('response.completed', { response: { status: 'completed', usage: USAGE } }))) done.push(e)
+  for (const e of events(ev('response.created', { response: {} }) + ev('response.completed', { response: { status: 'completed', usage: USAGE } }))) emitted(w => done.push(e, w))
   t.equal(done.finished, true)
   t.match(done.usage, { inputTokens: 12, cachedInputTokens: 2, outputTokens: 5 })
-  t.equal(done.end(), '')
+  t.equal(emitted(w => done.end(w)), '')
   const req = translators['responses-to-responses'].request({ model: 'm/x', input: 'hi', store: true }, fresh())
   t.same(req, { model: 'up-x', input: 'hi', store: false, max_output_tokens: fresh().model.maxOutputTokens }, 'the output cap the call reserved for (the model\'s) is added')
 })

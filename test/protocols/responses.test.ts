@@ -4,7 +4,7 @@
 import t from 'tap'
 import { translators } from '../../providers/protocols/index.ts'
 import { upstreamName } from '../../providers/protocols/responses-request.ts'
-import { matches, standardUsage, upstreamAnswerBody, upstreamStreamEvents, translateFixture, parseSse } from '../../testing.ts'
+import { matches, standardUsage, upstreamAnswerBody, upstreamStreamEvents, translateFixture, parseSse, emitted } from '../../testing.ts'
 import { RESPONSES_GOLDEN_CASES, RESPONSES_GOLDEN_ANSWERS, RESPONSES_GOLDEN_STREAMS, responsesGoldenBody, responsesStreamShape } from '../../testing/golden-responses.ts'
 import { chatChunk, chatTextStream, messagesTextStream } from '../../testing/fake-upstream.ts'
 
@@ -43,8 +43,8 @@ t.test('golden streams (whole and byte by byte)', async t => {
       tr.request(body, opts)
       const st = tr.stream(body, opts)
       let out = ''
-      for (const ev of parseSse(upstreamStreamEvents(c.stream, standardUsage(c.upstream, c.usage)).join(''), chunked)) out += st.push(ev)
-      out += st.end()
+      for (const ev of parseSse(upstreamStreamEvents(c.stream, standardUsage(c.upstream, c.usage)).join(''), chunked)) out += emitted(w => st.push(ev, w))
+      out += emitted(w => st.end(w))
       const { shape, seqs, final } = responsesStreamShape(out)
       t.same(shape, c.shape, c.name)
       t.same(seqs, seqs.map((_, i) => i), `${c.name}: sequence_number counts from 0`)
@@ -64,8 +64,8 @@ t.test('a cut stream ends with response.failed and error; billing sees the relay
     const st = tr.stream(body, opts)
     const events = upstream === 'chat' ? chatTextStream(['abcd', 'efgh', 'ijkl']).slice(0, 3) : messagesTextStream(['abcd', 'efgh', 'ijkl']).slice(0, 5)
     let out = ''
-    for (const ev of parseSse(events.join(''))) out += st.push(ev)
-    out += st.end()
+    for (const ev of parseSse(events.join(''))) out += emitted(w => st.push(ev, w))
+    out += emitted(w => st.end(w))
     const { shape, final } = responsesStreamShape(out)
     t.same(shape.slice(-2), ['response.failed', 'error'], `${upstream}: failed, then error`)
     t.match(final, { status: 'failed', error: { code: 'server_error', message: /ended the stream/ }, output: [{ type: 'message', content: [{ text: 'abcdefgh' }] }] })
@@ -76,14 +76,14 @@ t.test('a cut stream ends with response.failed and error; billing sees the relay
     const input = upstream === 'messages' ? st.startUsage!.inputTokens : opts.estimatedInputTokens
     t.ok(input > 0)
     t.match(final?.usage, { input_tokens: input, output_tokens: 2, total_tokens: input + 2 }, `${upstream}: the usage billed is shown`)
-    t.equal(st.end(), '', 'nothing after the end')
-    t.equal(st.fail('x'), '', 'nor after a failure')
+    t.equal(emitted(w => st.end(w)), '', 'nothing after the end')
+    t.equal(emitted(w => st.fail(w, 'x')), '', 'nor after a failure')
   }
 })
 
 t.test('fail() before any upstream event still opens the stream', async t => {
   const st = translators['responses-to-chat'].stream({}, fresh())
-  const { shape, final } = responsesStreamShape(st.fail('The request timed out.', 408, { type: 'timeout_error', code: 408 }))
+  const { shape, final } = responsesStreamShape(emitted(w => st.fail(w, 'The request timed out.', 408, { type: 'timeout_error', code: 408 })))
   t.same(shape, ['response.created', 'response.in_progress', 'response.failed', 'error'])
   t.match(final, { status: 'failed', error: { code: '408', message: 'The request timed out.' } })
 })
@@ -91,8 +91,8 @@ t.test('fail() before any upstream event still opens the stream', async t => {
 t.test('an upstream error chunk is sanitized into response.failed', async t => {
   const opts = fresh()
   const st = translators['responses-to-chat'].stream({}, opts)
-  let out = st.push(parseSse(chatChunk({ role: 'assistant', content: 'x' }))[0])
-  out += st.push(parseSse(`data: ${JSON.stringify({ error: { message: 'boom at https://internal.example/secret?key=sk-123', type: 'server_error' } })}\n\n`)[0])
+  let out = emitted(w => st.push(parseSse(chatChunk({ role: 'assistant', content: 'x' }))[0], w))
+  out += emitted(w => st.push(parseSse(`data: ${JSON.stringify({ error: { message: 'boom at https://internal.example/secret?key=sk-123', type: 'server_error' } })}\n\n`)[0], w))
   const { shape } = responsesStreamShape(out)
   t.equal(shape.at(-1), 'error')
   t.notMatch(out, /sk-123/, 'the upstream text is sanitized')
@@ -128,8 +128,8 @@ t.test('a stream made without its request (other options object) maps names from
   for (const ev of parseSse([
     chatChunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'crm__lookup', arguments: '{}' } }] }),
     chatChunk({}, 'tool_calls'),
-  ].join(''))) out += st.push(ev)
-  out += st.end()
+  ].join(''))) out += emitted(w => st.push(ev, w))
+  out += emitted(w => st.end(w))
   const { final } = responsesStreamShape(out)
   t.match(final, { status: 'completed', output: [{ type: 'function_call', name: 'lookup', namespace: 'crm' }], tools: body.tools })
 })
@@ -168,8 +168,8 @@ t.test('custom tools: a stream cut mid-call keeps the input so far; arguments th
   tr.request(body, opts)
   const st = tr.stream(body, opts)
   let out = ''
-  for (const ev of parseSse(chatChunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'apply_patch', arguments: '{"input":"*** Be' } }] }))) out += st.push(ev)
-  out += st.end()
+  for (const ev of parseSse(chatChunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'apply_patch', arguments: '{"input":"*** Be' } }] }))) out += emitted(w => st.push(ev, w))
+  out += emitted(w => st.end(w))
   const { shape, final } = responsesStreamShape(out)
   t.notOk(shape.includes('response.function_call_arguments.delta'), 'no function-call events for a custom call')
   t.same(shape.slice(-2), ['response.failed', 'error'])

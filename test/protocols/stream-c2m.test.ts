@@ -3,15 +3,15 @@ import t, { type Test } from 'tap'
 import type { StreamTranslator } from '../../core/dispatch/provider.ts'
 import { chatToMessages } from '../../providers/protocols/chat-to-messages.ts'
 import { translateFixture, parseSse as parse } from '../helpers/translate-fixture.ts'
-import { STOP_REASON_TO_FINISH } from '../../testing.ts'
+import { STOP_REASON_TO_FINISH, emitted } from '../../testing.ts'
 
 const { opts } = translateFixture()
 
 function run (upstream: string, clientBody: Record<string, any> = { stream: true }, chunked = false): { out: string, st: StreamTranslator } {
   const st = chatToMessages.stream(clientBody, opts)
   let out = ''
-  for (const ev of parse(upstream, chunked)) out += st.push(ev)
-  out += st.end()
+  for (const ev of parse(upstream, chunked)) out += emitted(w => st.push(ev, w))
+  out += emitted(w => st.end(w))
   return { out, st }
 }
 
@@ -196,21 +196,21 @@ t.test('fail(): `data: {"error":{...}}` shape', async t => {
   for (const [status, type] of [[502, 'server_error'], [500, 'server_error'], [408, 'timeout_error']] as Array<[number, string]>) {
     const st = chatToMessages.stream({}, opts)
     let out = ''
-    for (const e of parse(start() + textStart(0) + textDelta(0, 'a'))) out += st.push(e)
-    out += st.fail('boom', status)
+    for (const e of parse(start() + textStart(0) + textDelta(0, 'a'))) out += emitted(w => st.push(e, w))
+    out += emitted(w => st.fail(w, 'boom', status))
     const o = chunks(t, out)
     t.same(o.errors, [{ error: { message: 'boom', type, param: null, code: status } }], `status ${status}`)
-    t.equal(st.end(), '', 'nothing after fail')
-    t.equal(st.fail('again'), '', 'nothing after fail')
+    t.equal(emitted(w => st.end(w)), '', 'nothing after fail')
+    t.equal(emitted(w => st.fail(w, 'again')), '', 'nothing after fail')
   }
 })
 
 t.test('nothing is sent after [DONE]', async t => {
   const st = chatToMessages.stream({}, opts)
   let out = ''
-  for (const e of parse(TEXT_STREAM + textDelta(0, 'late') + STOP)) out += st.push(e)
-  out += st.end()
-  out += st.fail('late')
+  for (const e of parse(TEXT_STREAM + textDelta(0, 'late') + STOP)) out += emitted(w => st.push(e, w))
+  out += emitted(w => st.end(w))
+  out += emitted(w => st.fail(w, 'late'))
   const o = chunks(t, out)
   t.same(shape(o.chunks), ['role assistant', 'text Hel', 'text lo', 'finish stop'])
   t.equal(out.split('[DONE]').length, 2, 'one [DONE]')

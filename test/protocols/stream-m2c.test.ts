@@ -4,7 +4,7 @@ import type { StreamTranslator } from '../../core/dispatch/provider.ts'
 import { messagesToChat } from '../../providers/protocols/messages-to-chat.ts'
 import { billedStreamUsage } from '../../core/call/stream-out.ts'
 import { translateFixture, parseSse as parse } from '../helpers/translate-fixture.ts'
-import { FINISH_TO_STOP_REASON } from '../../testing.ts'
+import { FINISH_TO_STOP_REASON, emitted } from '../../testing.ts'
 
 const { opts } = translateFixture()
 
@@ -12,8 +12,8 @@ const { opts } = translateFixture()
 function run (upstream: string, clientBody: Record<string, any> = { stream: true }): { out: string, st: StreamTranslator } {
   const st = messagesToChat.stream(clientBody, opts)
   let out = ''
-  for (const ev of parse(upstream)) out += st.push(ev)
-  out += st.end()
+  for (const ev of parse(upstream)) out += emitted(w => st.push(ev, w))
+  out += emitted(w => st.end(w))
   return { out, st }
 }
 
@@ -86,9 +86,9 @@ t.test('1b. EOF after a finish without [DONE] still closes properly; no usage â†
 t.test('1c. nothing is sent after message_stop', async t => {
   const st = messagesToChat.stream({}, opts)
   let out = ''
-  for (const ev of parse(chunk({ content: 'a' }, 'stop') + DONE + chunk({ content: 'late' }) + DONE)) out += st.push(ev)
-  out += st.end()
-  out += st.fail('late failure', 500)
+  for (const ev of parse(chunk({ content: 'a' }, 'stop') + DONE + chunk({ content: 'late' }) + DONE)) out += emitted(w => st.push(ev, w))
+  out += emitted(w => st.end(w))
+  out += emitted(w => st.fail(w, 'late failure', 500))
   t.same(shape(events(t, out)), ['message_start', 'start 0 text', 'delta 0 text_delta a', 'stop 0', 'message_delta end_turn', 'message_stop'])
 })
 
@@ -248,12 +248,12 @@ t.test('fail(): `event: error` with error.type by status', async t => {
   ]
   for (const [status, type] of table) {
     const st = messagesToChat.stream({}, opts)
-    const first = st.push(parse(chunk({ content: 'a' }))[0])
-    const out = first + st.fail('it broke', status)
+    const first = emitted(w => st.push(parse(chunk({ content: 'a' }))[0], w))
+    const out = first + emitted(w => st.fail(w, 'it broke', status))
     const evs = events(t, out)
     t.same(evs[evs.length - 1].data, { type: 'error', error: { type, message: 'it broke' } }, `status ${status}`)
-    t.equal(st.end(), '', 'nothing after the error')
-    t.equal(st.push(parse(chunk({ content: 'b' }))[0]), '', 'nothing after the error')
+    t.equal(emitted(w => st.end(w)), '', 'nothing after the error')
+    t.equal(emitted(w => st.push(parse(chunk({ content: 'b' }))[0], w)), '', 'nothing after the error')
   }
 })
 
@@ -270,8 +270,8 @@ t.test('12. comments, `data:` without a space, CRLF line ends and unknown events
   for (const chunked of [false, true]) {
     const st = messagesToChat.stream({}, opts)
     let out = ''
-    for (const ev of parse(upstream, chunked)) out += st.push(ev)
-    out += st.end()
+    for (const ev of parse(upstream, chunked)) out += emitted(w => st.push(ev, w))
+    out += emitted(w => st.end(w))
     t.same(shape(events(t, out)), ['message_start', 'start 0 text', 'delta 0 text_delta He', 'delta 0 text_delta y', 'stop 0', 'message_delta end_turn', 'message_stop'], chunked ? 'fed byte by byte' : 'fed at once')
     t.equal(st.finished, true)
   }

@@ -6,7 +6,7 @@
 import t from 'tap'
 import { translators } from '../../providers/protocols/index.ts'
 import { decodeReasoning, decodeThinking, encodeReasoning, encodeThinking } from '../../providers/protocols/thinking.ts'
-import { parseSse, translateFixture } from '../../testing.ts'
+import { parseSse, translateFixture, emitted } from '../../testing.ts'
 
 const PARAMS = ['max_tokens', 'tools', 'tool_choice', 'stream', 'thinking', 'reasoning_effort', 'temperature']
 const { opts: base } = translateFixture(PARAMS)
@@ -73,8 +73,8 @@ t.test('responses → messages: the stream closes each reasoning item with its b
     tr.request(body, opts)
     const st = tr.stream(body, opts)
     let out = ''
-    for (const ev of parseSse(MESSAGES_STREAM, chunked)) out += st.push(ev)
-    out += st.end()
+    for (const ev of parseSse(MESSAGES_STREAM, chunked)) out += emitted(w => st.push(ev, w))
+    out += emitted(w => st.end(w))
     const events = parseSse(out).map(e => JSON.parse(e.data))
     const done = events.filter(e => e.type === 'response.output_item.done').map(e => e.item)
     t.same(done.map((i: any) => i.type), ['reasoning', 'reasoning', 'function_call'])
@@ -118,7 +118,7 @@ t.test('chat → messages: thinking_blocks in the answer, the stream and back in
   t.equal(body.choices[0].message.reasoning_content, 'User wants Oslo.')
   const st = tr.stream({ stream: true }, fresh())
   let out = ''
-  for (const ev of parseSse(MESSAGES_STREAM)) out += st.push(ev)
+  for (const ev of parseSse(MESSAGES_STREAM)) out += emitted(w => st.push(ev, w))
   const blocks = parseSse(out).filter(e => e.data !== '[DONE]').flatMap(e => JSON.parse(e.data).choices?.[0]?.delta?.thinking_blocks ?? [])
   t.same(blocks, [SIGNED, REDACTED], 'each block whole, once')
   const req: any = tr.request({
@@ -183,8 +183,8 @@ t.test('messages → responses: the stream ends the thinking block with a signat
   for (const chunked of [false, true]) {
     const st = tr.stream({ model: 'm/x', stream: true }, fresh())
     let out = ''
-    for (const ev of parseSse(RESPONSES_STREAM, chunked)) out += st.push(ev)
-    out += st.end()
+    for (const ev of parseSse(RESPONSES_STREAM, chunked)) out += emitted(w => st.push(ev, w))
+    out += emitted(w => st.end(w))
     const evs = parseSse(out).map(e => ({ name: e.event, data: JSON.parse(e.data) }))
     const shape = evs.filter(e => e.name?.startsWith('content_block')).map(e => `${e.name} ${e.data.index} ${e.data.content_block?.type ?? e.data.delta?.type ?? ''}`.trim())
     t.same(shape, [
@@ -245,8 +245,8 @@ t.test('messages ← chat: a LiteLLM-style stream (thinking_blocks fragments, th
   ].join('')
   const st = tr.stream({ model: 'm/x', stream: true }, fresh())
   let out = ''
-  for (const ev of parseSse(stream)) out += st.push(ev)
-  out += st.end()
+  for (const ev of parseSse(stream)) out += emitted(w => st.push(ev, w))
+  out += emitted(w => st.end(w))
   const evs = parseSse(out).map(e => JSON.parse(e.data))
   const blocks = evs.filter(e => e.type?.startsWith('content_block')).map(e => `${e.type} ${e.index} ${e.content_block?.type ?? e.delta?.type ?? ''}`.trim())
   t.same(blocks, [
@@ -272,7 +272,7 @@ t.test('responses → messages: a redacted block after unsigned thinking is an i
     sse('message_stop', {}),
   ].join('')
   let out = ''
-  for (const ev of parseSse(stream)) out += st.push(ev)
+  for (const ev of parseSse(stream)) out += emitted(w => st.push(ev, w))
   const done = parseSse(out).map(e => JSON.parse(e.data)).filter(e => e.type === 'response.output_item.done').map(e => e.item)
   t.equal(done.length, 2)
   t.equal(done[0].encrypted_content, undefined, 'the unsigned item carries nothing')
@@ -294,7 +294,7 @@ t.test('messages ← responses: summary parts streamed are joined by a blank lin
   ].join('')
   const st = translators['messages-to-responses'].stream({ model: 'm/x', stream: true }, fresh())
   let out = ''
-  for (const ev of parseSse(stream)) out += st.push(ev)
+  for (const ev of parseSse(stream)) out += emitted(w => st.push(ev, w))
   const text = parseSse(out).map(e => JSON.parse(e.data)).filter(e => e.delta?.type === 'thinking_delta').map(e => e.delta.thinking).join('')
   const { body } = translators['messages-to-responses'].response({ id: 'resp_1', object: 'response', status: 'completed', output: [item], usage: RESPONSES_USAGE }, fresh()) as { body: any }
   t.equal(text, 'One.\n\nTwo.')
