@@ -128,7 +128,8 @@ function isProviderAdapter (value: unknown): value is ProviderAdapter {
   return typeof a === 'object' && a !== null && typeof a.name === 'string' && typeof a.create === 'function' && typeof a.configSchema === 'object'
 }
 
-async function createProviders (config: GatewayConfig, registry: Registry<ProviderAdapter>, log: Logger): Promise<Map<string, ProviderInstance>> {
+/** The config's provider instances: each adapter looked up (or loaded), its config validated, create() called. */
+export async function createProviders (config: GatewayConfig, registry: Registry<ProviderAdapter>, log: Logger): Promise<Map<string, ProviderInstance>> {
   const out = new Map<string, ProviderInstance>()
   for (const [i, p] of config.providers.entries()) {
     const adapter = p.module
