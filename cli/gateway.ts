@@ -83,7 +83,7 @@ export function defaultConfigYaml (): string {
   return [
     '# model-gateway: the embedded default config (model-gateway print-config --default).',
     '# Echo models that need no network, a demo key and the admin console on 127.0.0.1:8081.',
-    '# Set GATEWAY_DEMO_KEY and GATEWAY_ADMIN_KEY (16+ characters) in the environment, then',
+    '# Set GATEWAY_DEMO_KEY (a client key, sk-gw-...) and GATEWAY_ADMIN_KEY (16+ characters), then',
     '#   model-gateway --check --config gateway.yaml && model-gateway --config gateway.yaml',
     '',
   ].join('\n') + stringify(doc, { lineWidth: 0 })
