@@ -32,6 +32,8 @@ export interface FakeAzure {
   calls: Recorded[]
   /** Token requests received. */
   tokenRequests: Recorded[]
+  /** When each token was issued (ms since the epoch). */
+  tokenIssuedAt: number[]
   /** Calls refused for their credentials (401). */
   refused: number
   /** Makes the token endpoint fail the next `n` requests with 400 invalid_client. */
@@ -69,6 +71,7 @@ export async function startFakeAzure (opts: FakeAzureOptions = {}): Promise<Fake
     tokenUrl: '',
     calls: [],
     tokenRequests: [],
+    tokenIssuedAt: [],
     refused: 0,
     failTokens (n) { tokenFailures = n },
     revokeTokens () { tokens.clear() },
@@ -86,6 +89,7 @@ export async function startFakeAzure (opts: FakeAzureOptions = {}): Promise<Fake
       return json(res, 400, { error: 'invalid_client', error_description: 'AADSTS7000215: Invalid client secret provided.' })
     }
     const token = `entra-${randomBytes(8).toString('hex')}`
+    fake.tokenIssuedAt.push(Date.now())
     tokens.set(token, Date.now() + tokenSeconds * 1000)
     json(res, 200, { token_type: 'Bearer', expires_in: tokenSeconds, ext_expires_in: tokenSeconds, access_token: token })
   }
