@@ -46,6 +46,9 @@ export { requestedOutputCap } from './core/tokens/estimate.ts'
 export type { StreamUsageSoFar } from './core/tokens/estimate.ts'
 // The one sanitizer for upstream text shown to a client (an error message, an error event).
 export { sanitizeUpstreamMessage } from './core/dispatch/upstream-errors.ts'
+// Core's mapping of an upstream's error answer, for an adapter's `mapError` that handles only its
+// vendor's special cases and hands it the rest.
+export { defaultMapError } from './core/dispatch/upstream-errors.ts'
 // Same-protocol fast path: where the client's body text holds its model, to send that text with
 // only the model name replaced (`Translator.requestText`).
 export { modelSpanOf, spliceModel } from './core/http/body.ts'

@@ -1,7 +1,9 @@
+#!/usr/bin/env node
 /**
- * @module server – load config, buildApp(config) with the built-in plugins, adapters and translators,
- * listen; SIGTERM drains in-flight calls, SIGHUP reloads the config file. Nothing else. Composition
- * happens here, not in core. Every failure that stops the process is one `gateway: ...` line on
+ * @module server – the `model-gateway` bin: read the command line (cli/gateway.ts: --help,
+ * --config, --check, print-config), load config, buildApp(config) with the built-in plugins,
+ * adapters and translators, listen; SIGTERM drains in-flight calls, SIGHUP reloads the config
+ * file. Nothing else. Composition happens here, not in core. Every failure that stops the process is one `gateway: ...` line on
  * stderr and exit code 1, never a stack.
  */
 /** The oldest Node major the gateway runs on (its HTTP client and SQLite binding need 22.19+). */
@@ -21,12 +23,36 @@ function cannotListen (host: string, port: number, settings: string, source: str
 }
 
 async function main (): Promise<void> {
-  // Checked before anything else loads: on an older Node the native SQLite binding crashes the
-  // process at load time instead of failing with a message.
+  // The command line first: --help, a mistake and print-config start nothing and run on any Node.
+  const cli = await import('./cli/gateway.ts')
+  let command
+  try {
+    command = cli.parseGatewayArgs(process.argv.slice(2))
+  } catch (err) {
+    if (!(err instanceof cli.GatewayUsageError)) throw err
+    process.stderr.write(`gateway: ${err.message}\n\n${cli.GATEWAY_USAGE}`)
+    process.exit(2)
+  }
+  if (command.kind === 'help') {
+    process.stdout.write(cli.GATEWAY_USAGE)
+    return
+  }
+  if (command.kind === 'print-default') {
+    process.stdout.write(cli.defaultConfigYaml())
+    return
+  }
+  // Checked before the gateway's modules load (for --check too): on an older Node the native
+  // SQLite binding crashes the process at load time instead of failing with a message.
   const [major, minor] = process.versions.node.split('.').map(Number)
   if (major < MIN_NODE[0] || (major === MIN_NODE[0] && minor < MIN_NODE[1])) {
     process.stderr.write(`gateway: Node.js ${process.version} is too old; run it on Node ${MIN_NODE.join('.')} or later (\`npm start\` brings Node 24)\n`)
     process.exit(1)
+  }
+  // --config is GATEWAY_CONFIG: a SIGHUP reload reads the same file.
+  if (command.config !== undefined) process.env.GATEWAY_CONFIG = command.config
+  if (command.kind === 'check') {
+    process.exitCode = await cli.runCheck(process.env, process.stdout, process.stderr)
+    return
   }
   const { loadConfig } = await import('./core/config/config.ts')
   const { buildApp } = await import('./core/http/app.ts')

@@ -74,23 +74,28 @@ const USAGE_FIELDS = ['requests', 'inputTokens', 'cachedInputTokens', 'outputTok
 const CALL_FIELDS = ['requests', 'clientErrors', 'serverErrors'] as const
 const money = <T extends { cost: number }>(o: T): Omit<T, 'cost'> & { cost: string } => ({ ...o, cost: formatMicros(o.cost) })
 
+/**
+ * The usage summary of GET /admin/usage/summary, from the ledger: sums per bucket (and group) over
+ * [from, to), the totals and the per-group totals (the admin CLI's `usage summary` prints these).
+ */
+export async function usageSummary (ledger: Ledger, q: S.UsageSummaryQueryT, now: number) {
+  const f = frameOf(q, now)
+  const rows = await ledger.summarizeUsage({
+    ...f, ...(q.groupBy ? { groupBy: q.groupBy } : {}),
+    ...(q.organization !== undefined ? { organization: q.organization } : {}), ...(q.project !== undefined ? { project: q.project } : {}),
+    ...(q.key !== undefined ? { keyId: q.key } : {}), ...(q.model !== undefined ? { model: q.model } : {}),
+  })
+  const r = fold(rows, USAGE_FIELDS, q.groupBy !== undefined, q.top, (a, b) => b.cost - a.cost || b.requests - a.requests)
+  return {
+    from: iso(f.from), to: iso(f.to), bucket: q.bucket, groupBy: q.groupBy ?? null,
+    total: money(r.total), groups: r.groups.map(money), series: r.series.map(({ bucket, ...e }) => ({ time: iso(bucket), ...money(e) })),
+  }
+}
+
 export function summaryRoutes (app: FastifyInstance, ledger: Ledger, recorder: CallRecorder | undefined, now: () => number = Date.now): void {
   app.get<{ Querystring: S.UsageSummaryQueryT }>('/admin/usage/summary', {
     schema: { tags: ['usage'], summary: 'Usage records counted and summed per time bucket (and model or organization), by the ledger', querystring: S.UsageSummaryQuery, response: { 200: S.UsageSummary, ...errorResponses } },
-  }, async request => {
-    const q = request.query
-    const f = frameOf(q, now())
-    const rows = await ledger.summarizeUsage({
-      ...f, ...(q.groupBy ? { groupBy: q.groupBy } : {}),
-      ...(q.organization !== undefined ? { organization: q.organization } : {}), ...(q.project !== undefined ? { project: q.project } : {}),
-      ...(q.key !== undefined ? { keyId: q.key } : {}), ...(q.model !== undefined ? { model: q.model } : {}),
-    })
-    const r = fold(rows, USAGE_FIELDS, q.groupBy !== undefined, q.top, (a, b) => b.cost - a.cost || b.requests - a.requests)
-    return {
-      from: iso(f.from), to: iso(f.to), bucket: q.bucket, groupBy: q.groupBy ?? null,
-      total: money(r.total), groups: r.groups.map(money), series: r.series.map(({ bucket, ...e }) => ({ time: iso(bucket), ...money(e) })),
-    }
-  })
+  }, async request => usageSummary(ledger, request.query, now()))
 
   app.get<{ Querystring: S.CallSummaryQueryT }>('/admin/calls/summary', {
     schema: { tags: ['usage'], summary: 'Ended inference calls by status class per time bucket (and model or organization), counted in this replica since it started', querystring: S.CallSummaryQuery, response: { 200: S.CallSummary, ...errorResponses } },

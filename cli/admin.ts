@@ -1,6 +1,8 @@
+#!/usr/bin/env node
 /**
- * @module cli/admin – the admin CLI: organizations, projects, balances, holds, keys, prices and usage
- * exports in the ledger (SQLite file or PostgreSQL). Run `node dist/cli/admin.js help`.
+ * @module cli/admin – the admin CLI, the `model-gateway-admin` bin: organizations, projects,
+ * balances, holds, keys, prices, usage exports and summaries in the ledger (SQLite file or
+ * PostgreSQL), or through a running gateway's admin API. Run `model-gateway-admin help`.
  */
 import { realpathSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
@@ -12,12 +14,16 @@ import type { ModelPrice } from '../core/types/model.ts'
 import { AdminService, newKeyId } from '../admin/service.ts'
 import { holdView, keyView, USAGE_CSV_COLUMNS, USAGE_CSV_HEADER, usageCsvRow, usageView } from '../admin/views.ts'
 import { amountArg, cliText, ledgerConfig, options, parseArgv, positionals, priceArg, required, spoolPath, timeArg, usageError, type Parsed } from './args.ts'
-import { priceText, writeBalance, writeHolds, writeKeys, writeSpool, type Writer } from './print.ts'
+import { priceText, writeBalance, writeHolds, writeKeys, writeOrganizations, writeProjects, writeSpool, writeUsageSummary, type Writer } from './print.ts'
+import { usageSummary } from '../admin/summary.ts'
+import { iso } from '../admin/views.ts'
+import { formatMicros } from '../money/billing.ts'
 import { AdminClient, planRemote, type Remote } from './remote.ts'
+import type { UsageSummaryQueryT } from '../admin/summary-schemas.ts'
 
 export type { Writer }
 
-export const USAGE = `Usage: admin [ledger options] <command> [arguments]
+export const USAGE = `Usage: model-gateway-admin [ledger options] <command> [arguments]
 
 Ledger options (any position):
   --sqlite <path>        SQLite ledger file (default $GATEWAY_LEDGER_PATH or ./data/gateway.db)
@@ -28,12 +34,15 @@ The ledger is migrated before every command.
 
 Or drive a running gateway's admin API instead of the ledger (every command but migrate):
   --url <admin url>      e.g. http://127.0.0.1:8081 (the gateway's admin.host:admin.port)
-  --admin-key <key>      an admin key from the config's admin.keys (default $GW_ADMIN_KEY)
+  --admin-key <key>      an admin key from the config's admin.keys (default $GATEWAY_ADMIN_KEY;
+                         the older $GW_ADMIN_KEY is still read when that is not set)
 
 Commands:
   migrate                                       apply pending schema migrations
   org create <id> [--name N]                    create an organization (balance 0)
+  org list [--json]                             id, name, balance, created
   project create <id> --org <org> [--name N]    create a project in an organization
+  project list [--org O] [--json]               id, organization, name, created
   balance topup <org> <amount>                  add a positive amount (currency units, at most
                                                 6 decimals, e.g. 12.50); prints the new balance
   balance show <org> [--json]                   balance, reserved (held by calls in flight), available
@@ -65,20 +74,56 @@ Commands:
                                                 usage records with from <= time < to, to stdout;
                                                 time as ISO 8601, cost in currency units,
                                                 prices per million tokens
+  usage summary [--from ISO] [--to ISO] [--group-by model|organization]
+                [--org O] [--project P] [--key K] [--model M] [--json]
+                                                requests, input, cached and output tokens and
+                                                cost with from <= time < to (default: the 30
+                                                days before --to, default now; at most 1500
+                                                days), per model or organization when grouped
   help                                          this text
 
 Exit codes: 0 ok, 1 ledger error (e.g. unknown organization), 2 bad command or argument.
 
 Examples:
-  admin org create acme --name "Acme Inc"
-  admin balance topup acme 12.50
-  admin key create --org acme --project web --name ci --models echo/echo-1
-  admin price set echo/echo-1 --input 3 --output 15 --cached 0.3
-  admin --ledger-url postgres://gw@db/gw usage export --from 2025-01-01 --to 2025-02-01 --format csv
-  GW_ADMIN_KEY=... admin --url http://127.0.0.1:8081 balance topup acme 12.50
+  model-gateway-admin org create acme --name "Acme Inc"
+  model-gateway-admin balance topup acme 12.50
+  model-gateway-admin key create --org acme --project web --name ci --models echo/echo-1
+  model-gateway-admin price set echo/echo-1 --input 3 --output 15 --cached 0.3
+  model-gateway-admin usage summary --from 2025-01-01 --group-by model
+  model-gateway-admin --ledger-url postgres://gw@db/gw usage export --from 2025-01-01 --to 2025-02-01 --format csv
+  GATEWAY_ADMIN_KEY=... model-gateway-admin --url http://127.0.0.1:8081 balance topup acme 12.50
 `
 
 export { USAGE_CSV_COLUMNS }
+
+/** The admin key for --url: GATEWAY_ADMIN_KEY (the server's name for it), else the older GW_ADMIN_KEY. */
+export function adminKeyOf (env: NodeJS.ProcessEnv): string | undefined {
+  return env.GATEWAY_ADMIN_KEY || env.GW_ADMIN_KEY || undefined
+}
+
+/** Days a usage summary may span (one bucket a day; the admin API's bucket bound). */
+const SUMMARY_MAX_DAYS = 1500
+const DAY_MS = 86_400_000
+
+/**
+ * `usage summary`'s options as the admin API's summary query: [from, to) in days (--to default
+ * now, --from default 30 days before it), grouped by --group-by, filtered by the rest.
+ */
+export function summaryQuery (get: (name: string) => string | undefined): UsageSummaryQueryT {
+  const to = timeArg(get('to'), 'to') ?? Date.now()
+  const from = timeArg(get('from'), 'from') ?? to - 30 * DAY_MS
+  if (from > to) throw usageError('--from is after --to')
+  if (to - from > SUMMARY_MAX_DAYS * DAY_MS) throw usageError(`a usage summary spans at most ${SUMMARY_MAX_DAYS} days`)
+  const groupBy = get('group-by')
+  if (groupBy !== undefined && groupBy !== 'model' && groupBy !== 'organization') throw usageError(`--group-by must be model or organization: "${groupBy}"`)
+  const q: UsageSummaryQueryT = { from: new Date(from).toISOString(), to: new Date(to).toISOString(), bucket: 'day', top: 10 }
+  if (groupBy !== undefined) q.groupBy = groupBy
+  for (const [flag, field] of [['org', 'organization'], ['project', 'project'], ['key', 'key'], ['model', 'model']] as const) {
+    const v = get(flag)
+    if (v !== undefined) q[field] = v
+  }
+  return q
+}
 
 /** A command on the ledger: the admin service's operation (admin/service.ts) and what it prints. */
 type Action = (admin: AdminService, out: Writer, err: Writer) => Promise<void>
@@ -110,6 +155,32 @@ function plan (p: Parsed, env: NodeJS.ProcessEnv): Action | undefined {
       return async (admin, out) => {
         await admin.createProject(id!, org, name)
         out.write(`created project ${id} in organization ${org}\n`)
+      }
+    }
+    case 'org list': {
+      options(p, cmd, ['json'])
+      positionals(rest, cmd, [])
+      const json = p.flags.has('json')
+      return async (admin, out) => {
+        writeOrganizations((await admin.ledger.listOrganizations()).map(o => ({ id: o.id, name: o.name ?? null, balance: formatMicros(o.balance), createdAt: iso(o.createdAt) })), json, out)
+      }
+    }
+    case 'project list': {
+      const get = options(p, cmd, ['json', 'org'])
+      positionals(rest, cmd, [])
+      const json = p.flags.has('json')
+      const org = get('org')
+      return async (admin, out) => {
+        writeProjects((await admin.ledger.listProjects(org)).map(r => ({ id: r.id, organization: r.organization, name: r.name ?? null, createdAt: iso(r.createdAt) })), json, out)
+      }
+    }
+    case 'usage summary': {
+      const get = options(p, cmd, ['from', 'to', 'group-by', 'org', 'project', 'key', 'model', 'json'])
+      positionals(rest, cmd, [])
+      const q = summaryQuery(get)
+      const json = p.flags.has('json')
+      return async (admin, out) => {
+        writeUsageSummary(await usageSummary(admin.ledger, q, Date.now()), json, out)
       }
     }
     case 'balance topup': {
@@ -283,16 +354,18 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, out: Writer,
     if (url !== undefined) {
       if (typeof url !== 'string' || !/^https?:\/\/[^/]+/.test(url)) throw usageError('--url must be the admin API\'s http(s):// address')
       for (const f of ['sqlite', 'ledger-url', 'schema']) if (p.flags.has(f)) throw usageError(`give either --url or --${f}, not both`)
-      const key = typeof adminKey === 'string' ? adminKey : env.GW_ADMIN_KEY
-      if (!key) throw usageError('--url needs an admin key: --admin-key or $GW_ADMIN_KEY')
-      remote = { client: new AdminClient(url.replace(/\/+$/, ''), key), run: planRemote(p) }
+      const key = typeof adminKey === 'string' ? adminKey : adminKeyOf(env)
+      if (!key) throw usageError('--url needs an admin key: --admin-key or $GATEWAY_ADMIN_KEY')
+      const flag = (name: string): string | undefined => { const v = p.flags.get(name); return v === true ? undefined : v }
+      const summary = p.positionals[0] === 'usage' && p.positionals[1] === 'summary' ? summaryQuery(flag) : undefined
+      remote = { client: new AdminClient(url.replace(/\/+$/, ''), key), run: planRemote(p, summary) }
     } else {
       if (adminKey !== undefined) throw usageError('--admin-key goes with --url')
       cfg = ledgerConfig(name => { const v = p.flags.get(name); return v === true ? undefined : v }, env)
     }
   } catch (e) {
     if (isGatewayError(e) && e.code === 'GW_ERR_CLI_USAGE') {
-      err.write(`admin: ${cliText(e)}\nRun "admin help" for usage.\n`)
+      err.write(`admin: ${cliText(e)}\nRun "model-gateway-admin help" for usage.\n`)
       return 2
     }
     throw e

@@ -37,3 +37,33 @@ export function writeHolds (holds: HoldView[], json: boolean, out: Writer): void
 export function writeBalance (v: BalanceView, json: boolean, out: Writer): void {
   out.write(json ? JSON.stringify(v) + '\n' : table([['organization', v.organization], ['balance', v.balance], ['reserved', v.reserved], ['available', v.available]]))
 }
+
+/** An organization as the admin API lists it. */
+export interface OrganizationRow { id: string, name: string | null, balance: string, createdAt: string }
+/** A project as the admin API lists it. */
+export interface ProjectRow { id: string, organization: string, name: string | null, createdAt: string }
+/** Usage sums as the admin API's summary gives them. */
+export interface UsageSums { requests: number, inputTokens: number, cachedInputTokens: number, outputTokens: number, cost: string }
+/** The part of the admin API's usage summary the CLI prints. */
+export interface UsageSummaryView { from: string, to: string, groupBy: string | null, total: UsageSums, groups: Array<UsageSums & { key: string | null }> }
+
+export function writeOrganizations (rows: OrganizationRow[], json: boolean, out: Writer): void {
+  if (json) { out.write(JSON.stringify(rows, null, 2) + '\n'); return }
+  out.write(table([['id', 'name', 'balance', 'created'], ...rows.map(o => [o.id, o.name ?? '-', o.balance, o.createdAt])]))
+}
+
+export function writeProjects (rows: ProjectRow[], json: boolean, out: Writer): void {
+  if (json) { out.write(JSON.stringify(rows, null, 2) + '\n'); return }
+  out.write(table([['id', 'org', 'name', 'created'], ...rows.map(p => [p.id, p.organization, p.name ?? '-', p.createdAt])]))
+}
+
+const sums = (s: UsageSums): string[] => [String(s.requests), String(s.inputTokens), String(s.cachedInputTokens), String(s.outputTokens), s.cost]
+
+/** The range and totals; grouped, one row per group and the total last. */
+export function writeUsageSummary (v: UsageSummaryView, json: boolean, out: Writer): void {
+  if (json) { out.write(JSON.stringify({ from: v.from, to: v.to, groupBy: v.groupBy, total: v.total, groups: v.groups }, null, 2) + '\n'); return }
+  out.write(`from ${v.from} to ${v.to}\n`)
+  const head = ['requests', 'input', 'cached', 'output', 'cost']
+  if (v.groupBy === null) { out.write(table([head, sums(v.total)])); return }
+  out.write(table([[v.groupBy, ...head], ...v.groups.map(g => [g.key ?? '(none)', ...sums(g)]), ['total', ...sums(v.total)]]))
+}

@@ -4,7 +4,8 @@ import type { ModelPrice } from '../core/types/model.ts'
 import type { HoldView, KeyView } from '../admin/views.ts'
 import type { BalanceView } from '../admin/service.ts'
 import { priceArg, usageError, type Parsed } from './args.ts'
-import { priceText, writeBalance, writeHolds, writeKeys, type Writer } from './print.ts'
+import { priceText, writeBalance, writeHolds, writeKeys, writeOrganizations, writeProjects, writeUsageSummary, type OrganizationRow, type ProjectRow, type UsageSummaryView, type Writer } from './print.ts'
+import type { UsageSummaryQueryT } from '../admin/summary-schemas.ts'
 
 /**
  * A running gateway's admin API (--url): every request carries the admin key; an error answer
@@ -56,7 +57,7 @@ const enc = encodeURIComponent
  * The same commands over the admin API (--url). Arguments were checked by plan() already; this
  * only maps them to requests and prints what the ledger mode prints.
  */
-export function planRemote (p: Parsed): Remote {
+export function planRemote (p: Parsed, summary?: UsageSummaryQueryT): Remote {
   const [group, sub, ...rest] = p.positionals
   const cmd = `${group} ${sub ?? ''}`.trim()
   const get = (name: string): string | undefined => { const v = p.flags.get(name); return v === true ? undefined : v }
@@ -69,6 +70,15 @@ export function planRemote (p: Parsed): Remote {
     case 'project create': return async (c, out) => {
       await c.json('POST', '/admin/projects', { id: rest[0], organization: get('org'), ...(get('name') !== undefined ? { name: get('name') } : {}) })
       out.write(`created project ${rest[0]} in organization ${get('org')}\n`)
+    }
+    case 'org list': return async (c, out) => { writeOrganizations((await c.json<{ data: OrganizationRow[] }>('GET', '/admin/organizations')).data, json, out) }
+    case 'project list': return async (c, out) => {
+      const org = get('org')
+      writeProjects((await c.json<{ data: ProjectRow[] }>('GET', `/admin/projects${org !== undefined ? `?organization=${enc(org)}` : ''}`)).data, json, out)
+    }
+    case 'usage summary': return async (c, out) => {
+      const q = new URLSearchParams(Object.entries(summary ?? {}).map(([k, v]) => [k, String(v)]))
+      writeUsageSummary(await c.json<UsageSummaryView>('GET', `/admin/usage/summary?${q}`), json, out)
     }
     case 'balance topup': return async (c, out) => {
       const r = await c.json<{ balance: string }>('POST', `/admin/organizations/${enc(rest[0]!)}/topup`, { amount: rest[1]!.trim() })

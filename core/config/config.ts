@@ -151,7 +151,7 @@ export function substitutedIn (config: object): ReadonlySet<string> { return sub
 export interface LoadedConfig {
   config: GatewayConfig
   demoKey?: string
-  /** The embedded default's admin key (env GATEWAY_ADMIN_KEY, else random): the console's sign-in. */
+  /** The embedded default's admin key (env GATEWAY_ADMIN_KEY, else the older GW_ADMIN_KEY, else random): the console's sign-in. */
   adminKey?: string
 }
 
@@ -226,7 +226,7 @@ export function loadConfig (env: Env = process.env): LoadedConfig {
   const file = env.GATEWAY_CONFIG
   if (!file) {
     const demoKey = env.GATEWAY_DEMO_KEY || `sk-gw-demo-${randomBytes(18).toString('base64url')}`
-    const adminKey = env.GATEWAY_ADMIN_KEY || `gw-admin-${randomBytes(24).toString('base64url')}`
+    const adminKey = env.GATEWAY_ADMIN_KEY || env.GW_ADMIN_KEY || `gw-admin-${randomBytes(24).toString('base64url')}`
     return { config: buildConfig(embeddedDefault(demoKey, adminKey), 'embedded default', process.cwd(), env), demoKey, adminKey }
   }
   const path = resolve(file)

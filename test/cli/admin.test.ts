@@ -40,7 +40,7 @@ t.test('help and no arguments print usage, exit 0', async t => {
   for (const args of [[], ['help'], ['--help'], ['key', 'create', '--help']]) {
     const r = await cli([], ...args)
     t.equal(r.code, 0, args.join(' ') || '(none)')
-    t.match(r.out, /Usage: admin/)
+    t.match(r.out, /Usage: model-gateway-admin/)
     t.match(r.out, /per million tokens/, 'price units documented')
     t.equal(r.err, '')
   }
@@ -334,7 +334,7 @@ t.test('end to end: the built CLI', async t => {
   t.ok((await (await open()).findKeyByHash(hashKey(secret))), 'key usable by the auth plugin (found by hash)')
   r = spawnSync(process.execPath, [CLI], { encoding: 'utf8' })
   t.equal(r.status, 0)
-  t.match(r.stdout, /Usage: admin/)
+  t.match(r.stdout, /Usage: model-gateway-admin/)
 })
 
 t.test('PostgreSQL ledger via --ledger-url and --schema', async t => {
