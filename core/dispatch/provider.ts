@@ -71,6 +71,14 @@ export interface ProviderInstance {
    */
   sign? (req: UpstreamRequest): Promise<UpstreamRequest>
   /**
+   * Optional, with `sign`: the upstream answered 401 to `refused` (the request as signed). Resolves
+   * true when the adapter renewed its credentials (an expired or revoked token: a new one fetched,
+   * shared with every call that was refused the same token): core then signs the request again and
+   * sends it once more, to the same deployment. False: the 401 stands (mapped as any error). A
+   * rejection counts as the upstream unreachable (logged; the next deployment is tried).
+   */
+  renewAuth? (refused: UpstreamRequest): Promise<boolean>
+  /**
    * Optional: a decoder for one streamed answer, for an upstream whose stream is not server-sent
    * events (binary frames, NDJSON). It turns the body's bytes into the events of `protocol` that
    * the translators read (as core's SSE parser would have produced them from that protocol's own
