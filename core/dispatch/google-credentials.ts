@@ -155,26 +155,29 @@ async function exchange (uri: string, form: Record<string, string>, who: string,
   return ttl === undefined ? { token } : { token, expiration: new Date(nowMs + ttl * 1000) }
 }
 
-/** Wraps a token source in the cache: refreshed `refreshBeforeMs` ahead of expiry, renewed after a refusal. */
+/**
+ * Wraps a token source in the cache: a token is refreshed `refreshBeforeMs` ahead of its expiry,
+ * or at half its lifetime when that comes first (a short-lived token is not fetched per call), and
+ * renewed after a refusal.
+ */
 function cached (source: () => Promise<AccessToken>, opts: GoogleTokenOptions): TokenProvider {
   const now = opts.now ?? Date.now
+  const before = opts.refreshBeforeMs ?? 5 * 60_000
   const minRenew = opts.minRenewIntervalMs ?? 5_000
-  let fetchedAt = -Infinity
-  const r = refreshing(async () => {
-    const t = await source()
-    fetchedAt = now()
-    return t
-  }, { refreshBeforeMs: opts.refreshBeforeMs ?? 5 * 60_000, now })
-  const get = (): Promise<AccessToken> => r()
+  interface Held { at: AccessToken, fetchedAt: number, expiration?: Date }
+  const r = refreshing<Held>(async () => {
+    const at = await source()
+    const fetchedAt = now()
+    if (at.expiration === undefined) return { at, fetchedAt }
+    const exp = at.expiration.getTime()
+    return { at, fetchedAt, expiration: new Date(exp - Math.min(before, Math.max(0, (exp - fetchedAt) / 2))) }
+  }, { refreshBeforeMs: 0, now })
+  const get = async (): Promise<AccessToken> => (await r()).at
+  // A token fetched moments ago is not renewed: another exchange would give one refused alike.
   get.renew = async (stale: string): Promise<AccessToken | undefined> => {
-    let renewed = false
-    const t = await r.renew(held => {
-      if (held.token !== stale) return false
-      renewed = now() - fetchedAt >= minRenew
-      return renewed
-    })
-    // Someone else's renewal already replaced the refused token: that counts as renewed.
-    return renewed || t.token !== stale ? t : undefined
+    const t = await r.renew(held => held.at.token === stale && now() - held.fetchedAt >= minRenew)
+    // Another caller's renewal already replaced the refused token: that counts as renewed.
+    return t.at.token !== stale ? t.at : undefined
   }
   return get
 }
