@@ -5,6 +5,7 @@ import openaiCompatible from './openai-compatible/index.ts'
 import anthropicCompatible from './anthropic-compatible/index.ts'
 import openaiResponses from './openai-responses/index.ts'
 import bedrock from './bedrock/index.ts'
+import gemini from './gemini/index.ts'
 
 export const builtinProviders: readonly ProviderAdapter[] = [
   echo,
@@ -12,5 +13,6 @@ export const builtinProviders: readonly ProviderAdapter[] = [
   anthropicCompatible,
   openaiResponses,
   bedrock,
+  gemini,
 ]
 export { translators } from './protocols/index.ts'
