@@ -5,6 +5,7 @@ import openaiCompatible from './openai-compatible/index.ts'
 import anthropicCompatible from './anthropic-compatible/index.ts'
 import openaiResponses from './openai-responses/index.ts'
 import bedrock from './bedrock/index.ts'
+import gemini from './gemini/index.ts'
 import vertex from './vertex/index.ts'
 
 export const builtinProviders: readonly ProviderAdapter[] = [
@@ -13,6 +14,7 @@ export const builtinProviders: readonly ProviderAdapter[] = [
   anthropicCompatible,
   openaiResponses,
   bedrock,
+  gemini,
   vertex,
 ]
 export { translators } from './protocols/index.ts'
