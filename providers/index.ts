@@ -5,8 +5,8 @@ import openaiCompatible from './openai-compatible/index.ts'
 import anthropicCompatible from './anthropic-compatible/index.ts'
 import openaiResponses from './openai-responses/index.ts'
 import bedrock from './bedrock/index.ts'
-import gemini from './gemini/index.ts'
-import vertex from './vertex/index.ts'
+import gemini, { geminiUpstream, noSamplingMatcher } from './gemini/index.ts'
+import { vertexAdapter } from './vertex/index.ts'
 
 export const builtinProviders: readonly ProviderAdapter[] = [
   echo,
@@ -15,6 +15,7 @@ export const builtinProviders: readonly ProviderAdapter[] = [
   openaiResponses,
   bedrock,
   gemini,
-  vertex,
+  // Vertex AI serves Gemini models through the gemini adapter's translation.
+  vertexAdapter({ upstream: geminiUpstream, samplingMatcher: noSamplingMatcher }),
 ]
 export { translators } from './protocols/index.ts'

@@ -4,13 +4,16 @@
  * with the key's public half, issuer, audience, scope, lifetime) and issues short-lived tokens;
  * Claude's `rawPredict` / `streamRawPredict` and `count-tokens:rawPredict` as Vertex serves them,
  * each checking the bearer token (unknown, expired or revoked: 401 UNAUTHENTICATED) and the body
- * (`anthropic_version`, no `model`); scripted answers; every request recorded.
+ * (`anthropic_version`, no `model`); Gemini's `generateContent` / `streamGenerateContent` /
+ * `countTokens` at `publishers/google`, after the same bearer check, served by a fake Gemini (see
+ * fake-gemini) behind it; scripted answers; every request recorded.
  */
 import { generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto'
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { jwtVerify, decodeProtectedHeader } from 'jose'
 import { json, msgEvent, type Recorded } from './fake-upstream.ts'
+import { startFakeGemini, type FakeGemini, type FakeGeminiOptions } from './fake-gemini.ts'
 
 export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16'
 export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform'
@@ -33,7 +36,7 @@ export interface VertexErrorReply { error: { status: number, body?: unknown, hea
 export type VertexReply = VertexClaudeAnswer | VertexErrorReply
 export type VertexScript = VertexReply | ((req: VertexRecorded) => VertexReply)
 
-export type VertexOperation = 'token' | 'rawPredict' | 'streamRawPredict' | 'count-tokens' | 'unknown'
+export type VertexOperation = 'token' | 'rawPredict' | 'streamRawPredict' | 'count-tokens' | 'generateContent' | 'streamGenerateContent' | 'countTokens' | 'unknown'
 
 export interface VertexRecorded extends Recorded {
   operation: VertexOperation
@@ -67,6 +70,8 @@ export interface FakeVertexOptions {
   countTokens?: number
   /** Milliseconds the token endpoint waits before answering (makes concurrent exchanges overlap). */
   tokenDelayMs?: number
+  /** The fake Gemini behind `publishers/google` (its own auth is off: the bearer is checked here). */
+  gemini?: Omit<FakeGeminiOptions, 'auth' | 'apiKey'>
 }
 
 export interface FakeVertex {
@@ -80,7 +85,9 @@ export interface FakeVertex {
   readonly issued: readonly string[]
   /** Assertions refused so far (why). */
   readonly refusedAssertions: readonly string[]
-  /** Queues a reply for the next inference call. */
+  /** The fake Gemini that answers Gemini models (script it, read its requests). */
+  gemini: FakeGemini
+  /** Queues a reply for the next Claude inference call. */
   next (reply: VertexScript): void
   /** From now on a token is refused (401) although unexpired. */
   revoke (token: string): void
@@ -89,6 +96,7 @@ export interface FakeVertex {
   close (): Promise<void>
 }
 
+const GEMINI_PATH = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/google\/models\/([^/:]+):(generateContent|streamGenerateContent|countTokens)$/
 const CLAUDE_PATH = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/anthropic\/models\/([^/:]+):(rawPredict|streamRawPredict)$/
 
 function googleError (res: ServerResponse, status: number, code: string, message: string): void {
@@ -179,6 +187,7 @@ export async function startFakeVertex (opts: FakeVertexOptions = {}): Promise<Fa
   const queue: VertexScript[] = []
   let refuseAll = false
   const sockets = new Set<Socket>()
+  const gemini = await startFakeGemini({ ...opts.gemini, auth: () => undefined })
   const fake: FakeVertex = {
     origin: '',
     project,
@@ -187,13 +196,26 @@ export async function startFakeVertex (opts: FakeVertexOptions = {}): Promise<Fa
     serviceAccount: { type: 'service_account', project_id: project, private_key_id: kid, private_key: pem, client_email: `gateway@${project}.iam.gserviceaccount.com`, client_id: '100000000000000000001', token_uri: '' },
     issued,
     refusedAssertions,
+    gemini,
     next (reply) { queue.push(reply) },
     revoke (token) { revoked.add(token) },
     refuseTokens (on) { refuseAll = on },
     async close () {
       for (const s of sockets) s.destroy()
       await new Promise<void>(resolve => server.close(() => resolve()))
+      await gemini.close()
     },
+  }
+
+  /** Hands a Gemini request, as received, to the fake Gemini and relays its answer. */
+  function toGemini (rec: VertexRecorded, res: ServerResponse): void {
+    const { host: _host, ...headers } = rec.headers
+    const out = httpRequest(`${gemini.origin}${rec.path}`, { method: 'POST', headers }, up => {
+      res.writeHead(up.statusCode ?? 502, up.headers)
+      up.pipe(res)
+    })
+    out.on('error', () => res.destroy())
+    out.end(rec.text)
   }
 
   async function tokenEndpoint (rec: VertexRecorded, res: ServerResponse): Promise<void> {
@@ -236,7 +258,7 @@ export async function startFakeVertex (opts: FakeVertexOptions = {}): Promise<Fa
 
   function inference (rec: VertexRecorded, res: ServerResponse): void {
     const why = checkVertexClaudeBody(rec.body, rec.operation)
-    if (why !== undefined) { rec.refused = why; return anthropicError(res, why) }
+    if (why !== undefined) { rec.refused = why; anthropicError(res, why); return }
     const script = queue.shift() ?? opts.reply ?? {}
     const reply = typeof script === 'function' ? script(rec) : script
     if ('error' in reply) {
@@ -244,7 +266,7 @@ export async function startFakeVertex (opts: FakeVertexOptions = {}): Promise<Fa
       res.end(JSON.stringify(reply.error.body ?? { error: { code: reply.error.status, message: 'scripted error', status: 'INTERNAL' } }))
       return
     }
-    if (rec.operation === 'rawPredict') return json(res, 200, vertexClaudeResponse(reply, rec.model))
+    if (rec.operation === 'rawPredict') { json(res, 200, vertexClaudeResponse(reply, rec.model)); return }
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' })
     for (const e of vertexClaudeEvents(reply, rec.model)) res.write(e)
     res.end()
@@ -253,6 +275,17 @@ export async function startFakeVertex (opts: FakeVertexOptions = {}): Promise<Fa
   function route (rec: VertexRecorded, res: ServerResponse): void | Promise<void> {
     const path = rec.path.split('?')[0]
     if (rec.method === 'POST' && path === '/token') { rec.operation = 'token'; return tokenEndpoint(rec, res) }
+    const g = GEMINI_PATH.exec(path)
+    if (rec.method === 'POST' && g !== null) {
+      rec.model = decodeURIComponent(g[3])
+      rec.operation = g[4] as VertexOperation
+      if (!authorized(rec, res)) return
+      if (decodeURIComponent(g[1]) !== project || decodeURIComponent(g[2]) !== location) {
+        rec.refused = 'project or location'
+        return googleError(res, 404, 'NOT_FOUND', `Publisher model not found in ${decodeURIComponent(g[1])}/${decodeURIComponent(g[2])}.`)
+      }
+      return toGemini(rec, res)
+    }
     const m = CLAUDE_PATH.exec(path)
     if (rec.method !== 'POST' || m === null) { rec.operation = 'unknown'; return googleError(res, 404, 'NOT_FOUND', 'The requested URL was not found on this server.') }
     rec.model = decodeURIComponent(m[3])

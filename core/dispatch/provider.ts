@@ -83,8 +83,10 @@ export interface ProviderInstance {
    * events (binary frames, NDJSON). It turns the body's bytes into the events of `protocol` that
    * the translators read (as core's SSE parser would have produced them from that protocol's own
    * stream). `opts`: the call's translate options. When present, a 2xx streamed answer whose content type is not JSON is read with it.
+   * Undefined for a call whose stream is the protocol's own SSE (an adapter serving models of
+   * several wires): core's SSE parser reads it.
    */
-  decodeStream? (opts: TranslateOptions): StreamDecoder
+  decodeStream? (opts: TranslateOptions): StreamDecoder | undefined
   /**
    * Optional: an upstream whose JSON answers are not in `protocol`'s shape turns them into it:
    * `kind: 'answer'` a non-streamed inference answer (then the answer is always re-serialized, never

@@ -4,10 +4,13 @@
  * tokens expire; its Claude answers are read by the official @anthropic-ai/sdk, whose fetch is
  * pointed at the rawPredict paths the way Vertex's own client rewrites requests (no `model` in the
  * body, `anthropic_version` added, the model in the path, a bearer token), so what the SDK accepts
- * from the fake (JSON answers, the SSE stream, partial tool input) it accepts from Vertex.
+ * from the fake (JSON answers, the SSE stream, partial tool input) it accepts from Vertex. Its
+ * Gemini paths are read by the official @google/genai in Vertex mode (`vertexai: true`, the fake
+ * as `httpOptions.baseUrl`), its auth client handing over a token exchanged at the fake.
  */
 import t from 'tap'
 import Anthropic from '@anthropic-ai/sdk'
+import { GoogleGenAI } from '@google/genai'
 import { generateKeyPairSync } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startFakeVertex, VERTEX_ANTHROPIC_VERSION, CLOUD_PLATFORM_SCOPE, type FakeVertex } from '../../testing.ts'
@@ -139,4 +142,31 @@ t.test('refusals: no token, an expired token, a revoked one; a body with model o
   t.equal(fake.requests.at(-1)!.refused, 'expired token')
   const wrongPlace = await fetch(`${fake.origin}/v1/projects/other/locations/${fake.location}/publishers/anthropic/models/${MODEL}:rawPredict`, { method: 'POST', body: '{}' })
   t.equal(wrongPlace.status, 401, 'the bearer is checked before anything else')
+})
+
+t.test('Gemini models as @google/genai reads them in Vertex mode: JSON, stream, count tokens, behind the bearer check', async t => {
+  const fake = await startFakeVertex()
+  t.teardown(() => fake.close())
+  const tokens = serviceAccountTokens(fake.serviceAccount as GoogleServiceAccount)
+  // The SDK's Google auth would fetch its own token from Google's endpoint: its auth client hands over ours.
+  const authClient = { getRequestHeaders: async () => new Headers({ authorization: `Bearer ${(await tokens()).token}` }) }
+  const ai = new GoogleGenAI({ vertexai: true, project: fake.project, location: fake.location, httpOptions: { baseUrl: fake.origin, apiVersion: 'v1' }, googleAuthOptions: { authClient: authClient as never } })
+  fake.gemini.next({ parts: [{ text: 'Bonjour' }], usage: { prompt: 7, candidates: 2, cached: 3 } })
+  const r = await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'Hi' })
+  t.equal(r.text, 'Bonjour')
+  t.equal(r.usageMetadata?.cachedContentTokenCount, 3)
+  fake.gemini.next({ parts: [{ text: ['Un', ' deux'] }] })
+  const chunks: string[] = []
+  for await (const c of await ai.models.generateContentStream({ model: 'gemini-2.5-flash', contents: 'Count' })) chunks.push(c.text ?? '')
+  t.same(chunks, ['Un', ' deux'])
+  const n = await ai.models.countTokens({ model: 'gemini-2.5-flash', contents: 'Hi' })
+  t.ok((n.totalTokens ?? 0) > 0)
+  t.same(fake.requests.filter(r => r.operation !== 'token').map(r => [r.operation, r.model, r.refused]), [
+    ['generateContent', 'gemini-2.5-flash', undefined], ['streamGenerateContent', 'gemini-2.5-flash', undefined], ['countTokens', 'gemini-2.5-flash', undefined],
+  ])
+  t.equal(fake.gemini.requests.length, 3, 'each reached the fake Gemini')
+
+  const noToken = new GoogleGenAI({ vertexai: true, project: fake.project, location: fake.location, httpOptions: { baseUrl: fake.origin, apiVersion: 'v1' }, googleAuthOptions: { authClient: { getRequestHeaders: async () => new Headers() } as never } })
+  await t.rejects(noToken.models.generateContent({ model: 'gemini-2.5-flash', contents: 'Hi' }), { status: 401 }, 'no bearer: 401')
+  t.equal(fake.gemini.requests.length, 3, 'a refused call never reached the fake Gemini')
 })
