@@ -67,7 +67,7 @@ export interface GoogleTokenOptions extends RefreshingOptions {
   scope?: string
   /** Bound on one token exchange (default 10 s). */
   timeoutMs?: number
-  /** A token fetched less than this long ago is not renewed after a 401 (default 5 s). */
+  /** A token fetched less than this long ago is not renewed after a 401 (default 1 s): the refusal is of the credentials, not of an old token. */
   minRenewIntervalMs?: number
 }
 
@@ -163,7 +163,7 @@ async function exchange (uri: string, form: Record<string, string>, who: string,
 function cached (source: () => Promise<AccessToken>, opts: GoogleTokenOptions): TokenProvider {
   const now = opts.now ?? Date.now
   const before = opts.refreshBeforeMs ?? 5 * 60_000
-  const minRenew = opts.minRenewIntervalMs ?? 5_000
+  const minRenew = opts.minRenewIntervalMs ?? 1_000
   interface Held { at: AccessToken, fetchedAt: number, expiration?: Date }
   const r = refreshing<Held>(async () => {
     const at = await source()
