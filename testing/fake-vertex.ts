@@ -89,6 +89,8 @@ export interface FakeVertex {
   gemini: FakeGemini
   /** Queues a reply for the next Claude inference call. */
   next (reply: VertexScript): void
+  /** Sets the reply once the queue is empty. */
+  reply (script: VertexScript): void
   /** From now on a token is refused (401) although unexpired. */
   revoke (token: string): void
   /** The token endpoint refuses every assertion from now on (invalid_grant), or accepts again. */
@@ -186,6 +188,7 @@ export async function startFakeVertex (opts: FakeVertexOptions = {}): Promise<Fa
   const refusedAssertions: string[] = []
   const queue: VertexScript[] = []
   let refuseAll = false
+  let fallback: VertexScript = opts.reply ?? {}
   const sockets = new Set<Socket>()
   const gemini = await startFakeGemini({ ...opts.gemini, auth: () => undefined })
   const fake: FakeVertex = {
@@ -198,6 +201,7 @@ export async function startFakeVertex (opts: FakeVertexOptions = {}): Promise<Fa
     refusedAssertions,
     gemini,
     next (reply) { queue.push(reply) },
+    reply (script) { fallback = script },
     revoke (token) { revoked.add(token) },
     refuseTokens (on) { refuseAll = on },
     async close () {
@@ -259,7 +263,7 @@ export async function startFakeVertex (opts: FakeVertexOptions = {}): Promise<Fa
   function inference (rec: VertexRecorded, res: ServerResponse): void {
     const why = checkVertexClaudeBody(rec.body, rec.operation)
     if (why !== undefined) { rec.refused = why; anthropicError(res, why); return }
-    const script = queue.shift() ?? opts.reply ?? {}
+    const script = queue.shift() ?? fallback
     const reply = typeof script === 'function' ? script(rec) : script
     if ('error' in reply) {
       res.writeHead(reply.error.status, { 'content-type': 'application/json', ...reply.error.headers })
