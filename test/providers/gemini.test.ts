@@ -6,6 +6,7 @@
  * records (cached and thought tokens).
  */
 import t from 'tap'
+import type Anthropic from '@anthropic-ai/sdk'
 import { TEST_KEY } from '../helpers/build-test-app.ts'
 import { geminiSetup, lastGenerate, recordsOf, WEATHER_SCHEMA } from '../helpers/gemini-setup.ts'
 import { GEMINI_TEST_KEY } from '../../testing.ts'
@@ -16,11 +17,12 @@ const CHAT_HEADERS = { 'content-type': 'application/json', authorization: `Beare
 t.test('messages JSON: the Gemini request, the answer, usage with cached and thought tokens, the usage record', async t => {
   const { fake, ledger, anthropic } = await geminiSetup(t)
   fake.next({ parts: [{ text: 'Hi there' }], usage: { prompt: 40, cached: 30, candidates: 7, thoughts: 5 } })
+  // Sampling parameters as clients still send them (the SDK's types no longer list temperature).
   const msg = await anthropic.messages.create({
     model: 'google/flash', max_tokens: 100, temperature: 0.3, top_k: 20, stop_sequences: ['END'],
     system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }],
     messages: [{ role: 'user', content: 'Hello' }],
-  })
+  } as Anthropic.MessageCreateParamsNonStreaming)
   t.same(msg.content, [{ type: 'text', text: 'Hi there' }])
   t.equal(msg.stop_reason, 'end_turn')
   t.match(msg.usage, { input_tokens: 10, cache_read_input_tokens: 30, cache_creation_input_tokens: 0, output_tokens: 12 }, 'prompt minus cached; thoughts bill as output')
@@ -167,7 +169,7 @@ t.test('count tokens through Gemini\'s countTokens, the prompt in generateConten
 
 t.test('sampling parameters: left out for gemini-3* by default, sent when noSampling is emptied', async t => {
   const { fake, anthropic } = await geminiSetup(t, { noSampling: ['gemini-3-pro-preview'] })
-  await anthropic.messages.create({ model: 'google/pro3', max_tokens: 10, temperature: 0.2, top_p: 0.9, messages: [{ role: 'user', content: 'x' }] })
+  await anthropic.messages.create({ model: 'google/pro3', max_tokens: 10, temperature: 0.2, top_p: 0.9, messages: [{ role: 'user', content: 'x' }] } as Anthropic.MessageCreateParamsNonStreaming)
   t.same(lastGenerate(fake).body.generationConfig, { maxOutputTokens: 10 }, 'a model that refuses them never sees them')
   t.test('configured to send them', async t => {
     const { fake, base } = await geminiSetup(t, { noSampling: ['gemini-3-pro-preview'] }, { noSampling: [] })
