@@ -16,7 +16,8 @@
  * (+ `allowedFunctionNames`)/NONE. `max_tokens` → `generationConfig.maxOutputTokens`,
  * `stop_sequences` → `stopSequences` (Gemini takes at most 5), `temperature`/`top_p`/`top_k` →
  * `temperature`/`topP`/`topK` only when `sampling` allows them, `output_config.format` (or
- * `output_format`) `json_schema` → `responseMimeType: application/json` + `responseJsonSchema`,
+ * `output_format`) `json_schema` → `responseMimeType: application/json` + `responseJsonSchema`
+ * (`json_object`, chat's JSON mode: the MIME type alone),
  * `thinking` enabled → `thinkingConfig { thinkingBudget, includeThoughts: true }`, adaptive →
  * `{ includeThoughts: true }` (the model's own budget), disabled → nothing (the model's default:
  * Gemini 2.5 Pro and Gemini 3 models cannot turn thinking off). Ignored: `cache_control`,
@@ -225,10 +226,14 @@ function thinkingConfig (thinking: unknown): Obj | undefined {
   return undefined
 }
 
-/** The JSON schema the answer must follow (`output_config.format`, or the older `output_format`). */
-function outputSchema (body: Readonly<Obj>): Obj | undefined {
+/**
+ * The answer's format (`output_config.format`, or the older `output_format`): a JSON schema, JSON
+ * without one (`json_object`, chat's JSON mode), or undefined for text.
+ */
+function outputFormat (body: Readonly<Obj>): { schema?: Obj } | undefined {
   const f = isObj(body.output_config) && isObj(body.output_config.format) ? body.output_config.format : isObj(body.output_format) ? body.output_format : undefined
-  return f?.type === 'json_schema' && isObj(f.schema) ? f.schema : undefined
+  if (f?.type === 'json_schema' && isObj(f.schema)) return { schema: f.schema }
+  return f?.type === 'json_object' ? {} : undefined
 }
 
 /** The prompt part of a Gemini body: contents, system instruction, tools (what a count counts). */
@@ -278,10 +283,10 @@ export function geminiRequest (body: Readonly<Obj>, opts: GeminiRequestOptions):
     if (typeof body.top_p === 'number') gen.topP = body.top_p
     if (typeof body.top_k === 'number') gen.topK = body.top_k
   }
-  const schema = outputSchema(body)
-  if (schema !== undefined) {
+  const format = outputFormat(body)
+  if (format !== undefined) {
     gen.responseMimeType = 'application/json'
-    gen.responseJsonSchema = schema
+    if (format.schema !== undefined) gen.responseJsonSchema = format.schema
   }
   const thinking = thinkingConfig(body.thinking)
   if (thinking !== undefined) gen.thinkingConfig = thinking

@@ -49,7 +49,7 @@ export function noSamplingMatcher (patterns: readonly string[]): (model: string)
 /**
  * The Gemini wire as a provider instance speaking the messages protocol to core: every client
  * protocol reaches it through its `<client>-to-messages` translator; images pass on from the chat
- * route too (`chatImages`).
+ * route too (`chatImages`), and so does JSON mode without a schema (`jsonObject`).
  *
  * @example
  * const gemini = geminiUpstream({
@@ -67,7 +67,7 @@ export function geminiUpstream (o: GeminiUpstreamOptions): ProviderInstance {
   }
   return {
     protocol: 'messages',
-    translate: { chatImages: true },
+    translate: { chatImages: true, jsonObject: true },
     prepare (call) {
       const body = geminiRequest(call.body, { sampling: o.sampling(call.deployment.upstreamModel) })
       return request(call, call.stream ? 'streamGenerateContent' : 'generateContent', body)

@@ -128,6 +128,19 @@ t.test('chat stream with usage; JSON schema output; images as inlineData and fil
   ])
 })
 
+t.test('JSON mode without a schema: chat json_object and Responses text.format json_object → the JSON MIME type alone', async t => {
+  const { fake, openai } = await geminiSetup(t)
+  fake.next({ parts: [{ text: '{"ok":true}' }] })
+  const c = await openai.chat.completions.create({ model: 'google/flash', response_format: { type: 'json_object' }, messages: [{ role: 'user', content: 'JSON please' }] })
+  t.equal(c.choices[0].message.content, '{"ok":true}')
+  t.match(lastGenerate(fake).body.generationConfig, { responseMimeType: 'application/json' })
+  t.notOk('responseJsonSchema' in (lastGenerate(fake).body.generationConfig as object))
+  fake.next({ parts: [{ text: '{"ok":true}' }] })
+  await openai.responses.create({ model: 'google/flash', input: 'JSON please', text: { format: { type: 'json_object' } } })
+  t.match(lastGenerate(fake).body.generationConfig, { responseMimeType: 'application/json' })
+  t.notOk('responseJsonSchema' in (lastGenerate(fake).body.generationConfig as object))
+})
+
 t.test('Responses JSON and stream', async t => {
   const { fake, openai } = await geminiSetup(t)
   fake.next({ parts: [{ text: 'From Responses' }], usage: { prompt: 4, candidates: 3 } })
