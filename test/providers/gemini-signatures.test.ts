@@ -169,3 +169,26 @@ t.test('a text part\'s signature (the last, empty part of a stream) comes back o
   t.equal(model.parts[0].text, 'Hello there')
   t.ok(fake.issued.has(String(model.parts[0].thoughtSignature)))
 })
+
+t.test('signatureFallback: a chat client that drops thinking_blocks gets Gemini\'s placeholder instead of a 400', async t => {
+  const { fake, openai } = await geminiSetup(t, {}, { signatureFallback: true })
+  fake.next({ parts: [{ functionCall: { name: 'get_weather', args: { city: 'Oslo' } } }] })
+  const c = await openai.chat.completions.create({ model: 'google/pro3', tools: [CHAT_TOOL], messages: [{ role: 'user', content: 'Oslo?' }] })
+  const call = c.choices[0].message.tool_calls![0] as OpenAI.ChatCompletionMessageFunctionToolCall
+  fake.next({ parts: [{ text: 'Cold.' }] })
+  // The assistant message rebuilt from its content and tool calls only, as most chat clients do.
+  const done = await openai.chat.completions.create({ model: 'google/pro3', tools: [CHAT_TOOL], messages: [
+    { role: 'user', content: 'Oslo?' },
+    { role: 'assistant', content: null, tool_calls: [call] },
+    { role: 'tool', tool_call_id: call.id, content: '-3C' },
+  ] })
+  t.equal(done.choices[0].message.content, 'Cold.')
+  t.equal(contentsOf(lastGenerate(fake).body)[1].parts[0].thoughtSignature, 'skip_thought_signature_validator')
+  fake.next({ parts: [{ text: 'Still cold.' }] })
+  await openai.chat.completions.create({ model: 'google/pro3', tools: [CHAT_TOOL], messages: [
+    { role: 'user', content: 'Oslo?' },
+    c.choices[0].message as OpenAI.ChatCompletionMessageParam,
+    { role: 'tool', tool_call_id: call.id, content: '-3C' },
+  ] })
+  t.ok(fake.issued.has(String(contentsOf(lastGenerate(fake).body)[1].parts[0].thoughtSignature)), 'a signature given back is sent, not the placeholder')
+})
