@@ -13,7 +13,7 @@ import { GeminiStreamDecoder } from '../../providers/gemini/stream.ts'
 import { mapGeminiError, retryAfter } from '../../providers/gemini/errors.ts'
 import { decodeSignature, encodeSignature } from '../../providers/gemini/signatures.ts'
 import { noSamplingMatcher } from '../../providers/gemini/upstream.ts'
-import { isGatewayError, type SseEvent } from '../../index.ts'
+import { isGatewayError, sanitizeUpstreamMessage, type SseEvent } from '../../index.ts'
 
 const sig = (s: string, call?: string) => encodeSignature(call === undefined ? { signature: s } : { signature: s, call })
 
@@ -192,6 +192,10 @@ t.test('errors and the sampling matcher', async t => {
   t.ok(m(403, { error: { code: 403, status: 'PERMISSION_DENIED' } }).operator)
   t.ok(m(404, {}).operator)
   t.equal(mapGeminiError(500, {}, '<html>').error.statusCode, 502)
+  const leaked = m(400, { error: { code: 400, status: 'INVALID_ARGUMENT', message: 'Key AIzaSyD-abcdefghijklmnopqrstuvwxyz012345 has no access' } })
+  t.equal(leaked.error.statusCode, 400)
+  t.notMatch(String(leaked.error.message), /AIza/, 'a Google API key in a message is redacted')
+  t.equal(sanitizeUpstreamMessage('k AIzaSyD-abcdefghijklmnopqrstuvwxyz012345 k'), 'k [redacted] k')
   const take = noSamplingMatcher(['gemini-3*', 'exact-model'])
   t.equal(take('gemini-2.5-pro'), true)
   t.equal(take('gemini-3-pro-preview'), false)
