@@ -14,6 +14,8 @@ const GENERATION_FIELDS = new Set([
   'enableEnhancedCivicAnswers', 'speechConfig', 'thinkingConfig', 'imageConfig', 'mediaResolution',
 ])
 const THINKING_FIELDS = new Set(['includeThoughts', 'thinkingBudget', 'thinkingLevel'])
+/** The values Gemini documents for a function call whose signature is unknown: accepted without a check. */
+const SIGNATURE_PLACEHOLDERS: ReadonlySet<string> = new Set(['skip_thought_signature_validator', 'context_engineering_is_the_way_to_go'])
 const FUNCTION_NAME = /^[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}$/
 
 /** What the check needs besides the body. */
@@ -56,7 +58,8 @@ function checkPart (p: unknown, where: string, role: string): string | undefined
 /**
  * The signature rule of Gemini 3: in the current turn (the contents after the last user content
  * that is not only function responses), each model step that calls functions carries a signature
- * it was given on its first function call.
+ * it was given on its first function call (or one of the placeholders Gemini documents for history
+ * whose signatures are unknown).
  */
 function checkSignatures (contents: unknown[], issued: ReadonlySet<string>): string | undefined {
   let start = 0
@@ -73,7 +76,7 @@ function checkSignatures (contents: unknown[], issued: ReadonlySet<string>): str
     if (typeof p.thoughtSignature !== 'string') {
       return `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${name}\` , position ${i + 1}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`
     }
-    if (!issued.has(p.thoughtSignature)) return `Unable to submit request because it has an invalid thought signature for content at index ${i}.`
+    if (!issued.has(p.thoughtSignature) && !SIGNATURE_PLACEHOLDERS.has(p.thoughtSignature)) return `Unable to submit request because it has an invalid thought signature for content at index ${i}.`
   }
   return undefined
 }

@@ -171,6 +171,13 @@ export interface UpstreamTranslateOptions {
    * URIs as base64, https URLs as URL sources) instead of being dropped (default false).
    */
   chatImages?: boolean
+  /**
+   * Messages upstreams: a chat or Responses client's JSON mode without a schema (`response_format`
+   * `json_object`) passes on as `output_config.format: { type: 'json_object' }`, a value the
+   * messages protocol does not have, for an adapter that turns it into its own JSON mode (default
+   * false: dropped).
+   */
+  jsonObject?: boolean
 }
 
 /** What a stream's terminal error event says besides its text and status. */

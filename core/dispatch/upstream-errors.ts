@@ -114,6 +114,8 @@ const SECRETS: ReadonlyArray<[RegExp, string]> = [
   [/\b[a-z][a-z0-9+.-]{0,31}:\/\/[^\s"'<>]+/gi, '[url]'],
   [/\b(?:sk|pk|rk|key|token)[-_][A-Za-z0-9_-]{6,}/gi, '[redacted]'],
   [/\bBearer\s+\S+/gi, 'Bearer [redacted]'],
+  // Google API keys (Gemini): `AIza` and (today) 35 more characters.
+  [/\bAIza[0-9A-Za-z_-]{30,}/g, '[redacted]'],
 ]
 
 const isSpace = (c: number): boolean => c === 32 || (c >= 9 && c <= 13)

@@ -37,6 +37,7 @@ export default defineProvider({
       pathFor: (model: string, method: GeminiMethod) => `${prefix}/${config.apiVersion}/${geminiModelPath(model)}:${method}`,
       headers: { ...config.headers, 'x-goog-api-key': config.apiKey },
       sampling: noSamplingMatcher(config.noSampling),
+      signatureFallback: config.signatureFallback,
       onOperatorError (status, errorStatus) {
         deps.log.error({ provider: deps.name, status, errorStatus }, 'Gemini refused the configured API key or model name: check the provider config')
       },

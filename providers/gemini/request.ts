@@ -9,14 +9,16 @@
  * `tool_use` → `functionCall`; `tool_result` → `functionResponse` (`{output}`, or `{error}` when
  * `is_error`; the function's name from the call it answers; images in it follow as `inlineData`);
  * a thinking block carrying a Gemini thought signature (signatures.ts) → `thoughtSignature` back
- * on the part it came on (its text, when it had any, as a `thought` part); other thinking and
- * redacted thinking (another vendor's) are left out. `tools` → one `functionDeclarations` tool
+ * on the part it came on (its text, when it had any, as a `thought` part); with
+ * `signatureFallback`, a turn's first function call still without one gets Gemini's placeholder
+ * (SIGNATURE_PLACEHOLDER); other thinking and redacted thinking (another vendor's) are left out. `tools` → one `functionDeclarations` tool
  * with each schema as `parametersJsonSchema` (JSON Schema as the client sent it, `$schema` left
  * out); `tool_choice` auto/any/tool/none → `toolConfig.functionCallingConfig` AUTO/ANY
  * (+ `allowedFunctionNames`)/NONE. `max_tokens` → `generationConfig.maxOutputTokens`,
  * `stop_sequences` → `stopSequences` (Gemini takes at most 5), `temperature`/`top_p`/`top_k` →
  * `temperature`/`topP`/`topK` only when `sampling` allows them, `output_config.format` (or
- * `output_format`) `json_schema` → `responseMimeType: application/json` + `responseJsonSchema`,
+ * `output_format`) `json_schema` → `responseMimeType: application/json` + `responseJsonSchema`
+ * (`json_object`, chat's JSON mode: the MIME type alone),
  * `thinking` enabled → `thinkingConfig { thinkingBudget, includeThoughts: true }`, adaptive →
  * `{ includeThoughts: true }` (the model's own budget), disabled → nothing (the model's default:
  * Gemini 2.5 Pro and Gemini 3 models cannot turn thinking off). Ignored: `cache_control`,
@@ -43,7 +45,15 @@ const MAX_STOP_SEQUENCES = 5
 export interface GeminiRequestOptions {
   /** Send `temperature`, `topP` and `topK` (the newest models refuse them): see the provider's `sampling`. */
   sampling: boolean
+  /**
+   * A model turn's first function call that comes back without its thought signature gets
+   * SIGNATURE_PLACEHOLDER (Gemini's documented way to skip the check), instead of Gemini 3's 400.
+   */
+  signatureFallback?: boolean
 }
+
+/** The value Gemini documents for a function call whose signature is unknown (history from elsewhere). */
+export const SIGNATURE_PLACEHOLDER = 'skip_thought_signature_validator'
 
 /** A Gemini content part. */
 type Part = Obj
@@ -87,7 +97,7 @@ function toolResultParts (content: unknown, where: string): { text: string, medi
 }
 
 /** One assistant turn → model parts, thought signatures put back on the parts they came on. */
-function modelParts (blocks: unknown[], where: string): Part[] {
+function modelParts (blocks: unknown[], where: string, fallback: boolean): Part[] {
   const parts: Part[] = []
   const callParts = new Map<string, Part>()
   const loose: CarriedSignature[] = []
@@ -131,6 +141,10 @@ function modelParts (blocks: unknown[], where: string): Part[] {
       ? callParts.get(c.call)
       : [...parts].reverse().find(p => typeof p.text === 'string' && p.thought !== true) ?? parts[parts.length - 1]
     if (target !== undefined && target.thoughtSignature === undefined) target.thoughtSignature = c.signature
+  }
+  if (fallback) {
+    const first = parts.find(p => p.functionCall !== undefined)
+    if (first !== undefined && first.thoughtSignature === undefined) first.thoughtSignature = SIGNATURE_PLACEHOLDER
   }
   return parts
 }
@@ -225,14 +239,18 @@ function thinkingConfig (thinking: unknown): Obj | undefined {
   return undefined
 }
 
-/** The JSON schema the answer must follow (`output_config.format`, or the older `output_format`). */
-function outputSchema (body: Readonly<Obj>): Obj | undefined {
+/**
+ * The answer's format (`output_config.format`, or the older `output_format`): a JSON schema, JSON
+ * without one (`json_object`, chat's JSON mode), or undefined for text.
+ */
+function outputFormat (body: Readonly<Obj>): { schema?: Obj } | undefined {
   const f = isObj(body.output_config) && isObj(body.output_config.format) ? body.output_config.format : isObj(body.output_format) ? body.output_format : undefined
-  return f?.type === 'json_schema' && isObj(f.schema) ? f.schema : undefined
+  if (f?.type === 'json_schema' && isObj(f.schema)) return { schema: f.schema }
+  return f?.type === 'json_object' ? {} : undefined
 }
 
 /** The prompt part of a Gemini body: contents, system instruction, tools (what a count counts). */
-export function geminiPrompt (body: Readonly<Obj>): Obj {
+export function geminiPrompt (body: Readonly<Obj>, signatureFallback = false): Obj {
   const sys = systemParts(body.system, 'system')
   const turns = body.messages
   if (!Array.isArray(turns)) bad('messages must be a list')
@@ -245,7 +263,7 @@ export function geminiPrompt (body: Readonly<Obj>): Obj {
     if (m.role !== 'user' && m.role !== 'assistant') bad(`messages.${i}: role must be user or assistant`)
     const blocks = blocksOf(m.content, where)
     for (const b of blocks) if (isObj(b) && b.type === 'tool_use') names.set(String(b.id), String(b.name))
-    const parts = m.role === 'assistant' ? modelParts(blocks, where) : userParts(blocks, where, names)
+    const parts = m.role === 'assistant' ? modelParts(blocks, where, signatureFallback) : userParts(blocks, where, names)
     if (parts.length === 0) return
     const role = m.role === 'assistant' ? 'model' : 'user'
     const last = contents[contents.length - 1]
@@ -266,7 +284,7 @@ export function geminiPrompt (body: Readonly<Obj>): Obj {
 
 /** The Gemini body for a messages-protocol body (the model goes in the path, not here). */
 export function geminiRequest (body: Readonly<Obj>, opts: GeminiRequestOptions): Obj {
-  const out = geminiPrompt(body)
+  const out = geminiPrompt(body, opts.signatureFallback === true)
   const gen: Obj = {}
   if (typeof body.max_tokens === 'number') gen.maxOutputTokens = body.max_tokens
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0) {
@@ -278,10 +296,10 @@ export function geminiRequest (body: Readonly<Obj>, opts: GeminiRequestOptions):
     if (typeof body.top_p === 'number') gen.topP = body.top_p
     if (typeof body.top_k === 'number') gen.topK = body.top_k
   }
-  const schema = outputSchema(body)
-  if (schema !== undefined) {
+  const format = outputFormat(body)
+  if (format !== undefined) {
     gen.responseMimeType = 'application/json'
-    gen.responseJsonSchema = schema
+    if (format.schema !== undefined) gen.responseJsonSchema = format.schema
   }
   const thinking = thinkingConfig(body.thinking)
   if (thinking !== undefined) gen.thinkingConfig = thinking

@@ -12,6 +12,10 @@ export const GeminiConfig = Type.Object({
     default: [...DEFAULT_NO_SAMPLING],
     description: 'Upstream model names (`*` matches any run of characters) whose requests leave out `temperature`, `top_p` and `top_k` (the newest Gemini models want their defaults); default `["gemini-3*"]`, `[]` sends them to every model. Per gateway model, a catalog entry whose `supported_parameters` omits them drops them too.',
   }),
+  signatureFallback: Type.Boolean({
+    default: false,
+    description: 'Give a function call that comes back without its thought signature (a client that drops `thinking_blocks` or reasoning items) Gemini\'s documented placeholder `skip_thought_signature_validator`, so that Gemini 3 takes the request instead of refusing it (400); the model then goes on without its earlier reasoning. Off by default: a lost signature is the client\'s to fix.',
+  }),
   headers: Type.Record(Type.String(), Type.String(), { default: {}, description: 'Extra headers on every upstream request.' }),
 }, { additionalProperties: false })
 

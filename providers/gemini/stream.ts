@@ -42,18 +42,31 @@ export class GeminiStreamDecoder implements StreamDecoder {
   #usage: unknown
   #prompt: number | undefined
   #done = false
+  /** A failure held back while the events before it are relayed. */
+  #failure: unknown
 
   constructor (readonly model: string, readonly estimatedInputTokens: number) {}
 
   push (chunk: Buffer): SseEvent[] {
+    return this.#events(this.#sse.push(chunk))
+  }
+
+  /** The events of a run of SSE events; a failure among them is thrown once the events before it went out. */
+  #events (events: SseEvent[]): SseEvent[] {
+    if (this.#failure !== undefined) throw this.#failure
     const out: SseEvent[] = []
-    for (const ev of this.#sse.push(chunk)) this.#chunk(ev.data, out)
+    try {
+      for (const ev of events) this.#chunk(ev.data, out)
+    } catch (err) {
+      if (out.length === 0) throw err
+      this.#failure = err
+    }
     return out
   }
 
   end (): SseEvent[] {
-    const out: SseEvent[] = []
-    for (const ev of this.#sse.end()) this.#chunk(ev.data, out)
+    const out = this.#events(this.#sse.end())
+    if (this.#failure !== undefined) throw this.#failure
     if (this.#done || (this.#finish === undefined && !this.#blocked)) return out
     this.#done = true
     this.#start(out)

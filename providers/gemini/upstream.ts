@@ -36,6 +36,11 @@ export interface GeminiUpstreamOptions {
   countBody?: 'wrapped' | 'flat'
   /** Whether `temperature`, `top_p` and `top_k` go to this upstream model (see noSamplingMatcher). */
   sampling (model: string): boolean
+  /**
+   * A function call that comes back without its thought signature (a client that dropped it) gets
+   * Gemini's placeholder instead of a 400 from Gemini 3 (default false).
+   */
+  signatureFallback?: boolean
   /** Told when the upstream refused the operator's credentials, permissions or model id (log it loudly). */
   onOperatorError? (status: number, errorStatus: string): void
 }
@@ -49,7 +54,7 @@ export function noSamplingMatcher (patterns: readonly string[]): (model: string)
 /**
  * The Gemini wire as a provider instance speaking the messages protocol to core: every client
  * protocol reaches it through its `<client>-to-messages` translator; images pass on from the chat
- * route too (`chatImages`).
+ * route too (`chatImages`), and so does JSON mode without a schema (`jsonObject`).
  *
  * @example
  * const gemini = geminiUpstream({
@@ -67,9 +72,9 @@ export function geminiUpstream (o: GeminiUpstreamOptions): ProviderInstance {
   }
   return {
     protocol: 'messages',
-    translate: { chatImages: true },
+    translate: { chatImages: true, jsonObject: true },
     prepare (call) {
-      const body = geminiRequest(call.body, { sampling: o.sampling(call.deployment.upstreamModel) })
+      const body = geminiRequest(call.body, { sampling: o.sampling(call.deployment.upstreamModel), signatureFallback: o.signatureFallback })
       return request(call, call.stream ? 'streamGenerateContent' : 'generateContent', body)
     },
     prepareCountTokens (call) {

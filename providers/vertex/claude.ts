@@ -28,6 +28,13 @@ function textBlocks (content: unknown): unknown[] {
 export function vertexClaudeBody (body: Body, anthropicVersion: string, keepModel: boolean): Record<string, unknown> {
   const out: Record<string, unknown> = { ...body, anthropic_version: anthropicVersion }
   if (!keepModel) delete out.model
+  // JSON mode without a schema (asked for the Gemini models of the same provider) has no Claude form.
+  const oc = body.output_config as { format?: { type?: unknown } } | undefined
+  if (oc?.format?.type === 'json_object') {
+    const { format: _format, ...rest } = oc
+    if (Object.keys(rest).length > 0) out.output_config = rest
+    else delete out.output_config
+  }
   const messages = body.messages
   if (Array.isArray(messages) && messages.some(isSystemTurn)) {
     const system = [...textBlocks(body.system), ...messages.filter(isSystemTurn).flatMap(m => textBlocks((m as { content?: unknown }).content))]

@@ -18,6 +18,8 @@ export interface GeminiWireOptions {
   /** Vertex AI takes the count body's fields flat. */
   countBody?: 'wrapped' | 'flat'
   sampling (model: string): boolean
+  /** A function call without its thought signature gets Gemini's placeholder. */
+  signatureFallback?: boolean
   onOperatorError? (status: number, errorStatus: string): void
 }
 

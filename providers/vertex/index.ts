@@ -99,6 +99,7 @@ export function vertexAdapter (gemini?: GeminiWire): ProviderAdapter<typeof Vert
         headers: config.headers,
         countBody: 'flat',
         sampling: gemini.samplingMatcher(config.noSampling),
+        signatureFallback: config.signatureFallback,
         onOperatorError (status, errorStatus) {
           deps.log.error({ provider: deps.name, status, errorStatus }, 'vertex: Google refused the credentials, their permissions or the model id: check the provider config and the deployment\'s model id')
         },
@@ -121,8 +122,9 @@ export function vertexAdapter (gemini?: GeminiWire): ProviderAdapter<typeof Vert
 
       return {
         protocol: 'messages',
-        // Claude and Gemini on Vertex take images from every client route.
-        translate: { chatImages: true },
+        // Claude and Gemini on Vertex take images from every client route; JSON mode without a schema
+        // is the Gemini translation's (Claude has none: it is dropped for Claude models).
+        translate: google?.translate ?? { chatImages: true },
         prepare (call): UpstreamRequest {
           const model = call.deployment.upstreamModel
           if (!isClaudeModel(model)) return geminiFor(model).prepare(call)

@@ -24,6 +24,7 @@ export const VertexConfig = Type.Object({
   forwardBeta: Type.Boolean({ default: true, description: 'Claude models: forward the client\'s anthropic-beta header (only the betas in allowedBetas); false: never.' }),
   allowedBetas: Type.Array(Type.String({ minLength: 1 }), { default: VERTEX_ALLOWED_BETAS, uniqueItems: true, description: 'anthropic-beta values forwarded to Claude models; others are dropped. "*" forwards every beta.' }),
   noSampling: Type.Array(Type.String({ minLength: 1 }), { default: ['gemini-3*'], description: 'Gemini models (`*` matches any run of characters) whose requests leave out `temperature`, `top_p` and `top_k` (the newest Gemini models want their defaults); `[]` sends them to every model.' }),
+  signatureFallback: Type.Boolean({ default: false, description: 'Gemini models: a function call given back without its thought signature gets Gemini\'s documented placeholder instead of Gemini 3\'s 400 (as the gemini adapter\'s `signatureFallback`).' }),
   headers: Type.Record(Type.String(), Type.String(), { default: {}, description: 'Extra headers on every upstream request.' }),
 }, { additionalProperties: false })
 

@@ -224,6 +224,17 @@ t.test('Gemini on Vertex: the Gemini translation at publishers/google, JSON and 
   await s.finalMessage()
   t.same(texts, ['Un', ' deux'])
   t.equal(lastCall(fake).path, `/v1/projects/${fake.project}/locations/${fake.location}/publishers/google/models/${GEMINI}:streamGenerateContent?alt=sse`)
+
+  // JSON mode without a schema: Gemini's responseMimeType; Claude has none, the request goes without it.
+  fake.gemini.next({ parts: [{ text: '{"a":1}' }] })
+  const j = await openai.chat.completions.create({ model: 'vertex/gemini', response_format: { type: 'json_object' }, messages: [{ role: 'user', content: 'JSON please' }] })
+  t.equal(j.choices[0].message.content, '{"a":1}')
+  t.match(fake.gemini.requests.at(-1)!.body, { generationConfig: { responseMimeType: 'application/json' } })
+  fake.next({ content: [{ text: '{"b":2}' }] })
+  const jc = await openai.chat.completions.create({ model: 'vertex/claude', response_format: { type: 'json_object' }, messages: [{ role: 'user', content: 'JSON please' }] })
+  t.equal(jc.choices[0].message.content, '{"b":2}')
+  t.notOk(lastCall(fake).refused)
+  t.notOk('output_config' in lastCall(fake).body, 'no JSON mode sent to Claude')
 })
 
 t.test('a token past its expiry is refreshed before it is sent: calls after expiry succeed', async t => {
