@@ -237,6 +237,25 @@ t.test('Gemini on Vertex: the Gemini translation at publishers/google, JSON and 
   t.notOk('output_config' in lastCall(fake).body, 'no JSON mode sent to Claude')
 })
 
+t.test('Gemini on Vertex: a tool loop whose thought signature comes back (Anthropic SDK, streamed), refused when it is lost', async t => {
+  const { fake, anthropic } = await setup(t)
+  fake.gemini.next({ parts: [{ functionCall: { name: 'get_weather', args: { city: 'Paris' } } }] })
+  const user: Anthropic.MessageParam = { role: 'user', content: 'Paris?' }
+  const first = await anthropic.messages.stream({ model: 'vertex/gemini', max_tokens: 200, tools: [WEATHER_TOOL], messages: [user] }).finalMessage()
+  t.same(first.content.map(b => b.type), ['thinking', 'tool_use'], 'the signature rides a thinking block')
+  const call = first.content[1] as Anthropic.ToolUseBlock
+  const result: Anthropic.MessageParam = { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'sunny' }] }
+  const lost = await anthropic.messages.create({ model: 'vertex/gemini', max_tokens: 200, tools: [WEATHER_TOOL], messages: [user, { role: 'assistant', content: [call] }, result] }).catch((e: unknown) => e)
+  t.ok(lost instanceof Anthropic.APIError && lost.status === 400, 'a lost signature: Gemini\'s 400')
+  fake.gemini.next({ parts: [{ text: 'Sunny.' }] })
+  const done = await anthropic.messages.create({ model: 'vertex/gemini', max_tokens: 200, tools: [WEATHER_TOOL], messages: [user, { role: 'assistant', content: first.content }, result] })
+  t.same(done.content, [{ type: 'text', text: 'Sunny.' }])
+  const sent = fake.gemini.requests.at(-1)!
+  t.equal(sent.refused, undefined)
+  const parts = (sent.body as { contents: Array<{ parts: Array<Record<string, unknown>> }> }).contents[1].parts
+  t.ok(fake.gemini.issued.has(String(parts[0].thoughtSignature)), 'the signature Gemini gave, back on its call')
+})
+
 t.test('a token past its expiry is refreshed before it is sent: calls after expiry succeed', async t => {
   const { fake, anthropic } = await setup(t, { tokenTtlS: 2 })
   await anthropic.messages.create({ model: 'vertex/claude', max_tokens: 10, messages: [{ role: 'user', content: 'a' }] })
