@@ -200,6 +200,14 @@ t.test('count tokens: Claude at count-tokens:rawPredict (model in the body), Gem
   t.equal(g.input_tokens, 77)
   t.equal(lastCall(fake).operation, 'countTokens')
   t.same(fake.gemini.requests.at(-1)!.body, { contents: [{ role: 'user', parts: [{ text: 'How many?' }] }] }, 'the flat count body Vertex takes')
+
+  // A 401 on the count: the token renewed once and the count sent again (not counted locally).
+  await sleep(1100)
+  fake.revoke(fake.issued[0])
+  const again = await anthropic.messages.countTokens({ model: 'vertex/claude', messages: [{ role: 'user', content: 'Again?' }] })
+  t.equal(again.input_tokens, 321, 'the upstream count')
+  t.equal(fake.issued.length, 2)
+  t.same(calls(fake).slice(-2).map(r => r.refused), ['revoked token', undefined])
 })
 
 t.test('Gemini on Vertex: the Gemini translation at publishers/google, JSON and stream, from both SDKs', async t => {
