@@ -47,7 +47,7 @@ export interface GeminiUpstreamOptions {
 
 /** A matcher for config's `noSampling` patterns: true when the model takes sampling parameters. */
 export function noSamplingMatcher (patterns: readonly string[]): (model: string) => boolean {
-  const res = patterns.map(p => new RegExp('^' + p.split('*').map(s => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*') + '$', 'i'))
+  const res = patterns.map(p => new RegExp(`^${p.split('*').map(s => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 'i'))
   return model => !res.some(r => r.test(model))
 }
 

@@ -7,6 +7,7 @@
  */
 import t from 'tap'
 import type Anthropic from '@anthropic-ai/sdk'
+import type OpenAI from 'openai'
 import { TEST_KEY } from '../helpers/build-test-app.ts'
 import { geminiSetup, lastGenerate, recordsOf, WEATHER_SCHEMA } from '../helpers/gemini-setup.ts'
 import { GEMINI_TEST_KEY } from '../../testing.ts'
@@ -111,7 +112,7 @@ t.test('chat stream with usage; JSON schema output; images as inlineData and fil
     ] }],
   })
   let text = ''
-  let usage
+  let usage: OpenAI.CompletionUsage | undefined
   for await (const ch of stream) {
     text += ch.choices[0]?.delta.content ?? ''
     if (ch.usage) usage = ch.usage
