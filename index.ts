@@ -23,8 +23,20 @@ export type {
   StreamDecoder, EventSink,
 } from './core/dispatch/provider.ts'
 // Signing a prepared request (`ProviderInstance.sign`) with credentials a provider refreshes itself.
-export { staticCredentials, envCredentials, refreshingCredentials } from './core/dispatch/credentials.ts'
-export type { Credentials, CredentialProvider, RefreshingOptions } from './core/dispatch/credentials.ts'
+export { staticCredentials, envCredentials, refreshingCredentials, refreshing } from './core/dispatch/credentials.ts'
+export type { Credentials, CredentialProvider, RefreshingOptions, Expiring, Refreshing } from './core/dispatch/credentials.ts'
+// Google OAuth access tokens (a service account's RS256 JWT exchanged, an authorized_user's refresh
+// token, a fixed token), the `credentials` config value that names them, and the Bearer
+// `sign` / `renewAuth` pair an adapter calling Google Cloud returns.
+export {
+  readGoogleCredentials, serviceAccountTokens, serviceAccountAssertion, authorizedUserTokens, staticAccessToken, googleTokens,
+  GOOGLE_CLOUD_SCOPE, GOOGLE_TOKEN_URI,
+} from './core/dispatch/google-credentials.ts'
+export type {
+  GoogleCredentials, GoogleServiceAccount, GoogleAuthorizedUser, GoogleAccessTokenCredentials, AccessToken, TokenProvider, GoogleTokenOptions,
+} from './core/dispatch/google-credentials.ts'
+export { GoogleCredentialsConfig, bearerSigning, googleTokensFromConfig } from './core/dispatch/google-signing.ts'
+export type { GoogleCredentialsConfigT, BearerSigning } from './core/dispatch/google-signing.ts'
 export { sigV4Signer } from './core/dispatch/sigv4.ts'
 export type { SigV4Options } from './core/dispatch/sigv4.ts'
 // The `aws` config block any HTTP adapter may take to sign with SigV4, and the signer it builds.

@@ -1,7 +1,7 @@
 /**
  * @module model-gateway/testing – the test kit (`exports["./testing"]`): a fake request context for
  * calling plugin hooks directly, a loopback fake upstream for every wire protocol (chat completions,
- * messages, the Responses API), a fake Amazon Bedrock Runtime (SigV4-verifying, event-stream framed), an outcome spy, and the provider conformance suite that the built-in
+ * messages, the Responses API), a fake Amazon Bedrock Runtime (SigV4-verifying, event-stream framed), a fake Gemini API (thought-signature checking), a fake Vertex AI (a token endpoint that verifies service-account JWTs, Claude's rawPredict paths), an outcome spy, and the provider conformance suite that the built-in
  * adapters pass.
  */
 export { fakeContext, fakeOutcome, pluginDeps } from './testing/fake-context.ts'
@@ -25,6 +25,18 @@ export { bedrockWire, messagesFromConverse, converseUsage } from './testing/bedr
 export { checkAwsSignature } from './testing/bedrock-sigv4.ts'
 export type { SignedRecord } from './testing/bedrock-sigv4.ts'
 export type { BedrockWireOptions } from './testing/bedrock-conformance.ts'
+export {
+  startFakeVertex, checkVertexClaudeBody, vertexClaudeResponse, vertexClaudeEvents, VERTEX_ANTHROPIC_VERSION, CLOUD_PLATFORM_SCOPE,
+} from './testing/fake-vertex.ts'
+export type {
+  FakeVertex, FakeVertexOptions, VertexRecorded, VertexOperation, VertexScript, VertexReply, VertexClaudeAnswer, VertexClaudeBlock,
+  VertexErrorReply, TestServiceAccount,
+} from './testing/fake-vertex.ts'
+export { startFakeGemini, checkGeminiRequest, geminiError, geminiUsage, GEMINI_TEST_KEY } from './testing/fake-gemini.ts'
+export type {
+  FakeGemini, FakeGeminiOptions, GeminiRecorded, GeminiAnswer, GeminiScriptPart, GeminiUsage, GeminiErrorReply, GeminiReply,
+  GeminiRecordedScript, GeminiCountScript, GeminiMethodName, GeminiCheckOptions,
+} from './testing/fake-gemini.ts'
 export { memoryStore, memoryLedger } from './testing/backends.ts'
 export type { MemoryStoreOptions } from './testing/backends.ts'
 export { outcomeSpy } from './testing/outcome-spy.ts'

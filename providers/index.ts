@@ -6,6 +6,8 @@ import anthropicCompatible from './anthropic-compatible/index.ts'
 import openaiResponses from './openai-responses/index.ts'
 import bedrock from './bedrock/index.ts'
 import azureOpenai from './azure-openai/index.ts'
+import gemini, { geminiUpstream, noSamplingMatcher } from './gemini/index.ts'
+import { vertexAdapter } from './vertex/index.ts'
 
 export const builtinProviders: readonly ProviderAdapter[] = [
   echo,
@@ -14,5 +16,8 @@ export const builtinProviders: readonly ProviderAdapter[] = [
   openaiResponses,
   bedrock,
   azureOpenai,
+  gemini,
+  // Vertex AI serves Gemini models through the gemini adapter's translation.
+  vertexAdapter({ upstream: geminiUpstream, samplingMatcher: noSamplingMatcher }),
 ]
 export { translators } from './protocols/index.ts'

@@ -45,6 +45,7 @@ export const CLIENT_TESTS = [
   'test/e2e/codex-reasoning.test.ts',
   'test/e2e/affinity-clients.test.ts',
   'test/e2e/claude-code-bedrock.test.ts',
+  'test/e2e/claude-code-vertex.test.ts',
   'test/e2e/agents-sdk.test.ts',
   'test/e2e/openai-sdk.test.ts',
   'test/e2e/anthropic-sdk.test.ts',

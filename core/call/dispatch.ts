@@ -1,5 +1,6 @@
 /** @module dispatch – model → deployments → adapter → upstream: failover, translation, streaming. */
 import type { FastifyReply } from 'fastify'
+import { Readable } from 'node:stream'
 import type { CallServices } from './services.ts'
 import type { Call } from './call.ts'
 import type { TranslateOptions, UpstreamResponse } from '../dispatch/provider.ts'
@@ -77,13 +78,28 @@ export async function dispatch (gw: CallServices, call: Call, reply: FastifyRepl
       if (call.obs !== null) req.headers = call.obs.attempt(d.provider, d.upstreamModel, req.headers)
       let res: UpstreamResponse
       try {
-        if (provider.sign !== undefined) req = await provider.sign(req)
+        const unsigned = req
+        if (provider.sign !== undefined) req = await provider.sign(unsigned)
         if (provider.invoke) {
           // In-process: the adapter has the whole request at once.
           controller.sent = true
           res = await provider.invoke(req, controller.toSignal())
         } else {
           res = await gw.upstream.send(req, controller)
+          // A 401 to a signed request: the adapter may renew its credentials, then the request is
+          // signed and sent once more (an expired or revoked token is not the upstream failing).
+          if (res.status === 401 && provider.renewAuth !== undefined && provider.sign !== undefined) {
+            const refusal = await readText(res.body, MAX_ERROR_BODY).catch(() => '')
+            // Answered: nothing is being generated for it while the credentials renew.
+            controller.sent = false
+            if (await provider.renewAuth(req)) {
+              call.log.warn({ provider: d.provider }, 'upstream refused the provider credentials; renewed them and sending again')
+              req = await provider.sign(unsigned)
+              res = await gw.upstream.send(req, controller)
+            } else {
+              res = { ...res, body: Readable.from([Buffer.from(refusal)]) }
+            }
+          }
         }
         circuit.headers()
         if (call.obs !== null) call.obs.attemptAnswered(res.status)

@@ -1,8 +1,8 @@
 /**
  * @module credentials – credential providers an adapter signs its upstream requests with: static
  * keys, the process environment, and a refreshing cache for credentials that expire. One provider
- * per adapter instance: calls share what it holds, and a refresh happens once, ahead of expiry,
- * never per call.
+ * per adapter instance: calls share what it holds, and a refresh happens once, ahead of expiry (or
+ * once after the upstream refused what it gave), never per call.
  */
 
 /** AWS-style credentials (what SigV4 signs with); `expiration` absent: they never expire. */
@@ -46,19 +46,51 @@ export interface RefreshingOptions {
   now?: () => number
 }
 
+/** Anything a source fetches that may expire (AWS credentials, an OAuth access token). */
+export interface Expiring {
+  expiration?: Date
+}
+
+/** A refreshing source: call it for what to sign with; `renew` when the upstream refused what it gave. */
+export interface Refreshing<T extends Expiring> {
+  (): Promise<T>
+  /**
+   * The upstream refused what was signed with: when `isStale` holds for what the cache holds now,
+   * it is dropped and fetched again (one fetch shared by every caller); when the cache already
+   * holds something newer (another caller renewed it), that is returned without a fetch.
+   */
+  renew (isStale: (held: T) => boolean): Promise<T>
+}
+
 /**
- * Wraps a source that fetches credentials (an STS call, a metadata endpoint, a file): its answer is
- * kept until `refreshBeforeMs` before its `expiration` (forever without one); concurrent callers
- * share one fetch; a failed fetch is not kept (the next call tries again).
+ * Wraps a source that fetches something that expires (an STS call, a metadata endpoint, a file, an
+ * OAuth token endpoint): its answer is kept until `refreshBeforeMs` before its `expiration`
+ * (forever without one); concurrent callers share one fetch; a failed fetch is not kept (the next
+ * call tries again).
  */
-export function refreshingCredentials (source: CredentialProvider, opts: RefreshingOptions = {}): CredentialProvider {
+export function refreshing<T extends Expiring> (source: () => Promise<T>, opts: RefreshingOptions = {}): Refreshing<T> {
   const before = opts.refreshBeforeMs ?? 5 * 60_000
   const now = opts.now ?? Date.now
-  let current: Credentials | undefined
-  let pending: Promise<Credentials> | undefined
-  return () => {
-    if (current !== undefined && (current.expiration === undefined || current.expiration.getTime() - before > now())) return Promise.resolve(current)
+  let current: T | undefined
+  let pending: Promise<T> | undefined
+  const fetchOnce = (): Promise<T> => {
     pending ??= source().then(c => { current = c; pending = undefined; return c }, err => { pending = undefined; throw err })
     return pending
   }
+  const get = (): Promise<T> => {
+    if (current !== undefined && (current.expiration === undefined || current.expiration.getTime() - before > now())) return Promise.resolve(current)
+    return fetchOnce()
+  }
+  get.renew = (isStale: (held: T) => boolean): Promise<T> => {
+    if (pending !== undefined) return pending
+    if (current !== undefined && !isStale(current)) return get()
+    current = undefined
+    return fetchOnce()
+  }
+  return get
+}
+
+/** `refreshing` for AWS credentials (a `CredentialProvider` that `sigV4Signer` takes). */
+export function refreshingCredentials (source: CredentialProvider, opts: RefreshingOptions = {}): Refreshing<Credentials> {
+  return refreshing(source, opts)
 }

@@ -71,12 +71,22 @@ export interface ProviderInstance {
    */
   sign? (req: UpstreamRequest): Promise<UpstreamRequest>
   /**
+   * Optional, with `sign`: the upstream answered 401 to `refused` (the request as signed). Resolves
+   * true when the adapter renewed its credentials (an expired or revoked token: a new one fetched,
+   * shared with every call that was refused the same token): core then signs the request again and
+   * sends it once more, to the same deployment. False: the 401 stands (mapped as any error). A
+   * rejection counts as the upstream unreachable (logged; the next deployment is tried).
+   */
+  renewAuth? (refused: UpstreamRequest): Promise<boolean>
+  /**
    * Optional: a decoder for one streamed answer, for an upstream whose stream is not server-sent
    * events (binary frames, NDJSON). It turns the body's bytes into the events of `protocol` that
    * the translators read (as core's SSE parser would have produced them from that protocol's own
    * stream). `opts`: the call's translate options. When present, a 2xx streamed answer whose content type is not JSON is read with it.
+   * Undefined for a call whose stream is the protocol's own SSE (an adapter serving models of
+   * several wires): core's SSE parser reads it.
    */
-  decodeStream? (opts: TranslateOptions): StreamDecoder
+  decodeStream? (opts: TranslateOptions): StreamDecoder | undefined
   /**
    * Optional: an upstream whose JSON answers are not in `protocol`'s shape turns them into it:
    * `kind: 'answer'` a non-streamed inference answer (then the answer is always re-serialized, never
@@ -161,6 +171,13 @@ export interface UpstreamTranslateOptions {
    * URIs as base64, https URLs as URL sources) instead of being dropped (default false).
    */
   chatImages?: boolean
+  /**
+   * Messages upstreams: a chat or Responses client's JSON mode without a schema (`response_format`
+   * `json_object`) passes on as `output_config.format: { type: 'json_object' }`, a value the
+   * messages protocol does not have, for an adapter that turns it into its own JSON mode (default
+   * false: dropped).
+   */
+  jsonObject?: boolean
 }
 
 /** What a stream's terminal error event says besides its text and status. */

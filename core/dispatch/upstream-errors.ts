@@ -118,7 +118,7 @@ const SECRETS: ReadonlyArray<[RegExp, string]> = [
   [/\b(?:sk|pk|rk|key|token)[-_][A-Za-z0-9_-]{6,}/gi, '[redacted]'],
   // AWS access key ids, Google API keys and OAuth access tokens.
   [/\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b/g, '[redacted]'],
-  [/\bAIza[0-9A-Za-z_-]{35}/g, '[redacted]'],
+  [/\bAIza[0-9A-Za-z_-]{30,}/g, '[redacted]'],
   [/\bya29\.[0-9A-Za-z_-]{10,}/g, '[redacted]'],
   // An AWS secret access key's form: 40 characters of base64 standing alone.
   [/(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g, '[redacted]'],

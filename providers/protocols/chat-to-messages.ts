@@ -205,6 +205,7 @@ export function chatToMessagesRequest (body: ChatRequestWire, opts: TranslateOpt
   out.max_tokens = maxTokens
   const rf = body.response_format
   if (rf?.type === 'json_schema' && rf.json_schema?.schema) out.output_config = { format: { type: 'json_schema', schema: rf.json_schema.schema } }
+  else if (rf?.type === 'json_object' && opts.upstream?.jsonObject === true) out.output_config = { format: { type: 'json_object' } }
   if (body.stream === true) out.stream = true
   applyModelParameters(out, opts.model, MESSAGES_STANDARD)
   return out

@@ -139,7 +139,8 @@ export type MessagesRequest = {
   tools?: Array<{ name: unknown, input_schema: unknown, description?: string, strict?: boolean }>
   tool_choice?: MessagesToolChoice
   thinking?: { type: 'enabled', budget_tokens: number }
-  output_config?: { format: { type: 'json_schema', schema: unknown } }
+  /** `json_object` only toward an upstream that asked for it (`UpstreamTranslateOptions.jsonObject`). */
+  output_config?: { format: { type: 'json_schema', schema: unknown } | { type: 'json_object' } }
   stream?: true
 }
 

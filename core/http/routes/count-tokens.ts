@@ -99,9 +99,17 @@ async function upstreamCount (gw: Gateway, call: Call): Promise<number | undefin
     }
     let req = provider.prepareCountTokens({ model: call.model!, deployment: d, body: forwardedBody(body, d.upstreamModel), stream: false, clientHeaders: call.headers, requestId: call.requestId })
     try {
-      if (provider.sign !== undefined) req = await provider.sign(req)
-      const res = await gw.upstream.send(req, AbortSignal.any([call.signal, AbortSignal.timeout(bound)]))
-      const text = await readText(res.body, MAX_COUNT_BODY)
+      const unsigned = req
+      const signal = AbortSignal.any([call.signal, AbortSignal.timeout(bound)])
+      if (provider.sign !== undefined) req = await provider.sign(unsigned)
+      let res = await gw.upstream.send(req, signal)
+      let text = await readText(res.body, MAX_COUNT_BODY)
+      // A 401 to a signed request: credentials the adapter renews, then signed and sent once more.
+      if (res.status === 401 && provider.sign !== undefined && provider.renewAuth !== undefined && await provider.renewAuth(req)) {
+        req = await provider.sign(unsigned)
+        res = await gw.upstream.send(req, signal)
+        text = await readText(res.body, MAX_COUNT_BODY)
+      }
       if (res.status >= 200 && res.status < 300) {
         let json: unknown = JSON.parse(text)
         if (provider.decodeResponse !== undefined) json = provider.decodeResponse(json, 'count_tokens', d.upstreamModel)
