@@ -15,7 +15,9 @@
  * answer's thinking and redacted_thinking blocks also come whole in the message's
  * `thinking_blocks` (in a stream, each in one delta when its block ends, with its signature); an
  * assistant message's `thinking_blocks` go back as the turn's first blocks, those the upstream
- * signed only (unsigned thinking and another vendor's reasoning are dropped).
+ * signed only (unsigned thinking and another vendor's reasoning are dropped). A Gemini
+ * signature that names a tool call also shows on that call as `extra_content.google.thought_signature`
+ * (Gemini's OpenAI-compatible field), and comes back from it.
  */
 import { estimateUsage, gwError, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromMessages, usageToChat } from '../../index.ts'
@@ -23,8 +25,8 @@ import { ChatChunkEmitter, chatErrorChunk } from './chat-chunks.ts'
 import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeToolId, textOf } from './common.ts'
 import { imageBlock, isMediaBlock } from './media-blocks.ts'
 import { isObject, parseWire, str, type JsonObject } from './wire.ts'
-import { isThinkingBlock, settleThinking, signedForMessages, thinkingBlock, thinkingBlocksOf } from './thinking.ts'
-import type { ChatCompletion, ChatAnswerMessage, ChatRequestWire, ChatToolChoiceWire, ChatToolWire } from './wire-chat.ts'
+import { decodeGeminiSignature, geminiSignatureBlock, isThinkingBlock, settleThinking, signedForMessages, thinkingBlock, thinkingBlocksOf } from './thinking.ts'
+import type { ChatCompletion, ChatAnswerMessage, ChatRequestWire, ChatToolChoiceWire, ChatToolWire, GeminiExtraContent } from './wire-chat.ts'
 import type {
   MessagesAnswerWire, MessagesBlock, MessagesBlockWire, MessagesEventWire, MessagesMediaBlock, MessagesRequest, MessagesTextBlock,
   MessagesToolChoice, MessagesToolResultBlock, MessagesTurn,
@@ -79,10 +81,15 @@ function convert (body: ChatRequestWire, media: boolean): { system: string[], tu
         if (t !== '') blocks.push({ type: 'text', text: t })
         if (typeof m.refusal === 'string' && m.refusal !== '') blocks.push({ type: 'text', text: m.refusal })
         if (Array.isArray(m.tool_calls)) {
+          const carried = new Set(blocks.map(b => b.type === 'thinking' ? decodeGeminiSignature(b.signature)?.call : undefined))
           for (const [j, c] of m.tool_calls.entries()) {
             const input = parseArgs(c?.function?.arguments)
             if (input === undefined) throw gwError('GW_ERR_BAD_REQUEST', [`${where}.tool_calls[${j}].function.arguments is not a JSON object`])
-            blocks.push({ type: 'tool_use', id: safeToolId(c?.id), name: String(c?.function?.name ?? ''), input })
+            const id = safeToolId(c?.id)
+            // A Gemini signature given back on the call itself (Gemini's OpenAI-compatible field), unless thinking_blocks carried it.
+            const sig = c?.extra_content?.google?.thought_signature
+            if (typeof sig === 'string' && sig !== '' && !carried.has(id)) blocks.unshift(geminiSignatureBlock(sig, id))
+            blocks.push({ type: 'tool_use', id, name: String(c?.function?.name ?? ''), input })
           }
         }
         pushTurn(turns, 'assistant', blocks)
@@ -211,6 +218,22 @@ export function chatToMessagesRequest (body: ChatRequestWire, opts: TranslateOpt
   return out
 }
 
+/** Gemini signatures that name a tool call, by call id (shown on the call as `extra_content`). */
+function geminiSignatures (blocks: ReadonlyArray<{ type: string, signature?: string }>): Map<string, string> {
+  const out = new Map<string, string>()
+  for (const b of blocks) {
+    const g = b.type === 'thinking' ? decodeGeminiSignature(b.signature) : undefined
+    if (g?.call !== undefined) out.set(g.call, g.signature)
+  }
+  return out
+}
+
+/** The `extra_content` of a tool call whose Gemini signature is known. */
+function extraFor (sigs: ReadonlyMap<string, string>, id: string): { extra_content?: GeminiExtraContent } {
+  const sig = sigs.get(id)
+  return sig === undefined ? {} : { extra_content: { google: { thought_signature: sig } } }
+}
+
 function chatId (upstreamId: unknown): string {
   return typeof upstreamId === 'string' && upstreamId !== ''
     ? 'chatcmpl-' + upstreamId.replace(/^msg_/, '')
@@ -231,6 +254,10 @@ function response (upstream: unknown, opts: TranslateOptions, fallback?: Usage):
       const whole = thinkingBlock(b)
       if (whole) thinking.push(whole)
     } else if (b?.type === 'tool_use') calls.push({ id: str(b.id), type: 'function', function: { name: str(b.name), arguments: JSON.stringify(b.input ?? {}) } })
+  }
+  for (const [call, sig] of geminiSignatures(thinking)) {
+    const c = calls.find(x => x.id === call)
+    if (c) c.extra_content = { google: { thought_signature: sig } }
   }
   const message: ChatAnswerMessage = { role: 'assistant', content: hasText || calls.length === 0 ? text : null, refusal: null }
   // Thinking text in the field DeepSeek and vLLM use (redacted thinking has none to show).
@@ -260,6 +287,8 @@ class ChatOverMessagesStream implements StreamTranslator {
   #done = false
   readonly #chunks: ChatChunkEmitter
   #toolCount = 0
+  /** Gemini signatures of the thinking blocks ended so far, by the tool call they name. */
+  readonly #geminiSigs = new Map<string, string>()
   /** By the upstream's block `index`, as sent. */
   readonly #blocks = new Map<unknown, BlockKind>()
   #start: Record<string, number> | undefined
@@ -308,7 +337,7 @@ class ChatOverMessagesStream implements StreamTranslator {
           const toolIdx = this.#toolCount++
           this.#blocks.set(d.index, { kind: 'tool_use', toolIdx })
           chunks.role(out)
-          return chunks.delta(out, { tool_calls: [{ index: toolIdx, id: str(b.id), type: 'function', function: { name: str(b.name), arguments: '' } }] })
+          return chunks.delta(out, { tool_calls: [{ index: toolIdx, id: str(b.id), type: 'function', function: { name: str(b.name), arguments: '' }, ...extraFor(this.#geminiSigs, str(b.id) ?? '') }] })
         }
         if (b.type === 'redacted_thinking') {
           this.#blocks.set(d.index, { kind: 'other' })
@@ -363,6 +392,7 @@ class ChatOverMessagesStream implements StreamTranslator {
         const blk = this.#blocks.get(d.index)
         if (blk?.kind !== 'thinking' || blk.signature === '') return
         this.#blocks.set(d.index, { kind: 'other' })
+        for (const [call, sig] of geminiSignatures([{ type: 'thinking', signature: blk.signature }])) this.#geminiSigs.set(call, sig)
         chunks.role(out)
         return chunks.delta(out, { thinking_blocks: [{ type: 'thinking', thinking: blk.text, signature: blk.signature }] })
       }

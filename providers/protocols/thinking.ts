@@ -20,6 +20,14 @@ import { isObject } from './wire.ts'
 
 export const THINKING_PREFIX = 'gw-thinking:'
 export const REASONING_PREFIX = 'gw-reasoning:'
+/**
+ * A Gemini thought signature in a thinking block's signature, as the gemini adapter writes it:
+ * `gw-gemini:` + base64(JSON `{ s, call? }`), `s` Gemini's signature, `call` the tool_use id of the
+ * function call it came on. Chat clients also see it on that tool call as
+ * `extra_content.google.thought_signature` (the field of Gemini's OpenAI-compatible layer), and a
+ * tool call given back with that field gives its signature back.
+ */
+export const GEMINI_SIGNATURE_PREFIX = 'gw-gemini:'
 
 /** A messages `thinking` block with its signature (empty: unsigned, which no upstream takes back). */
 export type ThinkingBlock = { type: 'thinking', thinking: string, signature: string }
@@ -75,6 +83,18 @@ export function decodeReasoning (v: unknown): CarriedReasoning | undefined {
   if (!isObject(r) || typeof r.encrypted_content !== 'string') return undefined
   const summary = Array.isArray(r.summary) ? (r.summary as unknown[]).filter((s): s is string => typeof s === 'string') : []
   return { encrypted_content: r.encrypted_content, summary }
+}
+
+/** The Gemini signature and tool call a thinking block's signature carries; undefined for any other value. */
+export function decodeGeminiSignature (v: unknown): { signature: string, call?: string } | undefined {
+  const o = typeof v === 'string' ? decodeJson(v, GEMINI_SIGNATURE_PREFIX) : undefined
+  if (!isObject(o) || typeof o.s !== 'string' || o.s === '') return undefined
+  return typeof o.call === 'string' ? { signature: o.s, call: o.call } : { signature: o.s }
+}
+
+/** A thinking block carrying a function call's Gemini signature (the gemini adapter's format). */
+export function geminiSignatureBlock (signature: string, call: string): ThinkingBlock {
+  return { type: 'thinking', thinking: '', signature: GEMINI_SIGNATURE_PREFIX + Buffer.from(JSON.stringify({ s: signature, call })).toString('base64') }
 }
 
 /** Whether a block can go back to a messages upstream: redacted, or thinking signed by that upstream (not empty, not a carried reasoning item). */

@@ -20,7 +20,12 @@ export interface ChatToolCallWire {
   id?: unknown
   type?: unknown
   function?: { name?: unknown, arguments?: unknown } | null
+  /** Gemini's OpenAI-compatible layer: `{ google: { thought_signature } }`. */
+  extra_content?: { google?: { thought_signature?: unknown } | null } | null
 }
+
+/** A tool call's Gemini thought signature, as Gemini's OpenAI-compatible layer carries it. */
+export type GeminiExtraContent = { google: { thought_signature: string } }
 
 /** A stream chunk's `choices[].delta`; also the fields an answer's message shares with it. */
 export interface ChatDeltaWire {
@@ -171,7 +176,7 @@ export type ChatRequest = {
 }
 
 /** A tool call of an answer: the upstream's call id and function name, left out when it sent none. */
-export type ChatAnswerToolCall = { id?: string, type: 'function', function: { name?: string, arguments: string } }
+export type ChatAnswerToolCall = { id?: string, type: 'function', function: { name?: string, arguments: string }, extra_content?: GeminiExtraContent }
 
 /** The assistant message of an answer; `reasoning_content` carries thinking text (DeepSeek's field). */
 export type ChatAnswerMessage = {
@@ -202,7 +207,7 @@ export type ChatDelta = {
   reasoning_content?: string
   /** Whole blocks, each sent once when its block ended (its text also came as reasoning_content). */
   thinking_blocks?: AnyThinkingBlock[]
-  tool_calls?: Array<{ index: number, id?: string, type?: 'function', function: { name?: string, arguments: string } }>
+  tool_calls?: Array<{ index: number, id?: string, type?: 'function', function: { name?: string, arguments: string }, extra_content?: GeminiExtraContent }>
 }
 
 /** A stream chunk sent to a client; `usage` is null on every chunk but the usage chunk when the client asked for usage. */

@@ -80,7 +80,9 @@ t.test('chat (openai SDK): the assistant message given back whole carries the si
   const blocks = (msg as unknown as { thinking_blocks?: Array<{ signature: string }> }).thinking_blocks
   t.ok(blocks?.length === 1 && blocks[0].signature.startsWith('gw-gemini:'), 'thinking_blocks carry the signature')
 
-  const lost = [...messages, { role: 'assistant', content: null, tool_calls: msg.tool_calls }, { role: 'tool', tool_call_id: call.id, content: '-3C' }]
+  // Neither thinking_blocks nor the tool call's extra_content: the signature is lost.
+  const bare = msg.tool_calls!.map(({ extra_content: _extra, ...rest }: OpenAI.ChatCompletionMessageToolCall & { extra_content?: unknown }) => rest)
+  const lost = [...messages, { role: 'assistant', content: null, tool_calls: bare }, { role: 'tool', tool_call_id: call.id, content: '-3C' }]
   const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_KEY}` }, body: JSON.stringify({ model: 'google/pro3', tools: [CHAT_TOOL], messages: lost }) })
   t.equal(res.status, 400, 'without thinking_blocks the fake refuses the follow-up')
 
@@ -176,10 +178,10 @@ t.test('signatureFallback: a chat client that drops thinking_blocks gets Gemini\
   const c = await openai.chat.completions.create({ model: 'google/pro3', tools: [CHAT_TOOL], messages: [{ role: 'user', content: 'Oslo?' }] })
   const call = c.choices[0].message.tool_calls![0] as OpenAI.ChatCompletionMessageFunctionToolCall
   fake.next({ parts: [{ text: 'Cold.' }] })
-  // The assistant message rebuilt from its content and tool calls only, as most chat clients do.
+  // The assistant message rebuilt from its content and the tool call's standard fields only, as most chat clients do.
   const done = await openai.chat.completions.create({ model: 'google/pro3', tools: [CHAT_TOOL], messages: [
     { role: 'user', content: 'Oslo?' },
-    { role: 'assistant', content: null, tool_calls: [call] },
+    { role: 'assistant', content: null, tool_calls: [{ id: call.id, type: 'function', function: call.function }] },
     { role: 'tool', tool_call_id: call.id, content: '-3C' },
   ] })
   t.equal(done.choices[0].message.content, 'Cold.')
@@ -191,4 +193,38 @@ t.test('signatureFallback: a chat client that drops thinking_blocks gets Gemini\
     { role: 'tool', tool_call_id: call.id, content: '-3C' },
   ] })
   t.ok(fake.issued.has(String(contentsOf(lastGenerate(fake).body)[1].parts[0].thoughtSignature)), 'a signature given back is sent, not the placeholder')
+})
+
+t.test('chat: the signature also rides the tool call as extra_content.google.thought_signature, and comes back from it', async t => {
+  const { fake, openai } = await geminiSetup(t)
+  fake.next({ parts: [{ functionCall: { name: 'get_weather', args: { city: 'Oslo' } } }] })
+  const c = await openai.chat.completions.create({ model: 'google/pro3', tools: [CHAT_TOOL], messages: [{ role: 'user', content: 'Oslo?' }] })
+  const call = c.choices[0].message.tool_calls![0] as OpenAI.ChatCompletionMessageFunctionToolCall & { extra_content?: { google: { thought_signature: string } } }
+  const sig = call.extra_content?.google.thought_signature
+  t.ok(sig !== undefined && fake.issued.has(sig), 'Gemini\'s own signature, as its OpenAI-compatible layer shows it')
+  fake.next({ parts: [{ text: 'Cold.' }] })
+  // A client that keeps its tool calls as received but drops thinking_blocks.
+  const done = await openai.chat.completions.create({ model: 'google/pro3', tools: [CHAT_TOOL], messages: [
+    { role: 'user', content: 'Oslo?' },
+    { role: 'assistant', content: null, tool_calls: [call] },
+    { role: 'tool', tool_call_id: call.id, content: '-3C' },
+  ] })
+  t.equal(done.choices[0].message.content, 'Cold.')
+  t.equal(contentsOf(lastGenerate(fake).body)[1].parts[0].thoughtSignature, sig)
+
+  fake.next({ parts: [{ text: 'Checking.' }, { functionCall: { name: 'get_weather', args: { city: 'Rome' } } }] })
+  const extras: unknown[] = []
+  for await (const ch of await openai.chat.completions.create({ model: 'google/pro3', stream: true, tools: [CHAT_TOOL], messages: [{ role: 'user', content: 'Rome?' }] })) {
+    for (const tc of ch.choices[0]?.delta.tool_calls ?? []) if ('extra_content' in tc) extras.push((tc as { extra_content: unknown }).extra_content)
+  }
+  t.equal(extras.length, 1, 'streamed: on the tool call\'s first delta')
+  t.ok(fake.issued.has((extras[0] as { google: { thought_signature: string } }).google.thought_signature))
+})
+
+t.test('the carrier format: what the adapter writes is what the chat translation reads', async t => {
+  const { encodeSignature } = await import('../../providers/gemini/signatures.ts')
+  const { decodeGeminiSignature, geminiSignatureBlock } = await import('../../providers/protocols/thinking.ts')
+  const { decodeSignature } = await import('../../providers/gemini/signatures.ts')
+  t.same(decodeGeminiSignature(encodeSignature({ signature: 'AbC=', call: 'c1' })), { signature: 'AbC=', call: 'c1' })
+  t.same(decodeSignature(geminiSignatureBlock('AbC=', 'c1').signature), { signature: 'AbC=', call: 'c1' })
 })
