@@ -22,7 +22,7 @@ export async function api (method, path, body) {
   const text = await r.text()
   let json
   try { json = JSON.parse(text) } catch { json = undefined }
-  if (!r.ok) throw new ApiError(r.status, `${r.status}: ${(json && json.error && json.error.message) || text}`)
+  if (!r.ok) throw new ApiError(r.status, `${r.status}: ${(json?.error?.message) || text}`)
   return json
 }
 

@@ -67,7 +67,7 @@ export const getLang = () => lang
 export function t (key, vars) {
   /** @type {Record<string, Record<string, string>>} */
   const all = STRINGS
-  let s = (all[lang] && all[lang][key]) || all.en[key] || key
+  let s = (all[lang]?.[key]) || all.en[key] || key
   if (vars) for (const [k, v] of Object.entries(vars)) s = s.replace(`{${k}}`, v)
   return s
 }

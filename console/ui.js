@@ -36,7 +36,7 @@ export function Select ({ label, id, options, empty, ...rest }) {
 /** A modal confirmation (native <dialog>: focus is trapped and Escape cancels). */
 export function Confirm ({ message, onConfirm, onCancel }) {
   const ref = useRef()
-  useEffect(() => { ref.current.showModal(); return () => ref.current && ref.current.open && ref.current.close() }, [])
+  useEffect(() => { ref.current.showModal(); return () => ref.current?.open && ref.current.close() }, [])
   return h('dialog', { ref, 'aria-labelledby': 'confirm-msg', onCancel: e => { e.preventDefault(); onCancel() } },
     h('p', { id: 'confirm-msg' }, message),
     h('div', { class: 'row' },

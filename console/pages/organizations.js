@@ -18,11 +18,11 @@ export function Organizations () {
   const run = async (fn) => { setErr(undefined); setMsg(undefined); try { await fn(); setMsg(t('done')); reload() } catch (e) { setErr(e.message) } }
   const createOrg = e => {
     e.preventDefault(); const form = e.target; const f = new FormData(form)
-    run(async () => { await api('POST', '/admin/organizations', { id: f.get('org-id'), ...(f.get('org-name') ? { name: f.get('org-name') } : {}) }); form.reset() })
+    void run(async () => { await api('POST', '/admin/organizations', { id: f.get('org-id'), ...(f.get('org-name') ? { name: f.get('org-name') } : {}) }); form.reset() })
   }
   const createProject = e => {
     e.preventDefault(); const form = e.target; const f = new FormData(form)
-    run(async () => { await api('POST', '/admin/projects', { id: f.get('project-id'), organization: f.get('project-org'), ...(f.get('project-name') ? { name: f.get('project-name') } : {}) }); form.reset() })
+    void run(async () => { await api('POST', '/admin/projects', { id: f.get('project-id'), organization: f.get('project-org'), ...(f.get('project-name') ? { name: f.get('project-name') } : {}) }); form.reset() })
   }
   const orgs = s.data ? s.data.orgs : []
   const money = key => o => formatMoney(toMicros(o[key]))
@@ -47,7 +47,7 @@ export function Organizations () {
         setConfirm(undefined)
         // The amount is cleared once confirmed: a second Enter cannot top up twice by mistake.
         c.form.reset()
-        run(() => api('POST', `/admin/organizations/${encodeURIComponent(c.org)}/topup`, { amount: c.amount }))
+        void run(() => api('POST', `/admin/organizations/${encodeURIComponent(c.org)}/topup`, { amount: c.amount }))
       },
     }),
     h('h2', null, t('createOrganization')),

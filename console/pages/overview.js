@@ -79,8 +79,8 @@ export function Overview () {
     { label: t('refused'), num: true, render: r => pct(rateOf(r.refused, r.calls)) },
     { label: t('errorRate'), num: true, render: r => pct(rateOf(r.errors, r.calls)) },
   ]
-  const total = d && d.model.usage.total
-  const callTotal = d && d.model.calls.total
+  const total = d?.model.usage.total
+  const callTotal = d?.model.calls.total
   return h(Fragment, null,
     h('h1', null, t('overview')),
     h(Toggle, { label: t('range'), items: RANGES.map(([k], i) => [i, t(k)]), value: range, onChange: setRange }),

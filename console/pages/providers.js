@@ -15,7 +15,7 @@ export function Providers () {
     try { await api('POST', '/admin/circuits/reset', { key }); setMsg(t('done')); reload() } catch (e) { setErr(e.message) }
   }
   return h(Fragment, null, h('h1', null, t('providers')), h(Loading, { s }), h(ErrorBox, { error: err }), h(Status, { msg }),
-    s.data && s.data.data.map((p, i) => h('section', { class: 'provider', 'aria-labelledby': `provider-${i}` },
+    s.data?.data.map((p, i) => h('section', { class: 'provider', 'aria-labelledby': `provider-${i}` },
       h('h2', { id: `provider-${i}` }, p.name),
       h('dl', { class: 'facts' },
         h('div', null, h('dt', null, t('adapter')), h('dd', null, p.module ? `${p.adapter} (${p.module})` : p.adapter)),

@@ -11,7 +11,7 @@ import { createHmac } from 'node:crypto'
 import OpenAI from 'openai'
 import Anthropic from '@anthropic-ai/sdk'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
-import { startFakeUpstream, json, sse, type FakeUpstream, type Recorded } from '../helpers/fake-upstream.ts'
+import { startFakeUpstream, json, sse, type Recorded } from '../helpers/fake-upstream.ts'
 import type { ServerResponse } from 'node:http'
 
 const MSG_MODEL = 'msgvendor/thinker'
