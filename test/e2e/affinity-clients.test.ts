@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, sse, chatChunk, chatUsageChunk, chatTextStream, DONE, type Recorded } from '../helpers/fake-upstream.ts'
-import { outcomeSpy } from '../helpers/outcome-spy.ts'
+import { outcomeSpy } from '../../testing.ts'
 import { CLAUDE, CODEX, runClaude, runCodex, codexSetup, CODEX_EXEC } from '../helpers/agents.ts'
 
 const COMMAND = 'echo affinity-$((6*7))'

@@ -8,7 +8,7 @@ import t from 'tap'
 import { createHmac } from 'node:crypto'
 import type { ServerResponse } from 'node:http'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
-import { outcomeSpy } from '../helpers/outcome-spy.ts'
+import { outcomeSpy } from '../../testing.ts'
 import { checkMessagesRequest, json, sse, startFakeUpstream, type Recorded } from '../helpers/fake-upstream.ts'
 import { runClaude, claudeResult } from '../helpers/agents.ts'
 

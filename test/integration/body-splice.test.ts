@@ -8,7 +8,7 @@ import t from 'tap'
 import { scanBody, modelSpanOf, spliceModel } from '../../core/http/body.ts'
 import { buildTestApp, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json, sse, chatTextStream, chatCompletion, messagesTextStream, messagesResponse, upstreamDoc } from '../helpers/fake-upstream.ts'
-import { outcomeSpy } from '../helpers/outcome-spy.ts'
+import { outcomeSpy } from '../../testing.ts'
 
 /** The text of the model value span scanBody finds, or undefined. */
 const found = (s: string) => {

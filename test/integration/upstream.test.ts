@@ -6,7 +6,7 @@ import t from 'tap'
 import { request as httpRequest } from 'node:http'
 import { buildTestApp, auth, AUTH_ENTRY, listen } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json, sse, chatTextStream, chatCompletion, messagesTextStream, messagesResponse, upstreamDoc, fixtureEvents, chatChunk, msgEvent, type FakeUpstream } from '../helpers/fake-upstream.ts'
-import { outcomeSpy } from '../helpers/outcome-spy.ts'
+import { outcomeSpy } from '../../testing.ts'
 import { SseParser } from '../../core/dispatch/sse.ts'
 
 const events = (text: string) => new SseParser().push(text).concat()

@@ -3,8 +3,7 @@
 import t from 'tap'
 import { messagesToChat } from '../../providers/protocols/messages-to-chat.ts'
 import { chatToMessages } from '../../providers/protocols/chat-to-messages.ts'
-import { translateFixture } from '../helpers/translate-fixture.ts'
-import { STOP_REASON_TO_FINISH, FINISH_TO_STOP_REASON, MESSAGES_TOOL_CHOICE_TO_CHAT, CHAT_TOOL_CHOICE_TO_MESSAGES } from '../../testing.ts'
+import { translateFixture, STOP_REASON_TO_FINISH, FINISH_TO_STOP_REASON, MESSAGES_TOOL_CHOICE_TO_CHAT, CHAT_TOOL_CHOICE_TO_MESSAGES } from '../../testing.ts'
 
 const PARAMS = ['temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'user',
   'stop_sequences', 'metadata', 'thinking', 'parallel_tool_calls', 'reasoning_effort']
