@@ -28,7 +28,7 @@ export const STRINGS = {
     state: 'Circuit', failures: 'Failures', openedAt: 'Opened at', reset: 'Reset',
     version: 'Version', node: 'Node', error: 'Error', actions: 'Actions', done: 'Done.',
   },
-  zh: {
+  'zh-CN': {
     title: '网关控制台', signIn: '登录', signOut: '退出', adminKey: '管理密钥',
     signInHelp: '密钥只保存在本页面内存中：刷新页面即退出登录。',
     overview: '概览', organizations: '组织', keys: '密钥', prices: '价格', usage: '用量',
@@ -59,8 +59,8 @@ export const STRINGS = {
 }
 
 let lang = 'en'
-/** @param {'en' | 'zh'} l */
-export function setLang (l) { lang = l }
+/** @param {'en' | 'zh-CN' | 'zh'} l `zh`, the older name of `zh-CN`, is still accepted. */
+export function setLang (l) { lang = l === 'zh' ? 'zh-CN' : l }
 export const getLang = () => lang
 
 /** @param {string} key @param {Record<string, string>} [vars] */
