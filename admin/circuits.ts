@@ -36,7 +36,8 @@ export function circuitRoutes (app: FastifyInstance, gw: Gateway): void {
   app.get('/admin/circuits', { schema: { tags: ['circuits'], summary: 'Circuit state per deployment', response: { 200: S.ListOf(S.Circuit), ...errorResponses } } }, async () => ({
     data: [...deployments(gw).values()].map(e => circuitOf(gw, e.d, e.models)),
   }))
-  app.post<{ Body: Static<typeof S.CircuitReset> }>('/admin/circuits/reset', { schema: { tags: ['circuits'], summary: 'Close a deployment\'s circuit', body: S.CircuitReset, response: { 200: S.Circuit, ...errorResponses } } }, async request => {
+  app.post<{ Body: Static<typeof S.CircuitReset> }>('/admin/circuits/reset',
+    { schema: { tags: ['circuits'], summary: 'Close a deployment\'s circuit', body: S.CircuitReset, response: { 200: S.Circuit, ...errorResponses } } }, async request => {
     const e = deployments(gw).get(request.body.key)
     if (!e) throw gwError('GW_ERR_DEPLOYMENT_UNKNOWN', [request.body.key], { metadata: { path: '/body/key' } })
     gw.circuits.reset(e.d)

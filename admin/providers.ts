@@ -12,7 +12,9 @@ import { ListOf } from './schemas.ts'
 import { ProviderView } from './summary-schemas.ts'
 
 export function providerRoutes (app: FastifyInstance, gw: Gateway): void {
-  app.get('/admin/providers', { schema: { tags: ['circuits'], summary: 'Providers: adapter, protocol, base URL, and per deployment its circuit (secrets never shown)', response: { 200: ListOf(ProviderView), ...errorResponses } } }, async () => {
+  app.get('/admin/providers',
+    { schema: { tags: ['circuits'], summary: 'Providers: adapter, protocol, base URL, and per deployment its circuit (secrets never shown)',
+      response: { 200: ListOf(ProviderView), ...errorResponses } } }, async () => {
     const byKey = deployments(gw)
     return {
       data: gw.config.providers.map(p => {

@@ -27,7 +27,9 @@ function frameOf (q: { from: string, to?: string, bucket: 'minute' | 'hour' | 'd
   const bucketMs = BUCKET_MS[q.bucket]
   const n = Math.ceil(to / bucketMs) - Math.floor(from / bucketMs)
   if (n > MAX_BUCKETS) {
-    throw gwError('GW_ERR_BAD_REQUEST', [`/querystring/bucket makes ${n} buckets of a ${q.bucket} between from and to, more than ${MAX_BUCKETS}; choose a wider bucket or a shorter range`], { metadata: { path: '/querystring/bucket' } })
+    throw gwError('GW_ERR_BAD_REQUEST',
+      [`/querystring/bucket makes ${n} buckets of a ${q.bucket} between from and to, more than ${MAX_BUCKETS}; choose a wider bucket or a shorter range`],
+      { metadata: { path: '/querystring/bucket' } })
   }
   return { from, to, bucketMs }
 }
@@ -76,7 +78,8 @@ const money = <T extends { cost: number }>(o: T): Omit<T, 'cost'> & { cost: stri
 
 export function summaryRoutes (app: FastifyInstance, ledger: Ledger, recorder: CallRecorder | undefined, now: () => number = Date.now): void {
   app.get<{ Querystring: S.UsageSummaryQueryT }>('/admin/usage/summary', {
-    schema: { tags: ['usage'], summary: 'Usage records counted and summed per time bucket (and model or organization), by the ledger', querystring: S.UsageSummaryQuery, response: { 200: S.UsageSummary, ...errorResponses } },
+    schema: { tags: ['usage'], summary: 'Usage records counted and summed per time bucket (and model or organization), by the ledger', querystring: S.UsageSummaryQuery,
+      response: { 200: S.UsageSummary, ...errorResponses } },
   }, async request => {
     const q = request.query
     const f = frameOf(q, now())
@@ -93,7 +96,8 @@ export function summaryRoutes (app: FastifyInstance, ledger: Ledger, recorder: C
   })
 
   app.get<{ Querystring: S.CallSummaryQueryT }>('/admin/calls/summary', {
-    schema: { tags: ['usage'], summary: 'Ended inference calls by status class per time bucket (and model or organization), counted in this replica since it started', querystring: S.CallSummaryQuery, response: { 200: S.CallSummary, ...errorResponses } },
+    schema: { tags: ['usage'], summary: 'Ended inference calls by status class per time bucket (and model or organization), counted in this replica since it started',
+      querystring: S.CallSummaryQuery, response: { 200: S.CallSummary, ...errorResponses } },
   }, async request => {
     if (!recorder) throw gwError('GW_ERR_CALLS_NOT_COUNTED')
     const q = request.query

@@ -27,7 +27,8 @@ export async function api (method, path, body) {
 }
 
 /** A query string of the defined, non-empty values. @param {Record<string, unknown>} o */
-export const qs = o => new URLSearchParams(/** @type {Array<[string, string]>} */ (Object.entries(o).filter(([, v]) => v !== undefined && v !== '' && v !== null).map(([k, v]) => [k, String(v)]))).toString()
+export const qs = o => new URLSearchParams(/** @type {Array<[string, string]>} */ (Object.entries(o).filter(([, v]) => v !== undefined && v !== '' && v !== null)
+  .map(([k, v]) => [k, String(v)]))).toString()
 
 /**
  * Loads `fn()` when `deps` change; returns [{ loading, data, error }, reload].

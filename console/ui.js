@@ -18,7 +18,8 @@ export function Table ({ cols, rows, label, labelledBy, testid }) {
     h('table', { ...(labelledBy ? { 'aria-labelledby': labelledBy } : {}), ...(testid ? { 'data-testid': testid } : {}) },
       labelledBy ? null : h('caption', null, label),
       h('thead', null, h('tr', null, cols.map(c => h('th', { scope: 'col', class: c.num ? 'num' : '' }, c.label)))),
-      h('tbody', null, rows.map((r, i) => h('tr', { key: r.id ?? i, 'data-row': r.id ?? undefined }, cols.map(c => h('td', { class: c.num ? 'num' : '', 'data-col': c.id ?? undefined }, c.render ? c.render(r) : String(r[c.key] ?? ''))))))))
+      h('tbody', null, rows.map((r, i) => h('tr', { key: r.id ?? i, 'data-row': r.id ?? undefined },
+        cols.map(c => h('td', { class: c.num ? 'num' : '', 'data-col': c.id ?? undefined }, c.render ? c.render(r) : String(r[c.key] ?? ''))))))))
 }
 
 export function Field ({ label, id, ...rest }) {

@@ -50,14 +50,16 @@ export interface ConformanceOptions {
 
 /** One golden answer or stream, whatever its table: what the suite needs to run it. */
 interface AnswerCase { name: string, client: ClientProtocol, body?: Record<string, unknown>, usage: Usage, expect: Record<string, unknown>, upstreamBody (usage: Record<string, unknown>): unknown }
-interface StreamCase { name: string, client: ClientProtocol, body?: Record<string, unknown>, usage: Usage, shape: string[], final?: Record<string, unknown>, upstreamEvents (usage: Record<string, unknown>): Array<string | Uint8Array> }
+interface StreamCase { name: string, client: ClientProtocol, body?: Record<string, unknown>, usage: Usage, shape: string[], final?: Record<string, unknown>,
+  upstreamEvents (usage: Record<string, unknown>): Array<string | Uint8Array> }
 
 function sameUsage (got: Usage | undefined, want: Usage): boolean {
   return got !== undefined && got.inputTokens === want.inputTokens && got.cachedInputTokens === want.cachedInputTokens && got.outputTokens === want.outputTokens
 }
 
 /** The golden tables for an upstream of `protocol`, from every client route. */
-function goldenFor (protocol: ClientProtocol): { requests: Array<{ name: string, client: ClientProtocol, body: Record<string, unknown>, expect: Record<string, unknown> }>, answers: AnswerCase[], streams: StreamCase[] } {
+function goldenFor (protocol: ClientProtocol): { requests: Array<{ name: string, client: ClientProtocol, body: Record<string, unknown>, expect: Record<string, unknown> }>,
+  answers: AnswerCase[], streams: StreamCase[] } {
   if (protocol === 'responses') {
     return {
       requests: [...RESPONSES_UPSTREAM_CASES],
@@ -79,8 +81,10 @@ function goldenFor (protocol: ClientProtocol): { requests: Array<{ name: string,
       })),
     ],
     streams: [
-      ...GOLDEN_STREAMS.filter(g => g.upstream === protocol).map(c => ({ ...c, upstreamEvents: (u: Record<string, unknown>) => frameUpstream(upstreamStreamEvents(c.stream, u, UPSTREAM_MODEL), c.framing) })),
-      ...RESPONSES_GOLDEN_STREAMS.filter(g => g.upstream === protocol).map(c => ({ ...c, client: 'responses' as const, upstreamEvents: (u: Record<string, unknown>) => upstreamStreamEvents(c.stream, u, UPSTREAM_MODEL) })),
+      ...GOLDEN_STREAMS.filter(g => g.upstream === protocol).map(c => ({ ...c,
+        upstreamEvents: (u: Record<string, unknown>) => frameUpstream(upstreamStreamEvents(c.stream, u, UPSTREAM_MODEL), c.framing) })),
+      ...RESPONSES_GOLDEN_STREAMS.filter(g => g.upstream === protocol).map(c => ({ ...c, client: 'responses' as const,
+        upstreamEvents: (u: Record<string, unknown>) => upstreamStreamEvents(c.stream, u, UPSTREAM_MODEL) })),
     ],
   }
 }
@@ -199,7 +203,8 @@ export async function runProviderConformance (t: SuiteTest, opts: ConformanceOpt
           }
           assert.equal(outcome.upstreamSucceeded, true)
           assert.equal(outcome.usageEstimated, false, `${route}: usage is the upstream's, not an estimate`)
-          assert.ok(sameUsage(outcome.usage, USAGE), `${route}${streamed ? ' streamed' : ''}: normalized usage (input incl. cached, cached, output) reached settle (got ${JSON.stringify(outcome.usage)})`)
+          assert.ok(sameUsage(outcome.usage, USAGE),
+            `${route}${streamed ? ' streamed' : ''}: normalized usage (input incl. cached, cached, output) reached settle (got ${JSON.stringify(outcome.usage)})`)
         }
       })
     }

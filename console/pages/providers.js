@@ -25,6 +25,7 @@ export function Providers () {
         { label: t('key'), key: 'key' }, { label: t('models'), render: c => c.models.join(', ') },
         { label: t('state'), key: 'state', id: 'state' }, { label: t('failures'), key: 'failures', num: true },
         { label: t('openedAt'), render: c => c.openedAt || '—' },
-        { label: t('actions'), render: c => c.state === 'closed' && c.failures === 0 ? '—' : h('button', { type: 'button', onClick: () => reset(c.key), 'aria-label': `${t('reset')} ${c.key}` }, t('reset')) },
+        { label: t('actions'),
+          render: c => c.state === 'closed' && c.failures === 0 ? '—' : h('button', { type: 'button', onClick: () => reset(c.key), 'aria-label': `${t('reset')} ${c.key}` }, t('reset')) },
       ] }))))
 }
