@@ -22,7 +22,7 @@ const COMMAND = 'echo affinity-$((6*7))'
 
 /** The agent's shell tool among the tools it sent (Codex's, Claude Code's Bash), with arguments for COMMAND. */
 function shellCall (body: any): { name: string, args: Record<string, unknown> } | undefined {
-  const names: string[] = (body.tools ?? []).map((x: any) => x.function?.name)
+  const names: string[] = (body.tools ?? []).map((x: { function?: { name: string } }) => x.function?.name)
   if (names.includes('exec_command')) return { name: 'exec_command', args: { cmd: COMMAND } }
   if (names.includes('shell_command')) return { name: 'shell_command', args: { command: COMMAND } }
   if (names.includes('shell')) return { name: 'shell', args: { command: ['bash', '-lc', COMMAND] } }

@@ -41,7 +41,7 @@ function toolResultIn (kind: 'chat' | 'messages', body: any): string | undefined
 
 /** Codex's shell tool among the tools it sent: `exec_command` ({cmd}) in 0.169, older `shell` ({command: [...]}). */
 function shellCall (kind: 'chat' | 'messages', body: any): { name: string, args: Record<string, unknown> } {
-  const names: string[] = (body.tools ?? []).map((x: any) => kind === 'chat' ? x.function?.name : x.name)
+  const names: string[] = (body.tools ?? []).map((x: { function?: { name: string }, name: string }) => kind === 'chat' ? x.function?.name : x.name)
   if (names.includes('exec_command')) return { name: 'exec_command', args: { cmd: COMMAND } }
   if (names.includes('shell_command')) return { name: 'shell_command', args: { command: COMMAND } }
   if (names.includes('shell')) return { name: 'shell', args: { command: ['bash', '-lc', COMMAND] } }

@@ -188,7 +188,7 @@ t.test('real clients against a listening gateway', async t => {
         let text = ''
         let input = 0
         for await (const chunk of await chat.stream('streamed langchain')) {
-          text += typeof chunk.content === 'string' ? chunk.content : chunk.content.map((c: any) => c.text ?? '').join('')
+          text += typeof chunk.content === 'string' ? chunk.content : chunk.content.map(c => 'text' in c ? c.text : '').join('')
           input += chunk.usage_metadata?.input_tokens ?? 0
         }
         t.equal(text, 'Echo: streamed langchain', `${name} ${model}: stream`)

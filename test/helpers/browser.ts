@@ -50,7 +50,7 @@ export async function check (t: Test, page: Page, name: string): Promise<void> {
   await page.evaluate(axeSource)
   const violations: Array<{ id: string, impact: string, help: string, nodes: number }> = await page.evaluate(async () => {
     const r = await (globalThis as any).axe.run(document)
-    return r.violations.map((v: any) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.length }))
+    return r.violations.map((v: { id: string, impact: string, help: string, nodes: string[] }) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.length }))
   })
   const bad = violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
   t.same(bad, [], `${name}: no serious or critical accessibility violations`)

@@ -146,9 +146,9 @@ t.test('OTLP/HTTP export: request, phase and attempt spans with their links and 
   t.equal(bodies[0].path, '/v1/traces')
   t.equal(bodies[0].auth, 'c1', 'configured headers sent')
   const resourceSpans = bodies.flatMap(b => b.json.resourceSpans)
-  const service = resourceSpans[0].resource.attributes.find((a: any) => a.key === 'service.name')
+  const service = resourceSpans[0].resource.attributes.find((a: { key: string, value: { stringValue: string } }) => a.key === 'service.name')
   t.equal(service.value.stringValue, 'gw-test')
-  const spans: OtlpSpan[] = resourceSpans.flatMap((r: any) => r.scopeSpans.flatMap((s: any) => s.spans))
+  const spans: OtlpSpan[] = resourceSpans.flatMap((r: { scopeSpans: { spans: OtlpSpan[] }[] }) => r.scopeSpans.flatMap(s => s.spans))
   const attr = (s: OtlpSpan, k: string) => { const a = s.attributes.find(x => x.key === k)?.value; return a?.stringValue ?? (a?.intValue !== undefined ? Number(a.intValue) : a?.boolValue) }
   t.ok(spans.every(s => s.traceId === TRACE), 'every span in the caller\'s trace')
   const root = spans.find(s => s.spanId === gwSpan)!

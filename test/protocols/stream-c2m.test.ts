@@ -52,7 +52,7 @@ function shape (cs: any[]): string[] {
     }
     if (typeof d.content === 'string') return `text ${d.content}`
     if (typeof d.reasoning_content === 'string') return `reasoning ${d.reasoning_content}`
-    if (Array.isArray(d.thinking_blocks)) return d.thinking_blocks.map((b: any) => `thinking_block ${b.type} ${b.signature ?? b.data}`).join(' ')
+    if (Array.isArray(d.thinking_blocks)) return d.thinking_blocks.map((b: { type: string, signature?: string, data?: string }) => `thinking_block ${b.type} ${b.signature ?? b.data}`).join(' ')
     return 'other ' + JSON.stringify(d)
   })
 }
