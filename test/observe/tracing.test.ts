@@ -60,7 +60,7 @@ t.test('parseTraceparent follows the W3C rules', async t => {
     undefined, '', 'garbage', [TP, TP], `ff-${TRACE}-${PARENT}-01`, `00-${TRACE.toUpperCase()}-${PARENT}-01`,
     `00-${'0'.repeat(32)}-${PARENT}-01`, `00-${TRACE}-${'0'.repeat(16)}-01`, `00-${TRACE}-${PARENT}-01-extra`,
     `00-${TRACE}-${PARENT}-0g`, `00_${TRACE}-${PARENT}-01`, `0-${TRACE}-${PARENT}-01x`,
-  ]) t.equal(parseTraceparent(bad as any), undefined, `invalid: ${JSON.stringify(bad)}`)
+  ]) t.equal(parseTraceparent(bad as string | string[] | undefined), undefined, `invalid: ${JSON.stringify(bad)}`)
 })
 
 t.test('a caller\'s traceparent is continued upstream with a child span per attempt', async t => {

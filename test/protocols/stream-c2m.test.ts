@@ -6,7 +6,7 @@ import { translateFixture, parseSse as parse, STOP_REASON_TO_FINISH } from '../.
 
 const { opts } = translateFixture()
 
-function run (upstream: string, clientBody: Record<string, any> = { stream: true }, chunked = false): { out: string, st: StreamTranslator } {
+function run (upstream: string, clientBody: Record<string, unknown> = { stream: true }, chunked = false): { out: string, st: StreamTranslator } {
   const st = chatToMessages.stream(clientBody, opts)
   let out = ''
   for (const ev of parse(upstream, chunked)) out += st.push(ev)

@@ -8,7 +8,7 @@ import { translateFixture, parseSse as parse, FINISH_TO_STOP_REASON } from '../.
 const { opts } = translateFixture()
 
 /** Feeds upstream SSE text through a fresh stream translator; returns the output and the translator. */
-function run (upstream: string, clientBody: Record<string, any> = { stream: true }): { out: string, st: StreamTranslator } {
+function run (upstream: string, clientBody: Record<string, unknown> = { stream: true }): { out: string, st: StreamTranslator } {
   const st = messagesToChat.stream(clientBody, opts)
   let out = ''
   for (const ev of parse(upstream)) out += st.push(ev)
