@@ -29,15 +29,15 @@ function refuse (res: ServerResponse, message: string): void {
   json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message } })
 }
 
-function toolResult (body: any): string | undefined {
-  for (const m of body.messages as any[]) {
+function toolResult (body: { messages: unknown }): string | undefined {
+  for (const m of body.messages as { role: string, content: string | { type: string, content?: unknown }[] }[]) {
     if (Array.isArray(m.content)) for (const b of m.content) if (b.type === 'tool_result') return typeof b.content === 'string' ? b.content : JSON.stringify(b.content)
   }
   return undefined
 }
 
-function shellCall (body: any): { name: string, args: Record<string, unknown> } {
-  const names: string[] = (body.tools ?? []).map((x: { name: string }) => x.name)
+function shellCall (body: { tools?: { name: string }[] }): { name: string, args: Record<string, unknown> } {
+  const names = (body.tools ?? []).map(x => x.name)
   if (names.includes('exec_command')) return { name: 'exec_command', args: { cmd: COMMAND } }
   if (names.includes('shell_command')) return { name: 'shell_command', args: { command: COMMAND } }
   if (names.includes('shell')) return { name: 'shell', args: { command: ['bash', '-lc', COMMAND] } }

@@ -270,7 +270,7 @@ t.test('circuit thresholds from the config file: per model over per provider ove
       const doc = upstreamDoc(chatOrigin, msgOrigin, [
         { id: 'vendor/lenient', circuit: { failureThreshold: 3 }, deployments: [{ provider: 'up-chat', model: 'up-lenient' }] },
       ])
-      ;(doc.providers as any[])[0].circuit = { failureThreshold: 1, coolDownMs: 100 }
+      ;(doc.providers as Record<string, unknown>[])[0].circuit = { failureThreshold: 1, coolDownMs: 100 }
       return { ...doc, circuit: { failureThreshold: 2, coolDownMs: 1000 } }
     },
   })

@@ -34,7 +34,7 @@ async function setup (t: Test, accessConfig: Record<string, unknown> = {}) {
         { name: 'up-chat', adapter: 'openai-compatible', config: { baseUrl: `${up.origin}/v1`, apiKey: UPSTREAM_KEY } },
       ],
       models: [
-        (base.models as any[])[0],
+        (base.models as unknown[])[0],
         { id: 'vendor/failing', price: { input: 1, output: 2 }, deployments: [{ provider: 'up-chat', model: 'up-model' }] },
       ],
     },
