@@ -17,7 +17,8 @@ import { Type } from '@sinclair/typebox'
 const SECRET_PROMPT = 'PROMPT-MARKER-7f3a9c'
 const UPSTREAM_KEY = 'sk-upstream-secret-42'
 
-type Line = Record<string, any>
+/** A pino line: its level and message, the access log's timings (ms) and cost, and whatever else it holds. */
+type Line = { level: number, msg?: string, cost: number, durationMs: number, upstreamMs: number, overheadMs: number, settleMs: number, [key: string]: unknown }
 
 async function setup (t: Test, accessConfig: Record<string, unknown> = {}) {
   const lines: Line[] = []

@@ -22,7 +22,7 @@ const TP = `00-${TRACE}-${PARENT}-01`
 const TP_RE = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 
 async function gateway (up: FakeUpstream, doc: Record<string, unknown> = {}) {
-  const lines: Record<string, any>[] = []
+  const lines: Record<string, unknown>[] = []
   const logger = pino({ level: 'info' }, { write (s: string) { lines.push(JSON.parse(s)) } })
   const app = await buildTestApp({
     logger,
