@@ -6,8 +6,10 @@ import type { AdminService } from './service.ts'
 import { keyView } from './views.ts'
 
 export function keyRoutes (app: FastifyInstance, service: AdminService): void {
-  app.get('/admin/keys', { schema: { tags: ['keys'], summary: 'List keys (never their secrets)', response: { 200: S.ListOf(S.Key), ...errorResponses } } }, async () => ({ data: (await service.ledger.listKeys()).map(keyView) }))
-  app.post<{ Body: S.CreateKeyT }>('/admin/keys', { schema: { tags: ['keys'], summary: 'Create a key; its secret is in this answer only', body: S.CreateKey, response: { 201: S.CreatedKey, ...errorResponses } } }, async (request, reply) => {
+  app.get('/admin/keys', { schema: { tags: ['keys'], summary: 'List keys (never their secrets)', response: { 200: S.ListOf(S.Key), ...errorResponses } } },
+    async () => ({ data: (await service.ledger.listKeys()).map(keyView) }))
+  app.post<{ Body: S.CreateKeyT }>('/admin/keys',
+    { schema: { tags: ['keys'], summary: 'Create a key; its secret is in this answer only', body: S.CreateKey, response: { 201: S.CreatedKey, ...errorResponses } } }, async (request, reply) => {
     const b = request.body
     const { key, secret } = await service.createKey({
       organization: b.organization,
@@ -16,5 +18,7 @@ export function keyRoutes (app: FastifyInstance, service: AdminService): void {
     }, { knownProject: true })
     return reply.code(201).header('cache-control', 'no-store').send({ ...keyView(key), secret })
   })
-  app.post<{ Params: { id: string } }>('/admin/keys/:id/revoke', { schema: { tags: ['keys'], summary: 'Revoke a key (gateways drop it within auth ledgerCacheMs)', params: S.IdParam, response: { 200: S.Key, ...errorResponses } } }, async request => keyView(await service.revokeKey(request.params.id)))
+  app.post<{ Params: { id: string } }>('/admin/keys/:id/revoke',
+    { schema: { tags: ['keys'], summary: 'Revoke a key (gateways drop it within auth ledgerCacheMs)', params: S.IdParam, response: { 200: S.Key, ...errorResponses } } },
+    async request => keyView(await service.revokeKey(request.params.id)))
 }

@@ -3,7 +3,8 @@
 export const MASK = '***'
 
 /** Field names whose values are secrets: keys, apiKeys, hashes of keys, passwords, tokens, secrets, authorization headers. */
-const SECRET_NAMES = new Set(['key', 'keys', 'apikey', 'apikeys', 'api_key', 'api_keys', 'hash', 'password', 'passwd', 'secret', 'secrets', 'token', 'tokens', 'authorization', 'credentials', 'x-api-key'])
+const SECRET_NAMES = new Set(['key', 'keys', 'apikey', 'apikeys', 'api_key', 'api_keys', 'hash', 'password', 'passwd', 'secret', 'secrets', 'token', 'tokens', 'authorization',
+  'credentials', 'x-api-key'])
 /** camelCase names ending in one of those: apiKey, adminKeys, dbPassword, clientSecret, accessToken (not maxKeys). */
 const SECRET_SUFFIX = /[a-z](ApiKeys?|AdminKeys?|Password|Secret|Token)$|^(api|admin|access|secret|private)Keys?$/
 const isSecretName = (k: string): boolean => SECRET_NAMES.has(k.toLowerCase()) || SECRET_SUFFIX.test(k)

@@ -20,14 +20,20 @@ export function organizationRoutes (app: FastifyInstance, service: AdminService)
   app.get('/admin/organizations', { schema: { tags: ['organizations'], summary: 'List organizations', response: { 200: S.ListOf(S.Organization), ...errorResponses } } }, async () => ({
     data: (await ledger.listOrganizations()).map(o => ({ id: o.id, name: o.name ?? null, balance: formatMicros(o.balance), createdAt: iso(o.createdAt) })),
   }))
-  app.post<{ Body: Static<typeof S.CreateOrganization> }>('/admin/organizations', { schema: { tags: ['organizations'], summary: 'Create an organization (balance 0)', body: S.CreateOrganization, response: { 201: S.OrganizationDetail, ...errorResponses } } }, async (request, reply) => {
+  app.post<{ Body: Static<typeof S.CreateOrganization> }>('/admin/organizations',
+    { schema: { tags: ['organizations'], summary: 'Create an organization (balance 0)', body: S.CreateOrganization, response: { 201: S.OrganizationDetail, ...errorResponses } } },
+    async (request, reply) => {
     const { id, name } = request.body
     await service.createOrganization(id, name)
     return reply.code(201).send(await detail(id))
   })
-  app.get<{ Params: { id: string } }>('/admin/organizations/:id', { schema: { tags: ['organizations'], summary: 'Show an organization', params: S.IdParam, response: { 200: S.OrganizationDetail, ...errorResponses } } }, async request => detail(request.params.id))
-  app.get<{ Params: { id: string } }>('/admin/organizations/:id/balance', { schema: { tags: ['balances'], summary: 'Balance, reserved and available', params: S.IdParam, response: { 200: S.Balance, ...errorResponses } } }, async request => service.balance(request.params.id))
-  app.post<{ Params: { id: string }, Body: Static<typeof S.TopUp> }>('/admin/organizations/:id/topup', { schema: { tags: ['balances'], summary: 'Add to a balance', params: S.IdParam, body: S.TopUp, response: { 200: S.TopUpResult, ...errorResponses } } }, async request => {
+  app.get<{ Params: { id: string } }>('/admin/organizations/:id',
+    { schema: { tags: ['organizations'], summary: 'Show an organization', params: S.IdParam, response: { 200: S.OrganizationDetail, ...errorResponses } } }, async request => detail(request.params.id))
+  app.get<{ Params: { id: string } }>('/admin/organizations/:id/balance',
+    { schema: { tags: ['balances'], summary: 'Balance, reserved and available', params: S.IdParam, response: { 200: S.Balance, ...errorResponses } } },
+    async request => service.balance(request.params.id))
+  app.post<{ Params: { id: string }, Body: Static<typeof S.TopUp> }>('/admin/organizations/:id/topup',
+    { schema: { tags: ['balances'], summary: 'Add to a balance', params: S.IdParam, body: S.TopUp, response: { 200: S.TopUpResult, ...errorResponses } } }, async request => {
     const { id } = request.params
     try {
       return { organization: id, balance: await service.topUp(id, parseAmount(request.body.amount)) }

@@ -25,7 +25,8 @@ export function priceRoutes (app: FastifyInstance, service: AdminService, servin
     for (const [model, lp] of ledgerPrices) rows.push({ model, inCatalog: false, source: 'ledger', price: lp, configPrice: null, ledgerPrice: lp })
     return { data: rows }
   })
-  app.put<{ Body: Static<typeof S.SetPrice> }>('/admin/prices', { schema: { tags: ['prices'], summary: 'Set a model\'s ledger price (over the config\'s)', body: S.SetPrice, response: { 200: S.PriceRow, ...errorResponses } } }, async request => {
+  app.put<{ Body: Static<typeof S.SetPrice> }>('/admin/prices',
+    { schema: { tags: ['prices'], summary: 'Set a model\'s ledger price (over the config\'s)', body: S.SetPrice, response: { 200: S.PriceRow, ...errorResponses } } }, async request => {
     const b = request.body
     const price: ModelPrice = { input: b.input, output: b.output }
     if (b.cachedInput !== undefined) price.cachedInput = b.cachedInput

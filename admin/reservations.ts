@@ -7,11 +7,13 @@ import type { AdminService } from './service.ts'
 import { holdView } from './views.ts'
 
 export function reservationRoutes (app: FastifyInstance, service: AdminService): void {
-  app.get<{ Querystring: Static<typeof S.HoldQuery> }>('/admin/reservations', { schema: { tags: ['reservations'], summary: 'Balance holds of calls in flight', querystring: S.HoldQuery, response: { 200: S.HoldList, ...errorResponses } } }, async request => {
+  app.get<{ Querystring: Static<typeof S.HoldQuery> }>('/admin/reservations',
+    { schema: { tags: ['reservations'], summary: 'Balance holds of calls in flight', querystring: S.HoldQuery, response: { 200: S.HoldList, ...errorResponses } } }, async request => {
     const holds = await service.holds(request.query.organization)
     return holds ? { stored: true, data: holds.map(holdView) } : { stored: false, data: [] }
   })
-  app.delete<{ Params: { id: string } }>('/admin/reservations/:id', { schema: { tags: ['reservations'], summary: 'Release one hold (a call that will never settle)', params: S.IdParam, response: { 200: S.Released, ...errorResponses } } }, async request => {
+  app.delete<{ Params: { id: string } }>('/admin/reservations/:id',
+    { schema: { tags: ['reservations'], summary: 'Release one hold (a call that will never settle)', params: S.IdParam, response: { 200: S.Released, ...errorResponses } } }, async request => {
     await service.releaseHold(request.params.id)
     return { released: request.params.id }
   })

@@ -6,7 +6,8 @@ export const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]
 /** Ids an operator chooses: what the CLI accepts for key ids, for every id. */
 export const Id = Type.String({ pattern: '^[\\w.:@-]{1,128}$', description: 'Letters, digits and _ . : @ - (1 to 128).' })
 /** A positive amount in currency units, at most 6 decimals (exact in micro-units). */
-export const Amount = Type.String({ pattern: '^\\d{1,12}(\\.\\d{1,6})?$', description: 'Currency units, at most 6 decimals, e.g. "12.50"; at most 9007199254.740991 (2^53 − 1 micro-units, the largest exact amount), and the balance it makes likewise.' })
+export const Amount = Type.String({ pattern: '^\\d{1,12}(\\.\\d{1,6})?$',
+  description: 'Currency units, at most 6 decimals, e.g. "12.50"; at most 9007199254.740991 (2^53 − 1 micro-units, the largest exact amount), and the balance it makes likewise.' })
 /** A price per million tokens (non-negative). */
 const Rate = Type.Number({ minimum: 0, maximum: 1e9, description: 'Currency units per million tokens, at most 6 decimals.' })
 /** ISO 8601 date or date-time. */

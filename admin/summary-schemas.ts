@@ -4,7 +4,8 @@ import { Circuit, Nullable, Time, UsageFilter } from './schemas.ts'
 
 const Bucket = Type.Union([Type.Literal('minute'), Type.Literal('hour'), Type.Literal('day')], { default: 'hour', description: 'Bucket width; buckets start at whole UTC minutes, hours or days.' })
 const GroupBy = Type.Union([Type.Literal('model'), Type.Literal('organization')], { description: 'Sums per bucket and per this; absent: per bucket only.' })
-const Top = Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'Groups with a series of their own (the largest by cost, then requests); the others are summed into series entries marked other.' })
+const Top = Type.Integer({ minimum: 1, maximum: 100, default: 10,
+  description: 'Groups with a series of their own (the largest by cost, then requests); the others are summed into series entries marked other.' })
 const range = {
   from: Time,
   to: Type.Optional(Time),

@@ -27,7 +27,9 @@ function frameOf (q: { from: string, to?: string, bucket: 'minute' | 'hour' | 'd
   const bucketMs = BUCKET_MS[q.bucket]
   const n = Math.ceil(to / bucketMs) - Math.floor(from / bucketMs)
   if (n > MAX_BUCKETS) {
-    throw gwError('GW_ERR_BAD_REQUEST', [`/querystring/bucket makes ${n} buckets of a ${q.bucket} between from and to, more than ${MAX_BUCKETS}; choose a wider bucket or a shorter range`], { metadata: { path: '/querystring/bucket' } })
+    throw gwError('GW_ERR_BAD_REQUEST',
+      [`/querystring/bucket makes ${n} buckets of a ${q.bucket} between from and to, more than ${MAX_BUCKETS}; choose a wider bucket or a shorter range`],
+      { metadata: { path: '/querystring/bucket' } })
   }
   return { from, to, bucketMs }
 }
@@ -98,7 +100,8 @@ export function summaryRoutes (app: FastifyInstance, ledger: Ledger, recorder: C
   }, async request => usageSummary(ledger, request.query, now()))
 
   app.get<{ Querystring: S.CallSummaryQueryT }>('/admin/calls/summary', {
-    schema: { tags: ['usage'], summary: 'Ended inference calls by status class per time bucket (and model or organization), counted in this replica since it started', querystring: S.CallSummaryQuery, response: { 200: S.CallSummary, ...errorResponses } },
+    schema: { tags: ['usage'], summary: 'Ended inference calls by status class per time bucket (and model or organization), counted in this replica since it started',
+      querystring: S.CallSummaryQuery, response: { 200: S.CallSummary, ...errorResponses } },
   }, async request => {
     if (!recorder) throw gwError('GW_ERR_CALLS_NOT_COUNTED')
     const q = request.query

@@ -38,7 +38,8 @@ const EXPORT_PAGE = 1000
 
 /** GET /admin/usage and GET /admin/usage/export. */
 export function usageRoutes (app: FastifyInstance, ledger: Ledger): void {
-  app.get<{ Querystring: S.UsageQueryT }>('/admin/usage', { schema: { tags: ['usage'], summary: 'Usage records, one page (from <= time < to)', querystring: S.UsageQuery, response: { 200: S.UsagePage, ...errorResponses } } }, async request => {
+  app.get<{ Querystring: S.UsageQueryT }>('/admin/usage',
+    { schema: { tags: ['usage'], summary: 'Usage records, one page (from <= time < to)', querystring: S.UsageQuery, response: { 200: S.UsagePage, ...errorResponses } } }, async request => {
     const q = request.query
     const filter = usageFilter(q)
     const rows = await ledger.queryUsage({ ...filter, limit: q.limit + 1, ...(q.cursor !== undefined ? { after: decodeCursor(q.cursor) } : {}) })
@@ -50,7 +51,8 @@ export function usageRoutes (app: FastifyInstance, ledger: Ledger): void {
     schema: {
       tags: ['usage'], summary: 'All matching usage records, streamed as CSV or a JSON array',
       querystring: S.UsageExportQuery,
-      response: { 200: { description: 'text/csv (header row, CRLF) or application/json (an array of usage records)', content: { 'text/csv': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'array', items: S.UsageRecord } } } }, ...errorResponses },
+      response: { 200: { description: 'text/csv (header row, CRLF) or application/json (an array of usage records)',
+        content: { 'text/csv': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'array', items: S.UsageRecord } } } }, ...errorResponses },
     },
   }, async (request, reply) => {
     const filter = usageFilter(request.query)

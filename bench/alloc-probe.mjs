@@ -28,7 +28,7 @@ process.on('message', msg => {
     session = { profiler, base, cpu: process.cpuUsage() }
     if (profileFile) {
       if (!inspector) { inspector = new Session(); inspector.connect() }
-      post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true })
+      void post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true })
         .then(() => process.send({ type: 'started' }))
     } else process.send({ type: 'started' })
   } else if (msg?.type === 'stop' && session) {
@@ -51,7 +51,7 @@ process.on('message', msg => {
     session = undefined
     const reply = { type: 'stopped', bytes, cpuUs: cpu.user + cpu.system, gcs }
     if (profileFile) {
-      post('HeapProfiler.stopSampling').then(({ profile }) => {
+      void post('HeapProfiler.stopSampling').then(({ profile }) => {
         writeFileSync(profileFile, JSON.stringify(profile))
         process.send(reply)
       })

@@ -101,7 +101,7 @@ async function drive (pool, path, body, calls) {
 /** Self bytes per call by function (the sampled allocation sites), biggest first. */
 function printTop (profile, calls) {
   const by = new Map()
-  const walk = (n, stack) => {
+  const walk = n => {
     const f = n.callFrame
     const where = f.url ? `${f.url.replace(/^file:\/\//, '').replace(root + '/', '')}:${f.lineNumber + 1}` : '(native)'
     const key = `${f.functionName || '(anonymous)'} ${where}`

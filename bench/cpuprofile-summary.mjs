@@ -10,7 +10,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 function place (url, base) {
   if (!url) return { where: '(native / VM)', area: 'V8 / native' }
   if (url.startsWith('node:')) return { where: url, area: 'node internals' }
-  let path = url.startsWith('file://') ? fileURLToPath(url) : url
+  const path = url.startsWith('file://') ? fileURLToPath(url) : url
   const nm = path.lastIndexOf('/node_modules/')
   if (nm >= 0) {
     const parts = path.slice(nm + 14).split('/')

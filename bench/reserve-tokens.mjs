@@ -69,7 +69,7 @@ async function time (fn, bodies) {
   return median(runs)
 }
 
-let t0 = performance.now()
+const t0 = performance.now()
 await tokenCounter('cl100k_base')
 const loadMs = performance.now() - t0
 const { default: ranks } = await import('js-tiktoken/ranks/cl100k_base')

@@ -160,7 +160,7 @@ function load (spec) {
     child.on('exit', code => {
       children.delete(child)
       if (code !== 0) return rej(new Error(`load.mjs exited ${code}: ${err}`))
-      try { res(JSON.parse(out.trim().split('\n').at(-1))) } catch (e) { rej(new Error(`load.mjs output: ${out.slice(-500)} ${err}`)) }
+      try { res(JSON.parse(out.trim().split('\n').at(-1))) } catch { rej(new Error(`load.mjs output: ${out.slice(-500)} ${err}`)) }
     })
   })
 }
@@ -624,7 +624,7 @@ function report (systems, results, extra) {
     lines.push(`\`node --cpu-prof\` on the gateway process (core 0) under ${PROFILE_SECONDS} s of load (${f(p.rps)} req/s while profiled; the profiler costs some throughput). Start-up and warm-up samples (first ${f(p.skipMs / 1000, 1)} s) are left out. Summarised by \`node bench/cpuprofile-summary.mjs ${p.file} 40 ${f(p.skipMs)}\` (self time per function). The profile file is kept at \`${p.file}\` (not committed).`, '')
     lines.push(`Busy ${f(p.busyMs)} ms of ${f(p.totalMs)} ms sampled (${f(100 * p.busyMs / p.totalMs, 1)} % of the core). Self time by area: ${p.byArea.map(a => `${a.area} ${f(a.pct, 1)} %`).join(', ')}.`, '')
     lines.push('| # | function | where | self ms | % of busy |', '|--:|---|---|--:|--:|')
-    p.top.forEach((x, i) => lines.push(`| ${i + 1} | \`${x.name}\` | ${x.where} | ${f(x.selfMs, 1)} | ${f(x.pct, 1)} |`))
+    p.top.forEach((x, i) => { lines.push(`| ${i + 1} | \`${x.name}\` | ${x.where} | ${f(x.selfMs, 1)} | ${f(x.pct, 1)} |`) })
     lines.push('')
   }
 

@@ -22,12 +22,13 @@ export async function api (method, path, body) {
   const text = await r.text()
   let json
   try { json = JSON.parse(text) } catch { json = undefined }
-  if (!r.ok) throw new ApiError(r.status, `${r.status}: ${(json && json.error && json.error.message) || text}`)
+  if (!r.ok) throw new ApiError(r.status, `${r.status}: ${(json?.error?.message) || text}`)
   return json
 }
 
 /** A query string of the defined, non-empty values. @param {Record<string, unknown>} o */
-export const qs = o => new URLSearchParams(/** @type {Array<[string, string]>} */ (Object.entries(o).filter(([, v]) => v !== undefined && v !== '' && v !== null).map(([k, v]) => [k, String(v)]))).toString()
+export const qs = o => new URLSearchParams(/** @type {Array<[string, string]>} */ (Object.entries(o).filter(([, v]) => v !== undefined && v !== '' && v !== null)
+  .map(([k, v]) => [k, String(v)]))).toString()
 
 /**
  * Loads `fn()` when `deps` change; returns [{ loading, data, error }, reload].

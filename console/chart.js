@@ -10,7 +10,8 @@ export const OTHER_COLOUR = '#888888'
 
 /**
  * `colour(name)` gives each series its colour (the same group keeps its colour in every chart).
- * @param {{ title: string, label: string, starts: number[], series: { names: string[], values: Array<Array<number | null>> }, format: (v: number) => string, colour: (name: string) => string, testid?: string, points?: boolean }} props
+ * @param {{ title: string, label: string, starts: number[], series: { names: string[], values: Array<Array<number | null>> },
+ *   format: (v: number) => string, colour: (name: string) => string, testid?: string, points?: boolean }} props
  * `points`: draw every value as a point (a rate's lone values between gaps stay visible).
  */
 export function LineChart ({ title, label, starts, series, format, colour, testid, points }) {

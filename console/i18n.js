@@ -9,7 +9,8 @@ export const STRINGS = {
     requests: 'Requests', tokens: 'Tokens', inputTokens: 'Input tokens', outputTokens: 'Output tokens', spend: 'Spend',
     errorRate: 'Error rate', refusedRate: 'Refused', calls: 'Calls', errors: 'Errors', refused: 'Refused',
     perMinute: 'per minute', perHour: 'per hour', perDay: 'per day',
-    callsNote: 'Requests, tokens and spend: billed usage records of every replica (the ledger). Error rate: calls that failed (5xx, or a stream cut by its upstream) among the calls this replica ended since {since}; refused: answered 4xx (key, balance, limits, bad requests).',
+    callsNote: 'Requests, tokens and spend: billed usage records of every replica (the ledger). Error rate: calls that failed (5xx, or a stream cut by its upstream) among the calls ' +
+      'this replica ended since {since}; refused: answered 4xx (key, balance, limits, bad requests).',
     perModel: 'Per model', perOrganization: 'Per organization', model: 'Model', organization: 'Organization',
     other: 'other', none: '(none)', loading: 'Loading…',
     id: 'Id', name: 'Name', balance: 'Balance', reserved: 'Reserved', available: 'Available', created: 'Created',
@@ -17,7 +18,8 @@ export const STRINGS = {
     confirmTopUp: 'Add {amount} to organization {org}?', confirm: 'Confirm', cancel: 'Cancel',
     projects: 'Projects', createProject: 'Create project', project: 'Project',
     createKey: 'Create key', filterByOrganization: 'Filter by organization', all: 'All', prefix: 'Prefix',
-    models: 'Models', allowedModels: 'Allowed models (none checked: every model)', status: 'Status', active: 'active', revoked: 'revoked', revoke: 'Revoke', confirmRevoke: 'Revoke key {id}? Calls with it are refused.',
+    models: 'Models', allowedModels: 'Allowed models (none checked: every model)', status: 'Status', active: 'active', revoked: 'revoked', revoke: 'Revoke',
+    confirmRevoke: 'Revoke key {id}? Calls with it are refused.',
     secretOnce: 'The key\'s secret, shown this once only:', copy: 'Copy', copied: 'Copied', copyFailed: 'Copy failed: select the text and copy it', dismiss: 'Done',
     source: 'Source', input: 'Input / 1M', cachedInput: 'Cached input / 1M', output: 'Output / 1M', edit: 'Edit',
     setPrice: 'Set a price', save: 'Save', optional: 'optional',
@@ -28,7 +30,7 @@ export const STRINGS = {
     state: 'Circuit', failures: 'Failures', openedAt: 'Opened at', reset: 'Reset',
     version: 'Version', node: 'Node', error: 'Error', actions: 'Actions', done: 'Done.',
   },
-  zh: {
+  'zh-CN': {
     title: '网关控制台', signIn: '登录', signOut: '退出', adminKey: '管理密钥',
     signInHelp: '密钥只保存在本页面内存中：刷新页面即退出登录。',
     overview: '概览', organizations: '组织', keys: '密钥', prices: '价格', usage: '用量',
@@ -59,15 +61,15 @@ export const STRINGS = {
 }
 
 let lang = 'en'
-/** @param {'en' | 'zh'} l */
-export function setLang (l) { lang = l }
+/** @param {'en' | 'zh-CN' | 'zh'} l `zh`, the older name of `zh-CN`, is still accepted. */
+export function setLang (l) { lang = l === 'zh' ? 'zh-CN' : l }
 export const getLang = () => lang
 
 /** @param {string} key @param {Record<string, string>} [vars] */
 export function t (key, vars) {
   /** @type {Record<string, Record<string, string>>} */
   const all = STRINGS
-  let s = (all[lang] && all[lang][key]) || all.en[key] || key
+  let s = (all[lang]?.[key]) || all.en[key] || key
   if (vars) for (const [k, v] of Object.entries(vars)) s = s.replace(`{${k}}`, v)
   return s
 }

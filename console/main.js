@@ -49,9 +49,10 @@ function App () {
     performance.mark('console-boot')
     return () => removeEventListener('hashchange', f)
   }, [])
-  useEffect(() => { document.documentElement.lang = getLang() === 'zh' ? 'zh-CN' : 'en'; document.title = t('title') })
+  useEffect(() => { document.documentElement.lang = getLang(); document.title = t('title') })
   const langSwitch = h('div', { class: 'lang' }, h('label', { for: 'lang' }, t('language')),
-    h('select', { id: 'lang', value: getLang(), onChange: e => { setLang(e.target.value); markNav(page); rerender(x => x + 1) } }, h('option', { value: 'en' }, 'English'), h('option', { value: 'zh' }, '简体中文')))
+    h('select', { id: 'lang', value: getLang(), onChange: e => { setLang(e.target.value); markNav(page); rerender(x => x + 1) } }, h('option', { value: 'en' }, 'English'),
+      h('option', { value: 'zh-CN' }, '简体中文')))
   if (!signedIn) return h(Fragment, null, h('header', null, langSwitch), h(SignIn, { onSignedIn: () => setSignedIn(true) }))
   const Page = PAGES.find(([p]) => p === page)[1]
   return h(Fragment, null,

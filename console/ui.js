@@ -18,7 +18,8 @@ export function Table ({ cols, rows, label, labelledBy, testid }) {
     h('table', { ...(labelledBy ? { 'aria-labelledby': labelledBy } : {}), ...(testid ? { 'data-testid': testid } : {}) },
       labelledBy ? null : h('caption', null, label),
       h('thead', null, h('tr', null, cols.map(c => h('th', { scope: 'col', class: c.num ? 'num' : '' }, c.label)))),
-      h('tbody', null, rows.map((r, i) => h('tr', { key: r.id ?? i, 'data-row': r.id ?? undefined }, cols.map(c => h('td', { class: c.num ? 'num' : '', 'data-col': c.id ?? undefined }, c.render ? c.render(r) : String(r[c.key] ?? ''))))))))
+      h('tbody', null, rows.map((r, i) => h('tr', { key: r.id ?? i, 'data-row': r.id ?? undefined },
+        cols.map(c => h('td', { class: c.num ? 'num' : '', 'data-col': c.id ?? undefined }, c.render ? c.render(r) : String(r[c.key] ?? ''))))))))
 }
 
 export function Field ({ label, id, ...rest }) {
@@ -36,7 +37,7 @@ export function Select ({ label, id, options, empty, ...rest }) {
 /** A modal confirmation (native <dialog>: focus is trapped and Escape cancels). */
 export function Confirm ({ message, onConfirm, onCancel }) {
   const ref = useRef()
-  useEffect(() => { ref.current.showModal(); return () => ref.current && ref.current.open && ref.current.close() }, [])
+  useEffect(() => { ref.current.showModal(); return () => ref.current?.open && ref.current.close() }, [])
   return h('dialog', { ref, 'aria-labelledby': 'confirm-msg', onCancel: e => { e.preventDefault(); onCancel() } },
     h('p', { id: 'confirm-msg' }, message),
     h('div', { class: 'row' },

@@ -28,13 +28,17 @@ export function checkConverseRequest (body: unknown): string | undefined {
   let tools = false
   let calls: string[] = []
   for (const [i, m] of msgs.entries()) {
-    if (!isObj(m) || (m.role !== 'user' && m.role !== 'assistant')) return `1 validation error detected: Value at 'messages.${i + 1}.member.role' failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]`
+    if (!isObj(m) || (m.role !== 'user' && m.role !== 'assistant')) return `1 validation error detected: Value at 'messages.${i + 1}.member.role' failed to satisfy constraint: ` +
+      'Member must satisfy enum value set: [user, assistant]'
     if (i === 0 && m.role !== 'user') return 'A conversation must start with a user message. Try again with a conversation that starts with a user message.'
-    if (i > 0 && (msgs[i - 1] as { role: unknown }).role === m.role) return 'A conversation must alternate between user and assistant roles. Make sure the conversation alternates between user and assistant roles and try again.'
-    if (!Array.isArray(m.content) || m.content.length === 0) return `The content field in the Message object at messages.${i}.content is empty. Add a ContentBlock object to the content field and try again.`
+    if (i > 0 && (msgs[i - 1] as { role: unknown }).role === m.role) return 'A conversation must alternate between user and assistant roles. Make sure the conversation alternates ' +
+      'between user and assistant roles and try again.'
+    if (!Array.isArray(m.content) || m.content.length === 0) return `The content field in the Message object at messages.${i}.content is empty. Add a ContentBlock object to the ` +
+      'content field and try again.'
     for (const [j, b] of m.content.entries()) {
       const where = `messages.${i}.content.${j}`
-      if (!isObj(b) || Object.keys(b).length !== 1 || !CONTENT_MEMBERS.has(Object.keys(b)[0])) return `Malformed input request: ${where} must hold exactly one content member, please reformat your input and try again.`
+      if (!isObj(b) || Object.keys(b).length !== 1 || !CONTENT_MEMBERS.has(Object.keys(b)[0])) return `Malformed input request: ${where} must hold exactly one content member, ` +
+        'please reformat your input and try again.'
       if ('toolUse' in b || 'toolResult' in b) tools = true
       const err = checkBlock(b, where, m.role)
       if (err) return err
@@ -55,7 +59,8 @@ export function checkConverseRequest (body: unknown): string | undefined {
   if (body.system !== undefined) {
     if (!Array.isArray(body.system)) return 'Malformed input request: system must be a list, please reformat your input and try again.'
     for (const [j, b] of body.system.entries()) {
-      if (!isObj(b) || Object.keys(b).length !== 1 || !SYSTEM_MEMBERS.has(Object.keys(b)[0])) return `Malformed input request: system.${j} must hold exactly one of text, guardContent, cachePoint, please reformat your input and try again.`
+      if (!isObj(b) || Object.keys(b).length !== 1 || !SYSTEM_MEMBERS.has(Object.keys(b)[0])) return `Malformed input request: system.${j} must hold exactly one of text, ` +
+        'guardContent, cachePoint, please reformat your input and try again.'
       if ('text' in b && (typeof b.text !== 'string' || b.text === '')) return `The text field in system.${j} is blank. Add text to the text field, and try again.`
       if ('cachePoint' in b && (!isObj(b.cachePoint) || b.cachePoint.type !== 'default')) return `Malformed input request: system.${j}.cachePoint.type must be default.`
     }
@@ -67,12 +72,16 @@ export function checkConverseRequest (body: unknown): string | undefined {
     for (const [k, t] of tc.tools.entries()) {
       if (isObj(t) && 'cachePoint' in t) continue
       const spec = isObj(t) ? t.toolSpec : undefined
-      if (!isObj(spec) || typeof spec.name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(spec.name)) return `1 validation error detected: Value at 'toolConfig.tools.${k + 1}.member.toolSpec.name' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_-]+`
-      if (!isObj(spec.inputSchema) || !isObj(spec.inputSchema.json)) return `Malformed input request: toolConfig.tools.${k}.toolSpec.inputSchema.json must be an object, please reformat your input and try again.`
+      if (!isObj(spec) || typeof spec.name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(spec.name)) return '1 validation error detected: Value at ' +
+        `'toolConfig.tools.${k + 1}.member.toolSpec.name' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_-]+`
+      if (!isObj(spec.inputSchema) || !isObj(spec.inputSchema.json)) return `Malformed input request: toolConfig.tools.${k}.toolSpec.inputSchema.json must be an object, please ` +
+        'reformat your input and try again.'
     }
     if (tc.toolChoice !== undefined) {
       const c = tc.toolChoice
-      if (!isObj(c) || Object.keys(c).length !== 1 || !['auto', 'any', 'tool'].includes(Object.keys(c)[0])) return 'Malformed input request: toolConfig.toolChoice must hold exactly one of auto, any, tool.'
+      if (!isObj(c) || Object.keys(c).length !== 1 || !['auto', 'any', 'tool'].includes(Object.keys(c)[0])) {
+        return 'Malformed input request: toolConfig.toolChoice must hold exactly one of auto, any, tool.'
+      }
       if ('tool' in c && (!isObj(c.tool) || typeof c.tool.name !== 'string')) return 'Malformed input request: toolConfig.toolChoice.tool.name is required.'
     }
   }
@@ -84,13 +93,16 @@ function checkBlock (b: Record<string, unknown>, where: string, role: unknown): 
   if ('toolUse' in b) {
     const t = b.toolUse
     if (role !== 'assistant') return `Malformed input request: toolUse at ${where} is only allowed in an assistant message.`
-    if (!isObj(t) || typeof t.toolUseId !== 'string' || typeof t.name !== 'string' || !isObj(t.input)) return `Malformed input request: ${where}.toolUse needs toolUseId, name and an object input, please reformat your input and try again.`
+    if (!isObj(t) || typeof t.toolUseId !== 'string' || typeof t.name !== 'string' || !isObj(t.input)) return `Malformed input request: ${where}.toolUse needs toolUseId, name and ` +
+      'an object input, please reformat your input and try again.'
   }
   if ('toolResult' in b) {
     const t = b.toolResult
     if (role !== 'user') return `Malformed input request: toolResult at ${where} is only allowed in a user message.`
-    if (!isObj(t) || typeof t.toolUseId !== 'string' || !Array.isArray(t.content)) return `Malformed input request: ${where}.toolResult needs toolUseId and content, please reformat your input and try again.`
-    if (t.status !== undefined && t.status !== 'success' && t.status !== 'error') return `1 validation error detected: Value at '${where}.toolResult.status' failed to satisfy constraint: Member must satisfy enum value set: [success, error]`
+    if (!isObj(t) || typeof t.toolUseId !== 'string' || !Array.isArray(t.content)) return `Malformed input request: ${where}.toolResult needs toolUseId and content, please reformat ` +
+      'your input and try again.'
+    if (t.status !== undefined && t.status !== 'success' && t.status !== 'error') return `1 validation error detected: Value at '${where}.toolResult.status' failed to satisfy ` +
+      'constraint: Member must satisfy enum value set: [success, error]'
   }
   if ('reasoningContent' in b) {
     const r = b.reasoningContent
@@ -101,7 +113,9 @@ function checkBlock (b: Record<string, unknown>, where: string, role: unknown): 
   if ('cachePoint' in b && (!isObj(b.cachePoint) || b.cachePoint.type !== 'default')) return `Malformed input request: ${where}.cachePoint.type must be default.`
   if ('image' in b) {
     const im = b.image
-    if (!isObj(im) || !['png', 'jpeg', 'gif', 'webp'].includes(String(im.format)) || !isObj(im.source) || Object.keys(im.source).length !== 1) return `Malformed input request: ${where}.image needs a format (png, jpeg, gif, webp) and one source, please reformat your input and try again.`
+    if (!isObj(im) || !['png', 'jpeg', 'gif', 'webp'].includes(String(im.format)) || !isObj(im.source) || Object.keys(im.source).length !== 1) {
+      return `Malformed input request: ${where}.image needs a format (png, jpeg, gif, webp) and one source, please reformat your input and try again.`
+    }
     if ('bytes' in im.source && (typeof im.source.bytes !== 'string' || im.source.bytes === '')) return `Malformed input request: ${where}.image.source.bytes must be base64 bytes.`
   }
   return undefined

@@ -35,7 +35,8 @@ function amzDate (s: string): Date | undefined {
 
 export interface AuthFailure { type: string, message: string }
 
-const SIGNATURE_MISMATCH = 'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.'
+const SIGNATURE_MISMATCH = 'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service ' +
+  'documentation for details.'
 
 /**
  * Verifies a request's SigV4 signature as AWS does, for the signing service `service` (`bedrock`
@@ -57,11 +58,14 @@ export async function verifySigV4 (req: Req, body: Buffer, creds: AwsTestCredent
   const dateText = header(req.headers, 'x-amz-date') ?? ''
   const date = amzDate(dateText)
   if (!date) return { type: 'IncompleteSignatureException', message: 'Authorization header requires existence of either a \'X-Amz-Date\' or a \'Date\' header.' }
-  if (dateText.slice(0, 8) !== day) return { type: 'InvalidSignatureException', message: `Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '${day}' != '${dateText.slice(0, 8)}', from '${dateText}'.` }
+  if (dateText.slice(0, 8) !== day) return { type: 'InvalidSignatureException',
+    message: `Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '${day}' != '${dateText.slice(0, 8)}', from '${dateText}'.` }
   // AWS accepts a request signed up to 15 minutes before or after its clock.
   const skew = Date.now() - date.getTime()
-  if (skew > 15 * 60_000) return { type: 'InvalidSignatureException', message: `Signature expired: ${dateText} is now earlier than ${isoBasic(Date.now() - 15 * 60_000)} (${isoBasic(Date.now())} - 15 min.)` }
-  if (skew < -15 * 60_000) return { type: 'InvalidSignatureException', message: `Signature not yet current: ${dateText} is still later than ${isoBasic(Date.now() + 15 * 60_000)} (${isoBasic(Date.now())} + 15 min.)` }
+  if (skew > 15 * 60_000) return { type: 'InvalidSignatureException',
+    message: `Signature expired: ${dateText} is now earlier than ${isoBasic(Date.now() - 15 * 60_000)} (${isoBasic(Date.now())} - 15 min.)` }
+  if (skew < -15 * 60_000) return { type: 'InvalidSignatureException',
+    message: `Signature not yet current: ${dateText} is still later than ${isoBasic(Date.now() + 15 * 60_000)} (${isoBasic(Date.now())} + 15 min.)` }
   const declared = header(req.headers, 'x-amz-content-sha256')
   if (declared !== undefined && declared !== 'UNSIGNED-PAYLOAD' && declared !== createHash('sha256').update(body).digest('hex')) {
     return { type: 'InvalidSignatureException', message: SIGNATURE_MISMATCH }

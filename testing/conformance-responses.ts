@@ -80,14 +80,20 @@ export const RESPONSES_UPSTREAM_CASES: readonly ResponsesUpstreamCase[] = [
   {
     name: 'chat → responses: an assistant tool call and its result become function_call and function_call_output items',
     client: 'chat',
-    body: { messages: [{ role: 'user', content: 'weather?' }, { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] }, { role: 'tool', tool_call_id: 'call_1', content: '18C' }] },
-    expect: { input: [{ type: 'message', role: 'user' }, { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' }, { type: 'function_call_output', call_id: 'call_1', output: '18C' }] },
+    body: { messages: [{ role: 'user', content: 'weather?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: '18C' }] },
+    expect: { input: [{ type: 'message', role: 'user' }, { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+      { type: 'function_call_output', call_id: 'call_1', output: '18C' }] },
   },
   {
     name: 'messages → responses: text, a tool_use block and its tool_result become a message, a function_call and a function_call_output',
     client: 'messages',
-    body: { messages: [{ role: 'user', content: 'weather?' }, { role: 'assistant', content: [{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } }] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '18C' }] }] },
-    expect: { input: [{ type: 'message', role: 'user' }, { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Checking.' }] }, { type: 'function_call', call_id: 'toolu_1', name: 'get_weather', arguments: '{"city":"Paris"}' }, { type: 'function_call_output', call_id: 'toolu_1', output: '18C' }] },
+    body: { messages: [{ role: 'user', content: 'weather?' },
+      { role: 'assistant', content: [{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '18C' }] }] },
+    expect: { input: [{ type: 'message', role: 'user' }, { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Checking.' }] },
+      { type: 'function_call', call_id: 'toolu_1', name: 'get_weather', arguments: '{"city":"Paris"}' }, { type: 'function_call_output', call_id: 'toolu_1', output: '18C' }] },
   },
   {
     name: 'responses → responses: the body passes, the model renamed and store false',
@@ -112,7 +118,8 @@ export const RESPONSES_UPSTREAM_ANSWERS: readonly ResponsesUpstreamAnswer[] = [
   {
     name: 'chat ← responses: a function_call item is a tool call, finish_reason tool_calls',
     client: 'chat', output: [TEXT, CALL], status: 'completed', usage: GOLDEN_USAGE,
-    expect: { choices: [{ message: { content: 'Hello', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] }, finish_reason: 'tool_calls' }] },
+    expect: { choices: [{ message: { content: 'Hello', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      finish_reason: 'tool_calls' }] },
   },
   {
     name: 'messages ← responses: a function_call item is a tool_use block, stop_reason tool_use',
@@ -132,7 +139,8 @@ export const RESPONSES_UPSTREAM_ANSWERS: readonly ResponsesUpstreamAnswer[] = [
   {
     name: 'responses ← responses: the answer passes',
     client: 'responses', output: [TEXT, CALL], status: 'completed', usage: GOLDEN_USAGE,
-    expect: { object: 'response', status: 'completed', output: [{ type: 'message', content: [{ type: 'output_text', text: 'Hello' }] }, { type: 'function_call', call_id: 'call_1', name: 'get_weather' }] },
+    expect: { object: 'response', status: 'completed',
+      output: [{ type: 'message', content: [{ type: 'output_text', text: 'Hello' }] }, { type: 'function_call', call_id: 'call_1', name: 'get_weather' }] },
   },
 ]
 
@@ -181,7 +189,8 @@ export const RESPONSES_UPSTREAM_STREAMS: readonly ResponsesUpstreamStream[] = [
 
 /** The Responses API `usage` object for normalized counts (input_tokens include the cached ones). */
 export function responsesUpstreamUsage (u: Usage): Record<string, unknown> {
-  return { input_tokens: u.inputTokens, input_tokens_details: { cached_tokens: u.cachedInputTokens }, output_tokens: u.outputTokens, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: u.inputTokens + u.outputTokens }
+  return { input_tokens: u.inputTokens, input_tokens_details: { cached_tokens: u.cachedInputTokens }, output_tokens: u.outputTokens, output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: u.inputTokens + u.outputTokens }
 }
 
 function outputItem (item: ResponsesOutputItem, i: number): Record<string, unknown> {

@@ -76,7 +76,8 @@ function sameUsage (got: Usage | undefined, want: Usage): boolean {
 }
 
 /** The golden tables for an upstream of `protocol`, from every client route. */
-function goldenFor (protocol: ClientProtocol): { requests: Array<{ name: string, client: ClientProtocol, body: Record<string, unknown>, expect: Record<string, unknown> }>, answers: AnswerCase[], streams: StreamCase[] } {
+function goldenFor (protocol: ClientProtocol): { requests: Array<{ name: string, client: ClientProtocol, body: Record<string, unknown>, expect: Record<string, unknown> }>,
+  answers: AnswerCase[], streams: StreamCase[] } {
   if (protocol === 'responses') {
     return {
       requests: [...RESPONSES_UPSTREAM_CASES],
@@ -233,7 +234,8 @@ export async function runProviderConformance (t: SuiteTest, opts: ConformanceOpt
           }
           assert.equal(outcome.upstreamSucceeded, true)
           assert.equal(outcome.usageEstimated, false, `${route}: usage is the upstream's, not an estimate`)
-          assert.ok(sameUsage(outcome.usage, USAGE), `${route}${streamed ? ' streamed' : ''}: normalized usage (input incl. cached, cached, output) reached settle (got ${JSON.stringify(outcome.usage)})`)
+          assert.ok(sameUsage(outcome.usage, USAGE),
+            `${route}${streamed ? ' streamed' : ''}: normalized usage (input incl. cached, cached, output) reached settle (got ${JSON.stringify(outcome.usage)})`)
         }
       })
     }

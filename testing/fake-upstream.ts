@@ -147,7 +147,8 @@ export function checkMessagesRequest (req: Recorded, opts: MessagesCheckOptions 
   const betas = (Array.isArray(betaHeader) ? betaHeader.join(',') : betaHeader ?? '').split(',').map(b => b.trim()).filter(Boolean)
   const known = opts.betas ?? KNOWN_BETAS
   const unknown = known === '*' ? [] : betas.filter(b => !known.includes(b))
-  if (unknown.length > 0) return refusal(`Unexpected value(s) \`${unknown.join('`, `')}\` for the \`anthropic-beta\` header. Please consult our documentation at docs.claude.com or try again without the header.`)
+  if (unknown.length > 0) return refusal(`Unexpected value(s) \`${unknown.join('`, `')}\` for the \`anthropic-beta\` header. Please consult our documentation at docs.claude.com or ` +
+    'try again without the header.')
   const body = req.body
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return refusal('The request body is not valid JSON.')
   const b = body as Record<string, unknown>
@@ -173,7 +174,8 @@ export const chatChunk = (delta: unknown, finish: string | null = null, extra: R
   `data: ${JSON.stringify({ id: 'chatcmpl-up1', object: 'chat.completion.chunk', created: 1767225600, model: 'up-model', choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`
 
 export const chatUsageChunk = (prompt: number, completion: number, cached = 0): string =>
-  `data: ${JSON.stringify({ id: 'chatcmpl-up1', object: 'chat.completion.chunk', created: 1767225600, model: 'up-model', choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached } } })}\n\n`
+  `data: ${JSON.stringify({ id: 'chatcmpl-up1', object: 'chat.completion.chunk', created: 1767225600, model: 'up-model', choices: [],
+    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached } } })}\n\n`
 
 export const DONE = 'data: [DONE]\n\n'
 
@@ -202,7 +204,9 @@ export const msgEvent = (name: string, data: Record<string, unknown>): string =>
 /** A plain messages text stream. */
 export function messagesTextStream (pieces: string[], usage = { input: 10, output: pieces.length, cacheRead: 0, cacheWrite: 0 }): string[] {
   return [
-    msgEvent('message_start', { message: { id: 'msg_up1', type: 'message', role: 'assistant', model: 'up-model', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.input, cache_creation_input_tokens: usage.cacheWrite, cache_read_input_tokens: usage.cacheRead, output_tokens: 1 } } }),
+    msgEvent('message_start',
+      { message: { id: 'msg_up1', type: 'message', role: 'assistant', model: 'up-model', content: [], stop_reason: null, stop_sequence: null,
+        usage: { input_tokens: usage.input, cache_creation_input_tokens: usage.cacheWrite, cache_read_input_tokens: usage.cacheRead, output_tokens: 1 } } }),
     msgEvent('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
     msgEvent('ping', {}),
     ...pieces.map(p => msgEvent('content_block_delta', { index: 0, delta: { type: 'text_delta', text: p } })),

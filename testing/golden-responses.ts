@@ -55,7 +55,8 @@ const NS_TOOLS = [
 /** A patch, the free-form input of a custom tool's call. */
 const PATCH = '*** Begin Patch\n*** Add File: hello.txt\n+hi "there"\n*** End Patch\n'
 /** A custom tool's one string parameter, as chat and messages upstreams get it. */
-const CUSTOM_PARAMS = { type: 'object', properties: { input: { type: 'string', description: 'The tool\'s raw input (not JSON), which must match this lark grammar:\nstart: "*** Begin Patch"' } }, required: ['input'] }
+const CUSTOM_PARAMS = { type: 'object',
+  properties: { input: { type: 'string', description: 'The tool\'s raw input (not JSON), which must match this lark grammar:\nstart: "*** Begin Patch"' } }, required: ['input'] }
 const TURNS = [
   { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Be terse.' }] },
   { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Weather in Paris?' }] },
@@ -85,8 +86,10 @@ const MESSAGES_MEDIA_BLOCKS = [
 ]
 
 export const RESPONSES_GOLDEN_CASES: readonly ResponsesGoldenCase[] = [
-  { name: 'responses → chat: a string input is one user message; instructions the system message', upstream: 'chat', body: { instructions: 'Be brief.', max_output_tokens: 50 }, expect: { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hi' }], max_tokens: 50 } },
-  { name: 'responses → messages: instructions become system, max_output_tokens max_tokens', upstream: 'messages', body: { instructions: 'Be brief.', max_output_tokens: 50 }, expect: { system: 'Be brief.', messages: [{ role: 'user', content: 'hi' }], max_tokens: 50 } },
+  { name: 'responses → chat: a string input is one user message; instructions the system message', upstream: 'chat', body: { instructions: 'Be brief.', max_output_tokens: 50 },
+    expect: { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hi' }], max_tokens: 50 } },
+  { name: 'responses → messages: instructions become system, max_output_tokens max_tokens', upstream: 'messages', body: { instructions: 'Be brief.', max_output_tokens: 50 },
+    expect: { system: 'Be brief.', messages: [{ role: 'user', content: 'hi' }], max_tokens: 50 } },
   {
     name: 'responses → chat: items, calls given back (namespaced one flattened), outputs as tool messages; reasoning items ignored',
     upstream: 'chat', body: { input: TURNS },
@@ -94,7 +97,9 @@ export const RESPONSES_GOLDEN_CASES: readonly ResponsesGoldenCase[] = [
       messages: [
         { role: 'system', content: 'Be terse.' },
         { role: 'user', content: 'Weather in Paris?' },
-        { role: 'assistant', content: 'Checking.', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }, { id: 'call_2', type: 'function', function: { name: 'crm__lookup', arguments: '{"city":"Rome"}' } }] },
+        { role: 'assistant', content: 'Checking.',
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+            { id: 'call_2', type: 'function', function: { name: 'crm__lookup', arguments: '{"city":"Rome"}' } }] },
         { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
         { role: 'tool', tool_call_id: 'call_2', content: 'rainy' },
       ],
@@ -107,7 +112,8 @@ export const RESPONSES_GOLDEN_CASES: readonly ResponsesGoldenCase[] = [
       system: 'Be terse.',
       messages: [
         { role: 'user', content: 'Weather in Paris?' },
-        { role: 'assistant', content: [{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'call_1', name: 'get_weather', input: { city: 'Paris' } }, { type: 'tool_use', id: 'call_2', name: 'crm__lookup', input: { city: 'Rome' } }] },
+        { role: 'assistant', content: [{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'call_1', name: 'get_weather', input: { city: 'Paris' } },
+          { type: 'tool_use', id: 'call_2', name: 'crm__lookup', input: { city: 'Rome' } }] },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: 'sunny' }, { type: 'tool_result', tool_use_id: 'call_2', content: 'rainy' }] },
       ],
     },
@@ -115,31 +121,45 @@ export const RESPONSES_GOLDEN_CASES: readonly ResponsesGoldenCase[] = [
   {
     name: 'responses → chat: namespace members become ns__fn functions; a custom tool a function of one string `input` its grammar describes; web_search dropped; tool_choice required',
     upstream: 'chat', body: { tools: NS_TOOLS, tool_choice: 'required', parallel_tool_calls: false, include: ['reasoning.encrypted_content'], store: true },
-    expect: { tools: [{ type: 'function', function: { name: 'crm__lookup', description: 'Customer records' } }, { type: 'function', function: { name: 'get_weather' } }, { type: 'function', function: { name: 'apply_patch', description: 'Edit files.', parameters: CUSTOM_PARAMS } }], tool_choice: 'required', parallel_tool_calls: false },
+    expect: { tools: [{ type: 'function', function: { name: 'crm__lookup', description: 'Customer records' } }, { type: 'function', function: { name: 'get_weather' } },
+      { type: 'function', function: { name: 'apply_patch', description: 'Edit files.', parameters: CUSTOM_PARAMS } }], tool_choice: 'required', parallel_tool_calls: false },
     absent: ['include', 'store'],
   },
   {
     name: 'responses → messages: namespace members become ns__fn tools; a function tool_choice names its tool',
     upstream: 'messages', body: { tools: NS_TOOLS, tool_choice: { type: 'function', name: 'get_weather' } },
-    expect: { tools: [{ name: 'crm__lookup' }, { name: 'get_weather' }, { name: 'apply_patch', description: 'Edit files.', input_schema: CUSTOM_PARAMS }], tool_choice: { type: 'tool', name: 'get_weather' } },
+    expect: { tools: [{ name: 'crm__lookup' }, { name: 'get_weather' }, { name: 'apply_patch', description: 'Edit files.', input_schema: CUSTOM_PARAMS }],
+      tool_choice: { type: 'tool', name: 'get_weather' } },
   },
   {
     name: 'responses → messages: the tools of an additional_tools input item (a namespace holding a custom tool) join the tools; a custom tool_choice names its tool',
     upstream: 'messages',
-    body: { input: [{ type: 'additional_tools', role: 'developer', tools: [{ type: 'namespace', name: 'functions', tools: [{ type: 'custom', name: 'exec', description: 'Run code.' }, fn('wait')] }] }, { role: 'user', content: 'go' }], tool_choice: { type: 'custom', name: 'exec', namespace: 'functions' } },
-    expect: { tools: [{ name: 'functions__exec', input_schema: { type: 'object', properties: { input: { type: 'string', description: 'The tool\'s raw input as free-form text (not JSON).' } }, required: ['input'] } }, { name: 'functions__wait' }], tool_choice: { type: 'tool', name: 'functions__exec' }, messages: [{ role: 'user', content: 'go' }] },
+    body: { input: [{ type: 'additional_tools', role: 'developer',
+      tools: [{ type: 'namespace', name: 'functions', tools: [{ type: 'custom', name: 'exec', description: 'Run code.' }, fn('wait')] }] }, { role: 'user', content: 'go' }],
+      tool_choice: { type: 'custom', name: 'exec', namespace: 'functions' } },
+    expect: { tools: [{ name: 'functions__exec',
+      input_schema: { type: 'object', properties: { input: { type: 'string', description: 'The tool\'s raw input as free-form text (not JSON).' } }, required: ['input'] } },
+      { name: 'functions__wait' }], tool_choice: { type: 'tool', name: 'functions__exec' }, messages: [{ role: 'user', content: 'go' }] },
   },
   {
     name: 'responses → chat: a custom_tool_call given back is a call whose arguments hold its input; its custom_tool_call_output the tool message',
     upstream: 'chat',
-    body: { tools: NS_TOOLS, input: [{ role: 'user', content: 'patch it' }, { type: 'custom_tool_call', call_id: 'call_p', name: 'apply_patch', input: '*** Begin Patch\n*** End Patch' }, { type: 'custom_tool_call_output', call_id: 'call_p', output: 'Done!' }] },
-    expect: { messages: [{ role: 'user', content: 'patch it' }, { role: 'assistant', content: null, tool_calls: [{ id: 'call_p', type: 'function', function: { name: 'apply_patch', arguments: JSON.stringify({ input: '*** Begin Patch\n*** End Patch' }) } }] }, { role: 'tool', tool_call_id: 'call_p', content: 'Done!' }] },
+    body: { tools: NS_TOOLS,
+      input: [{ role: 'user', content: 'patch it' }, { type: 'custom_tool_call', call_id: 'call_p', name: 'apply_patch', input: '*** Begin Patch\n*** End Patch' },
+        { type: 'custom_tool_call_output', call_id: 'call_p', output: 'Done!' }] },
+    expect: { messages: [{ role: 'user', content: 'patch it' },
+      { role: 'assistant', content: null,
+        tool_calls: [{ id: 'call_p', type: 'function', function: { name: 'apply_patch', arguments: JSON.stringify({ input: '*** Begin Patch\n*** End Patch' }) } }] },
+        { role: 'tool', tool_call_id: 'call_p', content: 'Done!' }] },
   },
   {
     name: 'responses → messages: a custom_tool_call given back is a tool_use whose input holds it; its output a tool_result',
     upstream: 'messages',
-    body: { tools: NS_TOOLS, input: [{ role: 'user', content: 'patch it' }, { type: 'custom_tool_call', call_id: 'call_p', name: 'apply_patch', input: 'P' }, { type: 'custom_tool_call_output', call_id: 'call_p', output: 'Done!' }] },
-    expect: { messages: [{ role: 'user', content: 'patch it' }, { role: 'assistant', content: [{ type: 'tool_use', id: 'call_p', name: 'apply_patch', input: { input: 'P' } }] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_p', content: 'Done!' }] }] },
+    body: { tools: NS_TOOLS,
+      input: [{ role: 'user', content: 'patch it' }, { type: 'custom_tool_call', call_id: 'call_p', name: 'apply_patch', input: 'P' },
+        { type: 'custom_tool_call_output', call_id: 'call_p', output: 'Done!' }] },
+    expect: { messages: [{ role: 'user', content: 'patch it' }, { role: 'assistant', content: [{ type: 'tool_use', id: 'call_p', name: 'apply_patch', input: { input: 'P' } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_p', content: 'Done!' }] }] },
   },
   { name: 'responses → chat: a built-in tool choice is dropped with its tool', upstream: 'chat', body: { tools: NS_TOOLS, tool_choice: { type: 'web_search' } }, expect: {}, absent: ['tool_choice'] },
   {
@@ -187,7 +207,8 @@ export const RESPONSES_GOLDEN_CASES: readonly ResponsesGoldenCase[] = [
     expect: { messages: [
       { role: 'user', content: 'Take a screenshot.' },
       { role: 'assistant', content: [{ type: 'tool_use', id: 'call_1', name: 'screenshot', input: {} }] },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: [{ type: 'text', text: 'Here it is:' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG_B64 } }] }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1',
+        content: [{ type: 'text', text: 'Here it is:' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG_B64 } }] }] },
     ] },
   },
   {
@@ -214,7 +235,8 @@ export const RESPONSES_GOLDEN_ANSWERS: readonly ResponsesGoldenAnswer[] = [
   {
     name: 'responses ← chat: a text answer is a message item with output_text; usage with cached tokens',
     upstream: 'chat', answer: { message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }, usage: GOLDEN_USAGE,
-    expect: { object: 'response', status: 'completed', incomplete_details: null, model: 'm/x', output: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello', annotations: [] }] }], usage: GOLDEN_RESPONSES_USAGE },
+    expect: { object: 'response', status: 'completed', incomplete_details: null, model: 'm/x',
+      output: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello', annotations: [] }] }], usage: GOLDEN_RESPONSES_USAGE },
   },
   {
     name: 'responses ← messages: a text answer is a message item with output_text; usage with cached tokens',
@@ -224,8 +246,11 @@ export const RESPONSES_GOLDEN_ANSWERS: readonly ResponsesGoldenAnswer[] = [
   {
     name: 'responses ← chat: tool calls are function_call items; a namespaced one comes back under its namespace',
     upstream: 'chat', body: { tools: NS_TOOLS },
-    answer: { message: { role: 'assistant', content: 'Checking.', tool_calls: [call('call_1', 'get_weather', 'Paris'), call('call_2', 'crm__lookup', 'Rome')] }, finish_reason: 'tool_calls' }, usage: GOLDEN_USAGE,
-    expect: { status: 'completed', output: [{ type: 'message' }, { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}', status: 'completed' }, { type: 'function_call', call_id: 'call_2', name: 'lookup', namespace: 'crm' }] },
+    answer: { message: { role: 'assistant', content: 'Checking.', tool_calls: [call('call_1', 'get_weather', 'Paris'), call('call_2', 'crm__lookup', 'Rome')] }, finish_reason: 'tool_calls' },
+    usage: GOLDEN_USAGE,
+    expect: { status: 'completed',
+      output: [{ type: 'message' }, { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}', status: 'completed' },
+        { type: 'function_call', call_id: 'call_2', name: 'lookup', namespace: 'crm' }] },
   },
   {
     name: 'responses ← messages: tool_use blocks are function_call items; a namespaced one comes back under its namespace',
@@ -236,7 +261,8 @@ export const RESPONSES_GOLDEN_ANSWERS: readonly ResponsesGoldenAnswer[] = [
   {
     name: 'responses ← chat: a call of a custom tool is a custom_tool_call item whose input is the call\'s `input` string',
     upstream: 'chat', body: { tools: NS_TOOLS },
-    answer: { message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_p', type: 'function', function: { name: 'apply_patch', arguments: JSON.stringify({ input: PATCH }) } }] }, finish_reason: 'tool_calls' }, usage: GOLDEN_USAGE,
+    answer: { message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_p', type: 'function', function: { name: 'apply_patch', arguments: JSON.stringify({ input: PATCH }) } }] },
+      finish_reason: 'tool_calls' }, usage: GOLDEN_USAGE,
     expect: { status: 'completed', output: [{ type: 'custom_tool_call', call_id: 'call_p', name: 'apply_patch', input: PATCH, status: 'completed' }] },
   },
   {
@@ -262,14 +288,17 @@ export const RESPONSES_GOLDEN_ANSWERS: readonly ResponsesGoldenAnswer[] = [
   },
   {
     name: 'responses ← chat: reasoning (OpenRouter) is a reasoning item before the function_call',
-    upstream: 'chat', answer: { message: { role: 'assistant', content: null, reasoning: 'Need weather.', tool_calls: [call('call_1', 'get_weather', 'Paris')] }, finish_reason: 'tool_calls' }, usage: GOLDEN_USAGE,
+    upstream: 'chat', answer: { message: { role: 'assistant', content: null, reasoning: 'Need weather.', tool_calls: [call('call_1', 'get_weather', 'Paris')] }, finish_reason: 'tool_calls' },
+    usage: GOLDEN_USAGE,
     expect: { output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Need weather.' }] }, { type: 'function_call', call_id: 'call_1', name: 'get_weather' }] },
   },
   {
     name: 'responses ← messages: each thinking block is a reasoning item before the message (redacted_thinking has no text)',
     upstream: 'messages', usage: GOLDEN_USAGE,
-    answer: { content: [{ type: 'thinking', thinking: 'Short answer.', signature: 'EqQBCgIYAhIM' }, { type: 'redacted_thinking', data: 'EmwKAhgB' }, { type: 'text', text: 'Hello' }], stop_reason: 'end_turn' },
-    expect: { output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Short answer.' }] }, { type: 'reasoning', content: [] }, { type: 'message', content: [{ type: 'output_text', text: 'Hello' }] }] },
+    answer: { content: [{ type: 'thinking', thinking: 'Short answer.', signature: 'EqQBCgIYAhIM' }, { type: 'redacted_thinking', data: 'EmwKAhgB' }, { type: 'text', text: 'Hello' }],
+      stop_reason: 'end_turn' },
+    expect: { output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Short answer.' }] }, { type: 'reasoning', content: [] },
+      { type: 'message', content: [{ type: 'output_text', text: 'Hello' }] }] },
   },
   {
     name: 'responses ← messages: thinking before a tool_use is a reasoning item before the function_call',
@@ -323,7 +352,9 @@ export const RESPONSES_GOLDEN_STREAMS: readonly ResponsesGoldenStream[] = [
   },
   {
     name: 'responses ← messages stream: text', upstream: 'messages',
-    stream: { events: [['content_block_start', { index: 0, content_block: { type: 'text', text: '' } }], ['content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Hel' } }], ['content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'lo' } }], ['content_block_stop', { index: 0 }]], stop_reason: 'end_turn' },
+    stream: { events: [['content_block_start', { index: 0, content_block: { type: 'text', text: '' } }],
+      ['content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Hel' } }], ['content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'lo' } }],
+      ['content_block_stop', { index: 0 }]], stop_reason: 'end_turn' },
     usage: GOLDEN_USAGE, shape: TEXT_SHAPE, final: { status: 'completed', output: [{ type: 'message', content: [{ type: 'output_text', text: 'Hello' }] }], usage: GOLDEN_RESPONSES_USAGE },
   },
   {
@@ -343,9 +374,11 @@ export const RESPONSES_GOLDEN_STREAMS: readonly ResponsesGoldenStream[] = [
     name: 'responses ← messages stream: text then a namespaced tool_use', upstream: 'messages', body: { tools: NS_TOOLS },
     stream: {
       events: [
-        ['content_block_start', { index: 0, content_block: { type: 'text', text: '' } }], ['content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Checking.' } }], ['content_block_stop', { index: 0 }],
+        ['content_block_start', { index: 0, content_block: { type: 'text', text: '' } }], ['content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Checking.' } }],
+        ['content_block_stop', { index: 0 }],
         ['content_block_start', { index: 1, content_block: { type: 'tool_use', id: 'toolu_1', name: 'crm__lookup', input: {} } }],
-        ['content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: '{"city":' } }], ['content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: '"Rome"}' } }],
+        ['content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: '{"city":' } }],
+        ['content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: '"Rome"}' } }],
         ['content_block_stop', { index: 1 }],
       ],
       stop_reason: 'tool_use',
@@ -358,7 +391,8 @@ export const RESPONSES_GOLDEN_STREAMS: readonly ResponsesGoldenStream[] = [
     stream: {
       deltas: [
         { role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'call_p', type: 'function', function: { name: 'apply_patch', arguments: '' } }] },
-        { tool_calls: [{ index: 0, function: { arguments: JSON.stringify({ input: PATCH }).slice(0, 20) } }] }, { tool_calls: [{ index: 0, function: { arguments: JSON.stringify({ input: PATCH }).slice(20) } }] },
+        { tool_calls: [{ index: 0, function: { arguments: JSON.stringify({ input: PATCH }).slice(0, 20) } }] },
+        { tool_calls: [{ index: 0, function: { arguments: JSON.stringify({ input: PATCH }).slice(20) } }] },
       ],
       finish_reason: 'tool_calls',
     },
@@ -370,7 +404,8 @@ export const RESPONSES_GOLDEN_STREAMS: readonly ResponsesGoldenStream[] = [
     stream: {
       events: [
         ['content_block_start', { index: 0, content_block: { type: 'tool_use', id: 'toolu_p', name: 'apply_patch', input: {} } }],
-        ['content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify({ input: PATCH }).slice(0, 20) } }], ['content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify({ input: PATCH }).slice(20) } }],
+        ['content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify({ input: PATCH }).slice(0, 20) } }],
+        ['content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify({ input: PATCH }).slice(20) } }],
         ['content_block_stop', { index: 0 }],
       ],
       stop_reason: 'tool_use',
@@ -420,14 +455,18 @@ export const RESPONSES_GOLDEN_STREAMS: readonly ResponsesGoldenStream[] = [
       ['content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'nk' } }],
       ['content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: 'EqQB' } }],
       ['content_block_stop', { index: 0 }],
-      ['content_block_start', { index: 1, content_block: { type: 'text', text: '' } }], ['content_block_delta', { index: 1, delta: { type: 'text_delta', text: 'Hi' } }], ['content_block_stop', { index: 1 }],
+      ['content_block_start', { index: 1, content_block: { type: 'text', text: '' } }], ['content_block_delta', { index: 1, delta: { type: 'text_delta', text: 'Hi' } }],
+      ['content_block_stop', { index: 1 }],
     ], stop_reason: 'end_turn' },
     shape: REASONING_SHAPE,
-    final: { status: 'completed', output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'think' }] }, { type: 'message', content: [{ type: 'output_text', text: 'Hi' }] }], usage: GOLDEN_RESPONSES_USAGE },
+    final: { status: 'completed',
+      output: [{ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'think' }] }, { type: 'message', content: [{ type: 'output_text', text: 'Hi' }] }], usage: GOLDEN_RESPONSES_USAGE },
   },
   {
     name: 'responses ← messages stream: cache reads and writes in the final usage', upstream: 'messages',
-    stream: { events: [['content_block_start', { index: 0, content_block: { type: 'text', text: '' } }], ['content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Hel' } }], ['content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'lo' } }], ['content_block_stop', { index: 0 }]], stop_reason: 'end_turn' },
+    stream: { events: [['content_block_start', { index: 0, content_block: { type: 'text', text: '' } }],
+      ['content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Hel' } }], ['content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'lo' } }],
+      ['content_block_stop', { index: 0 }]], stop_reason: 'end_turn' },
     usage: CACHE_USAGE, shape: TEXT_SHAPE, final: { status: 'completed', usage: { input_tokens: 30, input_tokens_details: { cached_tokens: 4 }, output_tokens: 7, total_tokens: 37 } },
   },
 ]

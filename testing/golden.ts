@@ -293,7 +293,8 @@ export const GOLDEN_CASES: readonly GoldenCase[] = [
     name: 'chat → messages: reasoning_effort in a tool loop (the last assistant turn called tools, with no thinking block to give back) sends no thinking',
     client: 'chat', upstream: 'messages',
     body: { reasoning_effort: 'low', temperature: 0.5, tools: [CHAT_TOOL], tool_choice: 'required', messages: CHAT_TOOL_TURNS },
-    expect: { thinking: undefined, temperature: 0.5, tool_choice: { type: 'any' }, messages: [{ role: 'user' }, { role: 'assistant', content: [use('call_1', 'Paris'), use('call_2', 'Rome')] }, { role: 'user' }] },
+    expect: { thinking: undefined, temperature: 0.5, tool_choice: { type: 'any' },
+      messages: [{ role: 'user' }, { role: 'assistant', content: [use('call_1', 'Paris'), use('call_2', 'Rome')] }, { role: 'user' }] },
   },
   {
     name: 'chat → messages: reasoning_effort after a finished tool loop (a new user turn) turns thinking on',
@@ -354,15 +355,25 @@ const THINKING_ANSWER = [
 
 export const GOLDEN_ANSWERS: readonly GoldenAnswer[] = [
   // same protocol: the answer passes
-  { name: 'chat → chat: a text answer passes', client: 'chat', upstream: 'chat', answer: { message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }, usage: GOLDEN_USAGE, expect: { object: 'chat.completion', choices: [{ message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }] } },
-  { name: 'chat → chat: parallel tool calls pass', client: 'chat', upstream: 'chat', answer: { message: CHAT_TOOL_ANSWER, finish_reason: 'tool_calls' }, usage: GOLDEN_USAGE, expect: { choices: [{ message: CHAT_TOOL_ANSWER, finish_reason: 'tool_calls' }] } },
-  { name: 'chat → chat: finish_reason length passes', client: 'chat', upstream: 'chat', answer: { message: { role: 'assistant', content: 'Hel' }, finish_reason: 'length' }, usage: GOLDEN_USAGE, expect: { choices: [{ finish_reason: 'length' }] } },
-  { name: 'messages → messages: a text answer passes', client: 'messages', upstream: 'messages', answer: { content: [{ type: 'text', text: 'Hello' }], stop_reason: 'end_turn' }, usage: GOLDEN_USAGE, expect: { type: 'message', role: 'assistant', content: [{ type: 'text', text: 'Hello' }], stop_reason: 'end_turn' } },
-  { name: 'messages → messages: parallel tool_use blocks pass', client: 'messages', upstream: 'messages', answer: { content: MESSAGES_TOOL_ANSWER, stop_reason: 'tool_use' }, usage: GOLDEN_USAGE, expect: { content: MESSAGES_TOOL_ANSWER, stop_reason: 'tool_use' } },
-  { name: 'messages → messages: stop_reason max_tokens passes', client: 'messages', upstream: 'messages', answer: { content: [{ type: 'text', text: 'Hel' }], stop_reason: 'max_tokens' }, usage: GOLDEN_USAGE, expect: { stop_reason: 'max_tokens' } },
-  { name: 'chat → chat: a refusal passes in message.refusal, content null', client: 'chat', upstream: 'chat', answer: { message: { role: 'assistant', content: null, refusal: 'I can\'t help with that.' }, finish_reason: 'stop' }, usage: GOLDEN_USAGE, expect: { choices: [{ message: { role: 'assistant', content: null, refusal: 'I can\'t help with that.' }, finish_reason: 'stop' }] } },
-  { name: 'messages → messages: thinking and redacted_thinking blocks pass before the text', client: 'messages', upstream: 'messages', answer: { content: THINKING_ANSWER, stop_reason: 'end_turn' }, usage: GOLDEN_USAGE, expect: { content: THINKING_ANSWER, stop_reason: 'end_turn' } },
-  { name: 'messages → messages: stop_reason refusal passes', client: 'messages', upstream: 'messages', answer: { content: [], stop_reason: 'refusal' }, usage: GOLDEN_USAGE, expect: { content: [], stop_reason: 'refusal' } },
+  { name: 'chat → chat: a text answer passes', client: 'chat', upstream: 'chat', answer: { message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' },
+    usage: GOLDEN_USAGE, expect: { object: 'chat.completion', choices: [{ message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }] } },
+  { name: 'chat → chat: parallel tool calls pass', client: 'chat', upstream: 'chat', answer: { message: CHAT_TOOL_ANSWER, finish_reason: 'tool_calls' }, usage: GOLDEN_USAGE,
+    expect: { choices: [{ message: CHAT_TOOL_ANSWER, finish_reason: 'tool_calls' }] } },
+  { name: 'chat → chat: finish_reason length passes', client: 'chat', upstream: 'chat', answer: { message: { role: 'assistant', content: 'Hel' }, finish_reason: 'length' },
+    usage: GOLDEN_USAGE, expect: { choices: [{ finish_reason: 'length' }] } },
+  { name: 'messages → messages: a text answer passes', client: 'messages', upstream: 'messages', answer: { content: [{ type: 'text', text: 'Hello' }], stop_reason: 'end_turn' },
+    usage: GOLDEN_USAGE, expect: { type: 'message', role: 'assistant', content: [{ type: 'text', text: 'Hello' }], stop_reason: 'end_turn' } },
+  { name: 'messages → messages: parallel tool_use blocks pass', client: 'messages', upstream: 'messages', answer: { content: MESSAGES_TOOL_ANSWER, stop_reason: 'tool_use' },
+    usage: GOLDEN_USAGE, expect: { content: MESSAGES_TOOL_ANSWER, stop_reason: 'tool_use' } },
+  { name: 'messages → messages: stop_reason max_tokens passes', client: 'messages', upstream: 'messages',
+    answer: { content: [{ type: 'text', text: 'Hel' }], stop_reason: 'max_tokens' }, usage: GOLDEN_USAGE, expect: { stop_reason: 'max_tokens' } },
+  { name: 'chat → chat: a refusal passes in message.refusal, content null', client: 'chat', upstream: 'chat',
+    answer: { message: { role: 'assistant', content: null, refusal: 'I can\'t help with that.' }, finish_reason: 'stop' }, usage: GOLDEN_USAGE,
+    expect: { choices: [{ message: { role: 'assistant', content: null, refusal: 'I can\'t help with that.' }, finish_reason: 'stop' }] } },
+  { name: 'messages → messages: thinking and redacted_thinking blocks pass before the text', client: 'messages', upstream: 'messages',
+    answer: { content: THINKING_ANSWER, stop_reason: 'end_turn' }, usage: GOLDEN_USAGE, expect: { content: THINKING_ANSWER, stop_reason: 'end_turn' } },
+  { name: 'messages → messages: stop_reason refusal passes', client: 'messages', upstream: 'messages', answer: { content: [], stop_reason: 'refusal' }, usage: GOLDEN_USAGE,
+    expect: { content: [], stop_reason: 'refusal' } },
   // chat upstream, messages client
   {
     name: 'messages ← chat: a text answer becomes a message; usage split into input, cache read and output',
@@ -538,8 +549,10 @@ const ODDITIES: ReadonlyArray<readonly [string, SseFraming]> = [
   ['events with two data: lines', { multiData: true }],
   ['events split across 7-byte reads', { splitBytes: 7 }],
 ]
-const TEXT_SHAPE = { chat: ['role assistant', 'text Hel', 'text lo', 'finish stop', '[DONE]'], messages: ['message_start', 'start 0 text', 'delta 0 text_delta Hel', 'delta 0 text_delta lo', 'stop 0', 'message_delta end_turn', 'message_stop'] }
-const UTF8_SHAPE = { chat: ['role assistant', 'text Grüße, ', 'text 世界', 'finish stop', '[DONE]'], messages: ['message_start', 'start 0 text', 'delta 0 text_delta Grüße, ', 'delta 0 text_delta 世界', 'stop 0', 'message_delta end_turn', 'message_stop'] }
+const TEXT_SHAPE = { chat: ['role assistant', 'text Hel', 'text lo', 'finish stop', '[DONE]'],
+  messages: ['message_start', 'start 0 text', 'delta 0 text_delta Hel', 'delta 0 text_delta lo', 'stop 0', 'message_delta end_turn', 'message_stop'] }
+const UTF8_SHAPE = { chat: ['role assistant', 'text Grüße, ', 'text 世界', 'finish stop', '[DONE]'],
+  messages: ['message_start', 'start 0 text', 'delta 0 text_delta Grüße, ', 'delta 0 text_delta 世界', 'stop 0', 'message_delta end_turn', 'message_stop'] }
 const PAIRS: ReadonlyArray<readonly [Protocol, Protocol]> = PAIRS_ALL
 
 /** Every protocol pair through each SSE oddity; a chat upstream also without its closing [DONE]. */
@@ -560,13 +573,17 @@ const SSE_ODDITY_STREAMS: GoldenStream[] = PAIRS.flatMap(([client, upstream]): G
 export const GOLDEN_STREAMS: readonly GoldenStream[] = [
   ...SSE_ODDITY_STREAMS,
   // same protocol: the stream passes event by event
-  { name: 'chat → chat: a text stream passes; the usage chunk the client did not ask for is dropped', client: 'chat', upstream: 'chat', stream: CHAT_TEXT, usage: GOLDEN_USAGE, shape: ['role assistant', 'text Hel', 'text lo', 'finish stop', '[DONE]'] },
-  { name: 'chat → chat: the usage chunk passes when the client asked for it', client: 'chat', upstream: 'chat', body: WITH_USAGE, stream: CHAT_TEXT, usage: GOLDEN_USAGE, shape: ['role assistant', 'text Hel', 'text lo', 'finish stop', 'usage', '[DONE]'] },
+  { name: 'chat → chat: a text stream passes; the usage chunk the client did not ask for is dropped', client: 'chat', upstream: 'chat', stream: CHAT_TEXT, usage: GOLDEN_USAGE,
+    shape: ['role assistant', 'text Hel', 'text lo', 'finish stop', '[DONE]'] },
+  { name: 'chat → chat: the usage chunk passes when the client asked for it', client: 'chat', upstream: 'chat', body: WITH_USAGE, stream: CHAT_TEXT, usage: GOLDEN_USAGE,
+    shape: ['role assistant', 'text Hel', 'text lo', 'finish stop', 'usage', '[DONE]'] },
   {
     name: 'chat → chat: streamed parallel tool calls pass fragment by fragment', client: 'chat', upstream: 'chat', stream: CHAT_TOOLS, usage: GOLDEN_USAGE,
-    shape: ['role assistant', 'text Checking.', 'tool 0 call_1 get_weather', 'args 0 {"city":', 'args 0 "Paris"}', 'tool 1 call_2 get_weather', 'args 1 {"city":"Rome"}', 'finish tool_calls', '[DONE]'],
+    shape: ['role assistant', 'text Checking.', 'tool 0 call_1 get_weather', 'args 0 {"city":', 'args 0 "Paris"}', 'tool 1 call_2 get_weather', 'args 1 {"city":"Rome"}',
+      'finish tool_calls', '[DONE]'],
   },
-  { name: 'chat → chat: finish_reason length passes', client: 'chat', upstream: 'chat', stream: { deltas: [{ content: 'Hel' }], finish_reason: 'length' }, usage: GOLDEN_USAGE, shape: ['text Hel', 'finish length', '[DONE]'] },
+  { name: 'chat → chat: finish_reason length passes', client: 'chat', upstream: 'chat', stream: { deltas: [{ content: 'Hel' }], finish_reason: 'length' }, usage: GOLDEN_USAGE,
+    shape: ['text Hel', 'finish length', '[DONE]'] },
   {
     name: 'chat → chat: a streamed refusal passes in delta.refusal', client: 'chat', upstream: 'chat', usage: GOLDEN_USAGE,
     stream: { deltas: [{ role: 'assistant', content: '', refusal: null }, { refusal: 'I can\'t' }, { refusal: ' help.' }], finish_reason: 'stop' },
@@ -575,7 +592,8 @@ export const GOLDEN_STREAMS: readonly GoldenStream[] = [
   {
     name: 'messages → messages: a thinking block with its signature, then text, passes', client: 'messages', upstream: 'messages', usage: GOLDEN_USAGE,
     stream: { events: THINKING_EVENTS, stop_reason: 'end_turn' },
-    shape: ['message_start', 'start 0 thinking', 'delta 0 thinking_delta User wants', 'delta 0 thinking_delta  hi.', 'delta 0 signature_delta EqQBCgIYAhIM', 'stop 0', 'start 1 redacted_thinking', 'stop 1', 'start 2 text', 'delta 2 text_delta Hi', 'stop 2', 'message_delta end_turn', 'message_stop'],
+    shape: ['message_start', 'start 0 thinking', 'delta 0 thinking_delta User wants', 'delta 0 thinking_delta  hi.', 'delta 0 signature_delta EqQBCgIYAhIM', 'stop 0',
+      'start 1 redacted_thinking', 'stop 1', 'start 2 text', 'delta 2 text_delta Hi', 'stop 2', 'message_delta end_turn', 'message_stop'],
   },
   {
     name: 'messages → messages: stop_reason refusal passes in the stream', client: 'messages', upstream: 'messages', usage: GOLDEN_USAGE,
@@ -599,7 +617,8 @@ export const GOLDEN_STREAMS: readonly GoldenStream[] = [
     shape: ['message_start', 'start 0 text', 'delta 0 text_delta Hel', 'stop 0', 'message_delta max_tokens', 'message_stop'],
   },
   {
-    name: 'chat ← messages: a thinking block streams as reasoning_content deltas before the text; each block comes whole in thinking_blocks when it ends (signed, redacted)', client: 'chat', upstream: 'messages', usage: GOLDEN_USAGE,
+    name: 'chat ← messages: a thinking block streams as reasoning_content deltas before the text; each block comes whole in thinking_blocks when it ends (signed, redacted)',
+    client: 'chat', upstream: 'messages', usage: GOLDEN_USAGE,
     stream: { events: THINKING_EVENTS, stop_reason: 'end_turn' },
     shape: ['role assistant', 'reasoning User wants', 'reasoning  hi.', 'thinking_block thinking EqQBCgIYAhIM', 'thinking_block redacted_thinking EmwKAhgBEgy3', 'text Hi', 'finish stop', '[DONE]'],
   },
@@ -632,12 +651,14 @@ export const GOLDEN_STREAMS: readonly GoldenStream[] = [
   })),
   // messages upstream, chat client
   {
-    name: 'chat ← messages: a text stream becomes chunks, the usage chunk when asked for, then [DONE]', client: 'chat', upstream: 'messages', body: WITH_USAGE, stream: MESSAGES_TEXT, usage: GOLDEN_USAGE,
+    name: 'chat ← messages: a text stream becomes chunks, the usage chunk when asked for, then [DONE]', client: 'chat', upstream: 'messages', body: WITH_USAGE,
+    stream: MESSAGES_TEXT, usage: GOLDEN_USAGE,
     shape: ['role assistant', 'text Hel', 'text lo', 'finish stop', 'usage', '[DONE]'],
   },
   {
     name: 'chat ← messages: streamed tool_use blocks become tool_calls indexed from 0', client: 'chat', upstream: 'messages', stream: MESSAGES_TOOLS, usage: GOLDEN_USAGE,
-    shape: ['role assistant', 'text Checking.', 'tool 0 toolu_1 get_weather', 'args 0 {"city":', 'args 0 "Paris"}', 'tool 1 toolu_2 get_weather', 'args 1 {"city":"Rome"}', 'finish tool_calls', '[DONE]'],
+    shape: ['role assistant', 'text Checking.', 'tool 0 toolu_1 get_weather', 'args 0 {"city":', 'args 0 "Paris"}', 'tool 1 toolu_2 get_weather', 'args 1 {"city":"Rome"}',
+      'finish tool_calls', '[DONE]'],
   },
   ...STOP_REASON_TO_FINISH.map(([stop, finish]): GoldenStream => ({
     name: `chat ← messages: streamed stop_reason ${stop} becomes finish_reason ${finish}`, client: 'chat', upstream: 'messages',
@@ -648,12 +669,15 @@ export const GOLDEN_STREAMS: readonly GoldenStream[] = [
   ...(['reasoning_content', 'reasoning'] as const).map((field): GoldenStream => ({
     name: `messages ← chat: streamed ${field} deltas become a thinking block before the text`, client: 'messages', upstream: 'chat', usage: GOLDEN_USAGE,
     stream: { deltas: [{ role: 'assistant', content: '' }, { [field]: 'thi' }, { [field]: 'nk' }, { content: 'Hel' }, { content: 'lo' }], finish_reason: 'stop' },
-    shape: ['message_start', 'start 0 thinking', 'delta 0 thinking_delta thi', 'delta 0 thinking_delta nk', 'stop 0', 'start 1 text', 'delta 1 text_delta Hel', 'delta 1 text_delta lo', 'stop 1', 'message_delta end_turn', 'message_stop'],
+    shape: ['message_start', 'start 0 thinking', 'delta 0 thinking_delta thi', 'delta 0 thinking_delta nk', 'stop 0', 'start 1 text', 'delta 1 text_delta Hel',
+      'delta 1 text_delta lo', 'stop 1', 'message_delta end_turn', 'message_stop'],
   })),
   {
     name: 'messages ← chat: streamed reasoning then a tool call: a thinking block, then the tool_use block', client: 'messages', upstream: 'chat', usage: GOLDEN_USAGE,
-    stream: { deltas: [{ role: 'assistant', content: null }, { reasoning_content: 'Need weather.' }, tc(0, { name: 'get_weather', arguments: '' }, 'call_1'), tc(0, { arguments: '{"city":"Paris"}' })], finish_reason: 'tool_calls' },
-    shape: ['message_start', 'start 0 thinking', 'delta 0 thinking_delta Need weather.', 'stop 0', 'start 1 tool_use call_1 get_weather', 'delta 1 input_json_delta {"city":"Paris"}', 'stop 1', 'message_delta tool_use', 'message_stop'],
+    stream: { deltas: [{ role: 'assistant', content: null }, { reasoning_content: 'Need weather.' }, tc(0, { name: 'get_weather', arguments: '' }, 'call_1'),
+      tc(0, { arguments: '{"city":"Paris"}' })], finish_reason: 'tool_calls' },
+    shape: ['message_start', 'start 0 thinking', 'delta 0 thinking_delta Need weather.', 'stop 0', 'start 1 tool_use call_1 get_weather',
+      'delta 1 input_json_delta {"city":"Paris"}', 'stop 1', 'message_delta tool_use', 'message_stop'],
   },
   {
     name: 'messages ← messages: a stream with cache reads and writes passes with both counts', client: 'messages', upstream: 'messages', stream: MESSAGES_TEXT, usage: GOLDEN_CACHE_USAGE,
@@ -664,7 +688,8 @@ export const GOLDEN_STREAMS: readonly GoldenStream[] = [
     shape: ['message_start', 'start 0 text', 'delta 0 text_delta Hel', 'delta 0 text_delta lo', 'stop 0', 'message_delta end_turn', 'message_stop'],
   },
   {
-    name: 'chat ← messages: a stream with cache reads and writes: prompt_tokens include both, details name each', client: 'chat', upstream: 'messages', body: WITH_USAGE, stream: MESSAGES_TEXT, usage: GOLDEN_CACHE_USAGE,
+    name: 'chat ← messages: a stream with cache reads and writes: prompt_tokens include both, details name each', client: 'chat', upstream: 'messages', body: WITH_USAGE,
+    stream: MESSAGES_TEXT, usage: GOLDEN_CACHE_USAGE,
     shape: ['role assistant', 'text Hel', 'text lo', 'finish stop', 'usage', '[DONE]'],
   },
 ]
@@ -680,14 +705,16 @@ export function standardUsage (protocol: Protocol, u: Usage): Record<string, unk
   // Chat has no standard cache-write field: `prompt_tokens_details.cache_write_tokens` (OpenRouter's) when there are writes.
   return protocol === 'chat'
     ? { prompt_tokens: u.inputTokens, completion_tokens: u.outputTokens, total_tokens: u.inputTokens + u.outputTokens, prompt_tokens_details: chatDetails(u) }
-    : { input_tokens: u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens, cache_read_input_tokens: u.cachedInputTokens, cache_creation_input_tokens: u.cacheWriteTokens, output_tokens: u.outputTokens }
+    : { input_tokens: u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens, cache_read_input_tokens: u.cachedInputTokens, cache_creation_input_tokens: u.cacheWriteTokens,
+      output_tokens: u.outputTokens }
 }
 
 /** The usage a client of `client` must see in a translated answer (or the final usage of a translated stream). */
 export function clientUsage (client: Protocol, u: Usage): Record<string, unknown> {
   return client === 'chat'
     ? { prompt_tokens: u.inputTokens, completion_tokens: u.outputTokens, total_tokens: u.inputTokens + u.outputTokens, prompt_tokens_details: chatDetails(u) }
-    : { input_tokens: u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens, cache_read_input_tokens: u.cachedInputTokens, cache_creation_input_tokens: u.cacheWriteTokens, output_tokens: u.outputTokens }
+    : { input_tokens: u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens, cache_read_input_tokens: u.cachedInputTokens, cache_creation_input_tokens: u.cacheWriteTokens,
+      output_tokens: u.outputTokens }
 }
 
 /** The whole upstream answer body for a golden answer, with `usage` the upstream's own usage object. */
@@ -756,7 +783,8 @@ export function streamShape (client: Protocol, text: string): { shape: string[],
     }
     const data = JSON.parse(ev.data)
     switch (ev.event) {
-      case 'content_block_start': shape.push(`start ${data.index} ${data.content_block.type}${data.content_block.type === 'tool_use' ? ' ' + data.content_block.id + ' ' + data.content_block.name : ''}`); break
+      case 'content_block_start': shape.push('start ' +
+        `${data.index} ${data.content_block.type}${data.content_block.type === 'tool_use' ? ' ' + data.content_block.id + ' ' + data.content_block.name : ''}`); break
       case 'content_block_delta': shape.push(`delta ${data.index} ${data.delta.type} ${data.delta.text ?? data.delta.partial_json ?? data.delta.thinking ?? data.delta.signature}`); break
       case 'content_block_stop': shape.push(`stop ${data.index}`); break
       case 'message_delta': shape.push(`message_delta ${data.delta.stop_reason}`); usage = data.usage; break

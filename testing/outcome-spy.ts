@@ -13,7 +13,8 @@ export function outcomeSpy (): { plugin: ReturnType<typeof definePlugin>, seen: 
     create () {
       return {
         onRequest () {},
-        onSettle (ctx, outcome) { seen.push({ requestId: ctx.requestId, route: ctx.route, outcome: structuredClone({ ...outcome, error: outcome.error ? { code: outcome.error.code } : undefined }) as Outcome }) },
+        onSettle (ctx, outcome) { seen.push({ requestId: ctx.requestId, route: ctx.route,
+          outcome: structuredClone({ ...outcome, error: outcome.error ? { code: outcome.error.code } : undefined }) as Outcome }) },
       }
     },
   })

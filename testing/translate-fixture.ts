@@ -10,7 +10,8 @@ const STREAM_PARAMS = ['temperature', 'top_p', 'max_tokens', 'stop', 'tools', 't
 export function translateFixture (params: string[] = STREAM_PARAMS): { model: ModelEntry, opts: TranslateOptions } {
   const model: ModelEntry = {
     id: 'm/x',
-    public: { id: 'm/x', object: 'model', created: 0, owned_by: 'm', name: 'x', context_length: 1000, architecture: { input_modalities: ['text', 'image', 'file'], output_modalities: ['text'] }, supported_parameters: params, default_parameters: {} },
+    public: { id: 'm/x', object: 'model', created: 0, owned_by: 'm', name: 'x', context_length: 1000,
+      architecture: { input_modalities: ['text', 'image', 'file'], output_modalities: ['text'] }, supported_parameters: params, default_parameters: {} },
     deployments: [],
     maxOutputTokens: 4096,
     inputModalities: new Set(['text', 'image', 'file']),

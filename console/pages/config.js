@@ -9,6 +9,7 @@ export function Config () {
   useReady('config', !!s.data)
   return h(Fragment, null, h('h1', null, t('config')), h(Loading, { s }),
     s.data && h(Fragment, null,
-      h('dl', { class: 'cards' }, h('div', null, h('dt', null, t('version')), h('dd', null, s.data.version)), h('div', null, h('dt', null, t('node')), h('dd', null, s.data.node)), h('div', null, h('dt', null, t('source')), h('dd', null, s.data.source))),
+      h('dl', { class: 'cards' }, h('div', null, h('dt', null, t('version')), h('dd', null, s.data.version)), h('div', null, h('dt', null, t('node')), h('dd', null, s.data.node)),
+        h('div', null, h('dt', null, t('source')), h('dd', null, s.data.source))),
       h('pre', { tabindex: 0, 'aria-label': t('config') }, JSON.stringify(s.data.config, null, 2))))
 }

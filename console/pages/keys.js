@@ -18,7 +18,7 @@ export function Keys () {
   const [err, setErr] = useState(); const [confirm, setConfirm] = useState()
   const d = s.data
   const orgs = d ? d.orgs : []
-  const keyOrg = org || (orgs[0] && orgs[0].id) || ''
+  const keyOrg = org || (orgs[0]?.id) || ''
   const create = async e => {
     e.preventDefault(); setErr(undefined)
     const form = e.target
@@ -58,7 +58,7 @@ export function Keys () {
     h('h2', { id: 'key-list' }, t('keys')),
     h('div', { class: 'row' },
       h(Select, { label: t('filterByOrganization'), id: 'key-filter', value: filter, onChange: e => setFilter(e.target.value), empty: t('all'), options: orgOptions })),
-    confirm && h(Confirm, { message: t('confirmRevoke', { id: confirm }), onCancel: () => setConfirm(undefined), onConfirm: () => { const id = confirm; setConfirm(undefined); revoke(id) } }),
+    confirm && h(Confirm, { message: t('confirmRevoke', { id: confirm }), onCancel: () => setConfirm(undefined), onConfirm: () => { const id = confirm; setConfirm(undefined); void revoke(id) } }),
     d && h(Table, { labelledBy: 'key-list', testid: 'keys', rows: keys, cols: [
       { label: t('id'), key: 'id' }, { label: t('prefix'), key: 'prefix' }, { label: t('name'), key: 'name' },
       { label: t('organization'), key: 'organization' }, { label: t('project'), key: 'project' },

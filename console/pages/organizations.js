@@ -18,11 +18,12 @@ export function Organizations () {
   const run = async (fn) => { setErr(undefined); setMsg(undefined); try { await fn(); setMsg(t('done')); reload() } catch (e) { setErr(e.message) } }
   const createOrg = e => {
     e.preventDefault(); const form = e.target; const f = new FormData(form)
-    run(async () => { await api('POST', '/admin/organizations', { id: f.get('org-id'), ...(f.get('org-name') ? { name: f.get('org-name') } : {}) }); form.reset() })
+    void run(async () => { await api('POST', '/admin/organizations', { id: f.get('org-id'), ...(f.get('org-name') ? { name: f.get('org-name') } : {}) }); form.reset() })
   }
   const createProject = e => {
     e.preventDefault(); const form = e.target; const f = new FormData(form)
-    run(async () => { await api('POST', '/admin/projects', { id: f.get('project-id'), organization: f.get('project-org'), ...(f.get('project-name') ? { name: f.get('project-name') } : {}) }); form.reset() })
+    void run(async () => { await api('POST', '/admin/projects',
+      { id: f.get('project-id'), organization: f.get('project-org'), ...(f.get('project-name') ? { name: f.get('project-name') } : {}) }); form.reset() })
   }
   const orgs = s.data ? s.data.orgs : []
   const money = key => o => formatMoney(toMicros(o[key]))
@@ -34,7 +35,8 @@ export function Organizations () {
       { label: t('balance'), num: true, id: 'balance', render: money('balance') },
       { label: t('reserved'), num: true, id: 'reserved', render: money('reserved') },
       { label: t('available'), num: true, id: 'available', render: money('available') },
-      { label: t('topUp'), render: o => h('form', { class: 'inline', onSubmit: e => { e.preventDefault(); const amount = String(new FormData(e.target).get('amount')); setConfirm({ org: o.id, amount, form: e.target }) } },
+      { label: t('topUp'), render: o => h('form',
+        { class: 'inline', onSubmit: e => { e.preventDefault(); const amount = String(new FormData(e.target).get('amount')); setConfirm({ org: o.id, amount, form: e.target }) } },
         h('label', { for: `topup-${o.id}`, class: 'sr-only' }, `${t('amount')} (${o.id})`),
         h('input', { id: `topup-${o.id}`, name: 'amount', required: true, inputmode: 'decimal', pattern: '\\d{1,12}(\\.\\d{1,6})?', size: 8 }),
         h('button', { type: 'submit' }, t('topUp'))) },
@@ -47,13 +49,15 @@ export function Organizations () {
         setConfirm(undefined)
         // The amount is cleared once confirmed: a second Enter cannot top up twice by mistake.
         c.form.reset()
-        run(() => api('POST', `/admin/organizations/${encodeURIComponent(c.org)}/topup`, { amount: c.amount }))
+        void run(() => api('POST', `/admin/organizations/${encodeURIComponent(c.org)}/topup`, { amount: c.amount }))
       },
     }),
     h('h2', null, t('createOrganization')),
-    h('form', { class: 'row', onSubmit: createOrg }, h(Field, { label: t('id'), id: 'org-id', required: true }), h(Field, { label: t('name'), id: 'org-name' }), h('button', { type: 'submit' }, t('create'))),
+    h('form', { class: 'row', onSubmit: createOrg }, h(Field, { label: t('id'), id: 'org-id', required: true }), h(Field, { label: t('name'), id: 'org-name' }),
+      h('button', { type: 'submit' }, t('create'))),
     h('h2', { id: 'projects' }, t('projects')),
-    s.data && h(Table, { labelledBy: 'projects', testid: 'projects', rows: s.data.projects, cols: [{ label: t('id'), key: 'id' }, { label: t('organization'), key: 'organization' }, { label: t('name'), key: 'name' }, { label: t('created'), key: 'createdAt' }] }),
+    s.data && h(Table, { labelledBy: 'projects', testid: 'projects', rows: s.data.projects,
+      cols: [{ label: t('id'), key: 'id' }, { label: t('organization'), key: 'organization' }, { label: t('name'), key: 'name' }, { label: t('created'), key: 'createdAt' }] }),
     h('h3', null, t('createProject')),
     h('form', { class: 'row', onSubmit: createProject },
       h(Field, { label: t('id'), id: 'project-id', required: true }),

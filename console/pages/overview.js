@@ -79,8 +79,8 @@ export function Overview () {
     { label: t('refused'), num: true, render: r => pct(rateOf(r.refused, r.calls)) },
     { label: t('errorRate'), num: true, render: r => pct(rateOf(r.errors, r.calls)) },
   ]
-  const total = d && d.model.usage.total
-  const callTotal = d && d.model.calls.total
+  const total = d?.model.usage.total
+  const callTotal = d?.model.calls.total
   return h(Fragment, null,
     h('h1', null, t('overview')),
     h(Toggle, { label: t('range'), items: RANGES.map(([k], i) => [i, t(k)]), value: range, onChange: setRange }),
@@ -95,10 +95,13 @@ export function Overview () {
       h('p', { class: 'note' }, t('callsNote', { since: new Date(d.model.calls.since).toLocaleString(), })),
       h(Toggle, { label: t('groupBy'), items: [['model', t('perModel')], ['organization', t('perOrganization')]], value: by, onChange: setBy }),
       h('div', { class: 'charts' },
-        h(LineChart, { testid: 'chart-requests', title: `${t('requests')} (${per})`, label: `${t('requests')}, ${grouping}`, starts: d.starts, series: charts.requests, colour: charts.colour, format: fmtInt }),
-        h(LineChart, { testid: 'chart-tokens', title: `${t('tokens')} (${per})`, label: `${t('tokens')}, ${grouping}`, starts: d.starts, series: charts.tokens, colour: charts.colour, format: fmtInt }),
+        h(LineChart, { testid: 'chart-requests', title: `${t('requests')} (${per})`, label: `${t('requests')}, ${grouping}`, starts: d.starts, series: charts.requests,
+          colour: charts.colour, format: fmtInt }),
+        h(LineChart, { testid: 'chart-tokens', title: `${t('tokens')} (${per})`, label: `${t('tokens')}, ${grouping}`, starts: d.starts, series: charts.tokens,
+          colour: charts.colour, format: fmtInt }),
         h(LineChart, { testid: 'chart-spend', title: `${t('spend')} (${per})`, label: `${t('spend')}, ${grouping}`, starts: d.starts, series: charts.spend, colour: charts.colour, format: money }),
-        h(LineChart, { testid: 'chart-errors', title: `${t('errorRate')} (${per})`, label: `${t('errorRate')}, ${grouping}`, starts: d.starts, series: charts.errors, colour: charts.colour, format: pct, points: true })),
+        h(LineChart, { testid: 'chart-errors', title: `${t('errorRate')} (${per})`, label: `${t('errorRate')}, ${grouping}`, starts: d.starts, series: charts.errors,
+          colour: charts.colour, format: pct, points: true })),
       h('h2', { id: 'per-model' }, t('perModel')),
       h(Table, { labelledBy: 'per-model', testid: 'per-model', cols, rows: groupRows(d.model.usage, d.model.calls) }),
       h('h2', { id: 'per-organization' }, t('perOrganization')),

@@ -15,7 +15,7 @@ export function Providers () {
     try { await api('POST', '/admin/circuits/reset', { key }); setMsg(t('done')); reload() } catch (e) { setErr(e.message) }
   }
   return h(Fragment, null, h('h1', null, t('providers')), h(Loading, { s }), h(ErrorBox, { error: err }), h(Status, { msg }),
-    s.data && s.data.data.map((p, i) => h('section', { class: 'provider', 'aria-labelledby': `provider-${i}` },
+    s.data?.data.map((p, i) => h('section', { class: 'provider', 'aria-labelledby': `provider-${i}` },
       h('h2', { id: `provider-${i}` }, p.name),
       h('dl', { class: 'facts' },
         h('div', null, h('dt', null, t('adapter')), h('dd', null, p.module ? `${p.adapter} (${p.module})` : p.adapter)),
@@ -25,6 +25,7 @@ export function Providers () {
         { label: t('key'), key: 'key' }, { label: t('models'), render: c => c.models.join(', ') },
         { label: t('state'), key: 'state', id: 'state' }, { label: t('failures'), key: 'failures', num: true },
         { label: t('openedAt'), render: c => c.openedAt || '—' },
-        { label: t('actions'), render: c => c.state === 'closed' && c.failures === 0 ? '—' : h('button', { type: 'button', onClick: () => reset(c.key), 'aria-label': `${t('reset')} ${c.key}` }, t('reset')) },
+        { label: t('actions'),
+          render: c => c.state === 'closed' && c.failures === 0 ? '—' : h('button', { type: 'button', onClick: () => reset(c.key), 'aria-label': `${t('reset')} ${c.key}` }, t('reset')) },
       ] }))))
 }

@@ -54,7 +54,7 @@ export function Usage () {
       h('button', { type: 'button', onClick: download }, t('downloadCsv')),
       h('button', { type: 'button', disabled: page < 2, onClick: () => setCursors([undefined]) }, t('first')),
       h('button', { type: 'button', disabled: page < 2, onClick: () => setCursors(cursors.slice(0, -1)) }, t('previous')),
-      h('button', { type: 'button', disabled: !(s.data && s.data.nextCursor), onClick: () => setCursors([...cursors, s.data.nextCursor]) }, t('next')),
+      h('button', { type: 'button', disabled: !(s.data?.nextCursor), onClick: () => setCursors([...cursors, s.data.nextCursor]) }, t('next')),
       h('span', { 'data-testid': 'usage-page', 'aria-live': 'polite' }, t('page', { n: String(page) }))),
     h(ErrorBox, { error: err }), h(Loading, { s }),
     s.data && h(Table, { label: t('usage'), testid: 'usage', rows: s.data.data.map(r => ({ ...r, id: r.traceId })), cols: [

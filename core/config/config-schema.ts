@@ -12,7 +12,8 @@ const CIRCUIT_DOC = {
   failureThreshold: 'Consecutive failures (connect error, 5xx, no response headers within ttfbMs) that open a deployment\'s circuit.',
   coolDownMs: 'How long an open circuit refuses calls before it lets one trial call through.',
   trialTimeoutMs: 'How long that trial may stay unresolved before it is released and another call may try.',
-  ttfbMs: 'An upstream that has sent no response headers this long after the attempt started counts a failure; a call cut sooner by its deadline, or after the headers came, does not. Set it above the longest healthy non-streamed generation (its headers come with the answer).',
+  ttfbMs: 'An upstream that has sent no response headers this long after the attempt started counts a failure; a call cut sooner by its deadline, or after the headers came, does ' +
+    'not. Set it above the longest healthy non-streamed generation (its headers come with the answer).',
 }
 
 /** Defaults for every deployment's circuit. */
@@ -32,7 +33,8 @@ const CircuitOverride = (description: string) => Type.Object({
 }, { additionalProperties: false, description })
 
 const AFFINITY_DOC = {
-  enabled: 'Session affinity: a session (the client\'s session id, prompt_cache_key or metadata.user_id, else its prompt\'s stable prefix) keeps to one deployment among equal priorities, where its prompt cache lives.',
+  enabled: 'Session affinity: a session (the client\'s session id, prompt_cache_key or metadata.user_id, else its prompt\'s stable prefix) keeps to one deployment among equal ' +
+    'priorities, where its prompt cache lives.',
   ttlMs: 'How long a session stays pinned after its last call (the prompt caches\' lifetime; refreshed by each call).',
 }
 
@@ -55,8 +57,12 @@ const Price = Type.Object({
   input: Type.Number({ minimum: 0, description: 'Price per million input tokens.' }),
   cachedInput: Type.Optional(Type.Number({ minimum: 0, description: 'Price per million cached input tokens; absent: input rate.' })),
   output: Type.Number({ minimum: 0, description: 'Price per million output tokens.' }),
-  perUse: Type.Optional(Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_]*$' }), Type.Number({ minimum: 0 }), { description: 'Price per 1000 uses of an upstream server tool, by feature name (web_search, web_fetch, code_interpreter, image_generation...). A server tool passes only when the model lists its feature in supported_parameters and has a price here (0: free per use); the uses the upstream reports are billed.' })),
-  serviceTiers: Type.Optional(Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_]*$' }), Type.Number({ minimum: 0 }), { description: 'Multiplier of the token cost per service_tier value (e.g. priority: 2, flex: 0.5). A service_tier other than auto / default / standard / standard_only passes only when the model lists service_tier in supported_parameters and the tier has a multiplier here.' })),
+  perUse: Type.Optional(Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_]*$' }), Type.Number({ minimum: 0 }),
+    { description: 'Price per 1000 uses of an upstream server tool, by feature name (web_search, web_fetch, code_interpreter, image_generation...). A server tool passes only when ' +
+      'the model lists its feature in supported_parameters and has a price here (0: free per use); the uses the upstream reports are billed.' })),
+  serviceTiers: Type.Optional(Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_]*$' }), Type.Number({ minimum: 0 }),
+    { description: 'Multiplier of the token cost per service_tier value (e.g. priority: 2, flex: 0.5). A service_tier other than auto / default / standard / standard_only passes ' +
+      'only when the model lists service_tier in supported_parameters and the tier has a multiplier here.' })),
 }, { additionalProperties: false })
 
 export const ModelConfig = Type.Object({
@@ -106,14 +112,22 @@ export const GatewayConfigSchema = Type.Object({
     port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'Listen port (env PORT).' }),
     bodyLimitBytes: Type.Integer({ minimum: 1, default: 67108864, description: 'Hard cap on any request body (env GATEWAY_OPENAPI_MAX_REQUEST_BODY_BYTES).' }),
     shutdownGraceMs: Type.Integer({ minimum: 0, default: 30000, description: 'SIGTERM: how long in-flight calls may take to finish.' }),
-    exemptProbesFromPlugins: Type.Boolean({ default: true, description: 'When true (the default), /healthz and /readyz skip every plugin, the IP limit included: a load balancer probing every second is never rate limited. false: probes go through the plugins whose routes include them. /metrics on the main listener is never exempt from the connect phase (the IP limit).' }),
-    trustedProxies: Type.Array(Type.String(), { default: [], description: 'Addresses/CIDRs of proxies (load balancers) in front of the gateway whose X-Forwarded-For is believed: the client address is then the right-most hop that is not a trusted proxy, for plugins (ctx.ip, the IP limit) and the access log alike. Empty: the socket address is the client.' }),
+    exemptProbesFromPlugins: Type.Boolean({ default: true,
+      description: 'When true (the default), /healthz and /readyz skip every plugin, the IP limit included: a load balancer probing every second is never rate limited. false: ' +
+        'probes go through the plugins whose routes include them. /metrics on the main listener is never exempt from the connect phase (the IP limit).' }),
+    trustedProxies: Type.Array(Type.String(),
+      { default: [], description: 'Addresses/CIDRs of proxies (load balancers) in front of the gateway whose X-Forwarded-For is believed: the client address is then the right-most ' +
+        'hop that is not a trusted proxy, for plugins (ctx.ip, the IP limit) and the access log alike. Empty: the socket address is the client.' }),
     maxUpstreamBodyBytes: Type.Integer({ minimum: 1, default: 33554432, description: 'Largest non-streamed upstream answer read (bytes); past it the call fails with 502.' }),
-    maxUpstreamEventBytes: Type.Integer({ minimum: 1, default: 8388608, description: 'Largest single event (or line) of an upstream stream (bytes); past it the call fails with 502 (an error event once streaming).' }),
+    maxUpstreamEventBytes: Type.Integer({ minimum: 1, default: 8388608,
+      description: 'Largest single event (or line) of an upstream stream (bytes); past it the call fails with 502 (an error event once streaming).' }),
     headersTimeoutMs: Type.Integer({ minimum: 1, default: 30000, description: 'A request\'s headers must arrive whole within this (408, connection closed).' }),
-    bodyTimeoutMs: Type.Integer({ minimum: 1, default: 120000, description: 'The whole request, headers and body, must arrive within this (408 in the route\'s body shape, connection closed). Not the response: see the timeout plugin.' }),
+    bodyTimeoutMs: Type.Integer({ minimum: 1, default: 120000,
+      description: 'The whole request, headers and body, must arrive within this (408 in the route\'s body shape, connection closed). Not the response: see the timeout plugin.' }),
     keepAliveTimeoutMs: Type.Integer({ minimum: 1, default: 72000, description: 'An idle keep-alive connection is closed after this.' }),
-    lingerMs: Type.Integer({ minimum: 0, default: 10000, description: 'After an error answered before the body was read (413, 401, 404...), how long the rest of the body is read and discarded so the client sees the answer; then the connection is closed.' }),
+    lingerMs: Type.Integer({ minimum: 0, default: 10000,
+      description: 'After an error answered before the body was read (413, 401, 404...), how long the rest of the body is read and discarded so the client sees the answer; then the ' +
+        'connection is closed.' }),
     lingerBytes: Type.Integer({ minimum: 0, default: 67108864, description: 'The same bound in bytes discarded.' }),
     maxJsonDepth: Type.Integer({ minimum: 1, maximum: 10000, default: 128, description: 'Deepest nesting of arrays and objects accepted in a JSON body (400 beyond).' }),
   }, { additionalProperties: false, default: {} }),
@@ -126,10 +140,12 @@ export const GatewayConfigSchema = Type.Object({
     }, { additionalProperties: false, default: {} }),
   }, { additionalProperties: false, default: {} }),
   metrics: Type.Object({
-    listen: Type.Union([Type.Literal('off'), Type.Literal('main'), Type.Literal('admin')], { default: 'off', description: 'Where Prometheus metrics are served: off (not collected at all), main (the inference listener), admin (the admin listener).' }),
+    listen: Type.Union([Type.Literal('off'), Type.Literal('main'), Type.Literal('admin')],
+      { default: 'off', description: 'Where Prometheus metrics are served: off (not collected at all), main (the inference listener), admin (the admin listener).' }),
     path: Type.String({ default: '/metrics', pattern: '^/', description: 'Path of the metrics endpoint.' }),
     prefix: Type.String({ default: 'gw_', pattern: '^[a-zA-Z_][a-zA-Z0-9_]*$', description: 'Prefix of every metric name.' }),
-    maxOrganizations: Type.Integer({ minimum: 0, default: 100, description: 'Organizations that get a label of their own (those named in the config first, then the first seen); the rest count as "other".' }),
+    maxOrganizations: Type.Integer({ minimum: 0, default: 100,
+      description: 'Organizations that get a label of their own (those named in the config first, then the first seen); the rest count as "other".' }),
   }, { additionalProperties: false, default: {} }),
   tracing: Type.Object({
     propagate: Type.Boolean({ default: true, description: 'Accept a W3C traceparent, send one (same trace, child span) with every upstream request, answer with traceresponse.' }),
@@ -146,21 +162,33 @@ export const GatewayConfigSchema = Type.Object({
       backend: Type.Union([Type.Literal('memory'), Type.Literal('redis')], { default: 'memory', description: 'Where windows, claims and circuit state live.' }),
       url: Type.Optional(Type.String({ description: 'redis:// URL (backend redis).' })),
       prefix: Type.String({ default: 'gw:', description: 'Prefix of every key.' }),
-      maxKeys: Type.Integer({ minimum: 100, default: 100000, description: 'Memory backend: bound on IP-limit counters (and other evictable keys); the least recently used are evicted when full. Also the default of maxWindows and maxClaims.' }),
-      maxWindows: Type.Optional(Type.Integer({ minimum: 1, description: 'Memory backend: bound on quota and spend windows (default: maxKeys). Never evicted before they expire; when full, a call needing a new window gets 503.' })),
-      maxClaims: Type.Optional(Type.Integer({ minimum: 1, description: 'Memory backend: bound on idempotency claims (default: maxKeys). Never evicted before they expire; when full, a new claim gets 503.' })),
+      maxKeys: Type.Integer({ minimum: 100, default: 100000,
+        description: 'Memory backend: bound on IP-limit counters (and other evictable keys); the least recently used are evicted when full. Also the default of maxWindows and maxClaims.' }),
+      maxWindows: Type.Optional(Type.Integer({ minimum: 1,
+        description: 'Memory backend: bound on quota and spend windows (default: maxKeys). Never evicted before they expire; when full, a call needing a new window gets 503.' })),
+      maxClaims: Type.Optional(Type.Integer({ minimum: 1,
+        description: 'Memory backend: bound on idempotency claims (default: maxKeys). Never evicted before they expire; when full, a new claim gets 503.' })),
     }, { additionalProperties: false, default: {} }),
     ledger: Type.Object({
       backend: Type.Union([Type.Literal('sqlite'), Type.Literal('postgres')], { default: 'sqlite', description: 'Where keys, balances, prices and usage records live.' }),
       path: Type.String({ default: './data/gateway.db', description: 'SQLite file (backend sqlite); relative to the working directory.' }),
       url: Type.Optional(Type.String({ description: 'postgres:// URL (backend postgres).' })),
       schema: Type.Optional(Type.String({ description: 'PostgreSQL schema (default public).' })),
-      reservations: Type.Union([Type.Literal('memory'), Type.Literal('file')], { default: 'memory', description: 'SQLite: where balance reservations are held. memory: in the gateway process (one process per file; the admin CLI may run beside it). file: in the file, for several processes sharing it.' }),
-      checkpoints: Type.Union([Type.Literal('worker'), Type.Literal('inline')], { default: 'worker', description: 'SQLite: who copies the write-ahead log back into the file (a checkpoint, with its fsyncs). worker: a worker thread with its own connection, so the event loop never waits for the disk. inline: SQLite itself, inside a commit, every ~1000 pages (no thread, about 14 MB less memory).' }),
-      holdMarginMs: Type.Integer({ minimum: 100, default: 30000, description: 'PostgreSQL: a balance hold expires this long after its call\'s deadline (the replica running the call renews it meanwhile); the holds of a replica that died stop counting after it.' }),
-      holdSweepMs: Type.Integer({ minimum: 10, default: 5000, description: 'PostgreSQL: how often each replica renews its live holds and deletes expired ones (at most a third of holdMarginMs is used).' }),
+      reservations: Type.Union([Type.Literal('memory'), Type.Literal('file')],
+        { default: 'memory', description: 'SQLite: where balance reservations are held. memory: in the gateway process (one process per file; the admin CLI may run beside it). ' +
+          'file: in the file, for several processes sharing it.' }),
+      checkpoints: Type.Union([Type.Literal('worker'), Type.Literal('inline')],
+        { default: 'worker', description: 'SQLite: who copies the write-ahead log back into the file (a checkpoint, with its fsyncs). worker: a worker thread with its own ' +
+          'connection, so the event loop never waits for the disk. inline: SQLite itself, inside a commit, every ~1000 pages (no thread, about 14 MB less memory).' }),
+      holdMarginMs: Type.Integer({ minimum: 100, default: 30000,
+        description: 'PostgreSQL: a balance hold expires this long after its call\'s deadline (the replica running the call renews it meanwhile); the holds of a replica that died ' +
+          'stop counting after it.' }),
+      holdSweepMs: Type.Integer({ minimum: 10, default: 5000,
+        description: 'PostgreSQL: how often each replica renews its live holds and deletes expired ones (at most a third of holdMarginMs is used).' }),
       spool: Type.Object({
-        path: Type.String({ default: './data/charge-spool.jsonl', description: 'Append-only file (relative to the working directory) where a charge the ledger would not take after its quick retries is kept (fsync\'d) and replayed until it commits. One gateway process per file; put it on another file system than a SQLite ledger.' }),
+        path: Type.String({ default: './data/charge-spool.jsonl',
+          description: 'Append-only file (relative to the working directory) where a charge the ledger would not take after its quick retries is kept (fsync\'d) and replayed until ' +
+            'it commits. One gateway process per file; put it on another file system than a SQLite ledger.' }),
         maxCharges: Type.Integer({ minimum: 0, default: 1000, description: 'Admission fails closed (503) while the spool holds more charges than this (and while charges are failing).' }),
         retryMs: Type.Integer({ minimum: 10, default: 1000, description: 'How often the spool is replayed while it holds charges; also the Retry-After of the 503.' }),
       }, { additionalProperties: false, default: {} }),

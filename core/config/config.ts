@@ -43,7 +43,8 @@ export function substituteEnv (value: unknown, env: Env, source: string, path = 
 function escapePointer (key: string): string { return key.replace(/~/g, '~0').replace(/\//g, '~1') }
 function unescapePointer (seg: string): string { return seg.replace(/~1/g, '/').replace(/~0/g, '~') }
 
-type SchemaNode = { type?: string | string[], properties?: Record<string, SchemaNode>, patternProperties?: Record<string, SchemaNode>, additionalProperties?: boolean | SchemaNode, items?: SchemaNode | SchemaNode[], anyOf?: SchemaNode[], oneOf?: SchemaNode[], allOf?: SchemaNode[] }
+type SchemaNode = { type?: string | string[], properties?: Record<string, SchemaNode>, patternProperties?: Record<string, SchemaNode>, additionalProperties?: boolean | SchemaNode,
+  items?: SchemaNode | SchemaNode[], anyOf?: SchemaNode[], oneOf?: SchemaNode[], allOf?: SchemaNode[] }
 
 /** The sub-schemas that may apply at one step below `nodes` (every branch of a union is kept). */
 function stepInto (nodes: SchemaNode[], seg: string): SchemaNode[] {

@@ -181,13 +181,13 @@ export class Circuits {
 
   /**
    * This process's view of a deployment's circuit, for metrics: closed (calls pass), open
-   * (refused until the cool-down ends), or half_open (the cool-down ended; one trial may pass).
+   * (refused until the cool-down ends), or half-open (the cool-down ended; one trial may pass).
    */
-  stateOf (d: Deployment): 'closed' | 'open' | 'half_open' {
+  stateOf (d: Deployment): 'closed' | 'open' | 'half-open' {
     const s = this.#state.get(Circuits.key(d))
     const o = this.options(d)
     if (!s || s.failures < o.failureThreshold) return 'closed'
-    return this.now() - s.openedAt < o.coolDownMs ? 'open' : 'half_open'
+    return this.now() - s.openedAt < o.coolDownMs ? 'open' : 'half-open'
   }
 
   /** A ticket's one settlement. A late verdict from a trial already timed out still counts. */

@@ -64,7 +64,8 @@ export const ERRORS = {
   GW_ERR_ROUTE_NOT_FOUND: { status: 404, message: 'No route for %s %s.', messagesType: 'not_found_error' },
   GW_ERR_RESPONSE_NOT_STORED: { status: 404, message: 'Response "%s" not found: this gateway is stateless and stores no responses.', messagesType: 'not_found_error' },
   GW_ERR_TIMEOUT: { status: 408, message: 'The request timed out.', messagesType: 'timeout_error' },
-  GW_ERR_IDEMPOTENCY_DUPLICATE: { status: 409, message: 'A request with this Idempotency-Key was already processed or is in progress.', publicCode: 'duplicate_request', messagesType: 'invalid_request_error' },
+  GW_ERR_IDEMPOTENCY_DUPLICATE: { status: 409, message: 'A request with this Idempotency-Key was already processed or is in progress.', publicCode: 'duplicate_request',
+    messagesType: 'invalid_request_error' },
   GW_ERR_BODY_TOO_LARGE: { status: 413, message: 'The request body exceeds the limit of %s bytes.', publicCode: 'request_too_large', messagesType: 'request_too_large' },
   GW_ERR_RATE_LIMITED: { status: 429, message: 'You are being rate limited.', messagesType: 'rate_limit_error', numericBodyEverywhere: true },
   GW_ERR_QUOTA_EXCEEDED: { status: 429, message: 'Usage quota exceeded: %s.', messagesType: 'rate_limit_error' },
@@ -84,7 +85,9 @@ export const ERRORS = {
   GW_ERR_KEY_ALREADY_REVOKED: { status: 409, message: 'Key "%s" is already revoked.' },
   GW_ERR_PRICE_UNKNOWN: { status: 404, message: 'No ledger price for "%s" (the config\'s price, if any, applies).' },
   GW_ERR_HOLD_UNKNOWN: { status: 404, message: 'No hold "%s" (released, charged or swept already).' },
-  GW_ERR_HOLDS_NOT_STORED: { status: 409, message: 'holds are stored one by one in a PostgreSQL ledger only; a SQLite gateway holds them in its process (reservations: memory, gone with it) or in a per-organization counter (reservations: file)' },
+  GW_ERR_HOLDS_NOT_STORED: { status: 409,
+    message: 'holds are stored one by one in a PostgreSQL ledger only; a SQLite gateway holds them in its process (reservations: memory, gone with it) or in a per-organization ' +
+      'counter (reservations: file)' },
   GW_ERR_DEPLOYMENT_UNKNOWN: { status: 404, message: 'No deployment "%s" (provider/upstreamModel).' },
   GW_ERR_CALLS_NOT_COUNTED: { status: 404, message: 'This admin API counts no calls (it was built without a gateway app to watch).' },
   /** A database uniqueness constraint refused a write (both ledgers' duplicate-id errors). */

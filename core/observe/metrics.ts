@@ -127,11 +127,15 @@ export class GatewayMetrics {
     this.requests = new Counter({ name: `${p}requests_total`, help: 'Requests answered, by route, catalog model, provider and HTTP status.', labelNames: ['route', 'model', 'provider', 'status'], registers })
     this.duration = new Histogram({ name: `${p}request_duration_seconds`, help: 'Whole call time, from the request to the end of its response (a stream: its last event); the settle after it is not counted.', labelNames: ['route', 'model', 'provider', 'status'], buckets: LATENCY, registers })
     this.upstreamTtfb = new Histogram({ name: `${p}upstream_ttfb_seconds`, help: 'Upstream time to response headers, per attempt.', labelNames: ['provider', 'model'], buckets: LATENCY, registers })
-    this.overhead = new Histogram({ name: `${p}gateway_overhead_seconds`, help: 'Call time not spent waiting on an upstream (total minus upstream time).', labelNames: ['route'], buckets: OVERHEAD, registers })
-    this.tokens = new Counter({ name: `${p}tokens_total`, help: 'Tokens billed, by catalog model, organization and type (input, cached_input, output).', labelNames: ['model', 'organization', 'type'], registers })
+    this.overhead = new Histogram({ name: `${p}gateway_overhead_seconds`, help: 'Call time not spent waiting on an upstream (total minus upstream time).', labelNames: ['route'],
+      buckets: OVERHEAD, registers })
+    this.tokens = new Counter({ name: `${p}tokens_total`, help: 'Tokens billed, by catalog model, organization and type (input, cached_input, output).',
+      labelNames: ['model', 'organization', 'type'], registers })
     this.cost = new Counter({ name: `${p}cost_total`, help: 'Cost at the catalog price, in the ledger currency, by model and organization.', labelNames: ['model', 'organization'], registers })
-    this.rejections = new Counter({ name: `${p}rejections_total`, help: 'Calls refused before dispatch, by plugin ("core" when no plugin hook threw) and error code.', labelNames: ['plugin', 'code'], registers })
-    this.upstreamErrors = new Counter({ name: `${p}upstream_errors_total`, help: 'Failed upstream attempts by provider and kind (connect, timeout, http_4xx, http_429, http_5xx, bad_answer).', labelNames: ['provider', 'kind'], registers })
+    this.rejections = new Counter({ name: `${p}rejections_total`, help: 'Calls refused before dispatch, by plugin ("core" when no plugin hook threw) and error code.',
+      labelNames: ['plugin', 'code'], registers })
+    this.upstreamErrors = new Counter({ name: `${p}upstream_errors_total`,
+      help: 'Failed upstream attempts by provider and kind (connect, timeout, http_4xx, http_429, http_5xx, bad_answer).', labelNames: ['provider', 'kind'], registers })
     this.batchSize = new Histogram({ name: `${p}ledger_batch_size`, help: 'Charges per ledger transaction.', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256], registers })
     this.commitSeconds = new Histogram({ name: `${p}ledger_commit_seconds`, help: 'Ledger batch transaction time, by result (ok, failed).', labelNames: ['result'], buckets: LATENCY, registers })
     new Gauge({ name: `${p}in_flight_calls`, help: 'Calls past admission not yet settled.', registers, collect () { this.set(sources.calls.inFlight) } })

@@ -283,17 +283,20 @@ export class CallObs implements CallObserver {
       if (state === 'settled') break
       const start = moves[i + 1] as number
       const stop = i + 3 < moves.length ? moves[i + 3] as number : end
-      spans.push({ name: `phase ${state}`, kind: 'internal', traceId: this.traceId, spanId: newSpanId(), parentSpanId: this.spanId, start: epoch(start), end: epoch(stop), attributes: { 'gw.phase': state } })
+      spans.push({ name: `phase ${state}`, kind: 'internal', traceId: this.traceId, spanId: newSpanId(), parentSpanId: this.spanId, start: epoch(start), end: epoch(stop),
+        attributes: { 'gw.phase': state } })
     }
     // After the request span's end: the settle hooks (the ledger's charge) the client does not wait for.
-    spans.push({ name: 'phase settle', kind: 'internal', traceId: this.traceId, spanId: newSpanId(), parentSpanId: this.spanId, start: epoch(end), end: epoch(settled), attributes: { 'gw.phase': 'settle' } })
+    spans.push({ name: 'phase settle', kind: 'internal', traceId: this.traceId, spanId: newSpanId(), parentSpanId: this.spanId, start: epoch(end), end: epoch(settled),
+      attributes: { 'gw.phase': 'settle' } })
     for (let i = 0; i < this.attempts.length; i++) {
       const a = this.attempts[i]
       const kind = attemptErrorKind(a, i === this.attempts.length - 1, call)
       const attrs: Record<string, string | number | boolean> = { 'gw.provider': a.provider, 'gen_ai.request.model': a.model, 'gw.attempt': i + 1 }
       if (a.status !== undefined) attrs['http.response.status_code'] = a.status
       if (kind) attrs['error.type'] = kind
-      spans.push({ name: `upstream ${a.provider}`, kind: 'client', traceId: this.traceId, spanId: a.spanId, parentSpanId: this.spanId, start: epoch(a.start), end: epoch(a.end ?? end), attributes: attrs, error: kind })
+      spans.push({ name: `upstream ${a.provider}`, kind: 'client', traceId: this.traceId, spanId: a.spanId, parentSpanId: this.spanId, start: epoch(a.start),
+        end: epoch(a.end ?? end), attributes: attrs, error: kind })
     }
     return spans
   }

@@ -19,16 +19,13 @@ function specOf (plugin: string, code: string, e: PluginErrorSpec): ErrorSpec {
   if (!Number.isInteger(e.status) || e.status < 400 || e.status > 599) invalid(plugin, code, `status must be an integer from 400 to 599, not ${String(e.status)}`)
   if (e.code !== undefined && (typeof e.code !== 'string' || !PUBLIC_CODE.test(e.code))) invalid(plugin, code, `code must be snake_case, not ${JSON.stringify(e.code)}`)
   if (typeof e.type !== 'string' || !TYPE.test(e.type)) invalid(plugin, code, `type (the messages-protocol error.type) must be snake_case, not ${JSON.stringify(e.type)}`)
-  for (const locale of ['en', 'zh'] as const) {
-    const text = e.message?.[locale]
-    if (typeof text !== 'string' || text.trim() === '') invalid(plugin, code, `message.${locale} must be a non-empty string`)
+  const m: Partial<Record<'en' | 'zh-CN' | 'zh', unknown>> = typeof e.message === 'object' && e.message !== null ? e.message : {}
+  const texts = { en: m.en, 'zh-CN': m['zh-CN'] ?? m.zh }
+  for (const [locale, text] of Object.entries(texts)) {
+    if (typeof text !== 'string' || text.trim() === '') invalid(plugin, code, `message['${locale}'] must be a non-empty string`)
   }
-  const spec: ErrorSpec = {
-    status: e.status,
-    message: e.message.en,
-    messagesType: e.type,
-    texts: Object.freeze({ en: e.message.en, 'zh-CN': e.message.zh }),
-  }
+  const { en, 'zh-CN': zhCN } = texts as { en: string, 'zh-CN': string }
+  const spec: ErrorSpec = { status: e.status, message: en, messagesType: e.type, texts: Object.freeze({ en, 'zh-CN': zhCN }) }
   if (e.code !== undefined) spec.publicCode = e.code
   return Object.freeze(spec)
 }

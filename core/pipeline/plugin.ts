@@ -113,8 +113,11 @@ export interface PluginErrorSpec {
   code?: string
   /** `error.type` of the messages-protocol body (e.g. `invalid_request_error`). */
   type: string
-  /** Text with `%s` placeholders filled from the arguments in order; both locales are required. */
-  message: { en: string, zh: string }
+  /**
+   * Text with `%s` placeholders filled from the arguments in order; both locales are required.
+   * `zh` is the older name of `zh-CN`, still accepted.
+   */
+  message: { en: string, 'zh-CN': string } | { en: string, zh: string }
 }
 
 /**

@@ -26,7 +26,7 @@ export default definePlugin({
       status: 403,
       code: 'tenant_not_allowed',
       type: 'permission_error',
-      message: { en: 'Header %s must name an allowed tenant.', zh: '请求头 %s 必须是允许的租户。' },
+      message: { en: 'Header %s must name an allowed tenant.', 'zh-CN': '请求头 %s 必须是允许的租户。' },
     },
   },
   // Its own per-request state, handed to each hook as the last argument.

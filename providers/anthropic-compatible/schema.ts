@@ -33,13 +33,18 @@ export const AnthropicCompatibleConfig = Type.Object({
   baseUrl: Type.String({ default: 'https://api.anthropic.com', description: 'Base URL as the Anthropic SDK takes it (no /v1).' }),
   apiKey: Type.Optional(Type.String({ description: 'The upstream key; use ${ENV_VAR}.' })),
   authHeader: Type.Union([Type.Literal('x-api-key'), Type.Literal('bearer')], { default: 'x-api-key', description: 'How the key is sent: `x-api-key` or `Authorization: Bearer`.' }),
-  version: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', default: '2023-06-01', description: 'anthropic-version sent upstream (whatever the client sent): `2023-06-01`, or `2026-10-21` for an upstream on the 2026 line (system turns inside `messages` natively).' }),
+  version: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', default: '2023-06-01',
+    description: 'anthropic-version sent upstream (whatever the client sent): `2023-06-01`, or `2026-10-21` for an upstream on the 2026 line (system turns inside `messages` natively).' }),
   systemMessages: Type.Union([Type.Literal('auto'), Type.Literal('fold')], {
     default: 'auto',
-    description: 'A `system` turn inside `messages` (Claude Code 2.1 sends one): `auto` sends it as is on `2026-10-21` and later, and adds the `mid-conversation-system-2026-04-07` beta on older versions; `fold` moves it to the end of the top-level `system`, for an upstream that accepts neither.',
+    description: 'A `system` turn inside `messages` (Claude Code 2.1 sends one): `auto` sends it as is on `2026-10-21` and later, and adds the `mid-conversation-system-2026-04-07` ' +
+      'beta on older versions; `fold` moves it to the end of the top-level `system`, for an upstream that accepts neither.',
   }),
   forwardBeta: Type.Boolean({ default: true, description: 'Forward the client\'s anthropic-beta header (only the betas in allowedBetas); false: never.' }),
-  allowedBetas: Type.Array(Type.String({ minLength: 1 }), { default: DEFAULT_ALLOWED_BETAS, uniqueItems: true, description: 'anthropic-beta values forwarded upstream, each item of a comma-separated header checked on its own; others are dropped. "*" forwards every beta (clients may then switch on features priced above the configured price).' }),
+  allowedBetas: Type.Array(Type.String({ minLength: 1 }),
+    { default: DEFAULT_ALLOWED_BETAS, uniqueItems: true,
+      description: 'anthropic-beta values forwarded upstream, each item of a comma-separated header checked on its own; others are dropped. "*" forwards every beta (clients may ' +
+        'then switch on features priced above the configured price).' }),
   headers: Type.Record(Type.String(), Type.String(), { default: {}, description: 'Extra headers on every upstream request.' }),
   aws: Type.Optional(AwsSigningConfig),
 }, { additionalProperties: false })

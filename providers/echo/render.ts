@@ -36,7 +36,8 @@ export function messagesJson (a: EchoAnswer, id: string, model: string): unknown
 /** chat-completions SSE chunks, ending with [DONE]; the usage chunk only when asked for. */
 export function * chatStream (a: EchoAnswer, id: string, model: string, created: number, includeUsage: boolean): Generator<string> {
   const chunk = (delta: unknown, finish: string | null = null) =>
-    `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...(includeUsage ? { usage: null } : {}) })}\n\n`
+    `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      ...(includeUsage ? { usage: null } : {}) })}\n\n`
   yield chunk({ role: 'assistant', content: '', refusal: null })
   for (const piece of a.pieces) yield chunk({ content: piece })
   if (a.toolCall) {

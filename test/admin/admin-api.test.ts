@@ -72,7 +72,7 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>, backend
     t.equal((await call(admin, 'POST', '/admin/organizations', { id: 'acme' })).status, 409, 'duplicate: 409')
     t.equal((await call(admin, 'POST', '/admin/organizations', { id: 'beta' })).status, 201)
     r = await call(admin, 'GET', '/admin/organizations')
-    t.same(r.body.data.map((o: any) => o.id), ['acme', 'beta'])
+    t.same(r.body.data.map((o: { id: string }) => o.id), ['acme', 'beta'])
     t.equal((await call(admin, 'GET', '/admin/organizations/nope')).status, 404)
 
     r = await call(admin, 'POST', '/admin/organizations/acme/topup', { amount: '12.50' })
@@ -91,8 +91,8 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>, backend
     t.equal(r.status, 404)
     t.equal(r.body.error.metadata.path, '/body/organization')
     await call(admin, 'POST', '/admin/projects', { id: 'b1', organization: 'beta' })
-    t.same((await call(admin, 'GET', '/admin/projects')).body.data.map((p: any) => p.id), ['web', 'b1'])
-    t.same((await call(admin, 'GET', '/admin/projects?organization=beta')).body.data.map((p: any) => p.id), ['b1'])
+    t.same((await call(admin, 'GET', '/admin/projects')).body.data.map((p: { id: string }) => p.id), ['web', 'b1'])
+    t.same((await call(admin, 'GET', '/admin/projects?organization=beta')).body.data.map((p: { id: string }) => p.id), ['b1'])
   })
 
   t.test('bad input: 400 with the path of the bad field, never a 500', async t => {
@@ -165,7 +165,7 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>, backend
     const { admin } = await running(t, ledger)
     let r = await call(admin, 'GET', '/admin/prices')
     t.equal(r.status, 200)
-    const echo = r.body.data.find((p: any) => p.model === 'echo/echo-1')
+    const echo = r.body.data.find((p: { model: string }) => p.model === 'echo/echo-1')
     t.ok(echo, 'catalog models are listed')
     t.equal(echo.inCatalog, true)
     t.not(echo.source, 'ledger')
@@ -175,8 +175,8 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>, backend
     t.same(await ledger.getPrice('echo/echo-1'), { input: 3, cachedInput: 0.3, output: 15 })
     await call(admin, 'PUT', '/admin/prices', { model: 'other/m', input: 1, output: 2 })
     r = await call(admin, 'GET', '/admin/prices')
-    t.match(r.body.data.find((p: any) => p.model === 'echo/echo-1'), { source: 'ledger', price: { input: 3, output: 15 }, ledgerPrice: { input: 3 } })
-    t.match(r.body.data.find((p: any) => p.model === 'other/m'), { inCatalog: false, source: 'ledger', price: { input: 1, output: 2 } })
+    t.match(r.body.data.find((p: { model: string }) => p.model === 'echo/echo-1'), { source: 'ledger', price: { input: 3, output: 15 }, ledgerPrice: { input: 3 } })
+    t.match(r.body.data.find((p: { model: string }) => p.model === 'other/m'), { inCatalog: false, source: 'ledger', price: { input: 1, output: 2 } })
   })
 
   t.test('usage: filters, cursor pages, CSV and JSON export', async t => {
@@ -196,23 +196,23 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>, backend
     for (let pages = 0; pages < 10; pages++) {
       const r: Res = await call(admin, 'GET', `/admin/usage?limit=7${cursor ? `&cursor=${cursor}` : ''}`)
       t.equal(r.status, 200)
-      seen.push(...r.body.data.map((u: any) => u.traceId))
+      seen.push(...r.body.data.map((u: { traceId: string }) => u.traceId))
       cursor = r.body.nextCursor
       if (!cursor) break
     }
     t.equal(seen.length, N, 'all records')
     t.equal(new Set(seen).size, N, 'none twice')
-    const times = (await call(admin, 'GET', '/admin/usage?limit=1000')).body.data.map((u: any) => u.time)
+    const times = (await call(admin, 'GET', '/admin/usage?limit=1000')).body.data.map((u: { time: string }) => u.time)
     t.same(times, [...times].sort(), 'time order')
 
     let r = await call(admin, 'GET', '/admin/usage?organization=beta&limit=1000')
-    t.same(r.body.data.map((u: any) => u.traceId).sort(), ['tr-0', 'tr-10', 'tr-15', 'tr-20', 'tr-5'])
+    t.same(r.body.data.map((u: { traceId: string }) => u.traceId).sort(), ['tr-0', 'tr-10', 'tr-15', 'tr-20', 'tr-5'])
     t.equal(r.body.nextCursor, null)
     r = await call(admin, 'GET', '/admin/usage?key=k1&model=echo/echo-1&project=web&limit=1000')
     t.ok(r.body.data.length > 0)
-    t.ok(r.body.data.every((u: any) => u.keyId === 'k1' && u.model === 'echo/echo-1' && u.project === 'web'))
+    t.ok(r.body.data.every((u: { keyId: string, model: string, project: string }) => u.keyId === 'k1' && u.model === 'echo/echo-1' && u.project === 'web'))
     r = await call(admin, 'GET', `/admin/usage?from=${new Date(t0 + 2000).toISOString()}&to=${new Date(t0 + 4000).toISOString()}`)
-    t.same(r.body.data.map((u: any) => u.traceId), ['tr-4', 'tr-5', 'tr-6', 'tr-7'], 'from <= time < to')
+    t.same(r.body.data.map((u: { traceId: string }) => u.traceId), ['tr-4', 'tr-5', 'tr-6', 'tr-7'], 'from <= time < to')
     t.match(r.body.data[0], { cost: '0.001500', inputTokens: 10, price: { input: 100, output: 100 }, estimated: false })
 
     const csv = await fetch(`${admin}/admin/usage/export?format=csv&organization=acme`, { headers: adminAuth() })
@@ -284,8 +284,8 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>, backend
     t.ok(h1 && h2)
     let r = await call(admin, 'GET', '/admin/reservations?organization=acme')
     t.equal(r.body.stored, true)
-    t.same(r.body.data.map((h: any) => h.id).sort(), [h1!.id, h2!.id].sort())
-    t.match(r.body.data.find((h: any) => h.id === h1!.id), { amount: '2.000000', state: 'live', traceId: 'trace-1' })
+    t.same(r.body.data.map((h: { id: string }) => h.id).sort(), [h1!.id, h2!.id].sort())
+    t.match(r.body.data.find((h: { id: string }) => h.id === h1!.id), { amount: '2.000000', state: 'live', traceId: 'trace-1' })
     t.same((await call(admin, 'GET', '/admin/reservations?organization=other')).body.data, [])
     t.equal((await call(admin, 'GET', '/admin/organizations/acme/balance')).body.reserved, '3.000000')
     r = await call(admin, 'DELETE', `/admin/reservations/${h1!.id}`)
@@ -305,11 +305,11 @@ t.test('circuits, config view, OpenAPI document; no admin listener without admin
   const d = model.deployments[0]!
   const key = Circuits.key(d)
   let r = await call(admin, 'GET', '/admin/circuits')
-  t.match(r.body.data.find((c: any) => c.key === key), { state: 'closed', failures: 0, openedAt: null, provider: d.provider })
+  t.match(r.body.data.find((c: { key: string }) => c.key === key), { state: 'closed', failures: 0, openedAt: null, provider: d.provider })
   for (let i = 0; i < gw.circuits.options(d).failureThreshold; i++) gw.circuits.failure(d)
   r = await call(admin, 'GET', '/admin/circuits')
-  t.match(r.body.data.find((c: any) => c.key === key), { state: 'open' })
-  t.ok(r.body.data.find((c: any) => c.key === key).models.includes(model.id))
+  t.match(r.body.data.find((c: { key: string }) => c.key === key), { state: 'open' })
+  t.ok(r.body.data.find((c: { key: string }) => c.key === key).models.includes(model.id))
   r = await call(admin, 'POST', '/admin/circuits/reset', { key })
   t.match(r.body, { key, state: 'closed', failures: 0 })
   t.equal(gw.circuits.isOpen(d), false, 'closed in the gateway')

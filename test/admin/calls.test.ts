@@ -65,10 +65,10 @@ t.test('ended calls by status class, model and organization; probes and listings
   t.equal(r.body.scope, 'replica')
   t.ok(Date.parse(r.body.since) <= Date.now() && Date.parse(r.body.heldFrom) >= Date.parse(r.body.since))
   r = await call(admin, 'GET', `/admin/calls/summary?from=${from}&bucket=hour&groupBy=model`)
-  const byModel = Object.fromEntries(r.body.groups.map((g: any) => [g.key, [g.requests, g.clientErrors, g.serverErrors]]))
+  const byModel = Object.fromEntries(r.body.groups.map((g: { key: string | null, requests: number, clientErrors: number, serverErrors: number }) => [g.key, [g.requests, g.clientErrors, g.serverErrors]]))
   t.strictSame(byModel, { 'echo/echo-1': [4, 0, 0], 'down/model': [2, 0, 2], 'msgvendor/echo-1': [1, 0, 0], null: [3, 3, 0] }, 'per catalog model; refused before the model was read (bad key, model not allowed, unknown model): null')
   r = await call(admin, 'GET', `/admin/calls/summary?from=${from}&bucket=day&groupBy=organization`)
-  const byOrg = Object.fromEntries(r.body.groups.map((g: any) => [g.key, g.requests]))
+  const byOrg = Object.fromEntries(r.body.groups.map((g: { key: string | null, requests: number }) => [g.key, g.requests]))
   t.strictSame(byOrg, { 'org-test': 9, null: 1 }, 'the organization of the authenticated key; none for a bad key')
 
   r = await call(admin, 'GET', `/admin/calls/summary?from=${from}&bucket=week`)
@@ -109,21 +109,21 @@ t.test('providers: adapter, protocol, masked base URL, circuits and reset; no se
   t.equal(r.status, 200, r.text)
   t.notMatch(r.text, UPSTREAM_SECRET, 'the upstream API key is never shown')
   t.notMatch(r.text, 'hunter2pass', 'nor a password in the base URL')
-  const byName = Object.fromEntries(r.body.data.map((p: any) => [p.name, p]))
+  const byName = Object.fromEntries(r.body.data.map((p: { name: string }) => [p.name, p]))
   t.match(byName.echo, { adapter: 'echo', protocol: 'chat', baseUrl: null, module: null })
   t.match(byName['echo-messages'], { adapter: 'echo', protocol: 'messages' })
   t.match(byName.down, { adapter: 'openai-compatible', protocol: 'chat', baseUrl: 'http://ops:***@127.0.0.1:1/v1' })
   t.strictSame(byName.down.deployments, [{ key: 'down/m', provider: 'down', upstreamModel: 'm', models: ['down/model'], state: 'closed', failures: 0, openedAt: null }])
-  t.strictSame(byName.echo.deployments.map((d: any) => d.key).sort(), ['echo/echo-1', 'echo/echo-text'])
+  t.strictSame(byName.echo.deployments.map((d: { key: string }) => d.key).sort(), ['echo/echo-1', 'echo/echo-text'])
 
   const d = app.gateway.catalog.all().find(m => m.id === 'down/model')!.deployments[0]!
   for (let i = 0; i < app.gateway.circuits.options(d).failureThreshold; i++) app.gateway.circuits.failure(d)
   r = await call(admin, 'GET', '/admin/providers')
-  t.match(r.body.data.find((p: any) => p.name === 'down').deployments[0], { state: 'open' })
+  t.match(r.body.data.find((p: { name: string }) => p.name === 'down').deployments[0], { state: 'open' })
   r = await call(admin, 'POST', '/admin/circuits/reset', { key: 'down/m' })
   t.equal(r.status, 200)
   r = await call(admin, 'GET', '/admin/providers')
-  t.match(r.body.data.find((p: any) => p.name === 'down').deployments[0], { state: 'closed', failures: 0 }, 'reset closes it')
+  t.match(r.body.data.find((p: { name: string }) => p.name === 'down').deployments[0], { state: 'closed', failures: 0 }, 'reset closes it')
 })
 
 t.test('an admin app built without a gateway app to watch has no calls summary: 404, not a 500', async t => {

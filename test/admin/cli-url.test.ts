@@ -79,7 +79,7 @@ t.test('every command over --url, as the ledger mode prints it', async t => {
   t.equal(viaApi.out.split('\r\n').filter(Boolean).length, 2, 'header and one record')
   t.match(viaApi.out, /tr-1/)
   t.equal((await run('usage', 'export', '--from', '2025-02-01', '--format', 'csv')).out.split('\r\n').filter(Boolean).length, 1, 'the range applies')
-  t.same(JSON.parse((await run('usage', 'export', '--format', 'json')).out).map((u: any) => u.traceId), ['tr-1'])
+  t.same(JSON.parse((await run('usage', 'export', '--format', 'json')).out).map((u: { traceId: string }) => u.traceId), ['tr-1'])
 
   // The key comes from --admin-key as well; bad ones and wrong combinations are refused.
   t.equal((await cli({}, '--url', admin, '--admin-key', ADMIN_KEY, 'key', 'list')).code, 0, '--admin-key')

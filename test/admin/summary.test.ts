@@ -50,11 +50,11 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>): Promis
     t.match(r.body, { from: iso(T0), to: iso(T0 + 2 * MIN), bucket: 'minute', groupBy: null })
 
     r = await call(admin, 'GET', `/admin/usage/summary?${range}&bucket=minute&groupBy=organization`)
-    t.strictSame(r.body.groups.map((g: any) => [g.key, g.requests, g.cost]), [['globex', 2, '10000.000246'], ['acme', 3, '1.000003'], [null, 1, '0.000007']], 'largest cost first; no organization is null')
+    t.strictSame(r.body.groups.map((g: { key: string | null, requests: number, cost: string }) => [g.key, g.requests, g.cost]), [['globex', 2, '10000.000246'], ['acme', 3, '1.000003'], [null, 1, '0.000007']], 'largest cost first; no organization is null')
     t.equal(r.body.series.length, 3)
 
     r = await call(admin, 'GET', `/admin/usage/summary?${range}&bucket=minute&groupBy=organization&top=1`)
-    const series = r.body.series.map((e: any) => [e.time, e.key, e.other, e.requests, e.cost])
+    const series = r.body.series.map((e: { time: string, key: string | null, other: boolean, requests: number, cost: string }) => [e.time, e.key, e.other, e.requests, e.cost])
     t.strictSame(series.sort(), [
       [iso(T0), null, true, 3, '1.000003'],
       [iso(T0 + MIN), 'globex', false, 2, '10000.000246'],
@@ -63,8 +63,8 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>): Promis
     t.equal(r.body.groups.length, 3, 'the group totals list every group')
 
     r = await call(admin, 'GET', `/admin/usage/summary?${range}&bucket=hour&groupBy=model&organization=acme`)
-    t.strictSame(r.body.groups.map((g: any) => [g.key, g.requests, g.cost]), [['echo/echo-1', 3, '1.000003']], 'filtered by organization')
-    t.strictSame(r.body.series.map((e: any) => e.time), [iso(T0)], 'one hour bucket')
+    t.strictSame(r.body.groups.map((g: { key: string | null, requests: number, cost: string }) => [g.key, g.requests, g.cost]), [['echo/echo-1', 3, '1.000003']], 'filtered by organization')
+    t.strictSame(r.body.series.map((e: { time: string }) => e.time), [iso(T0)], 'one hour bucket')
   })
 
   t.test('200 charges in flight: every sum equals the ledger\'s records to the micro-unit', async t => {

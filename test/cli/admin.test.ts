@@ -198,7 +198,7 @@ t.test('key create prints the secret once and stores only its hash; list and rev
   t.equal(list.code, 0)
   const keys = JSON.parse(list.out)
   t.equal(keys.length, 2)
-  const k1 = keys.find((k: any) => k.id === 'k1')
+  const k1 = keys.find((k: { id: string }) => k.id === 'k1')
   t.match(k1, { id: 'k1', name: 'ci', organization: 'acme', project: 'web', models: ['echo/echo-1', 'echo/echo-text'], createdAt: /Z$/, revokedAt: /Z$/ })
   t.equal(k1.hash, undefined, 'no hash in the listing')
   t.notMatch(list.out, secret)
@@ -255,7 +255,7 @@ t.test('usage export: CSV and JSON with a time range', async t => {
   r = await cli(args, 'usage', 'export', '--format', 'json', '--from', '2025-03-01T02:00:00Z')
   t.equal(r.code, 0)
   const rows = JSON.parse(r.out)
-  t.same(rows.map((x: any) => x.traceId), ['tr-2', 'tr-5'])
+  t.same(rows.map((x: { traceId: string }) => x.traceId), ['tr-2', 'tr-5'])
   t.same(rows[0], {
     time: '2025-03-01T02:00:00.000Z', keyId: 'k1', organization: 'acme', project: 'web', model: 'echo/echo-1', provider: 'echo',
     traceId: 'tr-2', idempotencyKey: null, inputTokens: 1000, cachedInputTokens: 200, outputTokens: 50, cost: '1.234567',
@@ -366,7 +366,7 @@ t.test('PostgreSQL ledger via --ledger-url and --schema', async t => {
   let out = ''
   const code = await main(['key', 'list', '--json'], { GATEWAY_LEDGER_URL: url, GATEWAY_LEDGER_SCHEMA: schema }, { write: s => { out += s } }, { write: () => {} })
   t.equal(code, 0)
-  t.same(JSON.parse(out).map((k: any) => k.id), ['pgkey'])
+  t.same(JSON.parse(out).map((k: { id: string }) => k.id), ['pgkey'])
 
   const l = await openLedger({ backend: 'postgres', path: '', url, schema })
   t.teardown(() => l.close())

@@ -29,24 +29,24 @@ async function main (t: Test): Promise<void> {
   page.setDefaultTimeout(20_000)
   const errors = watchErrors(page)
   await page.goto(`${admin}/console`)
-  await page.getByLabel('Language').selectOption('zh')
+  await page.getByLabel('Language').selectOption('zh-CN')
   await page.getByRole('heading', { level: 1, name: '网关控制台' }).waitFor()
   t.equal(await page.evaluate(() => document.documentElement.lang), 'zh-CN')
-  await check(t, page, 'signin-zh')
+  await check(t, page, 'signin-zh-CN')
   await page.setViewportSize({ width: 390, height: 844 })
-  await check(t, page, 'signin-zh-phone')
+  await check(t, page, 'signin-zh-CN-phone')
   await page.getByLabel('管理密钥').fill(ADMIN_KEY)
   await page.getByRole('button', { name: '登录' }).click()
   await page.getByRole('heading', { level: 1, name: '概览' }).waitFor()
   await pageTime(page, 'overview') // its data is on the screen
 
-  for (const [width, suffix] of [[390, 'zh-phone'], [1280, 'zh']] as const) {
+  for (const [width, suffix] of [[390, 'zh-CN-phone'], [1280, 'zh-CN']] as const) {
     await page.setViewportSize({ width, height: width > 600 ? 900 : 844 })
     for (const [en, zh] of PAGES) {
       // The page shown already (the overview after sign-in) is not followed again.
       if (await page.getByRole('heading', { level: 1, name: zh }).count() === 0) await go(page, zh)
       await check(t, page, `${en.toLowerCase()}-${suffix}`)
-      if (width < 600) t.ok(await pageWidth(page) <= width, `${en} (zh) fits the phone's width`)
+      if (width < 600) t.ok(await pageWidth(page) <= width, `${en} (zh-CN) fits the phone's width`)
     }
   }
   await page.getByLabel('语言').selectOption('en')

@@ -2,7 +2,8 @@
 // instances on one store stand for two gateway processes.
 import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
-import { Circuits } from '../../core/dispatch/circuits.ts'
+import { Circuits, type CircuitStore } from '../../core/dispatch/circuits.ts'
+import type { Deployment } from '../../core/types/model.ts'
 import { MemoryStore } from '../../core/stores/memory.ts'
 import { RedisStore } from '../../core/stores/redis.ts'
 import { namespaced } from '../../core/stores/index.ts'
@@ -10,8 +11,8 @@ import type { KvStore } from '../../core/stores/kv.ts'
 import { redisUrl } from '../helpers/backends.ts'
 import { until } from '../helpers/until.ts'
 
-const d = { provider: 'up', upstreamModel: 'm1', priority: 0, weight: 1 } as any
-const other = { provider: 'up', upstreamModel: 'm2', priority: 0, weight: 1 } as any
+const d: Deployment = { provider: 'up', upstreamModel: 'm1', priority: 0, weight: 1 }
+const other: Deployment = { provider: 'up', upstreamModel: 'm2', priority: 0, weight: 1 }
 const tick = () => new Promise(resolve => setTimeout(resolve, 30))
 
 async function sharedCase (t: Test, store: KvStore): Promise<void> {
@@ -56,7 +57,7 @@ t.test('shared through Redis', async t => {
 })
 
 t.test('a store outage only turns sharing off', async t => {
-  const broken: any = { get: async () => { throw new Error('down') }, set: async () => { throw new Error('down') }, del: async () => { throw new Error('down') } }
+  const broken: CircuitStore = { get: async () => { throw new Error('down') }, set: async () => { throw new Error('down') }, del: async () => { throw new Error('down') } }
   const c = new Circuits({ failureThreshold: 2, coolDownMs: 1000 }, () => 5, { store: broken })
   t.ok(c.allow(d))
   c.failure(d); c.failure(d)

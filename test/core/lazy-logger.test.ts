@@ -6,7 +6,7 @@ import { LazyLogger } from '../../core/http/lazy-logger.ts'
 import { auth, buildTestApp } from '../helpers/build-test-app.ts'
 
 function capture (level = 'info') {
-  const lines: any[] = []
+  const lines: Record<string, unknown>[] = []
   const logger = pino({ level }, { write: (s: string) => { lines.push(JSON.parse(s)) } })
   return { lines, logger }
 }
@@ -47,7 +47,7 @@ t.test('a gateway call logs its lines with its request id (the X-GW-Trace-ID it 
   const res = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: auth(), payload: { model: 'vendor/dead', messages: [{ role: 'user', content: 'hi' }] } })
   t.equal(res.statusCode, 502)
   const id = res.headers['x-gw-trace-id']
-  t.ok(lines.some(l => l.reqId === id && /upstream unreachable/.test(l.msg)), 'the warning carries the request id')
+  t.ok(lines.some(l => l.reqId === id && /upstream unreachable/.test(String(l.msg))), 'the warning carries the request id')
   const ok = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: auth(), payload: { model: 'vendor/dead', messages: [{ role: 'user', content: 'again' }] } })
   t.not(ok.headers['x-gw-trace-id'], id)
   t.ok(lines.some(l => l.reqId === ok.headers['x-gw-trace-id']), 'each request its own id')

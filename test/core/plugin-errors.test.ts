@@ -11,7 +11,7 @@ const TEAM_MISSING: PluginErrorSpec = {
   status: 403,
   code: 'team_missing',
   type: 'permission_error',
-  message: { en: 'Header %s is required for this team.', zh: '此团队必须提供 %s 请求头。' },
+  message: { en: 'Header %s is required for this team.', 'zh-CN': '此团队必须提供 %s 请求头。' },
 }
 
 function teamGate (name = 'team-gate', errors: Record<string, PluginErrorSpec> = { TEAM_MISSING }) {
@@ -53,6 +53,18 @@ t.test('a plugin error renders like a built-in one on both routes, localized', a
   t.ok(app.gateway.pipeline.errors.has('TEAM_MISSING'))
 })
 
+t.test('a message declared under `zh`, the older name of `zh-CN`, is still served in zh-CN', async t => {
+  const older: PluginErrorSpec = { ...TEAM_MISSING, message: { en: 'Header %s is required.', zh: '必须提供 %s 请求头。' } }
+  const app = await buildTestApp({ plugins: [teamGate('team-gate', { TEAM_MISSING: older })], pipeline: [AUTH_ENTRY, { plugin: 'team-gate' }] })
+  t.teardown(() => app.close())
+  const res = await fetch(await listen(app) + '/v1/chat/completions', {
+    method: 'POST',
+    headers: { ...auth(), 'content-type': 'application/json', 'x-locale': 'zh-CN' },
+    body: JSON.stringify({ model: 'echo/echo-1', messages: [{ role: 'user', content: 'hi' }] }),
+  })
+  t.same(await res.json(), { error: { code: 'team_missing', message: '必须提供 x-team 请求头。' } })
+})
+
 t.test('start-up refuses a code that clashes, naming both owners, and malformed ones', async t => {
   await t.rejects(buildTestApp({ plugins: [teamGate('gate-a', { GW_ERR_TIMEOUT: TEAM_MISSING })], pipeline: [AUTH_ENTRY, { plugin: 'gate-a' }] }), {
     code: 'GW_ERR_PLUGIN_ERROR_CODE', message: /"gate-a" declares error code "GW_ERR_TIMEOUT": core already defines this code/,
@@ -65,7 +77,9 @@ t.test('start-up refuses a code that clashes, naming both owners, and malformed 
     ['X', { status: 200 }, /status must be an integer from 400 to 599/],
     ['X', { code: 'Bad Code' }, /code must be snake_case/],
     ['X', { type: '' }, /type \(the messages-protocol error.type\)/],
-    ['X', { message: { en: 'x', zh: '' } }, /message.zh must be a non-empty string/],
+    ['X', { message: { en: 'x', 'zh-CN': '' } }, /message\['zh-CN'\] must be a non-empty string/],
+    ['X', { message: { en: 'x', zh: '' } }, /message\['zh-CN'\] must be a non-empty string/],
+    ['X', { message: { en: '', 'zh-CN': 'x' } }, /message\['en'\] must be a non-empty string/],
   ]
   for (const [code, change, message] of bad) {
     await t.rejects(buildTestApp({ plugins: [teamGate('gate-x', { [code]: { ...TEAM_MISSING, ...change } as PluginErrorSpec })], pipeline: [AUTH_ENTRY, { plugin: 'gate-x' }] }), { code: 'GW_ERR_PLUGIN_ERROR_CODE', message })

@@ -16,7 +16,6 @@ import {
 import { translateFixture, emitted } from '../../testing.ts'
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
-const PROTOCOLS = join(ROOT, 'providers/protocols')
 
 /** Every name index.ts exports, values and types. */
 function publicNames (): Set<string> {

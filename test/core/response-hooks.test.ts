@@ -95,7 +95,7 @@ for (const k of kinds) {
   }
 }
 
-const BLOCKED = { status: 400, code: 'output_blocked', type: 'invalid_request_error', message: { en: 'The answer was blocked by policy (%s).', zh: '回答因策略被拦截（%s）。' } }
+const BLOCKED = { status: 400, code: 'output_blocked', type: 'invalid_request_error', message: { en: 'The answer was blocked by policy (%s).', 'zh-CN': '回答因策略被拦截（%s）。' } }
 
 function guardrail (settled: Outcome[]) {
   return definePlugin({

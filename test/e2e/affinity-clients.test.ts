@@ -15,14 +15,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, sse, chatChunk, chatUsageChunk, chatTextStream, DONE, type Recorded } from '../helpers/fake-upstream.ts'
-import { outcomeSpy } from '../helpers/outcome-spy.ts'
+import { outcomeSpy } from '../../testing.ts'
 import { CLAUDE, CODEX, runClaude, runCodex, codexSetup, CODEX_EXEC } from '../helpers/agents.ts'
+import type { ServerResponse } from 'node:http'
 
 const COMMAND = 'echo affinity-$((6*7))'
 
 /** The agent's shell tool among the tools it sent (Codex's, Claude Code's Bash), with arguments for COMMAND. */
-function shellCall (body: any): { name: string, args: Record<string, unknown> } | undefined {
-  const names: string[] = (body.tools ?? []).map((x: any) => x.function?.name)
+function shellCall (body: { tools?: { function?: { name: string } }[] }): { name: string, args: Record<string, unknown> } | undefined {
+  const names = (body.tools ?? []).map(x => x.function?.name)
   if (names.includes('exec_command')) return { name: 'exec_command', args: { cmd: COMMAND } }
   if (names.includes('shell_command')) return { name: 'shell_command', args: { command: COMMAND } }
   if (names.includes('shell')) return { name: 'shell', args: { command: ['bash', '-lc', COMMAND] } }
@@ -31,9 +32,9 @@ function shellCall (body: any): { name: string, args: Record<string, unknown> } 
 }
 
 /** A chat upstream: an agent's first call gets a shell tool call, the call with its result plain text. */
-function answer (req: Recorded, res: any): Promise<void> {
+function answer (req: Recorded, res: ServerResponse): Promise<void> {
   const body = req.body
-  const toolDone = (body.messages as any[]).some(m => m.role === 'tool')
+  const toolDone = (body.messages as { role: string, content: unknown }[]).some(m => m.role === 'tool')
   const shell = shellCall(body)
   if (shell !== undefined && !toolDone) {
     return sse(res, [
@@ -81,7 +82,7 @@ t.test('every call of a Claude Code run and of a Codex run goes to one deploymen
     await spy.settled(before + 1)
     const used = providersOf(before)
     t.ok(used.length >= 2, `Claude Code made ${used.length} calls (the Bash call, then the answer)`)
-    t.ok(up.requests.some(q => (q.body.messages as any[]).some(m => m.role === 'tool' && String(JSON.stringify(m.content)).includes('affinity-42'))), 'the command ran and its output went back upstream')
+    t.ok(up.requests.some(q => (q.body.messages as { role: string, content: unknown }[]).some(m => m.role === 'tool' && String(JSON.stringify(m.content)).includes('affinity-42'))), 'the command ran and its output went back upstream')
     t.same([...new Set(used)], [used[0]], `all on one deployment (${used.join(', ')})`)
   })
 
@@ -93,7 +94,7 @@ t.test('every call of a Claude Code run and of a Codex run goes to one deploymen
     await spy.settled(before + 2)
     const used = providersOf(before)
     t.ok(used.length >= 2, `Codex made ${used.length} calls (the shell call, then the answer)`)
-    t.ok(up.requests.slice(-1).some(q => (q.body.messages as any[]).some(m => m.role === 'tool' && String(JSON.stringify(m.content)).includes('affinity-42'))), 'the command ran and its output went back upstream')
+    t.ok(up.requests.slice(-1).some(q => (q.body.messages as { role: string, content: unknown }[]).some(m => m.role === 'tool' && String(JSON.stringify(m.content)).includes('affinity-42'))), 'the command ran and its output went back upstream')
     t.same([...new Set(used)], [used[0]], `all on one deployment (${used.join(', ')})`)
   })
 })

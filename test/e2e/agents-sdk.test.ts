@@ -10,6 +10,7 @@ import OpenAI from 'openai'
 import { Agent, run, tool, OpenAIResponsesModel, setTracingDisabled } from '@openai/agents'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, json, sse, chatChunk, chatUsageChunk, chatTextStream, chatCompletion, messagesTextStream, messagesResponse, msgEvent, DONE, type Recorded } from '../helpers/fake-upstream.ts'
+import type { ServerResponse } from 'node:http'
 
 // Traces would be exported to api.openai.com: this suite never leaves loopback.
 setTracingDisabled(true)
@@ -17,12 +18,12 @@ setTracingDisabled(true)
 const CITY_TEMP = '17 C and cloudy'
 
 /** The tool result as the upstream received it (chat `tool` message or messages `tool_result`), if any. */
-function toolResultIn (kind: 'chat' | 'messages', body: any): string | undefined {
+function toolResultIn (kind: 'chat' | 'messages', body: { messages: unknown }): string | undefined {
   if (kind === 'chat') {
-    const m = (body.messages as any[]).find(x => x.role === 'tool')
+    const m = (body.messages as { role: string, content: unknown }[]).find(x => x.role === 'tool')
     return m === undefined ? undefined : typeof m.content === 'string' ? m.content : JSON.stringify(m.content)
   }
-  for (const m of body.messages as any[]) {
+  for (const m of body.messages as { role: string, content: string | { type: string, content?: unknown }[] }[]) {
     for (const b of Array.isArray(m.content) ? m.content : []) {
       if (b.type === 'tool_result') return typeof b.content === 'string' ? b.content : JSON.stringify(b.content)
     }
@@ -31,7 +32,7 @@ function toolResultIn (kind: 'chat' | 'messages', body: any): string | undefined
 }
 
 function answer (kind: 'chat' | 'messages') {
-  return (req: Recorded, res: any) => {
+  return (req: Recorded, res: ServerResponse) => {
     const stream = req.body.stream === true
     const result = toolResultIn(kind, req.body)
     const args = JSON.stringify({ city: 'Oslo' })
@@ -97,7 +98,7 @@ t.test('an agent with one function tool runs to completion through the gateway',
       const reqs = up.requests.slice(before)
       t.equal(reqs.length, 2, `${label}: two model calls`)
       t.equal(reqs[0]!.body.model, 'up-model')
-      const toolNames = (reqs[0]!.body.tools as any[]).map(x => kind === 'chat' ? x.function.name : x.name)
+      const toolNames = (reqs[0]!.body.tools as { name?: string, function: { name: string } }[]).map(x => kind === 'chat' ? x.function.name : x.name)
       t.same(toolNames, ['get_weather'], `${label}: the tool reached the upstream`)
       t.match(toolResultIn(kind, reqs[1]!.body), CITY_TEMP, `${label}: the tool's result went back upstream`)
       t.equal(reqs[1]!.body.stream === true, stream)

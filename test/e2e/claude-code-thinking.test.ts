@@ -8,7 +8,7 @@ import t from 'tap'
 import { createHmac } from 'node:crypto'
 import type { ServerResponse } from 'node:http'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
-import { outcomeSpy } from '../helpers/outcome-spy.ts'
+import { outcomeSpy } from '../../testing.ts'
 import { checkMessagesRequest, json, sse, startFakeUpstream, type Recorded } from '../helpers/fake-upstream.ts'
 import { runClaude, claudeResult } from '../helpers/agents.ts'
 
@@ -52,14 +52,14 @@ function thinker (issued: string[]) {
       }
     }
     const last = turns.at(-1)
-    const result = Array.isArray(last.content) ? last.content.find((b: any) => b.type === 'tool_result') : undefined
+    const result = Array.isArray(last.content) ? last.content.find((b: { type: string }) => b.type === 'tool_result') : undefined
     if (result !== undefined) {
       const i = lastAssistant(turns)
       const head = turns[i]?.content?.[0]
       if (head?.type !== 'thinking' && head?.type !== 'redacted_thinking') return bad(res, `messages.${i}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${head?.type}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable \`thinking\`.`)
       if (!issued.includes(JSON.stringify(head))) return bad(res, `messages.${i}.content.0: the thinking block was modified`)
     }
-    const output = result === undefined ? '' : (typeof result.content === 'string' ? result.content : result.content.map((c: any) => c.text ?? '').join('')).trim()
+    const output = result === undefined ? '' : (typeof result.content === 'string' ? result.content : result.content.map((c: { text?: string }) => c.text ?? '').join('')).trim()
     const block = issuedBlock(body.thinking.display)
     const content = result !== undefined
       ? [{ type: 'text', text: `Thought it through: ${output}` }]

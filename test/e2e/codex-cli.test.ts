@@ -19,6 +19,7 @@ import { join } from 'node:path'
 import { buildTestApp, listen, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, sse, chatChunk, chatUsageChunk, chatTextStream, messagesTextStream, msgEvent, DONE, type Recorded } from '../helpers/fake-upstream.ts'
 import { runCodex, codexSetup, CODEX_EXEC as EXEC, codexEvents as eventsOf, lastMessage, codexSkip as skip } from '../helpers/agents.ts'
+import type { ServerResponse } from 'node:http'
 
 // The command's output ("codex-42") is not in its text: finding it upstream proves the command ran.
 const COMMAND = 'echo codex-$((6*7))'
@@ -29,8 +30,8 @@ const PLAIN = 'Just say hello, no tools.'
 const PLAIN_ANSWER = 'Hello from the upstream.'
 
 /** The shell tool's output as the upstream received it, if any. */
-function toolResultIn (kind: 'chat' | 'messages', body: any): string | undefined {
-  for (const m of body.messages as any[]) {
+function toolResultIn (kind: 'chat' | 'messages', body: { messages: unknown }): string | undefined {
+  for (const m of body.messages as { role: string, content: string | { type: string, content?: unknown }[] }[]) {
     if (kind === 'chat' && m.role === 'tool') return typeof m.content === 'string' ? m.content : JSON.stringify(m.content)
     if (kind === 'messages' && Array.isArray(m.content)) {
       for (const b of m.content) if (b.type === 'tool_result') return typeof b.content === 'string' ? b.content : JSON.stringify(b.content)
@@ -40,8 +41,8 @@ function toolResultIn (kind: 'chat' | 'messages', body: any): string | undefined
 }
 
 /** Codex's shell tool among the tools it sent: `exec_command` ({cmd}) in 0.169, older `shell` ({command: [...]}). */
-function shellCall (kind: 'chat' | 'messages', body: any): { name: string, args: Record<string, unknown> } {
-  const names: string[] = (body.tools ?? []).map((x: any) => kind === 'chat' ? x.function?.name : x.name)
+function shellCall (kind: 'chat' | 'messages', body: { tools?: { function?: { name: string }, name?: string }[] }): { name: string, args: Record<string, unknown> } {
+  const names = (body.tools ?? []).map(x => kind === 'chat' ? x.function?.name : x.name)
   if (names.includes('exec_command')) return { name: 'exec_command', args: { cmd: COMMAND } }
   if (names.includes('shell_command')) return { name: 'shell_command', args: { command: COMMAND } }
   if (names.includes('shell')) return { name: 'shell', args: { command: ['bash', '-lc', COMMAND] } }
@@ -49,7 +50,7 @@ function shellCall (kind: 'chat' | 'messages', body: any): { name: string, args:
 }
 
 function answer (kind: 'chat' | 'messages') {
-  return (req: Recorded, res: any) => {
+  return (req: Recorded, res: ServerResponse) => {
     if (JSON.stringify(req.body.messages).includes(PLAIN)) {
       return sse(res, kind === 'chat' ? chatTextStream([PLAIN_ANSWER.slice(0, 6), PLAIN_ANSWER.slice(6)]) : messagesTextStream([PLAIN_ANSWER.slice(0, 6), PLAIN_ANSWER.slice(6)]))
     }

@@ -77,15 +77,15 @@ t.test('codex exec calls its custom apply_patch tool through the gateway on a ch
     const r = await runCodex([...EXEC, '-m', CODEX_MODEL, '/tool apply_patch *** Begin Patch'], env, work)
     t.equal(r.code, 0, r.code === 0 ? `${model}: codex exec exited 0` : `${model}: codex exec exited ${r.code}; stderr: ${r.err.slice(-1000)}`)
     const first = proxy.bodies[0]
-    const custom = (first?.tools ?? []).find((x: any) => x.type === 'custom' && x.name === 'apply_patch')
+    const custom = (first?.tools ?? []).find((x: { type: string, name: string }) => x.type === 'custom' && x.name === 'apply_patch')
     t.ok(custom, `${model}: Codex offered apply_patch as a custom tool`)
 
     // The next request gives the call back, as a custom_tool_call, with its output.
-    const next = proxy.bodies.find(b => (b?.input ?? []).some((i: any) => i.type === 'custom_tool_call_output'))
+    const next = proxy.bodies.find(b => (b?.input ?? []).some((i: { type: string }) => i.type === 'custom_tool_call_output'))
     t.ok(next, `${model}: Codex sent the custom tool's output back`)
-    const call = (next?.input ?? []).find((i: any) => i.type === 'custom_tool_call')
+    const call = (next?.input ?? []).find((i: { type: string }) => i.type === 'custom_tool_call')
     t.match(call, { type: 'custom_tool_call', name: 'apply_patch', input: '*** Begin Patch' }, `${model}: the gateway's custom_tool_call as Codex took it`)
-    const output = (next?.input ?? []).find((i: any) => i.type === 'custom_tool_call_output')
+    const output = (next?.input ?? []).find((i: { type: string }) => i.type === 'custom_tool_call_output')
     t.ok(call !== undefined && output?.call_id === call.call_id, `${model}: the output answers that call`)
     t.match(lastMessage(eventsOf(r)), /^Echo: tool said /, `${model}: the output went back to echo, which ended the turn`)
   }
@@ -105,13 +105,13 @@ t.test('codex exec on its default model: the tools of its additional_tools item 
     // The script's output (42) is not in its text: seeing it come back proves the script ran.
     const r = await runCodex([...EXEC, '/tool functions__exec text(6*7)'], env, work)
     t.equal(r.code, 0, r.code === 0 ? `${model}: codex exec exited 0` : `${model}: codex exec exited ${r.code}; stderr: ${r.err.slice(-1000)}`)
-    const extra = (proxy.bodies[0]?.input ?? []).find((i: any) => i.type === 'additional_tools')
-    t.ok(extra?.tools?.some((ns: any) => ns.type === 'namespace' && ns.name === 'functions' && ns.tools?.some((x: any) => x.type === 'custom' && x.name === 'exec')), `${model}: Codex sent exec as a custom tool in an additional_tools item`)
+    const extra = (proxy.bodies[0]?.input ?? []).find((i: { type: string }) => i.type === 'additional_tools')
+    t.ok(extra?.tools?.some((ns: { type: string, name: string, tools?: { type: string, name: string }[] }) => ns.type === 'namespace' && ns.name === 'functions' && ns.tools?.some((x: { type: string, name: string }) => x.type === 'custom' && x.name === 'exec')), `${model}: Codex sent exec as a custom tool in an additional_tools item`)
 
-    const next = proxy.bodies.find(b => (b?.input ?? []).some((i: any) => i.type === 'custom_tool_call_output'))
-    const call = (next?.input ?? []).find((i: any) => i.type === 'custom_tool_call')
+    const next = proxy.bodies.find(b => (b?.input ?? []).some((i: { type: string }) => i.type === 'custom_tool_call_output'))
+    const call = (next?.input ?? []).find((i: { type: string }) => i.type === 'custom_tool_call')
     t.match(call, { type: 'custom_tool_call', name: 'exec', namespace: 'functions', input: 'text(6*7)' }, `${model}: the gateway's custom_tool_call, under its namespace, as Codex took it`)
-    const output = (next?.input ?? []).find((i: any) => i.type === 'custom_tool_call_output')
+    const output = (next?.input ?? []).find((i: { type: string }) => i.type === 'custom_tool_call_output')
     t.ok(call !== undefined && output?.call_id === call.call_id, `${model}: the output answers that call`)
     t.match(JSON.stringify(output?.output), /42/, `${model}: Codex ran the script`)
     t.match(lastMessage(eventsOf(r)), /^Echo: tool said [\s\S]*42/, `${model}: the output went back to echo, which ended the turn`)

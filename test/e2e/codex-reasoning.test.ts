@@ -29,15 +29,15 @@ function refuse (res: ServerResponse, message: string): void {
   json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message } })
 }
 
-function toolResult (body: any): string | undefined {
-  for (const m of body.messages as any[]) {
+function toolResult (body: { messages: unknown }): string | undefined {
+  for (const m of body.messages as { role: string, content: string | { type: string, content?: unknown }[] }[]) {
     if (Array.isArray(m.content)) for (const b of m.content) if (b.type === 'tool_result') return typeof b.content === 'string' ? b.content : JSON.stringify(b.content)
   }
   return undefined
 }
 
-function shellCall (body: any): { name: string, args: Record<string, unknown> } {
-  const names: string[] = (body.tools ?? []).map((x: any) => x.name)
+function shellCall (body: { tools?: { name: string }[] }): { name: string, args: Record<string, unknown> } {
+  const names = (body.tools ?? []).map(x => x.name)
   if (names.includes('exec_command')) return { name: 'exec_command', args: { cmd: COMMAND } }
   if (names.includes('shell_command')) return { name: 'shell_command', args: { command: COMMAND } }
   if (names.includes('shell')) return { name: 'shell', args: { command: ['bash', '-lc', COMMAND] } }
@@ -69,7 +69,7 @@ function thinker (req: Recorded, res: ServerResponse): void {
     ])
   }
   const turns = body.messages as any[]
-  const k = turns.findIndex(m => m.role === 'assistant' && Array.isArray(m.content) && m.content.some((b: any) => b.type === 'tool_use'))
+  const k = turns.findIndex(m => m.role === 'assistant' && Array.isArray(m.content) && m.content.some((b: { type: string }) => b.type === 'tool_use'))
   const first = turns[k]?.content?.[0]?.type
   if (first !== 'thinking') return refuse(res, `messages.${k}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${first}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block`)
   const text = result.includes(OUTPUT) ? FINAL : `The command output was not seen: ${result.slice(0, 200)}`
@@ -100,6 +100,6 @@ t.test('codex exec with reasoning on a messages upstream gives the signed thinki
   t.ok(up.requests.length >= 2, 'two model calls went upstream')
   const loop = up.requests.find(q => toolResult(q.body) !== undefined)?.body
   t.same(loop?.thinking, { type: 'enabled', budget_tokens: 2048 }, 'thinking stayed on in the tool loop')
-  const turn = loop?.messages.find((m: any) => m.role === 'assistant' && Array.isArray(m.content) && m.content.some((b: any) => b.type === 'tool_use'))
+  const turn = loop?.messages.find((m: { role: string, content: string | { type: string }[] }) => m.role === 'assistant' && Array.isArray(m.content) && m.content.some((b: { type: string }) => b.type === 'tool_use'))
   t.same(turn?.content[0], { type: 'thinking', thinking: THOUGHT, signature: sign(THOUGHT) }, 'the signed thinking came back first in its turn')
 })

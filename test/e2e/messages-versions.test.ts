@@ -52,8 +52,8 @@ t.test('the validating fake upstream, driven by @anthropic-ai/sdk directly', asy
 
 t.test('a system turn reaches each messages upstream in the form its version takes', async t => {
   const up = await startFakeUpstream(anthropicLike())
-  const chatUp = await startFakeUpstream((req, res) => json(res, 200, chatCompletion('from chat')))
-  const respUp = await startFakeUpstream((req, res) => json(res, 200, responsesResponse('from responses')))
+  const chatUp = await startFakeUpstream((_req, res) => json(res, 200, chatCompletion('from chat')))
+  const respUp = await startFakeUpstream((_req, res) => json(res, 200, responsesResponse('from responses')))
   const doc = upstreamDoc(chatUp.origin, up.origin, [
     { id: 'msgvendor/v2026', deployments: [{ provider: 'up-2026', model: 'up-model' }] },
     { id: 'msgvendor/fold', deployments: [{ provider: 'up-fold', model: 'up-model' }] },

@@ -11,7 +11,7 @@ import { createAnthropic } from '@ai-sdk/anthropic'
 import { ChatOpenAI } from '@langchain/openai'
 import { ChatAnthropic } from '@langchain/anthropic'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
-import { outcomeSpy } from '../helpers/outcome-spy.ts'
+import { outcomeSpy } from '../../testing.ts'
 import { anthropicLike, startFakeUpstream, KNOWN_BETAS, MID_CONVERSATION_SYSTEM_BETA } from '../helpers/fake-upstream.ts'
 import { embeddedDefault } from '../../core/config/default-config.ts'
 import { runClaude, claudeResult as resultOf } from '../helpers/agents.ts'
@@ -188,7 +188,7 @@ t.test('real clients against a listening gateway', async t => {
         let text = ''
         let input = 0
         for await (const chunk of await chat.stream('streamed langchain')) {
-          text += typeof chunk.content === 'string' ? chunk.content : chunk.content.map((c: any) => c.text ?? '').join('')
+          text += typeof chunk.content === 'string' ? chunk.content : chunk.content.map(c => 'text' in c ? c.text : '').join('')
           input += chunk.usage_metadata?.input_tokens ?? 0
         }
         t.equal(text, 'Echo: streamed langchain', `${name} ${model}: stream`)

@@ -11,7 +11,7 @@ import { createHmac } from 'node:crypto'
 import OpenAI from 'openai'
 import Anthropic from '@anthropic-ai/sdk'
 import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
-import { startFakeUpstream, json, sse, type FakeUpstream, type Recorded } from '../helpers/fake-upstream.ts'
+import { startFakeUpstream, json, sse, type Recorded } from '../helpers/fake-upstream.ts'
 import type { ServerResponse } from 'node:http'
 
 const MSG_MODEL = 'msgvendor/thinker'
@@ -47,7 +47,7 @@ function messagesThinker (req: Recorded, res: ServerResponse): void {
     }
   }
   const last = turns.at(-1)
-  const inLoop = Array.isArray(last.content) && last.content.some((b: any) => b.type === 'tool_result')
+  const inLoop = Array.isArray(last.content) && last.content.some((b: { type: string }) => b.type === 'tool_result')
   if (inLoop) {
     const i = turns.length - 2
     const first = turns[i]?.content?.[0]?.type
@@ -165,7 +165,7 @@ t.test('Responses client on a messages upstream: signed and redacted thinking go
     t.equal(second.output_text, 'It is sunny in Oslo.', 'the upstream took its thinking back')
     const sent = msgUp.requests.at(-1)!.body as any
     t.same(sent.thinking, { type: 'enabled', budget_tokens: 2048 }, 'thinking stays on in the loop')
-    t.same(sent.messages[1].content.map((b: any) => b.type), ['thinking', 'redacted_thinking', 'tool_use'])
+    t.same(sent.messages[1].content.map((b: { type: string }) => b.type), ['thinking', 'redacted_thinking', 'tool_use'])
     t.equal(sent.messages[1].content[0].thinking, THOUGHT)
 
     // A client that tampers with the thinking is refused by the upstream, as Anthropic does.
@@ -214,10 +214,10 @@ t.test('chat client on a messages upstream: thinking_blocks go back', async t =>
         }
       }
     } else message = (first as OpenAI.Chat.ChatCompletion).choices[0].message
-    t.same(message.thinking_blocks.map((b: any) => b.type), ['thinking', 'redacted_thinking'], `${streamed ? 'streamed' : 'JSON'}: the blocks, whole`)
+    t.same(message.thinking_blocks.map((b: { type: string }) => b.type), ['thinking', 'redacted_thinking'], `${streamed ? 'streamed' : 'JSON'}: the blocks, whole`)
     const second = await openai.chat.completions.create({ ...base, messages: [{ role: 'user', content: 'Weather in Oslo?' }, message, { role: 'tool', tool_call_id: message.tool_calls[0].id, content: 'sunny' }] })
     t.equal(second.choices[0].message.content, 'It is sunny in Oslo.')
-    t.same((msgUp.requests.at(-1)!.body as any).messages[1].content.map((b: any) => b.type), ['thinking', 'redacted_thinking', 'tool_use'])
+    t.same((msgUp.requests.at(-1)!.body as any).messages[1].content.map((b: { type: string }) => b.type), ['thinking', 'redacted_thinking', 'tool_use'])
   }
 })
 
@@ -251,7 +251,7 @@ t.test('messages client on a Responses upstream: the reasoning item goes back th
     const second = await anthropic.messages.create({ ...base, messages: [question, { role: 'assistant', content: first.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'sunny' }] }] })
     t.same(second.content.filter(b => b.type === 'text'), [{ type: 'text', text: 'It is sunny in Oslo.' }])
     const sent = respUp.requests.at(-1)!.body as any
-    t.same(sent.input.map((i: any) => i.type), ['message', 'reasoning', 'function_call', 'function_call_output'])
+    t.same(sent.input.map((i: { type: string }) => i.type), ['message', 'reasoning', 'function_call', 'function_call_output'])
     t.same(sent.input[1], { type: 'reasoning', summary: [{ type: 'summary_text', text: 'Look up the weather.' }], encrypted_content: ENCRYPTED })
   }
 })

@@ -10,7 +10,6 @@ import OpenAI from 'openai'
 import { buildTestApp, listen, auth, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, json, sse, chatChunk, chatUsageChunk, chatTextStream, chatCompletion, messagesTextStream, messagesResponse, msgEvent, DONE, type FakeUpstream } from '../helpers/fake-upstream.ts'
 import { openLedger } from '../../core/ledger/index.ts'
-import type { Ledger } from '../../core/ledger/ledger.ts'
 import { until } from '../helpers/until.ts'
 
 const ORG = 'org-test'

@@ -71,7 +71,7 @@ function answerWith (up: FakeUpstream, a: { json?: unknown, events?: string[] })
 
 /** Tool calls and tool results as the upstream received them, in its own protocol. */
 function upstreamToolNames (k: Kind, body: any): string[] {
-  return (body.tools ?? []).map((x: any) => k.name === 'chat' ? x.function.name : x.name)
+  return (body.tools ?? []).map((x: { function: { name: string }, name: string }) => k.name === 'chat' ? x.function.name : x.name)
 }
 
 async function recordOf (t: Test, ledger: Ledger, id: string | null): Promise<UsageRecord> {
@@ -179,8 +179,8 @@ t.test('namespace tools reach the upstream as ns__fn and come back under their n
         t.equal(second.output_text, 'Found.')
         const sent = up.requests.at(-1)!.body
         const names = k.name === 'chat'
-          ? sent.messages.flatMap((m: any) => (m.tool_calls ?? []).map((c: any) => c.function.name))
-          : sent.messages.flatMap((m: any) => Array.isArray(m.content) ? m.content.filter((b: any) => b.type === 'tool_use').map((b: any) => b.name) : [])
+          ? sent.messages.flatMap((m: { tool_calls?: { function: { name: string } }[] }) => (m.tool_calls ?? []).map((c: { function: { name: string } }) => c.function.name))
+          : sent.messages.flatMap((m: { content: string | { type: string, name: string }[] }) => Array.isArray(m.content) ? m.content.filter((b: { type: string, name: string }) => b.type === 'tool_use').map((b: { name: string }) => b.name) : [])
         t.same(names, ['crm__lookup'], 'the call given back went upstream under its flat name')
       })
     }

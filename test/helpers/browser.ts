@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { formatMicros } from '../../money/billing.ts'
+import type { AxeResults } from 'axe-core'
 
 export const CHROMIUM = '/usr/bin/chromium'
 const SHOTS = new URL('../console/screenshots/', import.meta.url)
@@ -49,8 +50,8 @@ export async function check (t: Test, page: Page, name: string): Promise<void> {
   axeSource ??= readFileSync('test/node_modules/axe-core/axe.min.js', 'utf8')
   await page.evaluate(axeSource)
   const violations: Array<{ id: string, impact: string, help: string, nodes: number }> = await page.evaluate(async () => {
-    const r = await (globalThis as any).axe.run(document)
-    return r.violations.map((v: any) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.length }))
+    const r = await (globalThis as unknown as { axe: { run (context: Document): Promise<AxeResults> } }).axe.run(document)
+    return r.violations.map(v => ({ id: v.id, impact: v.impact ?? 'none', help: v.help, nodes: v.nodes.length }))
   })
   const bad = violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
   t.same(bad, [], `${name}: no serious or critical accessibility violations`)

@@ -51,7 +51,7 @@ const refuse = (phase: Phase) => {
     name: `refuse-${phase}`,
     phase,
     configSchema: Type.Object({}),
-    errors: { [code]: { status: 403, type: 'permission_error', message: { en: 'Refused.', zh: '已拒绝。' } } },
+    errors: { [code]: { status: 403, type: 'permission_error', message: { en: 'Refused.', 'zh-CN': '已拒绝。' } } },
     create: (_config, deps) => ({ onRequest (ctx) { if (ctx.headers['x-refuse'] === phase) throw deps.error(code) } }),
   })
 }
@@ -61,7 +61,7 @@ const guard = definePlugin({
   name: 'guard',
   phase: 'admit',
   configSchema: Type.Object({}),
-  errors: { OUTPUT_BLOCKED: { status: 422, type: 'invalid_request_error', message: { en: 'Blocked.', zh: '已拦截。' } } },
+  errors: { OUTPUT_BLOCKED: { status: 422, type: 'invalid_request_error', message: { en: 'Blocked.', 'zh-CN': '已拦截。' } } },
   create: (_config, deps) => ({
     onResponse (_ctx, answer) { if (JSON.stringify(answer.body).includes('FORBIDDEN')) throw deps.error('OUTPUT_BLOCKED') },
     onStreamEvent (_ctx, event) { if (JSON.stringify(event.data ?? '').includes('FORBIDDEN')) throw deps.error('OUTPUT_BLOCKED') },

@@ -4,11 +4,11 @@
  * reserved for when the client gave none); anything unusual falls back to serializing the parsed
  * body, which must still carry the model the gateway routed and billed.
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { scanBody, modelSpanOf, spliceModel } from '../../core/http/body.ts'
 import { buildTestApp, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json, sse, chatTextStream, chatCompletion, messagesTextStream, messagesResponse, upstreamDoc } from '../helpers/fake-upstream.ts'
-import { outcomeSpy } from '../helpers/outcome-spy.ts'
+import { outcomeSpy } from '../../testing.ts'
 
 /** The text of the model value span scanBody finds, or undefined. */
 const found = (s: string) => {
@@ -48,7 +48,7 @@ t.test('spliceModel changes the value bytes only, and inserts members before the
 /** What a chat body without a cap gets before its model key: the model's output cap (4096 by default). */
 const CAP = '"max_tokens":4096,'
 
-async function setup (t: any) {
+async function setup (t: Test) {
   const chatUp = await startFakeUpstream()
   const msgUp = await startFakeUpstream()
   const spy = outcomeSpy()

@@ -8,7 +8,7 @@ import t, { type Test } from 'tap'
 import { request as httpRequest, type ServerResponse } from 'node:http'
 import { buildTestApp, auth, AUTH_ENTRY, listen } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json, chatCompletion, messagesResponse, upstreamDoc, type FakeUpstream } from '../helpers/fake-upstream.ts'
-import { outcomeSpy } from '../helpers/outcome-spy.ts'
+import { outcomeSpy } from '../../testing.ts'
 import { until } from '../helpers/until.ts'
 import { redisUrl, randomId } from '../helpers/backends.ts'
 import { RedisStore } from '../../core/stores/redis.ts'
@@ -270,7 +270,7 @@ t.test('circuit thresholds from the config file: per model over per provider ove
       const doc = upstreamDoc(chatOrigin, msgOrigin, [
         { id: 'vendor/lenient', circuit: { failureThreshold: 3 }, deployments: [{ provider: 'up-chat', model: 'up-lenient' }] },
       ])
-      ;(doc.providers as any[])[0].circuit = { failureThreshold: 1, coolDownMs: 100 }
+      ;(doc.providers as Record<string, unknown>[])[0].circuit = { failureThreshold: 1, coolDownMs: 100 }
       return { ...doc, circuit: { failureThreshold: 2, coolDownMs: 1000 } }
     },
   })

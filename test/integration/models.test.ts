@@ -11,7 +11,7 @@ t.test('GET /v1/models', async t => {
     t.ok(res.headers['x-gw-trace-id'])
     const body = res.json()
     t.equal(body.object, 'list')
-    t.same(body.data.map((m: any) => m.id), ['echo/echo-1', 'echo/echo-text', 'msgvendor/echo-1'])
+    t.same(body.data.map((m: { id: string }) => m.id), ['echo/echo-1', 'echo/echo-text', 'msgvendor/echo-1'])
     const m = body.data[0]
     t.same(Object.keys(m).sort(), ['architecture', 'context_length', 'created', 'default_parameters', 'id', 'name', 'object', 'owned_by', 'supported_parameters'])
     t.equal(m.object, 'model')
@@ -21,7 +21,7 @@ t.test('GET /v1/models', async t => {
 
   t.test('a key with an allow-list sees only its models', async t => {
     const res = await app.inject({ url: '/v1/models', headers: auth(LIMITED_KEY) })
-    t.same(res.json().data.map((m: any) => m.id), ['echo/echo-text'])
+    t.same(res.json().data.map((m: { id: string }) => m.id), ['echo/echo-text'])
   })
 
   t.test('limit: 1 to 1000, default 500; outside the range or not an integer: 400', async t => {

@@ -38,7 +38,7 @@ t.test('server timeouts', async t => {
   })
 
   t.test('headers trickled one line at a time get 408 (numeric body) and the socket closed', async t => {
-    const res = await rawRequest(port, { head: `GET /v1/models HTTP/1.1\r\nhost: x\r\n`, pieces: Array.from({ length: 40 }, (_, i) => `x-h${i}: v\r\n`), gapMs: 200, maxMs: 10_000 })
+    const res = await rawRequest(port, { head: 'GET /v1/models HTTP/1.1\r\nhost: x\r\n', pieces: Array.from({ length: 40 }, (_, i) => `x-h${i}: v\r\n`), gapMs: 200, maxMs: 10_000 })
     t.equal(res.status, 408, res.raw.slice(0, 300))
     t.same(JSON.parse(res.body), { error: { code: 408, message: 'The request timed out.' } })
     t.ok(res.closed)

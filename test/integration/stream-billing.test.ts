@@ -9,7 +9,6 @@ import type { Ledger, UsageRecord } from '../../core/ledger/ledger.ts'
 import { estimateInputTokens } from '../../core/tokens/estimate.ts'
 import { until } from '../helpers/until.ts'
 
-const ORG = 'org-test'
 /** Input tokens the fake messages upstream reports in message_start. */
 const MSG_INPUT = 10
 /** Every piece is 4 characters: one estimated token each. */

@@ -13,7 +13,7 @@ const CAP = 4096
 async function setup (t: Test, server: Record<string, unknown> = {}) {
   const chatUp = await startFakeUpstream()
   const msgUp = await startFakeUpstream()
-  const lines: any[] = []
+  const lines: { msg?: string, [key: string]: unknown }[] = []
   const logger = pino({ level: 'info' }, { write: (s: string) => { lines.push(JSON.parse(s)) } })
   const app = await buildTestApp({ logger, doc: { ...upstreamDoc(chatUp.origin, msgUp.origin), server }, pipeline: [AUTH_ENTRY] })
   t.teardown(async () => { await app.close(); await chatUp.close(); await msgUp.close() })
@@ -74,7 +74,7 @@ t.test('a non-streamed upstream answer past server.maxUpstreamBodyBytes: 502 in 
     is502(t, r.path, await call(url, r.path, bodyFor(r.model, false)))
     t.ok(await until(() => up.openSockets === 0, 5000), 'the upstream connection was closed')
   }
-  t.ok(lines.filter(l => /maxUpstreamBodyBytes/.test(l.msg)).length >= ROUTES.length * 2, 'a log line for each')
+  t.ok(lines.filter(l => /maxUpstreamBodyBytes/.test(l.msg ?? '')).length >= ROUTES.length * 2, 'a log line for each')
   // Within the cap, answers pass.
   chatUp.handle((_req, res) => json(res, 200, chatCompletion('small')))
   t.equal((await call(url, '/v1/chat/completions', bodyFor('vendor/chat-model', false))).status, 200)
@@ -101,7 +101,7 @@ t.test('an upstream stream event past server.maxUpstreamEventBytes', async t => 
       else t.match(s.body, /data: \{"error":\{"message":"[^"]+","type":"server_error","param":null,"code":502\}\}\n\n$/)
     }
   })
-  t.ok(lines.filter(l => /maxUpstreamEventBytes/.test(l.msg)).length >= ROUTES.length * 2, 'a log line for each')
+  t.ok(lines.filter(l => /maxUpstreamEventBytes/.test(l.msg ?? '')).length >= ROUTES.length * 2, 'a log line for each')
 })
 
 t.test('a mid-stream upstream error reaches the client sanitized, on every route', async t => {
@@ -127,7 +127,7 @@ t.test('a 2xx answer that is not JSON: the log holds its length and content type
   chatUp.handle((_req, res) => { res.writeHead(200, { 'content-type': 'text/plain' }); res.end(completion) })
   const r = await call(url, '/v1/chat/completions', bodyFor('vendor/chat-model', false))
   t.equal(r.status, 502)
-  const line = lines.find(l => /not JSON/.test(l.msg))
+  const line = lines.find(l => /not JSON/.test(l.msg ?? ''))
   t.ok(line, 'logged')
   t.match(line, { contentType: 'text/plain', bodyChars: completion.length })
   t.notMatch(JSON.stringify(lines), /SECRET COMPLETION/, 'no completion text in any log line')

@@ -2,11 +2,11 @@
  * Real upstream adapters against loopback fake upstreams: wire details, routing with failover and
  * circuits, error mapping, faults before and after the first byte, client aborts.
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { request as httpRequest } from 'node:http'
 import { buildTestApp, auth, AUTH_ENTRY, listen } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json, sse, chatTextStream, chatCompletion, messagesTextStream, messagesResponse, upstreamDoc, fixtureEvents, chatChunk, msgEvent, type FakeUpstream } from '../helpers/fake-upstream.ts'
-import { outcomeSpy } from '../helpers/outcome-spy.ts'
+import { outcomeSpy } from '../../testing.ts'
 import { SseParser } from '../../core/dispatch/sse.ts'
 
 const events = (text: string) => new SseParser().push(text).concat()
@@ -15,7 +15,7 @@ function parse (text: string) {
   return [...p.push(text), ...p.end()]
 }
 
-async function setup (t: any, extraModels: unknown[] = [], extraProviders: unknown[] = [], circuit?: { failureThreshold: number, coolDownMs: number }) {
+async function setup (t: Test, extraModels: unknown[] = [], extraProviders: unknown[] = [], circuit?: { failureThreshold: number, coolDownMs: number }) {
   const chatUp = await startFakeUpstream()
   const msgUp = await startFakeUpstream()
   const spy = outcomeSpy()

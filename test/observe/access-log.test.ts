@@ -17,7 +17,8 @@ import { Type } from '@sinclair/typebox'
 const SECRET_PROMPT = 'PROMPT-MARKER-7f3a9c'
 const UPSTREAM_KEY = 'sk-upstream-secret-42'
 
-type Line = Record<string, any>
+/** A pino line: its level and message, the access log's timings (ms) and cost, and whatever else it holds. */
+type Line = { level: number, msg?: string, cost: number, durationMs: number, upstreamMs: number, overheadMs: number, settleMs: number, [key: string]: unknown }
 
 async function setup (t: Test, accessConfig: Record<string, unknown> = {}) {
   const lines: Line[] = []
@@ -34,7 +35,7 @@ async function setup (t: Test, accessConfig: Record<string, unknown> = {}) {
         { name: 'up-chat', adapter: 'openai-compatible', config: { baseUrl: `${up.origin}/v1`, apiKey: UPSTREAM_KEY } },
       ],
       models: [
-        (base.models as any[])[0],
+        (base.models as unknown[])[0],
         { id: 'vendor/failing', price: { input: 1, output: 2 }, deployments: [{ provider: 'up-chat', model: 'up-model' }] },
       ],
     },

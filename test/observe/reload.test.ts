@@ -14,7 +14,8 @@ import { buildConfig } from '../../core/config/config.ts'
 import { AUTH_ENTRY, auth, buildTestApp, listen, testDoc } from '../helpers/build-test-app.ts'
 import { until } from '../helpers/until.ts'
 
-type Line = Record<string, any>
+/** A pino line: its level and message, and whatever else it holds. */
+type Line = { level: number, msg?: string, [key: string]: unknown }
 
 const chat = JSON.stringify({ model: 'echo/echo-1', messages: [{ role: 'user', content: 'hello' }] })
 

@@ -5,7 +5,6 @@
  * phase and each attempt, checked at a loopback receiver; no OpenTelemetry module is loaded
  * when export is off.
  */
-import type { Test } from 'tap'
 import t from 'tap'
 import { createServer, type IncomingMessage } from 'node:http'
 import { spawnSync } from 'node:child_process'
@@ -22,8 +21,8 @@ const PARENT = '00f067aa0ba902b7'
 const TP = `00-${TRACE}-${PARENT}-01`
 const TP_RE = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 
-async function gateway (t: Test, up: FakeUpstream, doc: Record<string, unknown> = {}) {
-  const lines: Record<string, any>[] = []
+async function gateway (up: FakeUpstream, doc: Record<string, unknown> = {}) {
+  const lines: Record<string, unknown>[] = []
   const logger = pino({ level: 'info' }, { write (s: string) { lines.push(JSON.parse(s)) } })
   const app = await buildTestApp({
     logger,
@@ -61,12 +60,12 @@ t.test('parseTraceparent follows the W3C rules', async t => {
     undefined, '', 'garbage', [TP, TP], `ff-${TRACE}-${PARENT}-01`, `00-${TRACE.toUpperCase()}-${PARENT}-01`,
     `00-${'0'.repeat(32)}-${PARENT}-01`, `00-${TRACE}-${'0'.repeat(16)}-01`, `00-${TRACE}-${PARENT}-01-extra`,
     `00-${TRACE}-${PARENT}-0g`, `00_${TRACE}-${PARENT}-01`, `0-${TRACE}-${PARENT}-01x`,
-  ]) t.equal(parseTraceparent(bad as any), undefined, `invalid: ${JSON.stringify(bad)}`)
+  ]) t.equal(parseTraceparent(bad as string | string[] | undefined), undefined, `invalid: ${JSON.stringify(bad)}`)
 })
 
 t.test('a caller\'s traceparent is continued upstream with a child span per attempt', async t => {
   const up = await failoverUpstream()
-  const { app, url, lines } = await gateway(t, up)
+  const { app, url, lines } = await gateway(up)
   t.teardown(async () => { await app.close(); await up.close() })
   const res = await call(url, { traceparent: TP })
   t.equal(res.statusCode, 200)
@@ -89,7 +88,7 @@ t.test('a caller\'s traceparent is continued upstream with a child span per atte
 
 t.test('an invalid or absent traceparent starts a new trace', async t => {
   const up = await startFakeUpstream((_req, res) => json(res, 200, chatCompletion('ok')))
-  const { app, url } = await gateway(t, up)
+  const { app, url } = await gateway(up)
   t.teardown(async () => { await app.close(); await up.close() })
   const seen = new Set<string>()
   for (const tp of [undefined, `ff-${TRACE}-${PARENT}-01`, `00-${'0'.repeat(32)}-${PARENT}-01`, `00-${TRACE}-${PARENT}`]) {
@@ -108,7 +107,7 @@ t.test('an invalid or absent traceparent starts a new trace', async t => {
 
 t.test('tracing.propagate false: no traceparent upstream, no traceresponse', async t => {
   const up = await startFakeUpstream((_req, res) => json(res, 200, chatCompletion('ok')))
-  const { app, url } = await gateway(t, up, { tracing: { propagate: false } })
+  const { app, url } = await gateway(up, { tracing: { propagate: false } })
   t.teardown(async () => { await app.close(); await up.close() })
   const res = await call(url, { traceparent: TP })
   t.equal(res.statusCode, 200)
@@ -135,7 +134,7 @@ t.test('OTLP/HTTP export: request, phase and attempt spans with their links and 
   const port = (receiver.address() as { port: number }).port
   const up = await failoverUpstream()
   t.teardown(() => up.close())
-  const { app, url } = await gateway(t, up, { tracing: { otlp: { url: `http://127.0.0.1:${port}/v1/traces`, headers: { 'x-collector-key': 'c1' }, serviceName: 'gw-test' } } })
+  const { app, url } = await gateway(up, { tracing: { otlp: { url: `http://127.0.0.1:${port}/v1/traces`, headers: { 'x-collector-key': 'c1' }, serviceName: 'gw-test' } } })
   const res = await call(url, { traceparent: TP })
   t.equal(res.statusCode, 200)
   const gwSpan = TP_RE.exec(String(res.headers.traceresponse))![2]
@@ -147,9 +146,9 @@ t.test('OTLP/HTTP export: request, phase and attempt spans with their links and 
   t.equal(bodies[0].path, '/v1/traces')
   t.equal(bodies[0].auth, 'c1', 'configured headers sent')
   const resourceSpans = bodies.flatMap(b => b.json.resourceSpans)
-  const service = resourceSpans[0].resource.attributes.find((a: any) => a.key === 'service.name')
+  const service = resourceSpans[0].resource.attributes.find((a: { key: string, value: { stringValue: string } }) => a.key === 'service.name')
   t.equal(service.value.stringValue, 'gw-test')
-  const spans: OtlpSpan[] = resourceSpans.flatMap((r: any) => r.scopeSpans.flatMap((s: any) => s.spans))
+  const spans: OtlpSpan[] = resourceSpans.flatMap((r: { scopeSpans: { spans: OtlpSpan[] }[] }) => r.scopeSpans.flatMap(s => s.spans))
   const attr = (s: OtlpSpan, k: string) => { const a = s.attributes.find(x => x.key === k)?.value; return a?.stringValue ?? (a?.intValue !== undefined ? Number(a.intValue) : a?.boolValue) }
   t.ok(spans.every(s => s.traceId === TRACE), 'every span in the caller\'s trace')
   const root = spans.find(s => s.spanId === gwSpan)!

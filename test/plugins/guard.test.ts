@@ -158,7 +158,7 @@ t.test('timeout', async t => {
   t.test('a slow upstream gets 408 (both body shapes) and its socket is closed', async t => {
     const app = await appWith(300)
     const url = await listen(app)
-    up.handle((req, res) => {
+    up.handle((_req, res) => {
       const timer = setTimeout(() => json(res, 200, chatCompletion('late')), 3000)
       res.on('close', () => clearTimeout(timer))
     })
@@ -215,7 +215,7 @@ t.test('timeout', async t => {
 
 t.test('media-validation', async t => {
   let up: FakeUpstream
-  t.before(async () => { up = await startFakeUpstream((req, res) => json(res, 200, chatCompletion('ok'))) })
+  t.before(async () => { up = await startFakeUpstream((_req, res) => json(res, 200, chatCompletion('ok'))) })
   t.teardown(() => up.close())
   const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=='
   const img = (url: string) => ({ type: 'image_url', image_url: { url } })

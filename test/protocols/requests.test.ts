@@ -3,8 +3,7 @@
 import t from 'tap'
 import { messagesToChat } from '../../providers/protocols/messages-to-chat.ts'
 import { chatToMessages } from '../../providers/protocols/chat-to-messages.ts'
-import { translateFixture } from '../helpers/translate-fixture.ts'
-import { STOP_REASON_TO_FINISH, FINISH_TO_STOP_REASON, MESSAGES_TOOL_CHOICE_TO_CHAT, CHAT_TOOL_CHOICE_TO_MESSAGES } from '../../testing.ts'
+import { translateFixture, STOP_REASON_TO_FINISH, FINISH_TO_STOP_REASON, MESSAGES_TOOL_CHOICE_TO_CHAT, CHAT_TOOL_CHOICE_TO_MESSAGES } from '../../testing.ts'
 
 const PARAMS = ['temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'user',
   'stop_sequences', 'metadata', 'thinking', 'parallel_tool_calls', 'reasoning_effort']
@@ -45,7 +44,7 @@ t.test('M→C request', async t => {
       { role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'shot', input: {} }] },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'a', content: [{ type: 'text', text: 'see image' }, img] }] },
     ] }, opts)
-    t.same((out.messages as any[]).slice(1), [
+    t.same((out.messages as { role: string, content: unknown }[]).slice(1), [
       { role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'shot', arguments: '{}' } }] },
       { role: 'tool', tool_call_id: 'a', content: 'see image' },
       { role: 'user', content: [img] },
@@ -70,7 +69,7 @@ t.test('M→C request', async t => {
   t.test('systemRole developer and max_completion_tokens per upstream; cap clamped to the model maximum', async t => {
     const out = messagesToChat.request({ model: 'm/x', max_tokens: 999999, system: 'sys', messages: [{ role: 'user', content: 'hi' }] },
       { ...opts, upstream: { systemRole: 'developer', maxTokensField: 'max_completion_tokens' } })
-    t.same((out.messages as any[])[0], { role: 'developer', content: 'sys' })
+    t.same((out.messages as { role: string, content: unknown }[])[0], { role: 'developer', content: 'sys' })
     t.equal(out.max_completion_tokens, 4096)
     t.notOk('max_tokens' in out)
   })
@@ -165,7 +164,7 @@ t.test('C→M request', async t => {
     t.same(b.messages, [{ role: 'user', content: '(continue)' }], 'a lone text block is sent as a string')
 
     const c = chatToMessages.request({ model: 'm/x', messages: [{ role: 'assistant', content: 'I start' }, { role: 'user', content: 'ok' }] }, opts)
-    t.same((c.messages as any[]).map(m => m.role), ['user', 'assistant', 'user'])
+    t.same((c.messages as { role: string, content: unknown }[]).map(m => m.role), ['user', 'assistant', 'user'])
   })
 
   t.test('9. the spec rule: content flattens to text; images (jpg data URI, URL), PDF and audio parts are dropped silently', async t => {

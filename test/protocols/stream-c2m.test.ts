@@ -7,7 +7,7 @@ import { STOP_REASON_TO_FINISH, emitted } from '../../testing.ts'
 
 const { opts } = translateFixture()
 
-function run (upstream: string, clientBody: Record<string, any> = { stream: true }, chunked = false): { out: string, st: StreamTranslator } {
+function run (upstream: string, clientBody: Record<string, unknown> = { stream: true }, chunked = false): { out: string, st: StreamTranslator } {
   const st = chatToMessages.stream(clientBody, opts)
   let out = ''
   for (const ev of parse(upstream, chunked)) out += emitted(w => st.push(ev, w))
@@ -53,7 +53,7 @@ function shape (cs: any[]): string[] {
     }
     if (typeof d.content === 'string') return `text ${d.content}`
     if (typeof d.reasoning_content === 'string') return `reasoning ${d.reasoning_content}`
-    if (Array.isArray(d.thinking_blocks)) return d.thinking_blocks.map((b: any) => `thinking_block ${b.type} ${b.signature ?? b.data}`).join(' ')
+    if (Array.isArray(d.thinking_blocks)) return d.thinking_blocks.map((b: { type: string, signature?: string, data?: string }) => `thinking_block ${b.type} ${b.signature ?? b.data}`).join(' ')
     return 'other ' + JSON.stringify(d)
   })
 }

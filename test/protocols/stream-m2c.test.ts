@@ -9,7 +9,7 @@ import { FINISH_TO_STOP_REASON, emitted } from '../../testing.ts'
 const { opts } = translateFixture()
 
 /** Feeds upstream SSE text through a fresh stream translator; returns the output and the translator. */
-function run (upstream: string, clientBody: Record<string, any> = { stream: true }): { out: string, st: StreamTranslator } {
+function run (upstream: string, clientBody: Record<string, unknown> = { stream: true }): { out: string, st: StreamTranslator } {
   const st = messagesToChat.stream(clientBody, opts)
   let out = ''
   for (const ev of parse(upstream)) out += emitted(w => st.push(ev, w))

@@ -54,7 +54,7 @@ t.test('responses → messages: answer blocks become reasoning items with encryp
     const opts = fresh()
     tr.request({ model: 'm/x', input: 'weather?', tools: TOOLS, reasoning: { effort: 'medium' }, ...(include ? { include: ['reasoning.encrypted_content'] } : {}) }, opts)
     const { body } = tr.response(answer, opts) as { body: any }
-    t.same(body.output.map((o: any) => o.type), ['reasoning', 'reasoning', 'function_call'])
+    t.same(body.output.map((o: { type: string }) => o.type), ['reasoning', 'reasoning', 'function_call'])
     t.same(body.output[0].content, [{ type: 'reasoning_text', text: 'User wants Oslo.' }])
     if (include) {
       t.same(decodeThinking(body.output[0].encrypted_content), SIGNED, 'the signed block, whole')
@@ -77,14 +77,14 @@ t.test('responses → messages: the stream closes each reasoning item with its b
     out += emitted(w => st.end(w))
     const events = parseSse(out).map(e => JSON.parse(e.data))
     const done = events.filter(e => e.type === 'response.output_item.done').map(e => e.item)
-    t.same(done.map((i: any) => i.type), ['reasoning', 'reasoning', 'function_call'])
+    t.same(done.map((i: { type: string }) => i.type), ['reasoning', 'reasoning', 'function_call'])
     t.same(decodeThinking(done[0].encrypted_content), SIGNED, 'signature_delta ends in the first item')
     t.same(done[0].content, [{ type: 'reasoning_text', text: 'User wants Oslo.' }])
     t.same(decodeThinking(done[1].encrypted_content), REDACTED)
     const deltas = events.filter(e => e.type === 'response.reasoning_text.delta').map(e => e.delta).join('')
     t.equal(deltas, 'User wants Oslo.')
     const final = events.find(e => e.type === 'response.completed').response
-    t.same(final.output.map((i: any) => i.encrypted_content !== undefined), [true, true, false])
+    t.same(final.output.map((i: { encrypted_content: string }) => i.encrypted_content !== undefined), [true, true, false])
   }
 })
 
@@ -156,7 +156,7 @@ t.test('messages → responses: reasoning items are thinking blocks carrying the
   const req: any = tr.request({ model: 'm/x', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2048 }, tools: MSG_TOOLS, messages: [{ role: 'user', content: 'weather?' }] }, fresh())
   t.same(req.include, ['reasoning.encrypted_content'], 'the upstream is asked for the reasoning to give back')
   const { body } = tr.response({ id: 'resp_1', object: 'response', status: 'completed', output: [RS_ITEM, FC_ITEM], usage: RESPONSES_USAGE }, fresh()) as { body: any }
-  t.same(body.content.map((b: any) => b.type), ['thinking', 'tool_use'])
+  t.same(body.content.map((b: { type: string }) => b.type), ['thinking', 'tool_use'])
   t.equal(body.content[0].thinking, 'Plan.')
   t.same(decodeReasoning(body.content[0].signature), { encrypted_content: 'gAAAAencrypted', summary: ['Plan.'] })
   // The client gives its turn back: the reasoning item goes first, as the upstream made it.
@@ -202,7 +202,7 @@ t.test('chat → responses: thinking_blocks out and back', async t => {
   const blocks = body.choices[0].message.thinking_blocks
   t.equal(blocks.length, 1)
   const req: any = tr.request({ model: 'm/x', reasoning_effort: 'low', messages: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a', thinking_blocks: blocks }, { role: 'user', content: 'q2' }] }, fresh())
-  t.same(req.input.map((i: any) => i.type), ['message', 'reasoning', 'message', 'message'])
+  t.same(req.input.map((i: { type: string }) => i.type), ['message', 'reasoning', 'message', 'message'])
   t.equal(req.input[1].encrypted_content, 'gAAAAencrypted')
 })
 
@@ -217,7 +217,7 @@ t.test('chat → messages: thinking blocks placed as a messages upstream takes t
     { role: 'assistant', content: null, thinking_blocks: [SIGNED], tool_calls: [call] },
     { role: 'tool', tool_call_id: 'toolu_1', content: 'sunny' },
   ] }, fresh())
-  t.same(merged.messages[1].content.map((b: any) => b.type), ['thinking', 'text', 'tool_use'])
+  t.same(merged.messages[1].content.map((b: { type: string }) => b.type), ['thinking', 'text', 'tool_use'])
   t.ok(merged.thinking)
   // A turn of thinking alone (cut while thinking) is dropped; the user turns around it join.
   const alone: any = tr.request({ model: 'm/x', messages: [

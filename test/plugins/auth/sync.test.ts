@@ -12,8 +12,8 @@ async function setup (t: Test, extra: Record<string, unknown> = {}) {
   t.teardown(() => ledger.close())
   await ledger.createOrganization('acme')
   await ledger.createKey({ id: 'lk-1', hash: hashKey(LEDGER_KEY), prefix: 'sk-gw-ledg', organization: 'acme' })
-  const config = auth.prepareConfig!({ keys: [{ key: CONFIG_KEY, id: 'ck-1', organization: 'acme' }], ledger: true, ledgerCacheMs: 60_000, acceptXApiKey: true, ...extra } as any)
-  const hooks = await auth.create(config as any, pluginDeps(auth, { ledger }))
+  const config = auth.prepareConfig!({ keys: [{ key: CONFIG_KEY, id: 'ck-1', organization: 'acme' }], ledger: true, ledgerCacheMs: 60_000, acceptXApiKey: true, ...extra } as Parameters<NonNullable<typeof auth.prepareConfig>>[0])
+  const hooks = await auth.create(config as Parameters<typeof auth.create>[0], pluginDeps(auth, { ledger }))
   const ctxFor = (key: string) => fakeContext({ headers: { authorization: `Bearer ${key}` } })
   return { hooks, ledger, ctxFor }
 }

@@ -139,9 +139,9 @@ t.test('balance – organizations in config are created at start-up with their i
   const ledger = await memoryLedger()
   t.teardown(() => ledger.close())
   const config = { enforce: true, priceCacheMs: 30000, organizations: [{ id: 'demo', initialBalance: 2.5 }] }
-  await balance.create(config as any, pluginDeps(balance, { ledger }))
+  await balance.create(config as Parameters<typeof balance.create>[0], pluginDeps(balance, { ledger }))
   t.same(await ledger.getBalance('demo'), { balance: 2_500_000, reserved: 0 })
-  await balance.create(config as any, pluginDeps(balance, { ledger }))
+  await balance.create(config as Parameters<typeof balance.create>[0], pluginDeps(balance, { ledger }))
   t.same(await ledger.getBalance('demo'), { balance: 2_500_000, reserved: 0 }, 'a restart credits nothing more')
 })
 

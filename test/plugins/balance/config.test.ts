@@ -12,7 +12,7 @@ t.test('balance config – enforced by default, prices cached 30 s, no organizat
 })
 
 t.test('balance config – an organization\'s initial balance defaults to 0', async t => {
-  const config: any = { enforce: false, organizations: [{ id: 'acme', name: 'Acme' }, { id: 'demo', initialBalance: 12.5 }] }
+  const config: { enforce: boolean, organizations: { id: string, name?: string, initialBalance?: number }[] } = { enforce: false, organizations: [{ id: 'acme', name: 'Acme' }, { id: 'demo', initialBalance: 12.5 }] }
   t.ok(validate(config))
   t.same(config.organizations, [{ id: 'acme', name: 'Acme', initialBalance: 0 }, { id: 'demo', initialBalance: 12.5 }])
 })

@@ -12,7 +12,7 @@ async function setup (config: Record<string, unknown> = {}, store?: KvStore) {
   const clock = { now: Date.UTC(2026, 0, 1) }
   const now = () => clock.now
   const kv = store ?? memoryStore('claims', { now })
-  const hooks = await idempotency.create({ ttlMs: 60_000, maxKeyLength: 16, ...config } as any, pluginDeps(idempotency, { store: kv, now }))
+  const hooks = await idempotency.create({ ttlMs: 60_000, maxKeyLength: 16, ...config } as Parameters<typeof idempotency.create>[0], pluginDeps(idempotency, { store: kv, now }))
   /** Admits one call (rejects with the plugin's error); `settle` finishes it with an outcome. */
   const admit = async (key: string | undefined, principal: Principal = KEY_A) => {
     const ctx = fakeContext({ principal, headers: key === undefined ? {} : { 'idempotency-key': key } })
@@ -101,7 +101,7 @@ t.test('idempotency – a finished claim is the shared constant "done"; the pend
 t.test('idempotency – on an in-process store, claiming and finishing return no promise (the phase stays synchronous)', async t => {
   const clock = { now: Date.UTC(2026, 0, 1) }
   const store = memoryStore('claims', { now: () => clock.now })
-  const hooks = await idempotency.create({ ttlMs: 60_000, maxKeyLength: 16 } as any, pluginDeps(idempotency, { store, now: () => clock.now }))
+  const hooks = await idempotency.create({ ttlMs: 60_000, maxKeyLength: 16 } as Parameters<typeof idempotency.create>[0], pluginDeps(idempotency, { store, now: () => clock.now }))
   const ctx = fakeContext({ principal: KEY_A, headers: { 'idempotency-key': 'order-1' } })
   const state = idempotency.state!()
   t.equal(hooks.onRequest!(ctx, state), undefined, 'claim: no promise')
@@ -115,7 +115,7 @@ t.test('idempotency – on an in-process store, claiming and finishing return no
   t.equal(hooks.onSettle!(ctx2, fakeOutcome({ upstreamSucceeded: false }), failed), undefined, 'release: no promise')
   t.equal(await store.get('c:4.acme.5.key-a:order-2'), undefined, 'released')
   const full = memoryStore('claims', { maxKeys: 2, now: () => clock.now })
-  const fullHooks = await idempotency.create({ ttlMs: 60_000, maxKeyLength: 16 } as any, pluginDeps(idempotency, { store: full, now: () => clock.now }))
+  const fullHooks = await idempotency.create({ ttlMs: 60_000, maxKeyLength: 16 } as Parameters<typeof idempotency.create>[0], pluginDeps(idempotency, { store: full, now: () => clock.now }))
   fullHooks.onRequest!(fakeContext({ principal: KEY_A, headers: { 'idempotency-key': 'a' } }), idempotency.state!())
   t.throws(() => fullHooks.onRequest!(fakeContext({ principal: KEY_A, headers: { 'idempotency-key': 'b' } }), idempotency.state!()),
     { code: 'GW_ERR_STORE_FULL', statusCode: 503 }, 'a full store refuses at once')

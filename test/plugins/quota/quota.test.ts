@@ -16,7 +16,7 @@ async function setup (t: Test, limits: unknown[], extra: Record<string, unknown>
   const now = () => clock.now
   const ledger = await memoryLedger()
   t.teardown(() => ledger.close())
-  const config = { limits, onStoreError: 'closed', priceCacheMs: 30000, ...extra } as any
+  const config = { limits, onStoreError: 'closed', priceCacheMs: 30000, ...extra } as Parameters<typeof quota.create>[0]
   const hooks = await quota.create(config, pluginDeps(quota, { store: store ?? memoryStore('windows', { now }), ledger, now }))
   /**
    * Admit then (when admitted and `usage` given) settle one call; returns the context, the error and
