@@ -17,4 +17,4 @@ app.post('/v1/messages', forward)
 const address = await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT ?? 0) })
 process.stdout.write(`LISTENING ${new URL(address).port}\n`)
 // A clean exit on SIGTERM, so that `node --cpu-prof` writes its profile.
-process.once('SIGTERM', () => { app.close().then(() => process.exit(0)) })
+process.once('SIGTERM', () => { void app.close().then(() => process.exit(0)) })

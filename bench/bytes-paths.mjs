@@ -26,7 +26,11 @@ const writer = writerModule === undefined ? undefined : new writerModule.SseWrit
 const NO_BYTES = Buffer.alloc(0)
 /** The client's text (its length) for one upstream chunk's events (as text: the chunks here are strings). */
 const chunkOut = (st, events) => writer === undefined ? events.reduce((n, e) => n + st.push(e).length, 0) : writer.chunk(NO_BYTES, events, st, false).length
-const endOut = st => writer === undefined ? st.end().length : (st.end(writer), writer.take().length)
+const endOut = st => {
+  if (writer === undefined) return st.end().length
+  st.end(writer)
+  return writer.take().length
+}
 
 let parser
 body.registerBodyParsers({ removeAllContentTypeParsers () {}, addContentTypeParser (type, fn) { if (type === 'application/json') parser = fn } }, { maxBytes: 64 * 1024 * 1024, maxDepth: 64 })

@@ -54,7 +54,7 @@ export async function verifySigV4 (req: Req, body: Buffer, creds: AwsTestCredent
   if (token !== creds.sessionToken) return invalidToken
   if (term !== 'aws4_request') return { type: 'InvalidSignatureException', message: "Credential should be scoped with a valid terminator: 'aws4_request'." }
   if (scopeService !== service) return { type: 'InvalidSignatureException', message: `Credential should be scoped to correct service: '${service}'.` }
-  if (scopeRegion !== region) return { type: 'InvalidSignatureException', message: `Credential should be scoped to a valid region. ` }
+  if (scopeRegion !== region) return { type: 'InvalidSignatureException', message: 'Credential should be scoped to a valid region. ' }
   const dateText = header(req.headers, 'x-amz-date') ?? ''
   const date = amzDate(dateText)
   if (!date) return { type: 'IncompleteSignatureException', message: 'Authorization header requires existence of either a \'X-Amz-Date\' or a \'Date\' header.' }

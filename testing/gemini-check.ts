@@ -41,13 +41,13 @@ function checkPart (p: unknown, where: string, role: string): string | undefined
   if ('fileData' in p && (!isObj(p.fileData) || typeof p.fileData.fileUri !== 'string')) return `* GenerateContentRequest.${where}.file_data.file_uri: a file URI is required`
   if ('functionCall' in p) {
     const f = p.functionCall
-    if (role !== 'model') return `Please ensure that function call turn comes immediately after a user turn or after a function response turn.`
+    if (role !== 'model') return 'Please ensure that function call turn comes immediately after a user turn or after a function response turn.'
     if (!isObj(f) || typeof f.name !== 'string' || f.name === '') return `* GenerateContentRequest.${where}.function_call.name: Name cannot be empty.`
     if (f.args !== undefined && !isObj(f.args)) return `Invalid value at '${where}.function_call.args': an object is expected.`
   }
   if ('functionResponse' in p) {
     const f = p.functionResponse
-    if (role !== 'user') return `Please ensure that function response turn comes immediately after a function call turn.`
+    if (role !== 'user') return 'Please ensure that function response turn comes immediately after a function call turn.'
     if (!isObj(f) || typeof f.name !== 'string' || f.name === '') return `* GenerateContentRequest.${where}.function_response.name: Name cannot be empty.`
     if (!isObj(f.response)) return `Invalid value at '${where}.function_response.response': an object is expected.`
   }
@@ -96,7 +96,7 @@ export function checkGeminiRequest (body: unknown, opts: GeminiCheckOptions = {}
   const contents = body.contents
   if (!Array.isArray(contents) || contents.length === 0) return '* GenerateContentRequest.contents: contents is not specified'
   for (const [i, c] of contents.entries()) {
-    if (!isObj(c) || (c.role !== 'user' && c.role !== 'model')) return `Please use a valid role: user, model.`
+    if (!isObj(c) || (c.role !== 'user' && c.role !== 'model')) return 'Please use a valid role: user, model.'
     if (!Array.isArray(c.parts) || c.parts.length === 0) return `* GenerateContentRequest.contents[${i}].parts: contents.parts must not be empty.`
     for (const [j, p] of c.parts.entries()) {
       const err = checkPart(p, `contents[${i}].parts[${j}]`, c.role)

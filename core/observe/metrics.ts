@@ -146,7 +146,7 @@ export class GatewayMetrics {
       registers,
       collect () {
         this.reset()
-        const code = { closed: 0, open: 1, half_open: 2 } as const
+        const code = { closed: 0, open: 1, 'half-open': 2 } as const
         const { catalog, circuits } = sources.current
         for (const m of catalog.list(undefined)) {
           for (const d of m.deployments) this.set({ deployment: `${d.provider}/${d.upstreamModel}` }, code[circuits.stateOf(d)])

@@ -7,7 +7,7 @@
  * items (asked with their encrypted content) are thinking blocks whose signature carries the
  * item, and go back as that item (protocols/thinking.ts).
  */
-import { type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import type { EventSink, StreamTranslator, Translator, SseEvent, TranslateOptions, StreamFailDetail, Usage } from '../../index.ts'
 import { messagesToChat, messagesToChatRequest, MessagesOverChatStream } from './messages-to-chat.ts'
 import { chatToResponses, chatToResponsesBody, ChatOverResponsesStream } from './chat-to-responses.ts'
 import type { ChatChunkWire } from './wire-chat.ts'

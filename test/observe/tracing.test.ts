@@ -194,7 +194,7 @@ t.test('at sampleRatio 0 a caller\'s sampled flag exports its trace only when th
   const port = (receiver.address() as { port: number }).port
   const up = await startFakeUpstream((_req, res) => json(res, 200, chatCompletion('ok')))
   t.teardown(() => up.close())
-  const { app, url } = await gateway(t, up, { tracing: { otlp: { url: `http://127.0.0.1:${port}/v1/traces`, sampleRatio: 0, maxSpansPerSecond: 40 } } })
+  const { app, url } = await gateway(up, { tracing: { otlp: { url: `http://127.0.0.1:${port}/v1/traces`, sampleRatio: 0, maxSpansPerSecond: 40 } } })
   const junk = '11111111111111111111111111111111'
   const authed = '22222222222222222222222222222222'
   // Unauthenticated junk with a sampled flag: 401, and nothing exported.

@@ -5,7 +5,7 @@ import { translators } from '../../providers/protocols/index.ts'
 import { SseParser } from '../../core/dispatch/sse.ts'
 import {
   GOLDEN_CASES, GOLDEN_ANSWERS, GOLDEN_STREAMS, GOLDEN_PARAMS, goldenBody, matches, standardUsage, clientUsage,
-  upstreamAnswerBody, upstreamStreamEvents, frameUpstream, streamShape, translateFixture, parseSse, emitted } from '../../testing.ts'
+  upstreamAnswerBody, upstreamStreamEvents, frameUpstream, streamShape, translateFixture, emitted } from '../../testing.ts'
 
 const { opts } = translateFixture([...GOLDEN_PARAMS])
 

@@ -2,8 +2,7 @@
 import t, { type Test } from 'tap'
 import type { StreamTranslator } from '../../core/dispatch/provider.ts'
 import { chatToMessages } from '../../providers/protocols/chat-to-messages.ts'
-import { translateFixture, parseSse as parse } from '../helpers/translate-fixture.ts'
-import { STOP_REASON_TO_FINISH, emitted } from '../../testing.ts'
+import { translateFixture, parseSse as parse, STOP_REASON_TO_FINISH, emitted } from '../../testing.ts'
 
 const { opts } = translateFixture()
 

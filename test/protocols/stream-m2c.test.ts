@@ -3,8 +3,7 @@ import t, { type Test } from 'tap'
 import type { StreamTranslator } from '../../core/dispatch/provider.ts'
 import { messagesToChat } from '../../providers/protocols/messages-to-chat.ts'
 import { billedStreamUsage } from '../../core/call/stream-out.ts'
-import { translateFixture, parseSse as parse } from '../helpers/translate-fixture.ts'
-import { FINISH_TO_STOP_REASON, emitted } from '../../testing.ts'
+import { translateFixture, parseSse as parse, FINISH_TO_STOP_REASON, emitted } from '../../testing.ts'
 
 const { opts } = translateFixture()
 
