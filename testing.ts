@@ -1,7 +1,8 @@
 /**
  * @module model-gateway/testing – the test kit (`exports["./testing"]`): a fake request context for
  * calling plugin hooks directly, a loopback fake upstream for every wire protocol (chat completions,
- * messages, the Responses API), a fake Amazon Bedrock Runtime (SigV4-verifying, event-stream framed), a fake Gemini API (thought-signature checking), a fake Vertex AI (a token endpoint that verifies service-account JWTs, Claude's rawPredict paths), an outcome spy, and the provider conformance suite that the built-in
+ * messages, the Responses API), a fake Amazon Bedrock Runtime (SigV4-verifying, event-stream framed), a fake Gemini API (thought-signature checking), a fake Vertex AI (a token endpoint that
+ * verifies service-account JWTs, Claude's rawPredict paths), an outcome spy, and the provider conformance suite that the built-in
  * adapters pass.
  */
 export { fakeContext, fakeOutcome, pluginDeps } from './testing/fake-context.ts'

@@ -38,7 +38,8 @@ export function circuitRoutes (app: FastifyInstance, serving: Serving): void {
     const gw = serving.gateway
     return { data: [...deployments(gw).values()].map(e => circuitOf(gw, e.d, e.models)) }
   })
-  app.post<{ Body: Static<typeof S.CircuitReset> }>('/admin/circuits/reset', { schema: { tags: ['circuits'], summary: 'Close a deployment\'s circuit', body: S.CircuitReset, response: { 200: S.Circuit, ...errorResponses } } }, async request => {
+  app.post<{ Body: Static<typeof S.CircuitReset> }>('/admin/circuits/reset', { schema: { tags: ['circuits'], summary: 'Close a deployment\'s circuit', body: S.CircuitReset,
+    response: { 200: S.Circuit, ...errorResponses } } }, async request => {
     const gw = serving.gateway
     const e = deployments(gw).get(request.body.key)
     if (!e) throw gwError('GW_ERR_DEPLOYMENT_UNKNOWN', [request.body.key], { metadata: { path: '/body/key' } })

@@ -13,7 +13,8 @@ import { ProviderView } from './summary-schemas.ts'
 
 /** Reads the config version serving at each request (`serving`). */
 export function providerRoutes (app: FastifyInstance, serving: Serving): void {
-  app.get('/admin/providers', { schema: { tags: ['circuits'], summary: 'Providers: adapter, protocol, base URL, and per deployment its circuit (secrets never shown)', response: { 200: ListOf(ProviderView), ...errorResponses } } }, async () => {
+  app.get('/admin/providers', { schema: { tags: ['circuits'], summary: 'Providers: adapter, protocol, base URL, and per deployment its circuit (secrets never shown)',
+    response: { 200: ListOf(ProviderView), ...errorResponses } } }, async () => {
     const gw = serving.gateway
     const byKey = deployments(gw)
     return {

@@ -96,7 +96,8 @@ export async function usageSummary (ledger: Ledger, q: S.UsageSummaryQueryT, now
 
 export function summaryRoutes (app: FastifyInstance, ledger: Ledger, recorder: CallRecorder | undefined, now: () => number = Date.now): void {
   app.get<{ Querystring: S.UsageSummaryQueryT }>('/admin/usage/summary', {
-    schema: { tags: ['usage'], summary: 'Usage records counted and summed per time bucket (and model or organization), by the ledger', querystring: S.UsageSummaryQuery, response: { 200: S.UsageSummary, ...errorResponses } },
+    schema: { tags: ['usage'], summary: 'Usage records counted and summed per time bucket (and model or organization), by the ledger', querystring: S.UsageSummaryQuery,
+      response: { 200: S.UsageSummary, ...errorResponses } },
   }, async request => usageSummary(ledger, request.query, now()))
 
   app.get<{ Querystring: S.CallSummaryQueryT }>('/admin/calls/summary', {

@@ -4,7 +4,8 @@ import type { ModelPrice } from '../core/types/model.ts'
 import type { HoldView, KeyView } from '../admin/views.ts'
 import type { BalanceView } from '../admin/service.ts'
 import { priceArg, usageError, type Parsed } from './args.ts'
-import { priceText, writeBalance, writeHolds, writeKeys, writeOrganizations, writeProjects, writeUsageSummary, type OrganizationRow, type ProjectRow, type UsageSummaryView, type Writer } from './print.ts'
+import { priceText, writeBalance, writeHolds, writeKeys, writeOrganizations, writeProjects, writeUsageSummary, type OrganizationRow, type ProjectRow, type UsageSummaryView,
+  type Writer } from './print.ts'
 import type { UsageSummaryQueryT } from '../admin/summary-schemas.ts'
 
 /**

@@ -26,7 +26,6 @@ const SKIPPED = /(^|\/)fixtures\//
  */
 export const LONG_LINES_ALLOWED = new Set([
   'core/call/dispatch.ts',
-  'core/http/app.ts',
   'core/ledger/index.ts',
   'core/ledger/postgres.ts',
   'core/ledger/rows.ts',

@@ -113,6 +113,7 @@ export interface SignedRecord { method: string, path: string, headers: IncomingH
  * })
  */
 export async function checkAwsSignature (req: SignedRecord, opts: { region?: string, service?: string, credentials?: AwsTestCredentials } = {}): Promise<string | undefined> {
-  const failure = await verifySigV4({ method: req.method, url: req.path, headers: req.headers }, Buffer.from(req.text), opts.credentials ?? BEDROCK_TEST_CREDENTIALS, opts.region ?? 'us-east-1', opts.service ?? 'bedrock')
+  const failure = await verifySigV4({ method: req.method, url: req.path, headers: req.headers }, Buffer.from(req.text), opts.credentials ?? BEDROCK_TEST_CREDENTIALS, opts.region ?? 'us-east-1',
+    opts.service ?? 'bedrock')
   return failure === undefined ? undefined : `${failure.type}: ${failure.message}`
 }

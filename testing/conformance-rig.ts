@@ -126,7 +126,8 @@ export function answerLike (protocol: ClientProtocol, usageOf: (u: Usage) => Rec
     }
     return {
       events: [
-        msgEvent('message_start', { message: { id: 'msg_c1', type: 'message', role: 'assistant', model: UPSTREAM_MODEL, content: [], stop_reason: null, stop_sequence: null, usage: usageOf({ ...USAGE, outputTokens: 1 }) } }),
+        msgEvent('message_start', { message: { id: 'msg_c1', type: 'message', role: 'assistant', model: UPSTREAM_MODEL, content: [], stop_reason: null, stop_sequence: null, usage: usageOf({ ...USAGE,
+          outputTokens: 1 }) } }),
         msgEvent('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
         ...PIECES.map(p => msgEvent('content_block_delta', { index: 0, delta: { type: 'text_delta', text: p } })),
         msgEvent('content_block_stop', { index: 0 }),

@@ -69,7 +69,8 @@ export interface ConformanceOptions {
 
 /** One golden answer or stream, whatever its table: what the suite needs to run it. */
 interface AnswerCase { name: string, client: ClientProtocol, body?: Record<string, unknown>, usage: Usage, expect: Record<string, unknown>, upstreamBody (usage: Record<string, unknown>): unknown }
-interface StreamCase { name: string, client: ClientProtocol, body?: Record<string, unknown>, usage: Usage, shape: string[], final?: Record<string, unknown>, framing?: SseFraming, upstreamEvents (usage: Record<string, unknown>): string[] }
+interface StreamCase { name: string, client: ClientProtocol, body?: Record<string, unknown>, usage: Usage, shape: string[], final?: Record<string, unknown>, framing?: SseFraming,
+  upstreamEvents (usage: Record<string, unknown>): string[] }
 
 function sameUsage (got: Usage | undefined, want: Usage): boolean {
   return got !== undefined && got.inputTokens === want.inputTokens && got.cachedInputTokens === want.cachedInputTokens && got.outputTokens === want.outputTokens
@@ -100,7 +101,8 @@ function goldenFor (protocol: ClientProtocol): { requests: Array<{ name: string,
     ],
     streams: [
       ...GOLDEN_STREAMS.filter(g => g.upstream === protocol).map(c => ({ ...c, upstreamEvents: (u: Record<string, unknown>) => upstreamStreamEvents(c.stream, u, UPSTREAM_MODEL) })),
-      ...RESPONSES_GOLDEN_STREAMS.filter(g => g.upstream === protocol).map(c => ({ ...c, client: 'responses' as const, upstreamEvents: (u: Record<string, unknown>) => upstreamStreamEvents(c.stream, u, UPSTREAM_MODEL) })),
+      ...RESPONSES_GOLDEN_STREAMS.filter(g => g.upstream === protocol).map(c => ({ ...c, client: 'responses' as const, upstreamEvents: (u: Record<string, unknown>) => upstreamStreamEvents(c.stream,
+        u, UPSTREAM_MODEL) })),
     ],
   }
 }

@@ -229,7 +229,8 @@ export async function startFakeGemini (opts: FakeGeminiOptions = {}): Promise<Fa
       return msg === undefined ? undefined : { code: 401, status: 'UNAUTHENTICATED', message: msg }
     }
     const key = req.headers['x-goog-api-key']
-    if (key === undefined || key === '') return { code: 403, status: 'PERMISSION_DENIED', message: 'Method doesn\'t allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.' }
+    if (key === undefined || key === '') return { code: 403, status: 'PERMISSION_DENIED',
+      message: 'Method doesn\'t allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.' }
     if (key !== apiKey) return { code: 400, status: 'INVALID_ARGUMENT', message: 'API key not valid. Please pass a valid API key.', reason: 'API_KEY_INVALID' }
     return undefined
   }

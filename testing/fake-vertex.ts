@@ -153,7 +153,8 @@ export function vertexClaudeResponse (a: VertexClaudeAnswer, model: string): Rec
 /** The messages SSE events Claude on Vertex streams for a scripted answer (ping and `vertex_event` included). */
 export function vertexClaudeEvents (a: VertexClaudeAnswer, model: string): string[] {
   const usage = usageOf(a)
-  const events = [msgEvent('message_start', { message: { id: `msg_vrtx_${randomUUID().slice(0, 8)}`, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } } }), msgEvent('ping', {})]
+  const events = [msgEvent('message_start', { message: { id: `msg_vrtx_${randomUUID().slice(0, 8)}`, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null,
+    usage: { ...usage, output_tokens: 1 } } }), msgEvent('ping', {})]
   contentOf(a).forEach((b, index) => {
     if ('text' in b) {
       events.push(msgEvent('content_block_start', { index, content_block: { type: 'text', text: '' } }))
@@ -196,7 +197,8 @@ export async function startFakeVertex (opts: FakeVertexOptions = {}): Promise<Fa
     project,
     location,
     requests: [],
-    serviceAccount: { type: 'service_account', project_id: project, private_key_id: kid, private_key: pem, client_email: `gateway@${project}.iam.gserviceaccount.com`, client_id: '100000000000000000001', token_uri: '' },
+    serviceAccount: { type: 'service_account', project_id: project, private_key_id: kid, private_key: pem, client_email: `gateway@${project}.iam.gserviceaccount.com`,
+      client_id: '100000000000000000001', token_uri: '' },
     issued,
     refusedAssertions,
     gemini,

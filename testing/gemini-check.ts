@@ -36,7 +36,8 @@ function checkPart (p: unknown, where: string, role: string): string | undefined
   if ('text' in p && typeof p.text !== 'string') return `Invalid value at '${where}.text': a string is expected.`
   if ('inlineData' in p) {
     const d = p.inlineData
-    if (!isObj(d) || typeof d.mimeType !== 'string' || typeof d.data !== 'string' || !/^[A-Za-z0-9+/=_-]*$/.test(d.data)) return `Invalid value at '${where}.inline_data': mimeType and base64 data are required.`
+    if (!isObj(d) || typeof d.mimeType !== 'string' || typeof d.data !== 'string' || !/^[A-Za-z0-9+/=_-]*$/.test(d.data)) return `Invalid value at '${where}.inline_data': mimeType and base64 data ` +
+      'are required.'
   }
   if ('fileData' in p && (!isObj(p.fileData) || typeof p.fileData.fileUri !== 'string')) return `* GenerateContentRequest.${where}.file_data.file_uri: a file URI is required`
   if ('functionCall' in p) {
@@ -51,7 +52,8 @@ function checkPart (p: unknown, where: string, role: string): string | undefined
     if (!isObj(f) || typeof f.name !== 'string' || f.name === '') return `* GenerateContentRequest.${where}.function_response.name: Name cannot be empty.`
     if (!isObj(f.response)) return `Invalid value at '${where}.function_response.response': an object is expected.`
   }
-  if ('thoughtSignature' in p && (typeof p.thoughtSignature !== 'string' || !/^[A-Za-z0-9+/=_-]+$/.test(p.thoughtSignature))) return `Invalid value at '${where}.thought_signature' (TYPE_BYTES), Base64 decoding failed.`
+  if ('thoughtSignature' in p && (typeof p.thoughtSignature !== 'string' || !/^[A-Za-z0-9+/=_-]+$/.test(p.thoughtSignature))) return `Invalid value at '${where}.thought_signature' (TYPE_BYTES), ` +
+    'Base64 decoding failed.'
   return undefined
 }
 
@@ -74,7 +76,8 @@ function checkSignatures (contents: unknown[], issued: ReadonlySet<string>): str
     const p = c.parts[first] as Record<string, unknown>
     const name = String((p.functionCall as { name?: unknown }).name)
     if (typeof p.thoughtSignature !== 'string') {
-      return `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${name}\` , position ${i + 1}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`
+      return 'Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model ' +
+        `performance. Additional data, function call \`default_api:${name}\` , position ${i + 1}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`
     }
     if (!issued.has(p.thoughtSignature) && !SIGNATURE_PLACEHOLDERS.has(p.thoughtSignature)) return `Unable to submit request because it has an invalid thought signature for content at index ${i}.`
   }
@@ -119,7 +122,8 @@ export function checkGeminiRequest (body: unknown, opts: GeminiCheckOptions = {}
       if (!isObj(t)) return `Invalid value at 'tools[${i}]'.`
       for (const [j, d] of (Array.isArray(t.functionDeclarations) ? t.functionDeclarations : []).entries()) {
         const where = `tools[${i}].function_declarations[${j}]`
-        if (!isObj(d) || typeof d.name !== 'string' || !FUNCTION_NAME.test(d.name)) return `* GenerateContentRequest.${where}.name: Invalid function name. Must start with a letter or an underscore. Must be a-z, A-Z, 0-9, or contain underscores, dots, colons and dashes, with a maximum length of 128.`
+        if (!isObj(d) || typeof d.name !== 'string' || !FUNCTION_NAME.test(d.name)) return `* GenerateContentRequest.${where}.name: Invalid function name. Must start with a letter or an ` +
+          'underscore. Must be a-z, A-Z, 0-9, or contain underscores, dots, colons and dashes, with a maximum length of 128.'
         if (d.parameters !== undefined && d.parametersJsonSchema !== undefined) return `* GenerateContentRequest.${where}: parameters and parameters_json_schema cannot both be set.`
         if (d.parametersJsonSchema !== undefined && !isObj(d.parametersJsonSchema)) return `Invalid value at '${where}.parameters_json_schema': an object is expected.`
       }

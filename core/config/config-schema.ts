@@ -153,8 +153,11 @@ export const GatewayConfigSchema = Type.Object({
       url: Type.Optional(Type.String({ description: 'OTLP/HTTP traces endpoint (e.g. http://collector:4318/v1/traces). Absent: no export, and no OpenTelemetry module is loaded.' })),
       headers: Type.Record(Type.String(), Type.String(), { default: {}, description: 'Extra headers of the export requests (e.g. an API key).' }),
       serviceName: Type.String({ default: 'model-gateway', description: 'service.name of the exported spans.' }),
-      sampleRatio: Type.Number({ minimum: 0, maximum: 1, default: 1, description: 'Share of new traces exported. An authenticated caller\'s traceparent decides for its own trace (its sampled flag); an unauthenticated caller\'s flag is not honoured: its call is sampled at this ratio.' }),
-      maxSpansPerSecond: Type.Integer({ minimum: 1, default: 1000, description: 'Most spans exported per second (each call makes 2 or more); past it a call\'s spans are dropped whole, so no caller can flood the collector.' }),
+      sampleRatio: Type.Number({ minimum: 0, maximum: 1, default: 1,
+        description: 'Share of new traces exported. An authenticated caller\'s traceparent decides for its own trace (its sampled flag); an unauthenticated caller\'s flag is not honoured: its ' +
+          'call is sampled at this ratio.' }),
+      maxSpansPerSecond: Type.Integer({ minimum: 1, default: 1000,
+        description: 'Most spans exported per second (each call makes 2 or more); past it a call\'s spans are dropped whole, so no caller can flood the collector.' }),
     }, { additionalProperties: false, default: {} }),
   }, { additionalProperties: false, default: {} }),
   stores: Type.Object({

@@ -196,7 +196,8 @@ export function serviceAccountTokens (sa: GoogleServiceAccount, opts: GoogleToke
 /** Tokens for an `authorized_user` file: its refresh token exchanged. */
 export function authorizedUserTokens (u: GoogleAuthorizedUser, opts: GoogleTokenOptions = {}): TokenProvider {
   const now = opts.now ?? Date.now
-  return cached(() => exchange(u.token_uri, { grant_type: 'refresh_token', client_id: u.client_id, client_secret: u.client_secret, refresh_token: u.refresh_token }, `client ${u.client_id}`, opts, now()), opts)
+  return cached(() => exchange(u.token_uri, { grant_type: 'refresh_token', client_id: u.client_id, client_secret: u.client_secret, refresh_token: u.refresh_token }, `client ${u.client_id}`, opts,
+    now()), opts)
 }
 
 /** A fixed token: always the same, never renewed (a 401 is final). */

@@ -9,7 +9,9 @@ import type { UpstreamRequest } from './provider.ts'
 
 export const GoogleCredentialsConfig = Type.Union([
   Type.String({ minLength: 1, description: 'A service account key as JSON text (`${GOOGLE_APPLICATION_CREDENTIALS_JSON}`), or the path of a key file.' }),
-  Type.Object({}, { additionalProperties: true, description: 'The key file\'s JSON as an object: a service account (`client_email`, `private_key`, `token_uri`), an `authorized_user` (`client_id`, `client_secret`, `refresh_token`), or `{ access_token }` (a fixed token, never refreshed).' }),
+  Type.Object({}, { additionalProperties: true,
+    description: 'The key file\'s JSON as an object: a service account (`client_email`, `private_key`, `token_uri`), an `authorized_user` (`client_id`, `client_secret`, `refresh_token`), or `{ ' +
+      'access_token }` (a fixed token, never refreshed).' }),
 ], { description: 'Google credentials; absent: the key file named by GOOGLE_APPLICATION_CREDENTIALS.' })
 
 export type GoogleCredentialsConfigT = Static<typeof GoogleCredentialsConfig>

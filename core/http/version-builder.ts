@@ -117,7 +117,8 @@ export function versionFactory (shared: SharedParts, o: VersionOptions): Version
           source: cfg.source,
           substituted: substitutedIn(cfg),
           log,
-          depsFor: (plugin, routes): Omit<PluginDeps, 'error'> => ({ store: stores.open(plugin.name, plugin.storePurpose ?? 'counters'), ledger, spool, catalog, log: log.child({ plugin: plugin.name }), now, routes, resolveHost }),
+          depsFor: (plugin, routes): Omit<PluginDeps, 'error'> => ({ store: stores.open(plugin.name, plugin.storePurpose ?? 'counters'), ledger, spool, catalog,
+            log: log.child({ plugin: plugin.name }), now, routes, resolveHost }),
         })
         deepFreeze(cfg)
         return {

@@ -124,8 +124,11 @@ export class GatewayMetrics {
     const p = opts.prefix
     const registers = [this.registry]
     this.#sources = sources
-    this.requests = new Counter({ name: `${p}requests_total`, help: 'Requests answered, by route, catalog model, provider and HTTP status.', labelNames: ['route', 'model', 'provider', 'status'], registers })
-    this.duration = new Histogram({ name: `${p}request_duration_seconds`, help: 'Whole call time, from the request to the end of its response (a stream: its last event); the settle after it is not counted.', labelNames: ['route', 'model', 'provider', 'status'], buckets: LATENCY, registers })
+    this.requests = new Counter({ name: `${p}requests_total`, help: 'Requests answered, by route, catalog model, provider and HTTP status.', labelNames: ['route', 'model', 'provider', 'status'],
+      registers })
+    this.duration = new Histogram({ name: `${p}request_duration_seconds`,
+      help: 'Whole call time, from the request to the end of its response (a stream: its last event); the settle after it is not counted.', labelNames: ['route', 'model', 'provider',
+        'status'], buckets: LATENCY, registers })
     this.upstreamTtfb = new Histogram({ name: `${p}upstream_ttfb_seconds`, help: 'Upstream time to response headers, per attempt.', labelNames: ['provider', 'model'], buckets: LATENCY, registers })
     this.overhead = new Histogram({ name: `${p}gateway_overhead_seconds`, help: 'Call time not spent waiting on an upstream (total minus upstream time).', labelNames: ['route'],
       buckets: OVERHEAD, registers })

@@ -164,7 +164,8 @@ export class GeminiStreamDecoder implements StreamDecoder {
   #signatureBlock (sig: string, call: string | undefined, out: SseEvent[]): void {
     const index = this.#next++
     out.push(event('content_block_start', { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } }))
-    out.push(event('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: encodeSignature(call === undefined ? { signature: sig } : { signature: sig, call }) } }))
+    out.push(event('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'signature_delta',
+      signature: encodeSignature(call === undefined ? { signature: sig } : { signature: sig, call }) } }))
     out.push(event('content_block_stop', { type: 'content_block_stop', index }))
   }
 }

@@ -47,7 +47,8 @@ function errorMessage (text: string): { message?: string, status?: string, anthr
   try {
     const j = JSON.parse(text) as { type?: unknown, error?: { message?: unknown, status?: unknown, type?: unknown } }
     const e = j.error
-    return { message: typeof e?.message === 'string' ? e.message : undefined, status: typeof e?.status === 'string' ? e.status : typeof e?.type === 'string' ? e.type : undefined, anthropic: j.type === 'error' }
+    return { message: typeof e?.message === 'string' ? e.message : undefined, status: typeof e?.status === 'string' ? e.status : typeof e?.type === 'string' ? e.type : undefined,
+      anthropic: j.type === 'error' }
   } catch {
     return { anthropic: false }
   }
@@ -89,7 +90,8 @@ export function vertexAdapter (gemini?: GeminiWire): ProviderAdapter<typeof Vert
 
       /** No Gemini translation was handed in: the deployment names a model this adapter cannot reach. */
       function unsupported (model: string): never {
-        deps.log.error({ provider: deps.name, model }, 'vertex: this adapter was built without the Gemini translation and serves Claude models (claude-…@version) only; check the deployment\'s model id')
+        deps.log.error({ provider: deps.name, model },
+          'vertex: this adapter was built without the Gemini translation and serves Claude models (claude-…@version) only; check the deployment\'s model id')
         throw gwError('GW_ERR_UPSTREAM_FAILED')
       }
 
@@ -101,7 +103,8 @@ export function vertexAdapter (gemini?: GeminiWire): ProviderAdapter<typeof Vert
         sampling: gemini.samplingMatcher(config.noSampling),
         signatureFallback: config.signatureFallback,
         onOperatorError (status, errorStatus) {
-          deps.log.error({ provider: deps.name, status, errorStatus }, 'vertex: Google refused the credentials, their permissions or the model id: check the provider config and the deployment\'s model id')
+          deps.log.error({ provider: deps.name, status, errorStatus },
+            'vertex: Google refused the credentials, their permissions or the model id: check the provider config and the deployment\'s model id')
         },
       })
       /** The Gemini instance for a non-Claude model. */
@@ -116,7 +119,8 @@ export function vertexAdapter (gemini?: GeminiWire): ProviderAdapter<typeof Vert
         }
         if (status === 400 || status === 413 || status === 422) return gwError('GW_ERR_UPSTREAM_BAD_REQUEST', [message ? sanitizeUpstreamMessage(message) : `status ${status}`])
         // 404: the model is not enabled in the project or location, or its id is wrong (the operator's setup).
-        if (status === 404) deps.log.error({ provider: deps.name, status, upstreamStatus: kind }, 'vertex: model not found: check the deployment\'s model id, the project and the location, and that the model is enabled')
+        if (status === 404) deps.log.error({ provider: deps.name, status, upstreamStatus: kind },
+          'vertex: model not found: check the deployment\'s model id, the project and the location, and that the model is enabled')
         return gwError('GW_ERR_UPSTREAM_FAILED')
       }
 

@@ -99,7 +99,7 @@ function render (): { text: string, undocumented: string[] } {
     '## Plugins (`pipeline[].config`)',
   ]
   for (const p of builtinPlugins) {
-    const list = p.configSchema ? rows(p.configSchema as Schema, "", [], undocumented) : []
+    const list = p.configSchema ? rows(p.configSchema as Schema, '', [], undocumented) : []
     parts.push('', `### \`${p.name}\``, '', list.length ? table(list, 'key') : 'No configuration.')
   }
   parts.push('', '## Provider adapters (`providers[].config`)')

@@ -58,7 +58,7 @@ function shellLoop (command: string, seen: unknown[]) {
       return { parts: [{ text: 'Running it.' }, { functionCall: { name, args } }], usage: { prompt: 900, candidates: 20, thoughts: 40 } }
     }
     seen.push(r)
-    return { parts: [{ text: [`The command printed `, JSON.stringify(r).includes(OUTPUT) ? OUTPUT : 'nothing'] }], usage: { prompt: 950, candidates: 8 } }
+    return { parts: [{ text: ['The command printed ', JSON.stringify(r).includes(OUTPUT) ? OUTPUT : 'nothing'] }], usage: { prompt: 950, candidates: 8 } }
   }
 }
 
