@@ -9,7 +9,7 @@ import { lazyChildLogger } from './lazy-logger.ts'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import pino, { type Logger } from 'pino'
 import type { GatewayConfig } from '../config/config-schema.ts'
-import type { GatewayPlugin, HostResolver, PluginDeps } from '../pipeline/plugin.ts'
+import type { GatewayPlugin, HostResolver } from '../pipeline/plugin.ts'
 import type { ProviderAdapter, ProviderInstance, Translator, TranslatorKey } from '../dispatch/provider.ts'
 import type { KvStore, StoreSet } from '../stores/kv.ts'
 import type { Ledger } from '../ledger/ledger.ts'
@@ -17,7 +17,7 @@ import { gatewayOf, type Gateway } from './gateway.ts'
 import type { CallTracker } from '../call/lifecycle.ts'
 import { Catalog } from '../dispatch/catalog.ts'
 import { Registry, loadDefinition } from '../pipeline/registry.ts'
-import { buildPipeline, type Pipeline } from '../pipeline/pipeline.ts'
+import { buildPipeline, type Pipeline, type PluginServices } from '../pipeline/pipeline.ts'
 import type { Phase } from '../types/phases.ts'
 import { RequestContext } from '../call/runner.ts'
 import { UpstreamClient } from '../dispatch/upstream.ts'
@@ -255,7 +255,7 @@ export async function buildApp (config: GatewayConfig, opts: BuildAppOptions): P
         source: cfg.source,
         substituted: substitutedIn(cfg),
         log,
-        depsFor: (plugin, routes): Omit<PluginDeps, 'error'> => ({ store: stores.open(plugin.name, plugin.storePurpose ?? 'counters'), ledger, spool, catalog: cat, log: log.child({ plugin: plugin.name }), now, routes, resolveHost }),
+        depsFor: (plugin, routes): PluginServices => ({ store: stores.open(plugin.name, plugin.storePurpose ?? 'counters'), ledger, spool, catalog: cat, log: log.child({ plugin: plugin.name }), now, routes, resolveHost }),
       })
     } catch (err) {
       await Promise.allSettled([...providers.values()].map(p => p.close?.()))

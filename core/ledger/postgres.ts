@@ -5,7 +5,7 @@ import pg from 'pg'
 import type { ModelPrice } from '../types/model.ts'
 import { ChargeBatcher, type ChargeItem } from './batch.ts'
 import type { BatchListener, Hold, KeyRecord, Ledger, LeaseGrant, Micros, OrganizationRecord, ProjectRecord, ReserveOptions, Reservation, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
-import { balanceOutOfRange, checkMicros, MAX_MICROS } from './ledger.ts'
+import { balanceOutOfRange, checkMicros, MAX_MICROS, openAccount } from './ledger.ts'
 import { POSTGRES_MIGRATIONS } from './migrations.ts'
 import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, summaryFromRows, usageFromRow, usageParams, usageSummarySql, usageWhere, type SummaryColumns } from './rows.ts'
 
@@ -170,7 +170,7 @@ export class PostgresLedger implements Ledger {
   /** Resizes waiting for the next statement: hold id → amount, and who waits. */
   #resizes = new Map<string, number>()
   #resizeWaiters: Array<{ resolve (): void, reject (err: unknown): void }> = []
-  /** Slice shrinks waiting for the next statement: hold id → amount to take off, and who waits. */
+  /** Lease shrinks waiting for the next statement: hold id → amount to take off, and who waits. */
   #shrinks = new Map<string, number>()
   #shrinkWaiters: Array<{ resolve (): void, reject (err: unknown): void }> = []
   #closed = false
@@ -254,6 +254,10 @@ export class PostgresLedger implements Ledger {
       throw new Error(`unknown organization "${organization}"`)
     }
     return Number(r.rows[0].balance)
+  }
+
+  openAccount (organization: string, name: string | undefined, opening: Micros): Promise<boolean> {
+    return openAccount(this, organization, name, opening)
   }
 
   async getBalance (organization: string): Promise<{ balance: Micros, reserved: Micros } | undefined> {

@@ -3,7 +3,7 @@
  * (fsync'd) and written again in the background until they commit.
  *
  * A settled call's charge that still fails after its quick retries is appended here, one JSON
- * line per charge holding everything `Ledger.charge` needs (the reservation and the usage record),
+ * line per charge holding everything `Wallet.charge` needs (the reservation and the usage record),
  * and fsync'd before `add` returns. A timer replays the spool every `retryMs` while it holds
  * anything; a charge that commits leaves it, and the file is rewritten (a new file, fsync'd, then
  * renamed over the old one) with what is left, or removed once empty. Replaying is safe any number
@@ -25,7 +25,10 @@
 import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type { Logger } from 'pino'
-import type { Ledger, Micros, Reservation, UsageRecord } from './ledger.ts'
+import type { Micros, Reservation, UsageRecord, Wallet } from './ledger.ts'
+
+/** What the spool needs of the ledger: the wallet, and where its holds live. */
+export type SpoolLedger = Wallet & { readonly holdsInProcess?: boolean }
 
 /** One spooled charge as written to the file (one JSON line). */
 export interface SpooledCharge {
@@ -148,7 +151,7 @@ export class SpoolOwnedError extends Error {
 }
 
 export class ChargeSpool {
-  readonly #ledger: Ledger
+  readonly #ledger: SpoolLedger
   readonly #maxCharges: number
   readonly #retryMs: number
   readonly #log: Logger | undefined
@@ -167,7 +170,7 @@ export class ChargeSpool {
   /** The outcome last logged by a replay (see #replayOnce). */
   #logged = ''
 
-  constructor (readonly path: string, ledger: Ledger, opts: ChargeSpoolOptions = {}) {
+  constructor (readonly path: string, ledger: SpoolLedger, opts: ChargeSpoolOptions = {}) {
     this.#ledger = ledger
     this.#maxCharges = opts.maxCharges ?? 1000
     this.#retryMs = opts.retryMs ?? 1000
@@ -221,9 +224,10 @@ export class ChargeSpool {
    */
   #holdAgain (c: SpooledCharge): Reservation | undefined {
     const org = c.record.organization
-    if (!org || !(c.record.cost > 0) || !this.#ledger.resizeSync) return undefined
+    const now = this.#ledger.inProcess
+    if (!org || !(c.record.cost > 0) || now === undefined) return undefined
     try {
-      return this.#ledger.resizeSync({ id: `spool-${c.record.traceId}`, organization: org, amount: 0 }, c.record.cost)
+      return now.resize({ id: `spool-${c.record.traceId}`, organization: org, amount: 0 }, c.record.cost)
     } catch {
       return undefined
     }
@@ -292,7 +296,7 @@ export class ChargeSpool {
       this.#total -= e.charge.record.cost
       committed++
       if (e.rehold) {
-        try { this.#ledger.releaseSync?.(e.rehold) } catch { /* in memory: cannot fail */ }
+        try { this.#ledger.inProcess?.release(e.rehold) } catch { /* in memory: cannot fail */ }
       }
       try { e.after?.() } catch { /* a listener's failure is not the charge's */ }
     }

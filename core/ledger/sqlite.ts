@@ -5,8 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { randomBytes } from 'node:crypto'
 import Database from 'better-sqlite3'
 import type { ModelPrice } from '../types/model.ts'
-import type { BatchListener, Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, QueuedCharge, Reservation, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
-import { balanceOutOfRange, checkMicros, MAX_MICROS } from './ledger.ts'
+import type { BatchListener, Hold, InProcessWallet, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, QueuedCharge, Reservation, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
+import { balanceOutOfRange, checkMicros, MAX_MICROS, openAccount } from './ledger.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
 import {
   keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, summaryFromRows, usageFromRow, usageParams, usageSummarySql, usageWhere,
@@ -132,6 +132,17 @@ export class SqliteLedger implements Ledger {
     }
   }
 
+  /**
+   * better-sqlite3 is synchronous: reserve, resize and release are answered before they return,
+   * in either mode, and a charge is queued for the next batch with a callback.
+   */
+  readonly inProcess: InProcessWallet = Object.freeze({
+    reserve: (organization: string, amount: Micros): Reservation | undefined => this.#reserveNow(organization, amount),
+    resize: (reservation: Reservation, amount: Micros): Reservation => this.#resizeNow(reservation, amount),
+    release: (reservation: Reservation): void => this.#releaseNow(reservation),
+    charge: (charge: QueuedCharge): void => this.#batcher.enqueue(charge),
+  })
+
   /** Memory reservations live in this process (see Ledger.holdsInProcess). */
   get holdsInProcess (): boolean { return this.#memory }
 
@@ -241,19 +252,22 @@ export class SqliteLedger implements Ledger {
     return Number(r.balance)
   }
 
+  openAccount (organization: string, name: string | undefined, opening: Micros): Promise<boolean> {
+    return openAccount(this, organization, name, opening)
+  }
+
   async getBalance (organization: string): Promise<{ balance: Micros, reserved: Micros } | undefined> {
     const r = this.#s.balance.get(organization)
     return r ? { balance: Number(r.balance), reserved: Number(r.reserved) + this.#book.heldBy(organization) } : undefined
   }
 
-  /** As reserveSync; in the file, a busy lock is retried on timers for a moment (reserveSync throws it). */
+  /** As inProcess.reserve; in the file, a busy lock is retried on timers for a moment (inProcess.reserve throws it). */
   async reserve (organization: string, amount: Micros): Promise<Reservation | undefined> {
-    if (this.#memory) return this.reserveSync(organization, amount)
-    return this.#retryBusy(() => this.reserveSync(organization, amount), CHARGE_BUSY_WAIT_MS)
+    if (this.#memory) return this.#reserveNow(organization, amount)
+    return this.#retryBusy(() => this.#reserveNow(organization, amount), CHARGE_BUSY_WAIT_MS)
   }
 
-  /** better-sqlite3 is synchronous: a reservation is answered before this returns, in either mode. */
-  reserveSync (organization: string, amount: Micros): Reservation | undefined {
+  #reserveNow (organization: string, amount: Micros): Reservation | undefined {
     if (this.#memory) {
       // Read and hold with no await in between: nothing can interleave.
       if (!this.#book.hold(organization, amount)) return undefined
@@ -266,10 +280,10 @@ export class SqliteLedger implements Ledger {
   }
 
   async release (reservation: Reservation): Promise<void> {
-    this.releaseSync(reservation)
+    this.#releaseNow(reservation)
   }
 
-  releaseSync (reservation: Reservation): void {
+  #releaseNow (reservation: Reservation): void {
     if (this.#memory) this.#book.change(reservation.organization, -reservation.amount)
     else this.#s.release.run(reservation.amount, reservation.organization)
   }
@@ -279,10 +293,10 @@ export class SqliteLedger implements Ledger {
    * call admitted after this one settled sees it. File reservations: one conditional UPDATE.
    */
   async resize (reservation: Reservation, amount: Micros): Promise<Reservation> {
-    return this.resizeSync(reservation, amount)
+    return this.#resizeNow(reservation, amount)
   }
 
-  resizeSync (reservation: Reservation, amount: Micros): Reservation {
+  #resizeNow (reservation: Reservation, amount: Micros): Reservation {
     const by = amount - reservation.amount
     if (this.#memory) {
       this.#book.change(reservation.organization, by)
@@ -303,10 +317,6 @@ export class SqliteLedger implements Ledger {
 
   charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
     return this.#batcher.charge(reservation, record)
-  }
-
-  chargeQueued (charge: QueuedCharge): void {
-    this.#batcher.enqueue(charge)
   }
 
   /** One transaction for the batch; memory reservations are dropped after it committed. */

@@ -48,7 +48,7 @@ export default definePlugin({
   create (config, deps) {
     const store = deps.store
     // An in-process store answers at once: claim and finish without a promise per call.
-    const sync = store.incrSync !== undefined && store.setIfAbsentSync !== undefined && store.setSync !== undefined && store.delIfValueSync !== undefined
+    const fast = store.inProcess
 
     /**
      * The value of this call's Idempotency-Key, or undefined without one. Throws 400 on a bad one.
@@ -117,19 +117,19 @@ export default definePlugin({
         if (value === undefined) return
         const scope = ctx.principal === undefined ? '' : keyScope(ctx.principal)
         const claim: Claim = { key: `c:${scope}:${value}`, token: TOKEN_PREFIX + (tokens++).toString(36), count: `n:${scope}` }
-        if (!sync) return claimAsync(claim, state)
+        if (fast === undefined) return claimAsync(claim, state)
         let won: boolean
         try {
-          const n = store.incrSync!(claim.count, 1, config.ttlMs)
+          const n = fast.incr(claim.count, 1, config.ttlMs)
           if (n.value > config.maxClaimsPerKey) {
-            store.incrSync!(claim.count, -1, config.ttlMs)
+            fast.incr(claim.count, -1, config.ttlMs)
             // A repeat of a claim held is a duplicate whatever the key's share.
-            if (!store.setIfAbsentSync!(claim.key, claim.token, config.ttlMs)) throw gwError('GW_ERR_IDEMPOTENCY_DUPLICATE')
-            store.delIfValueSync!(claim.key, claim.token)
+            if (!fast.setIfAbsent(claim.key, claim.token, config.ttlMs)) throw gwError('GW_ERR_IDEMPOTENCY_DUPLICATE')
+            fast.delIfValue(claim.key, claim.token)
             throw overShare(n.resetMs)
           }
-          won = store.setIfAbsentSync!(claim.key, claim.token, config.ttlMs)
-          if (!won) store.incrSync!(claim.count, -1, config.ttlMs)
+          won = fast.setIfAbsent(claim.key, claim.token, config.ttlMs)
+          if (!won) fast.incr(claim.count, -1, config.ttlMs)
         } catch (err) {
           const code = (err as GatewayError).code
           if (code === 'GW_ERR_IDEMPOTENCY_KEY_LIMIT' || code === 'GW_ERR_IDEMPOTENCY_DUPLICATE') throw err
@@ -144,10 +144,10 @@ export default definePlugin({
         state.claim = undefined
         // A finished claim holds one shared constant (100,000 of them held a per-call string
         // each: about 50 MB more heap in the memory store).
-        if (!sync) return finishAsync(claim, outcome.upstreamSucceeded)
+        if (fast === undefined) return finishAsync(claim, outcome.upstreamSucceeded)
         try {
-          if (outcome.upstreamSucceeded) store.setSync!(claim.key, DONE, config.ttlMs)
-          else if (store.delIfValueSync!(claim.key, claim.token)) store.incrSync!(claim.count, -1, config.ttlMs)
+          if (outcome.upstreamSucceeded) fast.set(claim.key, DONE, config.ttlMs)
+          else if (fast.delIfValue(claim.key, claim.token)) fast.incr(claim.count, -1, config.ttlMs)
         } catch (err) {
           deps.log.error({ err }, 'idempotency: could not finalize a claim')
         }

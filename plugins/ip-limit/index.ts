@@ -34,7 +34,7 @@ export default definePlugin({
       ? new LocalCounters(deps.store, limit, windowMs, config.lease, err => { deps.log.error({ err }, 'ip-limit: could not add counts to the store') }, deps.now)
       : undefined
     const store = deps.store
-    const sync = store.incrSync !== undefined
+    const fast = store.inProcess
     /**
      * Counter keys of the current window by client address as seen (socket address, or the
      * X-Forwarded-For entry picked): parsing an address and building its key once per window, not
@@ -56,14 +56,14 @@ export default definePlugin({
     const hooks: { close: () => void | Promise<void>, onRequest: (ctx: GatewayContext) => void | Promise<void> } = {
       close: () => local?.close(),
       onRequest (ctx) {
-        // Synchronous when the store is in-process (incrSync): the pipeline then runs this phase
+        // Synchronous when the store is in-process (store.inProcess): the pipeline then runs this phase
         // without a promise. Lease mode and network stores take the async path.
-        if (local === undefined && sync) {
+        if (local === undefined && fast !== undefined) {
           const now = deps.now()
           const window = Math.floor(now / windowMs)
           let count: number
           try {
-            count = store.incrSync!(keyOf(clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted), window), 1, windowMs + 5000).value
+            count = fast.incr(keyOf(clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted), window), 1, windowMs + 5000).value
           } catch (err) {
             deps.log.error({ err }, 'ip-limit: store unreachable')
             if (config.onStoreError === 'open') return

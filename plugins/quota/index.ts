@@ -88,12 +88,13 @@ export default definePlugin({
   dependencies: ['auth'],
   requires: ['principal'],
   storePurpose: 'windows',
+  ledger: ['prices'],
   state: (): State => ({}),
   // count_tokens counts as a request; it has no usage, so it adds no tokens or spend.
   defaultRoutes: ['chat', 'messages', 'responses', 'count_tokens'],
   configSchema: QuotaConfig,
   create (config, deps) {
-    const prices = new PriceBook(deps.ledger, config.priceCacheMs)
+    const prices = new PriceBook(deps.ledger.prices, config.priceCacheMs)
     /** The call's tier and per-use features: spend counts and holds what balance bills and reserves. */
     const terms = (ctx: GatewayContext) => settleTerms(ctx.protocol as ClientProtocol, ctx.body as Record<string, unknown> | undefined)
     const holdTerms = (ctx: GatewayContext) => reserveTerms(ctx.protocol as ClientProtocol, ctx.body as Record<string, unknown> | undefined)
@@ -150,7 +151,8 @@ export default definePlugin({
     }
 
     // An in-process store answers at once: admit and settle count without a promise per call.
-    const sync = store.incrSync !== undefined
+    const fast = store.inProcess
+    const sync = fast !== undefined
     // Leasing needs a store shared with other replicas; in memory every call is local already.
     const leasing = config.mode === 'lease' && store.shared === true
     const leases = new Map<string, CounterLease>()
@@ -212,7 +214,7 @@ export default definePlugin({
     function countSync (ctx: GatewayContext, state: State, list: WindowKeys[], need: Need, now: number): void {
       const counted: Array<[string, number, number]> = []
       const add = (key: string, n: number, ttl: number): number => {
-        const v = store.incrSync!(key, n, ttl).value
+        const v = fast!.incr(key, n, ttl).value
         if (n !== 0) counted.push([key, n, ttl])
         return v
       }
@@ -227,7 +229,7 @@ export default definePlugin({
         }
       } catch (err) {
         // A refused call holds nothing: undo what this call added.
-        for (const [key, n, ttl] of counted) { try { store.incrSync!(key, -n, ttl) } catch {} }
+        for (const [key, n, ttl] of counted) { try { fast!.incr(key, -n, ttl) } catch {} }
         if ((err as GatewayError).code === 'GW_ERR_QUOTA_EXCEEDED') throw err
         const refusal = storeFailed(err)
         if (refusal === undefined) return
@@ -271,8 +273,8 @@ export default definePlugin({
       for (const a of list) {
         try {
           const ttl = ttlOf(a, now)
-          if (a.limit.tokens !== undefined && tokens !== 0) store.incrSync!(a.tokens, tokens, ttl)
-          if (a.limit.spend !== undefined && cost !== 0) store.incrSync!(a.spend, cost, ttl)
+          if (a.limit.tokens !== undefined && tokens !== 0) fast!.incr(a.tokens, tokens, ttl)
+          if (a.limit.spend !== undefined && cost !== 0) fast!.incr(a.spend, cost, ttl)
         } catch (err) {
           deps.log.error({ err }, 'quota: could not settle usage in a window')
         }
