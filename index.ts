@@ -88,8 +88,13 @@ export type { Catalog } from './core/dispatch/catalog.ts'
 
 // ── services handed to create() ───────────────────────────────────────────────────────────────
 export { isStoreFull, STORE_PURPOSES } from './core/stores/kv.ts'
-export type { KvStore, CounterResult, StorePurpose } from './core/stores/kv.ts'
-export type { Ledger, Reservation, Hold, ReserveOptions, KeyRecord, UsageRecord, Micros, QueuedCharge } from './core/ledger/ledger.ts'
+export type { KvStore, InProcessKv, CounterResult, StorePurpose } from './core/stores/kv.ts'
+export type { Ledger, Reservation, Hold, ReserveOptions, KeyRecord, UsageRecord, Micros, QueuedCharge, LeaseGrant } from './core/ledger/ledger.ts'
+// The ledger's roles: a plugin declares the ones it uses (`ledger: [...]`) and gets a view of each
+// in `deps.ledger`; administration (LedgerAdmin) is for the admin API and CLI only.
+export type { Wallet, InProcessWallet, KeyLookup, PriceLookup, UsageReader, LedgerAdmin, LedgerReachable } from './core/ledger/ledger.ts'
+export { LEDGER_ROLES } from './core/ledger/roles.ts'
+export type { LedgerRole, LedgerRoles, LedgerRolesOf } from './core/ledger/roles.ts'
 export type { ChargeSpool } from './core/ledger/spool.ts'
 
 // ── what the metering plugins (balance, quota) build with ─────────────────────────────────────

@@ -41,17 +41,17 @@ await measure('counters (ip-limit, LRU)', async set => {
 })
 
 // CPU per claim and finish on a store that already holds N claims (the in-process path the
-// idempotency plugin takes: setIfAbsentSync, then setSync to "done"). Keys are built by
+// idempotency plugin takes: inProcess.setIfAbsent, then inProcess.set to "done"). Keys are built by
 // concatenation, as the plugin builds them, so the store's flattening is part of the figure.
 {
   const set = memoryStores({ maxKeys: N, maxWindows: N, maxClaims: 2 * N })
-  const s = set.open('idempotency', 'claims')
+  const s = set.open('idempotency', 'claims').inProcess
   const headers = Array.from({ length: 2 * N }, () => Buffer.from(randomUUID()).toString('latin1'))
   const run = (from, to) => {
     for (let i = from; i < to; i++) {
       const k = `key_3f9a1c2b:${headers[i]}`
-      s.setIfAbsentSync(k, `pending:abcdefghijkl:${i.toString(36)}`, DAY)
-      s.setSync(k, 'done', DAY)
+      s.setIfAbsent(k, `pending:abcdefghijkl:${i.toString(36)}`, DAY)
+      s.set(k, 'done', DAY)
     }
   }
   run(0, N)

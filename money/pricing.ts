@@ -3,7 +3,7 @@
  * config's. Used by the balance and quota plugins; core does not price calls.
  */
 import { LRUCache } from 'lru-cache'
-import type { Ledger } from '../core/ledger/ledger.ts'
+import type { PriceLookup } from '../core/ledger/ledger.ts'
 import type { ModelEntry, ModelPrice } from '../core/types/model.ts'
 
 const NONE: ModelPrice = Object.freeze({ input: 0, output: 0 })
@@ -24,7 +24,7 @@ function withConfigTerms (p: ModelPrice, model: ModelEntry): ModelPrice {
  */
 export class PriceBook {
   readonly #cache: LRUCache<string, { p: ModelPrice | false }>
-  constructor (readonly ledger: Ledger, ttlMs = 30_000) {
+  constructor (readonly ledger: PriceLookup, ttlMs = 30_000) {
     this.#cache = new LRUCache({ max: 10_000, ttl: Math.max(1, ttlMs) })
   }
 

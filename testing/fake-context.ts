@@ -8,6 +8,8 @@ import { deepFreeze } from '../core/config/config.ts'
 import type { GatewayPlugin, PluginDeps } from '../core/pipeline/plugin.ts'
 import type { TSchema } from '@sinclair/typebox'
 import { checkPluginErrors, errorHelper } from '../core/pipeline/plugin-errors.ts'
+import type { Ledger } from '../core/ledger/ledger.ts'
+import { ledgerRoles, type LedgerRole } from '../core/ledger/roles.ts'
 
 export interface FakeContextInit {
   route?: RouteName
@@ -75,9 +77,10 @@ export function fakeOutcome (o: Partial<Outcome> = {}): Outcome {
 /**
  * The `deps` a plugin's `create()` gets, for unit tests: its own error codes checked and thrown
  * through `error()` exactly as in a running gateway, a silent logger, the real clock. Stores, the
- * ledger, the catalog and DNS are not there unless given in `overrides`.
+ * ledger, the catalog and DNS are not there unless given in `overrides` (a whole `ledger`: the
+ * plugin gets views of the roles it declares).
  */
-export function pluginDeps<E extends string> (plugin: GatewayPlugin<TSchema, unknown, E>, overrides: Partial<PluginDeps<E>> = {}): PluginDeps<E> {
+export function pluginDeps<E extends string, R extends LedgerRole = never> (plugin: GatewayPlugin<TSchema, unknown, E, R>, overrides: Partial<Omit<PluginDeps<E, R>, 'ledger'>> & { ledger?: Ledger } = {}): PluginDeps<E, R> {
   const table = checkPluginErrors([plugin as GatewayPlugin])
   return {
     log: pino({ level: 'silent' }),
@@ -85,5 +88,7 @@ export function pluginDeps<E extends string> (plugin: GatewayPlugin<TSchema, unk
     routes: ['chat', 'messages'],
     error: errorHelper(plugin.name, table),
     ...overrides,
-  } as unknown as PluginDeps<E>
+    // The roles the plugin declares, as views of the given ledger (as core hands them).
+    ledger: ledgerRoles(overrides.ledger, plugin.ledger ?? []),
+  } as unknown as PluginDeps<E, R>
 }

@@ -195,9 +195,10 @@ export class Affinity {
    * error reads as no pin.
    */
   lookup (key: string, ttlMs: number): Session | Promise<Session> {
-    if (this.store.getSync !== undefined) {
+    const now = this.store.inProcess
+    if (now !== undefined) {
       let v: string | undefined
-      try { v = this.store.getSync(key) } catch { v = undefined }
+      try { v = now.get(key) } catch { v = undefined }
       return sessionOf(key, ttlMs, v)
     }
     return this.store.get(key).then(v => sessionOf(key, ttlMs, v), () => sessionOf(key, ttlMs, undefined))
@@ -233,8 +234,9 @@ export class Affinity {
     if (!inGroupOfEquals(deployments, d)) return undefined
     const value = `${t} ${key}`
     const ttl = session.ttlMs + session.ttlMs / 4
-    if (this.store.setSync !== undefined) {
-      try { this.store.setSync(session.key, value, ttl) } catch { /* a full store: no pin */ }
+    const now = this.store.inProcess
+    if (now !== undefined) {
+      try { now.set(session.key, value, ttl) } catch { /* a full store: no pin */ }
       return undefined
     }
     return this.store.set(session.key, value, ttl).catch(() => {})

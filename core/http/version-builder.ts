@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino'
 import type { GatewayConfig } from '../config/config-schema.ts'
-import type { GatewayPlugin, HostResolver, PluginDeps } from '../pipeline/plugin.ts'
+import type { GatewayPlugin, HostResolver } from '../pipeline/plugin.ts'
 import type { ProviderAdapter, Translator, TranslatorKey } from '../dispatch/provider.ts'
 import type { StoreSet } from '../stores/kv.ts'
 import type { Ledger } from '../ledger/ledger.ts'
@@ -13,7 +13,7 @@ import type { ChargeSpool } from '../ledger/spool.ts'
 import type { CallCounts } from '../call/lifecycle.ts'
 import { Catalog } from '../dispatch/catalog.ts'
 import { Registry } from '../pipeline/registry.ts'
-import { buildPipeline } from '../pipeline/pipeline.ts'
+import { buildPipeline, type PluginServices } from '../pipeline/pipeline.ts'
 import { createProviders } from '../pipeline/providers.ts'
 import { UpstreamClient } from '../dispatch/upstream.ts'
 import { Circuits, type CircuitOptions } from '../dispatch/circuits.ts'
@@ -117,7 +117,7 @@ export function versionFactory (shared: SharedParts, o: VersionOptions): Version
           source: cfg.source,
           substituted: substitutedIn(cfg),
           log,
-          depsFor: (plugin, routes): Omit<PluginDeps, 'error'> => ({ store: stores.open(plugin.name, plugin.storePurpose ?? 'counters'), ledger, spool, catalog,
+          depsFor: (plugin, routes): PluginServices => ({ store: stores.open(plugin.name, plugin.storePurpose ?? 'counters'), ledger, spool, catalog,
             log: log.child({ plugin: plugin.name }), now, routes, resolveHost }),
         })
         deepFreeze(cfg)

@@ -1,45 +1,17 @@
-/** @module ledger/postgres – the shared ledger for many replicas: pooled pg, conditional updates, batched charges. */
+/**
+ * @module ledger/postgres – the shared ledger for many replicas: pooled pg, conditional updates,
+ * batched charges. This file is its wallet (holds, leases, charges); the rest is in postgres-admin.ts.
+ */
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import pg from 'pg'
-import type { ModelPrice } from '../types/model.ts'
 import { ChargeBatcher, type ChargeItem } from './batch.ts'
-import type { BatchListener, Hold, KeyRecord, Ledger, LeaseGrant, Micros, OrganizationRecord, ProjectRecord, ReserveOptions, Reservation, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
-import { balanceOutOfRange, checkMicros, MAX_MICROS } from './ledger.ts'
-import { POSTGRES_MIGRATIONS } from './migrations.ts'
-import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, summaryFromRows, usageFromRow, usageParams, usageSummarySql, usageWhere, type SummaryColumns } from './rows.ts'
+import type { BatchListener, Ledger, LeaseGrant, Micros, ReserveOptions, Reservation, UsageRecord } from './ledger.ts'
+import { openAccount } from './ledger.ts'
+import { USAGE_COLUMNS, usageParams } from './rows.ts'
+import { NOW_MS, PostgresAdmin, type PostgresLedgerOptions } from './postgres-admin.ts'
 
-export interface PostgresLedgerOptions {
-  url: string
-  /** Schema holding the tables (created when missing); default `public`. */
-  schema?: string
-  /**
-   * Connections per pool (default 10). There are two pools, opened lazily: one for reservations
-   * (reserve, release) and one for everything else; charges are written one batch at a time, so
-   * the second rarely needs more than a couple of connections.
-   */
-  poolSize?: number
-  now?: () => number
-  /**
-   * How long a hold outlives its call's deadline (ms, default 30000): a hold expires at reserve
-   * time + the call's deadline + this margin, and while its call runs the replica that holds it
-   * keeps pushing its expiry to at least now + this margin. A replica that dies stops doing so,
-   * and its holds stop counting once they expire.
-   */
-  holdMarginMs?: number
-  /**
-   * How often this replica renews its live holds and deletes expired ones (ms, default 5000;
-   * at most a third of holdMarginMs, so a live hold is renewed well before it expires).
-   */
-  holdSweepMs?: number
-  /** Who holds, as listed by the admin CLI (default hostname:pid). */
-  owner?: string
-}
-
-/** The database's clock in ms: expiries are written and compared on one clock, whatever the replicas' clocks say. */
-const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint'
-
-const MIGRATE_LOCK = 7_316_001 // pg_advisory_xact_lock key: one migrator at a time across replicas
+export type { PostgresLedgerOptions }
 
 /** PostgreSQL types of USAGE_COLUMNS, in order (the arrays the batch insert unnests). */
 const USAGE_TYPES = ['bigint', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'bigint', 'bigint', 'bigint', 'bigint', 'float8', 'float8', 'float8', 'integer']
@@ -151,13 +123,7 @@ const rolledBack = (err: unknown): boolean =>
  *   and recovery ends at a consistent point, as if the lost transactions had never committed.
  * - Charges, top-ups and everything else stay synchronous: an acknowledged charge is on disk.
  */
-export class PostgresLedger implements Ledger {
-  readonly holdsStored = true
-  readonly #pool: pg.Pool
-  /** Hold statements only: connections with synchronous_commit = off (see above). */
-  readonly #holds: pg.Pool
-  readonly #schema: string
-  readonly #now: () => number
+export class PostgresLedger extends PostgresAdmin implements Ledger {
   readonly #batcher = new ChargeBatcher(items => this.#writeCharges(items), { retryItems: rolledBack })
   readonly #marginMs: number
   readonly #sweepMs: number
@@ -170,94 +136,24 @@ export class PostgresLedger implements Ledger {
   /** Resizes waiting for the next statement: hold id → amount, and who waits. */
   #resizes = new Map<string, number>()
   #resizeWaiters: Array<{ resolve (): void, reject (err: unknown): void }> = []
-  /** Slice shrinks waiting for the next statement: hold id → amount to take off, and who waits. */
+  /** Lease shrinks waiting for the next statement: hold id → amount to take off, and who waits. */
   #shrinks = new Map<string, number>()
   #shrinkWaiters: Array<{ resolve (): void, reject (err: unknown): void }> = []
   #closed = false
 
   constructor (opts: PostgresLedgerOptions) {
-    this.#schema = opts.schema ?? 'public'
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(this.#schema)) throw new Error(`invalid PostgreSQL schema name "${this.#schema}"`)
-    const searchPath = `-c search_path="${this.#schema}"` // quoted: unquoted names fold to lower case
-    const pool = (options: string): pg.Pool => {
-      const p = new pg.Pool({ connectionString: opts.url, max: opts.poolSize ?? 10, connectionTimeoutMillis: 3000, options })
-      p.on('error', () => { /* an idle client died; the pool replaces it, ping() reports outages */ })
-      // A connection that drops between queries emits 'error' on its client: never let that crash the process.
-      p.on('connect', client => { client.on('error', () => {}) })
-      return p
-    }
-    this.#pool = pool(searchPath)
-    this.#holds = pool(`${searchPath} -c synchronous_commit=off`)
-    this.#now = opts.now ?? Date.now
+    super(opts)
     this.#marginMs = opts.holdMarginMs ?? 30_000
     this.#sweepMs = Math.max(10, Math.min(opts.holdSweepMs ?? 5_000, Math.floor(this.#marginMs / 3)))
     this.#owner = opts.owner ?? `${hostname()}:${process.pid}`
   }
 
-  async migrate (): Promise<void> {
-    const c = await this.#pool.connect()
-    try {
-      await c.query('BEGIN')
-      await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATE_LOCK])
-      await c.query(`CREATE SCHEMA IF NOT EXISTS "${this.#schema}"`)
-      await c.query(`SET LOCAL search_path = "${this.#schema}"`)
-      await c.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)')
-      const done = new Set((await c.query('SELECT version FROM schema_migrations')).rows.map(r => Number(r.version)))
-      for (const m of POSTGRES_MIGRATIONS) {
-        if (done.has(m.version)) continue
-        await c.query(m.sql)
-        await c.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, this.#now()])
-      }
-      await c.query('COMMIT')
-    } catch (err) {
-      await c.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      c.release()
-    }
-  }
-
-  async createOrganization (id: string, name?: string): Promise<void> {
-    await this.#pool.query('INSERT INTO organizations (id, name, created_at) VALUES ($1, $2, $3)', [id, name ?? null, this.#now()])
-  }
-
-  async createProject (id: string, organization: string, name?: string): Promise<void> {
-    await this.#pool.query('INSERT INTO projects (id, organization, name, created_at) VALUES ($1, $2, $3, $4)', [id, organization, name ?? null, this.#now()])
-  }
-
-  async createKey (key: Omit<KeyRecord, 'createdAt' | 'revokedAt'>): Promise<KeyRecord> {
-    const now = this.#now()
-    await this.#pool.query('INSERT INTO api_keys (id, hash, prefix, name, organization, project, models, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', keyParams(key, now))
-    return { ...key, createdAt: now }
-  }
-
-  async revokeKey (id: string): Promise<boolean> {
-    const r = await this.#pool.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [this.#now(), id])
-    return r.rowCount === 1
-  }
-
-  async listKeys (): Promise<KeyRecord[]> {
-    return (await this.#pool.query('SELECT * FROM api_keys ORDER BY created_at, id')).rows.map(keyFromRow)
-  }
-
-  async findKeyByHash (hash: string): Promise<KeyRecord | undefined> {
-    const r = await this.#pool.query('SELECT * FROM api_keys WHERE hash = $1', [hash])
-    return r.rows[0] ? keyFromRow(r.rows[0]) : undefined
-  }
-
-  async topUp (organization: string, amount: Micros): Promise<Micros> {
-    checkMicros(amount)
-    // The bound in the statement itself: top-ups in flight at once cannot pass it together.
-    const r = await this.#pool.query('UPDATE organizations SET balance = balance + $1 WHERE id = $2 AND balance + $1 BETWEEN $3 AND $4 RETURNING balance', [amount, organization, -MAX_MICROS, MAX_MICROS])
-    if (!r.rows[0]) {
-      if ((await this.#pool.query('SELECT 1 FROM organizations WHERE id = $1', [organization])).rows[0]) throw balanceOutOfRange(organization)
-      throw new Error(`unknown organization "${organization}"`)
-    }
-    return Number(r.rows[0].balance)
+  openAccount (organization: string, name: string | undefined, opening: Micros): Promise<boolean> {
+    return openAccount(this, organization, name, opening)
   }
 
   async getBalance (organization: string): Promise<{ balance: Micros, reserved: Micros } | undefined> {
-    const r = await this.#pool.query({
+    const r = await this.pool.query({
       name: 'gw_balance',
       text: `SELECT o.balance, (SELECT coalesce(sum(h.amount), 0) FROM holds h WHERE h.organization = o.id AND h.expires_at > ${NOW_MS}) AS reserved FROM organizations o WHERE o.id = $1`,
       values: [organization],
@@ -268,7 +164,7 @@ export class PostgresLedger implements Ledger {
   async reserve (organization: string, amount: Micros, opts: ReserveOptions = {}): Promise<Reservation | undefined> {
     const id = randomUUID()
     const ttl = Math.max(0, Math.ceil(opts.deadlineMs ?? 0)) + this.#marginMs
-    const r = await this.#holds.query({ name: 'gw_reserve', text: 'SELECT gw_reserve($1, $2, $3, $4, $5, $6) AS ok', values: [id, organization, amount, ttl, this.#owner, opts.traceId ?? null] })
+    const r = await this.holdPool.query({ name: 'gw_reserve', text: 'SELECT gw_reserve($1, $2, $3, $4, $5, $6) AS ok', values: [id, organization, amount, ttl, this.#owner, opts.traceId ?? null] })
     if (r.rows[0]?.ok !== true) return undefined
     if (!this.#closed) {
       this.#live.add(id)
@@ -295,7 +191,7 @@ export class PostgresLedger implements Ledger {
     this.#resizes = new Map()
     this.#resizeWaiters = []
     try {
-      await this.#holds.query({
+      await this.holdPool.query({
         name: 'gw_resize',
         text: 'UPDATE holds h SET amount = v.amount FROM unnest($1::text[], $2::bigint[]) AS v (id, amount) WHERE h.id = v.id',
         values: [[...batch.keys()], [...batch.values()]],
@@ -307,7 +203,7 @@ export class PostgresLedger implements Ledger {
   }
 
   async leaseHold (id: string, organization: string, want: Micros, min: Micros): Promise<LeaseGrant | undefined> {
-    const r = await this.#holds.query({ name: 'gw_lease', text: 'SELECT gw_lease($1, $2, $3, $4, $5, $6) AS g', values: [id, organization, want, min, this.#marginMs, this.#owner] })
+    const r = await this.holdPool.query({ name: 'gw_lease', text: 'SELECT gw_lease($1, $2, $3, $4, $5, $6) AS g', values: [id, organization, want, min, this.#marginMs, this.#owner] })
     const g = r.rows[0]?.g as Array<string | number> | null | undefined
     if (!g) return undefined
     if (!this.#closed) {
@@ -332,7 +228,7 @@ export class PostgresLedger implements Ledger {
     this.#shrinks = new Map()
     this.#shrinkWaiters = []
     try {
-      await this.#holds.query({
+      await this.holdPool.query({
         name: 'gw_shrink',
         text: 'UPDATE holds h SET amount = GREATEST(0, h.amount - v.amount) FROM unnest($1::text[], $2::bigint[]) AS v (id, amount) WHERE h.id = v.id',
         values: [[...batch.keys()], [...batch.values()]],
@@ -346,7 +242,7 @@ export class PostgresLedger implements Ledger {
   async release (reservation: Reservation): Promise<void> {
     // No longer renewed from here on: if the delete fails, the hold still expires.
     this.#live.delete(reservation.id)
-    await this.#holds.query({ name: 'gw_release', text: 'DELETE FROM holds WHERE id = $1', values: [reservation.id] })
+    await this.holdPool.query({ name: 'gw_release', text: 'DELETE FROM holds WHERE id = $1', values: [reservation.id] })
   }
 
   /**
@@ -354,24 +250,11 @@ export class PostgresLedger implements Ledger {
    * every replica at once (rows another sweep is deleting are skipped). Runs every holdSweepMs.
    */
   sweep (): Promise<void> {
-    this.#sweeping ??= this.#holds.query({ name: 'gw_sweep', text: SWEEP_SQL, values: [[...this.#live], this.#marginMs] })
+    this.#sweeping ??= this.holdPool.query({ name: 'gw_sweep', text: SWEEP_SQL, values: [[...this.#live], this.#marginMs] })
       .then(() => {}).finally(() => { this.#sweeping = undefined })
     return this.#sweeping
   }
 
-  async listHolds (): Promise<Hold[]> {
-    const r = await this.#pool.query(`SELECT id, organization, amount, created_at, expires_at, owner, trace_id, expires_at > ${NOW_MS} AS live FROM holds ORDER BY created_at, id`)
-    return r.rows.map(h => ({
-      id: h.id, organization: h.organization, amount: Number(h.amount), createdAt: Number(h.created_at), expiresAt: Number(h.expires_at),
-      live: h.live === true, ...(h.owner ? { owner: h.owner } : {}), ...(h.trace_id ? { traceId: h.trace_id } : {}),
-    }))
-  }
-
-  async releaseHold (id: string): Promise<boolean> {
-    return ((await this.#pool.query('DELETE FROM holds WHERE id = $1', [id])).rowCount ?? 0) === 1
-  }
-
-  /** Resolves once the batch holding this charge has committed (synchronously: it is on disk). */
   async charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
     await this.#batcher.charge(reservation, record)
     // Its hold went with the charge.
@@ -382,66 +265,11 @@ export class PostgresLedger implements Ledger {
   async #writeCharges (items: readonly ChargeItem[]): Promise<void> {
     // Named: each connection parses and plans the statement once, then only binds and runs it
     // (sending and planning its text on every batch showed in profiles, on both sides).
-    await this.#pool.query({ name: 'gw_charge', text: CHARGE_SQL, values: chargeParams(items) })
-  }
-
-  async setPrice (model: string, price: ModelPrice): Promise<void> {
-    await this.#pool.query(`INSERT INTO prices (model, input, cached_input, output, updated_at) VALUES ($1, $2, $3, $4, $5)
-      ON CONFLICT (model) DO UPDATE SET input = EXCLUDED.input, cached_input = EXCLUDED.cached_input, output = EXCLUDED.output, updated_at = EXCLUDED.updated_at`,
-    [model, price.input, price.cachedInput ?? null, price.output, this.#now()])
-  }
-
-  async getPrice (model: string): Promise<ModelPrice | undefined> {
-    const r = await this.#pool.query('SELECT * FROM prices WHERE model = $1', [model])
-    return r.rows[0] ? priceFromRow(r.rows[0]) : undefined
-  }
-
-  async listUsage (range: { from?: number, to?: number }): Promise<UsageRecord[]> {
-    const r = await this.#pool.query('SELECT * FROM usage_records WHERE time >= $1 AND time < $2 ORDER BY time, id', [range.from ?? 0, range.to ?? Number.MAX_SAFE_INTEGER])
-    return r.rows.map(usageFromRow)
-  }
-
-  async queryUsage (q: UsageQuery): Promise<UsageRow[]> {
-    const { where, params } = usageWhere(q, i => `$${i}`)
-    return (await this.#pool.query(`SELECT * FROM usage_records WHERE ${where}`, params)).rows.map(r => ({ ...usageFromRow(r), id: Number(r.id) }))
-  }
-
-  async summarizeUsage (q: UsageSummaryQuery): Promise<UsageSummaryRow[]> {
-    const { sql, params } = usageSummarySql(q, i => `$${i}`)
-    return summaryFromRows((await this.#pool.query<SummaryColumns>(sql, params)).rows)
-  }
-
-  async listOrganizations (): Promise<OrganizationRecord[]> {
-    return (await this.#pool.query('SELECT * FROM organizations ORDER BY id')).rows.map(organizationFromRow)
-  }
-
-  async getOrganization (id: string): Promise<OrganizationRecord | undefined> {
-    const r = await this.#pool.query('SELECT * FROM organizations WHERE id = $1', [id])
-    return r.rows[0] ? organizationFromRow(r.rows[0]) : undefined
-  }
-
-  async listProjects (organization?: string): Promise<ProjectRecord[]> {
-    const r = organization === undefined
-      ? await this.#pool.query('SELECT * FROM projects ORDER BY organization, id')
-      : await this.#pool.query('SELECT * FROM projects WHERE organization = $1 ORDER BY id', [organization])
-    return r.rows.map(projectFromRow)
-  }
-
-  async listPrices (): Promise<Array<{ model: string, price: ModelPrice }>> {
-    return (await this.#pool.query('SELECT * FROM prices ORDER BY model')).rows.map(r => ({ model: r.model, price: priceFromRow(r) }))
+    await this.pool.query({ name: 'gw_charge', text: CHARGE_SQL, values: chargeParams(items) })
   }
 
   onChargeBatch (listener: BatchListener): () => void {
     return this.#batcher.onBatch(listener)
-  }
-
-  async ping (): Promise<boolean> {
-    try {
-      await this.#pool.query('SELECT 1')
-      return true
-    } catch {
-      return false
-    }
   }
 
   async close (): Promise<void> {
@@ -452,6 +280,6 @@ export class PostgresLedger implements Ledger {
     if (this.#resizes.size > 0) await this.#writeResizes()
     if (this.#shrinkWaiters.length > 0) await this.#writeShrinks()
     await this.#sweeping?.catch(() => {})
-    await Promise.all([this.#pool.end().catch(() => {}), this.#holds.end().catch(() => {})])
+    await Promise.all([this.pool.end().catch(() => {}), this.holdPool.end().catch(() => {})])
   }
 }

@@ -3,7 +3,7 @@
  * (fsync'd) and written again in the background until they commit.
  *
  * A settled call's charge that still fails after its quick retries is appended here, one JSON
- * line per charge holding everything `Ledger.charge` needs (the reservation and the usage record),
+ * line per charge holding everything `Wallet.charge` needs (the reservation and the usage record),
  * and fsync'd before `add` returns. A timer replays the spool every `retryMs` while it holds
  * anything; a charge that commits leaves it, and the file is rewritten (a new file, fsync'd, then
  * renamed over the old one) with what is left, or removed once empty. Replaying is safe any number
@@ -22,30 +22,17 @@
  * One process owns a spool file: `<path>.lock` holds its pid while the file exists. The admin CLI
  * reads a spool freely and replays one only when no live process owns it.
  */
-import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync, mkdirSync } from 'node:fs'
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, renameSync, unlinkSync, writeFileSync, writeSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type { Logger } from 'pino'
-import type { Ledger, Micros, Reservation, UsageRecord } from './ledger.ts'
+import type { Micros, Reservation, UsageRecord, Wallet } from './ledger.ts'
+import { fsyncDir, readSpool, spoolOwner, summarize, SpoolOwnedError, type SpooledCharge, type SpoolSummary } from './spool-file.ts'
 
-/** One spooled charge as written to the file (one JSON line). */
-export interface SpooledCharge {
-  /** When it was spooled (ms since the epoch). */
-  spooledAt: number
-  /** The call's hold, dropped by the charge (null: none). */
-  reservation: Reservation | null
-  record: UsageRecord
-}
+export { readSpool, spoolOwner, summarize, SpoolOwnedError } from './spool-file.ts'
+export type { SpooledCharge, SpoolSummary } from './spool-file.ts'
 
-/** What a spool holds. */
-export interface SpoolSummary {
-  count: number
-  /** Σ cost of the spooled charges (micro-units). */
-  total: Micros
-  /** spooledAt of the oldest one (ms), absent when empty. */
-  oldest?: number
-  /** Lines that are not a charge (kept in the file, never replayed). */
-  unreadable: number
-}
+/** What the spool needs of the ledger: the wallet, and where its holds live. */
+export type SpoolLedger = Wallet & { readonly holdsInProcess?: boolean }
 
 export interface ChargeSpoolOptions {
   /** More spooled charges than this close admission (default 1000). */
@@ -67,88 +54,12 @@ interface Entry {
    * already (then the ledger drops nothing).
    */
   rehold?: Reservation
-  /** Told once the charge committed (a slice shrinks by its cost). */
+  /** Told once the charge committed (a lease shrinks by its cost). */
   after?: () => void
 }
 
-/** Reads a spool file: its charges, and the lines that are not one. A missing file is empty. */
-export function readSpool (path: string): { charges: SpooledCharge[], unreadable: string[], torn: boolean } {
-  let text: string
-  try {
-    text = readFileSync(path, 'utf8')
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { charges: [], unreadable: [], torn: false }
-    throw err
-  }
-  const lines = text.split('\n')
-  // A last line without its newline was being appended when the process died: never acknowledged.
-  const torn = lines.pop() !== ''
-  const charges: SpooledCharge[] = []
-  const unreadable: string[] = []
-  for (const line of lines) {
-    if (line === '') continue
-    try {
-      const c = JSON.parse(line) as SpooledCharge
-      if (typeof c?.record?.traceId !== 'string' || typeof c.record.cost !== 'number') throw new Error('not a charge')
-      charges.push(c)
-    } catch {
-      unreadable.push(line)
-    }
-  }
-  return { charges, unreadable, torn }
-}
-
-export function summarize (charges: readonly SpooledCharge[], unreadable = 0): SpoolSummary {
-  let total = 0
-  let oldest: number | undefined
-  for (const c of charges) {
-    total += c.record.cost
-    if (oldest === undefined || c.spooledAt < oldest) oldest = c.spooledAt
-  }
-  return { count: charges.length, total, ...(oldest !== undefined ? { oldest } : {}), unreadable }
-}
-
-/** Whether process `pid` is alive (signal 0 checks without sending). */
-function alive (pid: number): boolean {
-  if (pid === process.pid) return true
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
-/** The live process (not this one) that owns the spool at `path`, if any. */
-export function spoolOwner (path: string): number | undefined {
-  let pid: number
-  try {
-    pid = Number(readFileSync(`${path}.lock`, 'utf8').trim())
-  } catch {
-    return undefined
-  }
-  return Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && alive(pid) ? pid : undefined
-}
-
-function fsyncDir (dir: string): void {
-  let fd: number | undefined
-  try {
-    fd = openSync(dir, 'r')
-    fsyncSync(fd)
-  } catch { /* some file systems cannot fsync a directory; the rename or create stands */ } finally {
-    if (fd !== undefined) closeSync(fd)
-  }
-}
-
-export class SpoolOwnedError extends Error {
-  constructor (readonly path: string, readonly pid: number) {
-    super(`the charge spool ${path} belongs to the running process ${pid} (${path}.lock); give each gateway process its own stores.ledger.spool.path`)
-    this.name = 'SpoolOwnedError'
-  }
-}
-
 export class ChargeSpool {
-  readonly #ledger: Ledger
+  readonly #ledger: SpoolLedger
   readonly #maxCharges: number
   readonly #retryMs: number
   readonly #log: Logger | undefined
@@ -167,7 +78,7 @@ export class ChargeSpool {
   /** The outcome last logged by a replay (see #replayOnce). */
   #logged = ''
 
-  constructor (readonly path: string, ledger: Ledger, opts: ChargeSpoolOptions = {}) {
+  constructor (readonly path: string, ledger: SpoolLedger, opts: ChargeSpoolOptions = {}) {
     this.#ledger = ledger
     this.#maxCharges = opts.maxCharges ?? 1000
     this.#retryMs = opts.retryMs ?? 1000
@@ -221,9 +132,10 @@ export class ChargeSpool {
    */
   #holdAgain (c: SpooledCharge): Reservation | undefined {
     const org = c.record.organization
-    if (!org || !(c.record.cost > 0) || !this.#ledger.resizeSync) return undefined
+    const now = this.#ledger.inProcess
+    if (!org || !(c.record.cost > 0) || now === undefined) return undefined
     try {
-      return this.#ledger.resizeSync({ id: `spool-${c.record.traceId}`, organization: org, amount: 0 }, c.record.cost)
+      return now.resize({ id: `spool-${c.record.traceId}`, organization: org, amount: 0 }, c.record.cost)
     } catch {
       return undefined
     }
@@ -292,7 +204,7 @@ export class ChargeSpool {
       this.#total -= e.charge.record.cost
       committed++
       if (e.rehold) {
-        try { this.#ledger.releaseSync?.(e.rehold) } catch { /* in memory: cannot fail */ }
+        try { this.#ledger.inProcess?.release(e.rehold) } catch { /* in memory: cannot fail */ }
       }
       try { e.after?.() } catch { /* a listener's failure is not the charge's */ }
     }

@@ -1,17 +1,15 @@
-/** @module ledger/sqlite – the embedded ledger: one SQLite file (WAL), survives restarts. */
-import { mkdirSync, statfsSync } from 'node:fs'
+/**
+ * @module ledger/sqlite – the embedded ledger: one SQLite file (WAL), survives restarts. This file
+ * is its wallet (balances, reservations, charges, top-ups); the rest is in sqlite-admin.ts.
+ */
+import { statfsSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { randomBytes } from 'node:crypto'
-import Database from 'better-sqlite3'
-import type { ModelPrice } from '../types/model.ts'
-import type { BatchListener, Hold, KeyRecord, Ledger, Micros, OrganizationRecord, ProjectRecord, QueuedCharge, Reservation, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
-import { balanceOutOfRange, checkMicros, MAX_MICROS } from './ledger.ts'
-import { SQLITE_MIGRATIONS } from './migrations.ts'
-import {
-  keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, USAGE_COLUMNS, summaryFromRows, usageFromRow, usageParams, usageSummarySql, usageWhere,
-  type KeyColumns, type OrganizationColumns, type PriceColumns, type ProjectColumns, type SummaryColumns, type UsageColumns,
-} from './rows.ts'
+import type Database from 'better-sqlite3'
+import type { BatchListener, InProcessWallet, Ledger, Micros, QueuedCharge, Reservation, UsageRecord } from './ledger.ts'
+import { balanceOutOfRange, checkMicros, MAX_MICROS, openAccount } from './ledger.ts'
+import { USAGE_COLUMNS, usageParams, type OrganizationColumns } from './rows.ts'
+import { SqliteAdmin, isBusy, type SqliteLedgerOptions } from './sqlite-admin.ts'
 import { ChargeBatcher, type ChargeItem } from './batch.ts'
 import { Checkpointer } from './checkpoint.ts'
 import { ReservationBook } from './book.ts'
@@ -23,14 +21,8 @@ import { ReservationBook } from './book.ts'
 const HOLD_PREFIX = `hold-${randomBytes(12).toString('base64url')}-`
 let holds = 0
 
-/**
- * Another connection (the admin CLI, a migration, a second process) holding the write lock: with
- * busy_timeout 0 SQLite answers SQLITE_BUSY at once instead of waiting on the event loop.
- */
-export const isBusy = (err: unknown): boolean => typeof (err as { code?: unknown })?.code === 'string' && (err as { code: string }).code.startsWith('SQLITE_BUSY')
-
-/** How long an occasional write (top-up, key, price, migration) retries a busy file before failing (ms). */
-const BUSY_WAIT_MS = 5000
+export { isBusy }
+export type { SqliteLedgerOptions }
 
 /**
  * How long a charge batch, or a reservation in the file, retries a busy file on timers before it
@@ -44,44 +36,12 @@ export const MIN_FREE_BYTES = 1024 * 1024
 
 /** The prepared statements the hot paths use, made once. */
 interface Statements {
-  findKey: Database.Statement<[string], KeyColumns>
   reserve: Database.Statement
   release: Database.Statement
   resize: Database.Statement
   debit: Database.Statement
   insertUsage: Database.Statement
-  getPrice: Database.Statement<[string], PriceColumns>
   balance: Database.Statement<[string], Pick<OrganizationColumns, 'balance' | 'reserved'>>
-}
-
-export interface SqliteLedgerOptions {
-  now?: () => number
-  /**
-   * Where reservations are held. `memory` (default): in this process, next to the balance read
-   * from the file; one gateway process owns the file (the admin CLI may read and top up beside
-   * it). A reservation then costs no write, and a crashed process leaves none behind. `file`: in
-   * the `reserved` column with a conditional UPDATE, for several processes sharing one file.
-   */
-  reservations?: 'memory' | 'file'
-  /**
-   * Memory reservations: how long a balance read from the file is trusted (ms, default 1000).
-   * This process's own charges and top-ups update it at once; a change made by another process
-   * (the admin CLI) is seen within this time.
-   */
-  balanceRefreshMs?: number
-  /**
-   * How long a settled call's charge waits for others to share its transaction (ms, default 5).
-   * Each commit writes the changed pages to the WAL on the event loop; at a few thousand calls a
-   * second a 5 ms window turns one commit per call into one per 10–20 calls. The response has
-   * already gone out; only the settle waits.
-   */
-  chargeDelayMs?: number
-  /**
-   * Who copies the WAL back into the database file (a checkpoint, with its fsyncs): `worker`
-   * (default for a file) a worker thread with its own connection, so the event loop never waits
-   * for it; `inline` SQLite itself, inside a commit, every ~1000 pages.
-   */
-  checkpoints?: 'worker' | 'inline'
 }
 
 /**
@@ -92,11 +52,7 @@ export interface SqliteLedgerOptions {
  * written in one transaction (see batch.ts); a reservation is dropped only once its charge
  * committed, so what is available never counts money twice.
  */
-export class SqliteLedger implements Ledger {
-  readonly holdsStored = false
-  readonly #db: Database.Database
-  readonly #path: string
-  readonly #now: () => number
+export class SqliteLedger extends SqliteAdmin implements Ledger {
   readonly #memory: boolean
   /** Memory reservations: held in this process (book.ts). */
   readonly #book: ReservationBook
@@ -108,48 +64,33 @@ export class SqliteLedger implements Ledger {
   readonly #checkpointer: Checkpointer | undefined = undefined
 
   constructor (path: string, opts: SqliteLedgerOptions = {}) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
-    this.#path = path
-    this.#db = new Database(path)
-    this.#db.pragma('journal_mode = WAL')
-    this.#db.pragma('synchronous = NORMAL')
-    // The event loop never waits on another connection's lock: SQLITE_BUSY comes back at once.
-    // A charge batch that meets it fails and is retried later like any transient ledger error
-    // (then spooled: see spool.ts); occasional writes retry asynchronously (#retryBusy).
-    this.#db.pragma('busy_timeout = 0')
-    this.#db.pragma('foreign_keys = ON')
-    this.#now = opts.now ?? Date.now
+    super(path, opts.now ?? Date.now)
     this.#memory = (opts.reservations ?? 'memory') === 'memory'
     this.#book = new ReservationBook(org => {
       const r = this.#s.balance.get(org)
       return r ? { balance: Number(r.balance), reserved: Number(r.reserved) } : undefined
-    }, this.#now, opts.balanceRefreshMs ?? 1000)
+    }, this.now, opts.balanceRefreshMs ?? 1000)
     this.#batcher = new ChargeBatcher(items => this.#writeBatch(items), { delayMs: opts.chargeDelayMs ?? 5, failWhole: isBusy })
     if (path !== ':memory:' && (opts.checkpoints ?? 'worker') === 'worker') {
-      this.#db.pragma('wal_autocheckpoint = 0')
+      this.db.pragma('wal_autocheckpoint = 0')
       // Without its worker the connection checkpoints itself again (SQLite's default, 1000 pages).
-      this.#checkpointer = new Checkpointer(path, { onFailed: () => { if (this.#db.open) this.#db.pragma('wal_autocheckpoint = 1000') } })
+      this.#checkpointer = new Checkpointer(path, { onFailed: () => { if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000') } })
     }
   }
+
+  /**
+   * better-sqlite3 is synchronous: reserve, resize and release are answered before they return,
+   * in either mode, and a charge is queued for the next batch with a callback.
+   */
+  readonly inProcess: InProcessWallet = Object.freeze({
+    reserve: (organization: string, amount: Micros): Reservation | undefined => this.#reserveNow(organization, amount),
+    resize: (reservation: Reservation, amount: Micros): Reservation => this.#resizeNow(reservation, amount),
+    release: (reservation: Reservation): void => this.#releaseNow(reservation),
+    charge: (charge: QueuedCharge): void => this.#batcher.enqueue(charge),
+  })
 
   /** Memory reservations live in this process (see Ledger.holdsInProcess). */
   get holdsInProcess (): boolean { return this.#memory }
-
-  /**
-   * Runs an occasional write, retrying it while another connection holds the write lock, with
-   * timers in between (never a wait on the event loop), for up to BUSY_WAIT_MS.
-   */
-  async #retryBusy<T> (write: () => T, maxWaitMs = BUSY_WAIT_MS): Promise<T> {
-    let delay = 2
-    for (let waited = 0; ; waited += delay, delay = Math.min(delay * 2, 100)) {
-      try {
-        return write()
-      } catch (err) {
-        if (!isBusy(err) || waited >= maxWaitMs) throw err
-      }
-      await sleep(delay)
-    }
-  }
 
   /** A charge batch: at once, or, while another connection holds the lock, again on timers for a moment. */
   #writeBatch (items: readonly ChargeItem[]): void | Promise<void> {
@@ -159,7 +100,7 @@ export class SqliteLedger implements Ledger {
     } catch (err) {
       if (!isBusy(err)) throw err
     }
-    return this.#retryBusy(() => this.#writeCharges(items), CHARGE_BUSY_WAIT_MS)
+    return this.retryBusy(() => this.#writeCharges(items), CHARGE_BUSY_WAIT_MS)
   }
 
   /** Checkpoints the worker finished (tests). */
@@ -170,75 +111,42 @@ export class SqliteLedger implements Ledger {
     this.#checkpointer?.committed()
   }
 
-  async migrate (): Promise<void> {
-    const db = this.#db
-    await this.#retryBusy(() => db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)'))
-    const done = new Set(db.prepare<[], { version: number }>('SELECT version FROM schema_migrations').all().map(r => r.version))
-    for (const m of SQLITE_MIGRATIONS) {
-      if (done.has(m.version)) continue
-      await this.#retryBusy(() => db.transaction(() => {
-        db.exec(m.sql)
-        db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, this.#now())
-      }).immediate())
-    }
+
+  /** The wallet's statements are prepared again after a migration. */
+  protected override migrated (): void {
     this.#stmts = undefined
   }
 
   get #s (): Statements {
     if (this.#stmts) return this.#stmts
-    const p = (sql: string): Database.Statement => this.#db.prepare(sql)
+    const p = (sql: string): Database.Statement => this.db.prepare(sql)
     this.#stmts = {
-      findKey: this.#db.prepare<[string], KeyColumns>('SELECT * FROM api_keys WHERE hash = ?'),
       reserve: p('UPDATE organizations SET reserved = reserved + ? WHERE id = ? AND balance - reserved >= ?'),
       release: p('UPDATE organizations SET reserved = MAX(reserved - ?, 0) WHERE id = ?'),
       resize: p('UPDATE organizations SET reserved = MAX(reserved + ?, 0) WHERE id = ?'),
       debit: p('UPDATE organizations SET balance = balance - ? WHERE id = ?'),
       // A record whose trace id is there already was charged before: nothing to do (see migrations).
       insertUsage: p(`INSERT INTO usage_records (${USAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(trace_id) DO NOTHING`),
-      getPrice: this.#db.prepare<[string], PriceColumns>('SELECT * FROM prices WHERE model = ?'),
-      balance: this.#db.prepare<[string], Pick<OrganizationColumns, 'balance' | 'reserved'>>('SELECT balance, reserved FROM organizations WHERE id = ?'),
+      balance: this.db.prepare<[string], Pick<OrganizationColumns, 'balance' | 'reserved'>>('SELECT balance, reserved FROM organizations WHERE id = ?'),
     }
     return this.#stmts
-  }
-
-  async createOrganization (id: string, name?: string): Promise<void> {
-    await this.#retryBusy(() => this.#db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)').run(id, name ?? null, this.#now()))
-  }
-
-  async createProject (id: string, organization: string, name?: string): Promise<void> {
-    await this.#retryBusy(() => this.#db.prepare('INSERT INTO projects (id, organization, name, created_at) VALUES (?, ?, ?, ?)').run(id, organization, name ?? null, this.#now()))
-  }
-
-  async createKey (key: Omit<KeyRecord, 'createdAt' | 'revokedAt'>): Promise<KeyRecord> {
-    const now = this.#now()
-    await this.#retryBusy(() => this.#db.prepare('INSERT INTO api_keys (id, hash, prefix, name, organization, project, models, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(...keyParams(key, now)))
-    return { ...key, createdAt: now }
-  }
-
-  async revokeKey (id: string): Promise<boolean> {
-    return (await this.#retryBusy(() => this.#db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(this.#now(), id))).changes === 1
-  }
-
-  async listKeys (): Promise<KeyRecord[]> {
-    return this.#db.prepare<[], KeyColumns>('SELECT * FROM api_keys ORDER BY created_at, id').all().map(keyFromRow)
-  }
-
-  async findKeyByHash (hash: string): Promise<KeyRecord | undefined> {
-    const r = this.#s.findKey.get(hash)
-    return r ? keyFromRow(r) : undefined
   }
 
   async topUp (organization: string, amount: Micros): Promise<Micros> {
     checkMicros(amount)
     // The bound in the statement itself: top-ups in flight at once cannot pass it together.
-    const r = await this.#retryBusy(() => this.#db.prepare<[Micros, string, Micros, number, number], Pick<OrganizationColumns, 'balance'>>('UPDATE organizations SET balance = balance + ? WHERE id = ? AND balance + ? BETWEEN ? AND ? RETURNING balance').get(amount, organization, amount, -MAX_MICROS, MAX_MICROS))
+    const r = await this.retryBusy(() => this.db.prepare<[Micros, string, Micros, number, number], Pick<OrganizationColumns, 'balance'>>('UPDATE organizations SET balance = balance + ? WHERE id = ? AND balance + ? BETWEEN ? AND ? RETURNING balance').get(amount, organization, amount, -MAX_MICROS, MAX_MICROS))
     this.#wrote()
     if (!r) {
-      if (this.#db.prepare<[string], { id: string }>('SELECT id FROM organizations WHERE id = ?').get(organization)) throw balanceOutOfRange(organization)
+      if (this.db.prepare<[string], { id: string }>('SELECT id FROM organizations WHERE id = ?').get(organization)) throw balanceOutOfRange(organization)
       throw new Error(`unknown organization "${organization}"`)
     }
     this.#book.moved(organization, amount)
     return Number(r.balance)
+  }
+
+  openAccount (organization: string, name: string | undefined, opening: Micros): Promise<boolean> {
+    return openAccount(this, organization, name, opening)
   }
 
   async getBalance (organization: string): Promise<{ balance: Micros, reserved: Micros } | undefined> {
@@ -246,14 +154,13 @@ export class SqliteLedger implements Ledger {
     return r ? { balance: Number(r.balance), reserved: Number(r.reserved) + this.#book.heldBy(organization) } : undefined
   }
 
-  /** As reserveSync; in the file, a busy lock is retried on timers for a moment (reserveSync throws it). */
+  /** As inProcess.reserve; in the file, a busy lock is retried on timers for a moment (inProcess.reserve throws it). */
   async reserve (organization: string, amount: Micros): Promise<Reservation | undefined> {
-    if (this.#memory) return this.reserveSync(organization, amount)
-    return this.#retryBusy(() => this.reserveSync(organization, amount), CHARGE_BUSY_WAIT_MS)
+    if (this.#memory) return this.#reserveNow(organization, amount)
+    return this.retryBusy(() => this.#reserveNow(organization, amount), CHARGE_BUSY_WAIT_MS)
   }
 
-  /** better-sqlite3 is synchronous: a reservation is answered before this returns, in either mode. */
-  reserveSync (organization: string, amount: Micros): Reservation | undefined {
+  #reserveNow (organization: string, amount: Micros): Reservation | undefined {
     if (this.#memory) {
       // Read and hold with no await in between: nothing can interleave.
       if (!this.#book.hold(organization, amount)) return undefined
@@ -266,10 +173,10 @@ export class SqliteLedger implements Ledger {
   }
 
   async release (reservation: Reservation): Promise<void> {
-    this.releaseSync(reservation)
+    this.#releaseNow(reservation)
   }
 
-  releaseSync (reservation: Reservation): void {
+  #releaseNow (reservation: Reservation): void {
     if (this.#memory) this.#book.change(reservation.organization, -reservation.amount)
     else this.#s.release.run(reservation.amount, reservation.organization)
   }
@@ -279,10 +186,10 @@ export class SqliteLedger implements Ledger {
    * call admitted after this one settled sees it. File reservations: one conditional UPDATE.
    */
   async resize (reservation: Reservation, amount: Micros): Promise<Reservation> {
-    return this.resizeSync(reservation, amount)
+    return this.#resizeNow(reservation, amount)
   }
 
-  resizeSync (reservation: Reservation, amount: Micros): Reservation {
+  #resizeNow (reservation: Reservation, amount: Micros): Reservation {
     const by = amount - reservation.amount
     if (this.#memory) {
       this.#book.change(reservation.organization, by)
@@ -292,26 +199,13 @@ export class SqliteLedger implements Ledger {
     return { ...reservation, amount }
   }
 
-  /** Holds live in the gateway process (memory) or in a counter (file): none are stored one by one. */
-  async listHolds (): Promise<Hold[]> {
-    return []
-  }
-
-  async releaseHold (_id: string): Promise<boolean> {
-    return false
-  }
-
   charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
     return this.#batcher.charge(reservation, record)
   }
 
-  chargeQueued (charge: QueuedCharge): void {
-    this.#batcher.enqueue(charge)
-  }
-
   /** One transaction for the batch; memory reservations are dropped after it committed. */
   #writeCharges (items: readonly ChargeItem[]): void {
-    this.#chargeTx ??= this.#db.transaction((items: readonly ChargeItem[]): boolean[] => {
+    this.#chargeTx ??= this.db.transaction((items: readonly ChargeItem[]): boolean[] => {
       const s = this.#s
       // One UPDATE per organization and batch, not per call: the sums are the same.
       const debits = new Map<string, Micros>()
@@ -338,53 +232,6 @@ export class SqliteLedger implements Ledger {
     }
   }
 
-  async setPrice (model: string, price: ModelPrice): Promise<void> {
-    await this.#retryBusy(() => this.#db.prepare(`INSERT INTO prices (model, input, cached_input, output, updated_at) VALUES (?, ?, ?, ?, ?)
-      ON CONFLICT(model) DO UPDATE SET input = excluded.input, cached_input = excluded.cached_input, output = excluded.output, updated_at = excluded.updated_at`)
-      .run(model, price.input, price.cachedInput ?? null, price.output, this.#now()))
-  }
-
-  async getPrice (model: string): Promise<ModelPrice | undefined> {
-    const r = this.#s.getPrice.get(model)
-    return r ? priceFromRow(r) : undefined
-  }
-
-  async listUsage (range: { from?: number, to?: number }): Promise<UsageRecord[]> {
-    const rows = this.#db.prepare<[number, number], UsageColumns>(`SELECT * FROM usage_records WHERE time >= ? AND time < ? ORDER BY time, id`)
-      .all(range.from ?? 0, range.to ?? Number.MAX_SAFE_INTEGER)
-    return rows.map(usageFromRow)
-  }
-
-  async queryUsage (q: UsageQuery): Promise<UsageRow[]> {
-    const { where, params } = usageWhere(q, () => '?')
-    return this.#db.prepare<unknown[], UsageColumns>(`SELECT * FROM usage_records WHERE ${where}`).all(...params).map(r => ({ ...usageFromRow(r), id: Number(r.id) }))
-  }
-
-  async summarizeUsage (q: UsageSummaryQuery): Promise<UsageSummaryRow[]> {
-    const { sql, params } = usageSummarySql(q, () => '?')
-    return summaryFromRows(this.#db.prepare<unknown[], SummaryColumns>(sql).all(...params))
-  }
-
-  async listOrganizations (): Promise<OrganizationRecord[]> {
-    return this.#db.prepare<[], OrganizationColumns>('SELECT * FROM organizations ORDER BY id').all().map(organizationFromRow)
-  }
-
-  async getOrganization (id: string): Promise<OrganizationRecord | undefined> {
-    const r = this.#db.prepare<[string], OrganizationColumns>('SELECT * FROM organizations WHERE id = ?').get(id)
-    return r ? organizationFromRow(r) : undefined
-  }
-
-  async listProjects (organization?: string): Promise<ProjectRecord[]> {
-    const rows = organization === undefined
-      ? this.#db.prepare<[], ProjectColumns>('SELECT * FROM projects ORDER BY organization, id').all()
-      : this.#db.prepare<[string], ProjectColumns>('SELECT * FROM projects WHERE organization = ? ORDER BY id').all(organization)
-    return rows.map(projectFromRow)
-  }
-
-  async listPrices (): Promise<Array<{ model: string, price: ModelPrice }>> {
-    return this.#db.prepare<[], PriceColumns>('SELECT * FROM prices ORDER BY model').all().map(r => ({ model: r.model, price: priceFromRow(r) }))
-  }
-
   onChargeBatch (listener: BatchListener): () => void {
     return this.#batcher.onBatch(listener)
   }
@@ -397,23 +244,23 @@ export class SqliteLedger implements Ledger {
    */
   async ping (): Promise<boolean> {
     try {
-      this.#db.prepare('SELECT 1').get()
+      this.db.prepare('SELECT 1').get()
     } catch {
       return false
     }
-    if (this.#path === ':memory:') return true
+    if (this.path === ':memory:') return true
     try {
       // Writes page 1 (the header holding user_version) through the log, the value unchanged.
-      this.#db.transaction(() => {
-        const v = Number(this.#db.pragma('user_version', { simple: true }))
-        this.#db.pragma(`user_version = ${Number.isSafeInteger(v) ? v : 0}`)
+      this.db.transaction(() => {
+        const v = Number(this.db.pragma('user_version', { simple: true }))
+        this.db.pragma(`user_version = ${Number.isSafeInteger(v) ? v : 0}`)
       }).immediate()
       this.#wrote()
     } catch (err) {
       if (!isBusy(err)) return false
     }
     try {
-      const fs = statfsSync(dirname(this.#path))
+      const fs = statfsSync(dirname(this.path))
       return fs.bavail * fs.bsize >= MIN_FREE_BYTES
     } catch {
       return false
@@ -425,6 +272,6 @@ export class SqliteLedger implements Ledger {
     await this.#batcher.flush()
     // The worker's connection closes first: the last one to close checkpoints what is left.
     await this.#checkpointer?.close()
-    if (this.#db.open) this.#db.close()
+    if (this.db.open) this.db.close()
   }
 }

@@ -9,6 +9,8 @@ import { compileOrThrow, describeErrors } from '../config/schema.ts'
 import { coerceSubstituted, deepFreeze } from '../config/config.ts'
 import { gwError } from '../errors/errors.ts'
 import { checkPluginErrors, errorHelper, type PluginErrorTable } from './plugin-errors.ts'
+import type { Ledger } from '../ledger/ledger.ts'
+import { isLedgerRole, ledgerRoles } from '../ledger/roles.ts'
 
 /** How long one plugin's `create()` may take (avvio's pluginTimeout idea). */
 export const CREATE_TIMEOUT_MS = 10_000
@@ -61,6 +63,9 @@ function withTimeout<T> (p: Promise<T>, ms: number, name: string): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer))
 }
 
+/** What the app hands the pipeline for one plugin: its deps, with the whole ledger. */
+export type PluginServices = Omit<PluginDeps, 'error' | 'ledger'> & { ledger: Ledger }
+
 export interface BuildPipelineOptions {
   entries: readonly PipelineEntryT[]
   registry: Registry<GatewayPlugin>
@@ -70,8 +75,8 @@ export interface BuildPipelineOptions {
   source?: string
   /** Pointers of the config's strings `${VAR}` filled (coerced where a plugin's schema wants a number or boolean). */
   substituted?: ReadonlySet<string>
-  /** Services for one plugin's `create()`. */
-  depsFor (plugin: GatewayPlugin, routes: readonly RouteName[]): Omit<PluginDeps, 'error'>
+  /** Services for one plugin's `create()` (the whole ledger: the plugin gets the roles it declares). */
+  depsFor (plugin: GatewayPlugin, routes: readonly RouteName[]): PluginServices
   log: Logger
   createTimeoutMs?: number
 }
@@ -93,6 +98,9 @@ export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeli
     if (!(PHASES as readonly string[]).includes(plugin.phase)) throw gwError('GW_ERR_PLUGIN_INVALID', [`"${plugin.name}" has unknown phase "${plugin.phase}"`])
     for (const out of [...plugin.provides ?? [], ...plugin.requires ?? []]) {
       if (typeof out !== 'string' || !OUTPUT_NAME.test(out)) throw gwError('GW_ERR_PLUGIN_PROVIDES', [plugin.name, out, 'an output name is lower camelCase or kebab-case'])
+    }
+    for (const role of plugin.ledger ?? []) {
+      if (!isLedgerRole(role)) throw gwError('GW_ERR_PLUGIN_INVALID', [`"${plugin.name}" asks for ledger role "${String(role)}"; the roles are wallet, keys, prices and usage`])
     }
     if (seen.has(plugin.name)) throw gwError('GW_ERR_PLUGIN_DUPLICATE', [plugin.name, `${source} at /pipeline/${seen.get(plugin.name)} and ${where}`])
     seen.set(plugin.name, i)
@@ -135,7 +143,8 @@ export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeli
   const instances: PluginInstance[] = []
   try {
     for (const [i, r] of resolved.entries()) {
-      const deps = { ...opts.depsFor(r.plugin, r.routes), error: errorHelper(r.plugin.name, errors) }
+      const services = opts.depsFor(r.plugin, r.routes)
+      const deps = { ...services, ledger: ledgerRoles(services.ledger, r.plugin.ledger ?? []), error: errorHelper(r.plugin.name, errors) }
       const hooks = await withTimeout(Promise.resolve(r.plugin.create(r.config as never, deps)), opts.createTimeoutMs ?? CREATE_TIMEOUT_MS, r.plugin.name)
       const state = r.plugin.state
       instances.push(Object.freeze({

@@ -5,7 +5,7 @@ import type { Phase } from '../types/phases.ts'
 import type { Headers, Outcome, RouteName } from '../types/context.ts'
 import type { ClientProtocol, ModelEntry } from '../types/model.ts'
 import type { KvStore, StorePurpose } from '../stores/kv.ts'
-import type { Ledger } from '../ledger/ledger.ts'
+import type { LedgerRole, LedgerRolesOf } from '../ledger/roles.ts'
 import type { ChargeSpool } from '../ledger/spool.ts'
 import type { Catalog } from '../dispatch/catalog.ts'
 import { GatewayError, type GatewayErrorOptions } from '../errors/errors.ts'
@@ -127,11 +127,15 @@ export interface PluginErrorSpec {
 export type HostResolver = (host: string) => Promise<readonly string[]>
 
 /** What core hands to `create()`: shared services, never the request or the network. */
-export interface PluginDeps<E extends string = string> {
+export interface PluginDeps<E extends string = string, R extends LedgerRole = LedgerRole> {
   /** The shared key-value store (memory or Redis), namespaced for this plugin, for its `storePurpose`. */
   store: KvStore
-  /** The ledger (SQLite or PostgreSQL). */
-  ledger: Ledger
+  /**
+   * The ledger roles the plugin declares in `ledger` (SQLite or PostgreSQL behind them), each a
+   * view with that role's operations only: `wallet` (balances, holds, charges), `keys` (key
+   * lookup), `prices` (ledger prices), `usage` (usage records, read). Never administration.
+   */
+  ledger: LedgerRolesOf<R>
   /**
    * Where a charge the ledger would not take goes (replayed until it commits); `blocked` while
    * charges are failing or it holds too many. Absent outside an app (a plugin built by hand).
@@ -193,7 +197,7 @@ export interface PluginHooks<L = undefined> {
   close? (): void | Promise<void>
 }
 
-export interface GatewayPlugin<S extends TSchema = TSchema, L = unknown, E extends string = string> {
+export interface GatewayPlugin<S extends TSchema = TSchema, L = unknown, E extends string = string, R extends LedgerRole = LedgerRole> {
   /** kebab-case; equals the folder name and the config `plugin` key. */
   name: string
   phase: Phase
@@ -218,6 +222,8 @@ export interface GatewayPlugin<S extends TSchema = TSchema, L = unknown, E exten
    * (LRU); `windows` and `claims` are kept until they expire, and a full store refuses new keys.
    */
   storePurpose?: StorePurpose
+  /** Ledger roles `create()` gets in `deps.ledger` (default none): `wallet`, `keys`, `prices`, `usage`. */
+  ledger?: readonly R[]
   /** Default `routes` when a pipeline entry names none. */
   defaultRoutes?: readonly RouteName[]
   /** JSON Schema (TypeBox) of the plugin's config; enforced by ajv at start-up. */
@@ -227,11 +233,14 @@ export interface GatewayPlugin<S extends TSchema = TSchema, L = unknown, E exten
    * hash. The result is what `create()` gets and what stays in the gateway's config. May throw.
    */
   prepareConfig? (config: Static<S>): Static<S>
-  create (config: Static<S>, deps: PluginDeps<E>): PluginHooks<L> | Promise<PluginHooks<L>>
+  create (config: Static<S>, deps: PluginDeps<E, R>): PluginHooks<L> | Promise<PluginHooks<L>>
 }
 
-/** Identity helper that ties the config type to the schema, the state type to `state()`, and `deps.error` to `errors`. */
-export function definePlugin<S extends TSchema, L = undefined, E extends string = never> (plugin: GatewayPlugin<S, L, E>): GatewayPlugin<S, L, E> {
+/**
+ * Identity helper that ties the config type to the schema, the state type to `state()`,
+ * `deps.error` to `errors`, and `deps.ledger` to the roles in `ledger`.
+ */
+export function definePlugin<S extends TSchema, L = undefined, E extends string = never, R extends LedgerRole = never> (plugin: GatewayPlugin<S, L, E, R>): GatewayPlugin<S, L, E, R> {
   return plugin
 }
 

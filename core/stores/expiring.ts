@@ -2,7 +2,7 @@
  * @module stores/expiring – the embedded store for exact state (idempotency claims, quota and
  * spend windows): bounded, and a key leaves only when it expires or is deleted, never to make room.
  */
-import type { CounterResult, KvStore } from './kv.ts'
+import type { CounterResult, InProcessKv, KvStore } from './kv.ts'
 import { StoreFullError } from './kv.ts'
 
 /**
@@ -42,6 +42,15 @@ export class ExpiringMemoryStore implements KvStore {
   readonly #now: () => number
   readonly #purpose: string
   readonly #bound: string
+
+  /** The in-process facet: each operation answered before it returns (see KvStore.inProcess). */
+  readonly inProcess: InProcessKv = {
+    incr: (key, by, windowMs) => this.#incrNow(key, by, windowMs),
+    setIfAbsent: (key, value, ttlMs) => this.#setIfAbsentNow(key, value, ttlMs),
+    set: (key, value, ttlMs) => this.#setNow(key, value, ttlMs),
+    delIfValue: (key, value) => this.#delIfValueNow(key, value),
+    get: key => this.#getNow(key),
+  }
 
   constructor (opts: { maxKeys: number, now?: () => number, purpose?: string, bound?: string }) {
     this.#max = opts.maxKeys
@@ -129,11 +138,11 @@ export class ExpiringMemoryStore implements KvStore {
   }
 
   async incr (key: string, by: number, windowMs: number): Promise<CounterResult> {
-    return this.incrSync(key, by, windowMs)
+    return this.#incrNow(key, by, windowMs)
   }
 
   /** Throws StoreFullError like `incr` (synchronously) when a new key finds no room. */
-  incrSync (key: string, by: number, windowMs: number): CounterResult {
+  #incrNow (key: string, by: number, windowMs: number): CounterResult {
     const now = this.#now()
     const e = this.#live(key, now)
     if (e === undefined) {
@@ -152,11 +161,11 @@ export class ExpiringMemoryStore implements KvStore {
   }
 
   async setIfAbsent (key: string, value: string, ttlMs: number): Promise<boolean> {
-    return this.setIfAbsentSync(key, value, ttlMs)
+    return this.#setIfAbsentNow(key, value, ttlMs)
   }
 
   /** Throws StoreFullError (synchronously) when the key is new and there is no room. */
-  setIfAbsentSync (key: string, value: string, ttlMs: number): boolean {
+  #setIfAbsentNow (key: string, value: string, ttlMs: number): boolean {
     const now = this.#now()
     if (this.#live(key, now) !== undefined) return false
     this.#create(key, value, now + ttlMs, now)
@@ -164,19 +173,19 @@ export class ExpiringMemoryStore implements KvStore {
   }
 
   async get (key: string): Promise<string | undefined> {
-    return this.getSync(key)
+    return this.#getNow(key)
   }
 
-  getSync (key: string): string | undefined {
+  #getNow (key: string): string | undefined {
     const e = this.#live(key, this.#now())
     return e === undefined ? undefined : String(e.v)
   }
 
   async set (key: string, value: string, ttlMs: number): Promise<void> {
-    this.setSync(key, value, ttlMs)
+    this.#setNow(key, value, ttlMs)
   }
 
-  setSync (key: string, value: string, ttlMs: number): void {
+  #setNow (key: string, value: string, ttlMs: number): void {
     const now = this.#now()
     const e = this.#live(key, now)
     const exp = now + ttlMs
@@ -193,10 +202,10 @@ export class ExpiringMemoryStore implements KvStore {
   }
 
   async delIfValue (key: string, value: string): Promise<boolean> {
-    return this.delIfValueSync(key, value)
+    return this.#delIfValueNow(key, value)
   }
 
-  delIfValueSync (key: string, value: string): boolean {
+  #delIfValueNow (key: string, value: string): boolean {
     const e = this.#live(key, this.#now())
     if (e === undefined || String(e.v) !== value) return false
     this.#map.delete(key)

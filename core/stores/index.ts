@@ -3,7 +3,7 @@ import type { CounterResult, KvStore, StorePurpose, StoreSet } from './kv.ts'
 import { MemoryStore } from './memory.ts'
 import { ExpiringMemoryStore } from './expiring.ts'
 
-export type { KvStore, CounterResult, StorePurpose, StoreSet } from './kv.ts'
+export type { KvStore, InProcessKv, CounterResult, StorePurpose, StoreSet } from './kv.ts'
 export { STORE_PURPOSES, StoreFullError, isStoreFull } from './kv.ts'
 export { MemoryStore } from './memory.ts'
 export { ExpiringMemoryStore } from './expiring.ts'
@@ -68,16 +68,18 @@ export function memoryStores (cfg: Pick<KvConfig, 'maxKeys' | 'maxWindows' | 'ma
 /** A view of `store` whose keys all start with `<ns>:`; closing it does not close the store. */
 export function namespaced (store: KvStore, ns: string): KvStore {
   const p = ns + ':'
-  // The synchronous facet is offered only when the backend has it (in-process stores).
-  const sync = store.incrSync !== undefined && store.setIfAbsentSync !== undefined && store.setSync !== undefined && store.delIfValueSync !== undefined && store.getSync !== undefined
+  // The in-process facet is offered only when the backend has it (memory stores).
+  const now = store.inProcess
   return {
     shared: store.shared,
     incr: (k: string, by: number, w: number): Promise<CounterResult> => store.incr(p + k, by, w),
-    incrSync: sync ? (k: string, by: number, w: number): CounterResult => store.incrSync!(p + k, by, w) : undefined,
-    setIfAbsentSync: sync ? (k: string, v: string, t: number): boolean => store.setIfAbsentSync!(p + k, v, t) : undefined,
-    setSync: sync ? (k: string, v: string, t: number): void => store.setSync!(p + k, v, t) : undefined,
-    delIfValueSync: sync ? (k: string, v: string): boolean => store.delIfValueSync!(p + k, v) : undefined,
-    getSync: sync ? (k: string): string | undefined => store.getSync!(p + k) : undefined,
+    inProcess: now && {
+      incr: (k, by, w) => now.incr(p + k, by, w),
+      setIfAbsent: (k, v, t) => now.setIfAbsent(p + k, v, t),
+      set: (k, v, t) => now.set(p + k, v, t),
+      delIfValue: (k, v) => now.delIfValue(p + k, v),
+      get: k => now.get(p + k),
+    },
     peek: (k: string) => store.peek(p + k),
     setIfAbsent: (k: string, v: string, t: number) => store.setIfAbsent(p + k, v, t),
     get: (k: string) => store.get(p + k),

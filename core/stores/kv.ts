@@ -20,16 +20,11 @@ export interface KvStore {
   /** Adds `by` (an integer; may be negative) to a counter; a new key lives `windowMs` from now. */
   incr (key: string, by: number, windowMs: number): Promise<CounterResult>
   /**
-   * The synchronous facet, in-process backends only: the operation of the same name done and
-   * answered before it returns, so a hook that counts or claims can stay synchronous (no promise
-   * per call). A store offers all five or none; shared (network) backends have none, and callers
-   * fall back to the asynchronous operations. They throw where their twins reject (a full store).
+   * The in-process fast path (memory stores only; absent on Redis): the operations of the same
+   * names answered before they return, so a hook that counts or claims can stay synchronous.
+   * Callers without it use the asynchronous operations.
    */
-  incrSync?: (key: string, by: number, windowMs: number) => CounterResult
-  setIfAbsentSync?: (key: string, value: string, ttlMs: number) => boolean
-  setSync?: (key: string, value: string, ttlMs: number) => void
-  delIfValueSync?: (key: string, value: string) => boolean
-  getSync?: (key: string) => string | undefined
+  readonly inProcess?: InProcessKv
   /** Current counter value and time to reset, or value 0 when absent. */
   peek (key: string): Promise<CounterResult>
   /** Sets `key` to `value` only if absent; true when this call set it. */
@@ -42,6 +37,18 @@ export interface KvStore {
   /** Reachability for /readyz. */
   ping (): Promise<boolean>
   close (): Promise<void>
+}
+
+/**
+ * A store's operations of the same names, done and answered before they return, on the same keys
+ * as the asynchronous ones. They throw where their asynchronous twins reject (a full store).
+ */
+export interface InProcessKv {
+  incr (key: string, by: number, windowMs: number): CounterResult
+  setIfAbsent (key: string, value: string, ttlMs: number): boolean
+  set (key: string, value: string, ttlMs: number): void
+  delIfValue (key: string, value: string): boolean
+  get (key: string): string | undefined
 }
 
 /**

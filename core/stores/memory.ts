@@ -1,6 +1,6 @@
 /** @module stores/memory – the embedded key-value store: lru-cache, bounded however many keys arrive. */
 import { LRUCache } from 'lru-cache'
-import type { CounterResult, KvStore } from './kv.ts'
+import type { CounterResult, InProcessKv, KvStore } from './kv.ts'
 
 interface Entry { v: string | number, exp: number }
 
@@ -15,6 +15,15 @@ interface Entry { v: string | number, exp: number }
 export class MemoryStore implements KvStore {
   readonly #cache: LRUCache<string, Entry>
   readonly #now: () => number
+
+  /** The in-process facet: each operation answered before it returns (see KvStore.inProcess). */
+  readonly inProcess: InProcessKv = {
+    incr: (key, by, windowMs) => this.#incrNow(key, by, windowMs),
+    setIfAbsent: (key, value, ttlMs) => this.#setIfAbsentNow(key, value, ttlMs),
+    set: (key, value, ttlMs) => this.#setNow(key, value, ttlMs),
+    delIfValue: (key, value) => this.#delIfValueNow(key, value),
+    get: key => this.#getNow(key),
+  }
 
   constructor (opts: { maxKeys?: number, now?: () => number } = {}) {
     this.#cache = new LRUCache<string, Entry>({ max: opts.maxKeys ?? 100_000 })
@@ -32,10 +41,10 @@ export class MemoryStore implements KvStore {
   }
 
   async incr (key: string, by: number, windowMs: number): Promise<CounterResult> {
-    return this.incrSync(key, by, windowMs)
+    return this.#incrNow(key, by, windowMs)
   }
 
-  incrSync (key: string, by: number, windowMs: number): CounterResult {
+  #incrNow (key: string, by: number, windowMs: number): CounterResult {
     const now = this.#now()
     const e = this.#live(key)
     if (e === undefined) {
@@ -54,29 +63,29 @@ export class MemoryStore implements KvStore {
   }
 
   async setIfAbsent (key: string, value: string, ttlMs: number): Promise<boolean> {
-    return this.setIfAbsentSync(key, value, ttlMs)
+    return this.#setIfAbsentNow(key, value, ttlMs)
   }
 
-  setIfAbsentSync (key: string, value: string, ttlMs: number): boolean {
+  #setIfAbsentNow (key: string, value: string, ttlMs: number): boolean {
     if (this.#live(key) !== undefined) return false
     this.#cache.set(key, { v: value, exp: this.#now() + ttlMs })
     return true
   }
 
   async get (key: string): Promise<string | undefined> {
-    return this.getSync(key)
+    return this.#getNow(key)
   }
 
-  getSync (key: string): string | undefined {
+  #getNow (key: string): string | undefined {
     const e = this.#live(key)
     return e === undefined ? undefined : String(e.v)
   }
 
   async set (key: string, value: string, ttlMs: number): Promise<void> {
-    this.setSync(key, value, ttlMs)
+    this.#setNow(key, value, ttlMs)
   }
 
-  setSync (key: string, value: string, ttlMs: number): void {
+  #setNow (key: string, value: string, ttlMs: number): void {
     this.#cache.set(key, { v: value, exp: this.#now() + ttlMs })
   }
 
@@ -85,10 +94,10 @@ export class MemoryStore implements KvStore {
   }
 
   async delIfValue (key: string, value: string): Promise<boolean> {
-    return this.delIfValueSync(key, value)
+    return this.#delIfValueNow(key, value)
   }
 
-  delIfValueSync (key: string, value: string): boolean {
+  #delIfValueNow (key: string, value: string): boolean {
     const e = this.#live(key)
     if (e === undefined || String(e.v) !== value) return false
     this.#cache.delete(key)

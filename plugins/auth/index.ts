@@ -62,6 +62,7 @@ export default definePlugin({
   name: 'auth',
   phase: 'authenticate',
   provides: ['principal'],
+  ledger: ['keys'],
   defaultRoutes: ['chat', 'messages', 'responses', 'count_tokens', 'models', 'reserved'],
   configSchema: AuthConfig,
   // Plain keys are hashed and dropped before the config is frozen: only hashes stay in memory.
@@ -87,7 +88,7 @@ export default definePlugin({
       if (hit !== undefined) return hit || undefined
       let rec
       try {
-        rec = await deps.ledger.findKeyByHash(hash)
+        rec = await deps.ledger.keys.findKeyByHash(hash)
       } catch (err) {
         deps.log.error({ err }, 'auth: ledger lookup failed')
         throw gwError('GW_ERR_NOT_READY', [], { cause: err })

@@ -2,7 +2,7 @@
  * @module plugins/balance/charge – writes a settled call's charge (debit, usage record, hold
  * dropped: one ledger transaction), retried on failure, spooled when the retries fail.
  *
- * On an in-process ledger (SQLite: `chargeQueued`) the charge is queued and the settle returns at
+ * On an in-process ledger (SQLite: `wallet.inProcess`) the charge is queued and the settle returns at
  * once, with no promise per call; on a network ledger (PostgreSQL) the settle awaits it. Either
  * way a failed charge is retried (LEDGER_ATTEMPTS in all, 100 ms × attempt apart), then goes to
  * the charge spool (a local fsync'd file, replayed until it commits: core/ledger/spool.ts) with
@@ -14,7 +14,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { ChargeSpool } from '../../index.ts'
-import type { Ledger, QueuedCharge, Reservation, UsageRecord } from '../../index.ts'
+import type { QueuedCharge, Reservation, UsageRecord, Wallet } from '../../index.ts'
 
 /** Attempts at a charge or a release before giving up (with 100 ms × attempt between them). */
 export const LEDGER_ATTEMPTS = 4
@@ -30,15 +30,31 @@ export class Charges {
   #open = 0
   #idle: Array<() => void> = []
 
-  constructor (readonly ledger: Ledger, readonly log: Logger, readonly release: (r: Reservation) => Promise<void>, readonly spool?: ChargeSpool) {}
+  constructor (readonly ledger: Wallet, readonly log: Logger, readonly spool?: ChargeSpool) {}
+
+  /** Drops a hold, retried like a charge; one that still fails expires by itself (PostgreSQL) or with the process (SQLite memory). */
+  async release (r: Reservation): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.ledger.release(r)
+        return
+      } catch (err) {
+        if (attempt >= LEDGER_ATTEMPTS) {
+          this.log.error({ err, hold: r.id, organization: r.organization, amount: r.amount }, 'balance: a hold could not be released; it stops counting when it expires')
+          return
+        }
+        await sleep(100 * attempt)
+      }
+    }
+  }
 
   /** true when charges can be queued without a promise (an in-process ledger). */
-  get queued (): boolean { return this.ledger.chargeQueued !== undefined }
+  get queued (): boolean { return this.ledger.inProcess !== undefined }
 
   /** Queues the charge (needs `queued`); returns at once. */
   queue (reservation: Reservation | undefined, record: UsageRecord): void {
     this.#open++
-    this.ledger.chargeQueued!(new Attempt(this, reservation, record, 1))
+    this.ledger.inProcess!.charge(new Attempt(this, reservation, record, 1))
   }
 
   /** A queued attempt ended: done, retried later, or given up. */
@@ -56,7 +72,7 @@ export class Charges {
       this.release(r).finally(() => this.#finished())
       return
     }
-    setTimeout(() => this.ledger.chargeQueued!(new Attempt(this, a.reservation, a.record, a.attempt + 1)), 100 * a.attempt)
+    setTimeout(() => this.ledger.inProcess!.charge(new Attempt(this, a.reservation, a.record, a.attempt + 1)), 100 * a.attempt)
   }
 
   /**

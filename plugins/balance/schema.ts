@@ -1,5 +1,5 @@
 /** @module plugins/balance/schema – config of prepaid balance checks and billing. */
-import { Type, type Static } from '../../index.ts'
+import { Type, type Micros, type Static } from '../../index.ts'
 
 export const BalanceConfig = Type.Object({
   enforce: Type.Boolean({ default: true, description: 'Reserve the estimated cost at admit: 402 when it does not fit, 403 for a key without organization. false: only bill and record usage.' }),
@@ -20,3 +20,15 @@ export const BalanceConfig = Type.Object({
 }, { additionalProperties: false })
 
 export type BalanceConfigT = Static<typeof BalanceConfig>
+
+/** Lease mode's settings as a lease uses them (`lease` with maxSlice in micro-units). */
+export interface LeaseHoldOptions {
+  /** A grow asks for what the replica reserved over about this long at its recent rate (ms). */
+  horizonMs: number
+  /** Most one grow asks for beyond the call's shortfall (micro-units). */
+  maxSlice: Micros
+  /** A slice with no call for this long is released (ms). */
+  idleMs: number
+  /** How long a slice stays low after a grow got less than it asked for (ms). */
+  lowMs: number
+}

@@ -11,25 +11,12 @@
  * end), so one key cannot fill the shared claim store for every other. A claim released (its call
  * failed before any upstream accepted it) or refused gives its place back.
  */
-import { randomBytes } from 'node:crypto'
 import { definePlugin, gwError, isStoreFull, keyScope, type GatewayContext, type GatewayError } from '../../index.ts'
 import { IdempotencyConfig } from './schema.ts'
-
-/** A claim held: its store key and token, and the key of its API key's claim counter. */
-interface Claim { key: string, token: string, count: string }
+import { DONE, claimNow, finishNow, newClaim, type Claim } from './claim.ts'
 
 /** Per request: the claim this call holds, from admit to settle. */
 interface State { claim?: Claim }
-
-/**
- * A pending claim's token: unique across processes (96 random bits drawn once per process) and
- * calls (a counter), so a late release never drops another call's claim; cheaper than a UUID per call.
- */
-const TOKEN_PREFIX = `pending:${randomBytes(12).toString('base64url')}:`
-let tokens = 0
-
-/** The value of a claim whose call reached an upstream. */
-const DONE = 'done'
 
 /**
  * @example
@@ -48,7 +35,7 @@ export default definePlugin({
   create (config, deps) {
     const store = deps.store
     // An in-process store answers at once: claim and finish without a promise per call.
-    const sync = store.incrSync !== undefined && store.setIfAbsentSync !== undefined && store.setSync !== undefined && store.delIfValueSync !== undefined
+    const fast = store.inProcess
 
     /**
      * The value of this call's Idempotency-Key, or undefined without one. Throws 400 on a bad one.
@@ -116,26 +103,9 @@ export default definePlugin({
         const value = claimValue(ctx)
         if (value === undefined) return
         const scope = ctx.principal === undefined ? '' : keyScope(ctx.principal)
-        const claim: Claim = { key: `c:${scope}:${value}`, token: TOKEN_PREFIX + (tokens++).toString(36), count: `n:${scope}` }
-        if (!sync) return claimAsync(claim, state)
-        let won: boolean
-        try {
-          const n = store.incrSync!(claim.count, 1, config.ttlMs)
-          if (n.value > config.maxClaimsPerKey) {
-            store.incrSync!(claim.count, -1, config.ttlMs)
-            // A repeat of a claim held is a duplicate whatever the key's share.
-            if (!store.setIfAbsentSync!(claim.key, claim.token, config.ttlMs)) throw gwError('GW_ERR_IDEMPOTENCY_DUPLICATE')
-            store.delIfValueSync!(claim.key, claim.token)
-            throw overShare(n.resetMs)
-          }
-          won = store.setIfAbsentSync!(claim.key, claim.token, config.ttlMs)
-          if (!won) store.incrSync!(claim.count, -1, config.ttlMs)
-        } catch (err) {
-          const code = (err as GatewayError).code
-          if (code === 'GW_ERR_IDEMPOTENCY_KEY_LIMIT' || code === 'GW_ERR_IDEMPOTENCY_DUPLICATE') throw err
-          throw refused(err)
-        }
-        if (!won) throw gwError('GW_ERR_IDEMPOTENCY_DUPLICATE')
+        const claim = newClaim(scope, value)
+        if (fast === undefined) return claimAsync(claim, state)
+        if (!claimNow(fast, claim, config, overShare, refused)) throw gwError('GW_ERR_IDEMPOTENCY_DUPLICATE')
         state.claim = claim
       },
       onSettle (_ctx, outcome, state) {
@@ -144,13 +114,8 @@ export default definePlugin({
         state.claim = undefined
         // A finished claim holds one shared constant (100,000 of them held a per-call string
         // each: about 50 MB more heap in the memory store).
-        if (!sync) return finishAsync(claim, outcome.upstreamSucceeded)
-        try {
-          if (outcome.upstreamSucceeded) store.setSync!(claim.key, DONE, config.ttlMs)
-          else if (store.delIfValueSync!(claim.key, claim.token)) store.incrSync!(claim.count, -1, config.ttlMs)
-        } catch (err) {
-          deps.log.error({ err }, 'idempotency: could not finalize a claim')
-        }
+        if (fast === undefined) return finishAsync(claim, outcome.upstreamSucceeded)
+        finishNow(fast, claim, outcome.upstreamSucceeded, config.ttlMs, deps.log)
       },
       ready: () => deps.store.ping(),
     }

@@ -3,14 +3,14 @@
  * authentication (so requests with no or a bad key count too). IPv6 clients are counted per /64
  * (configurable). Counters live in the shared key-value store: in memory an LRU (a counter may be
  * forgotten early, which only lets a client through sooner), shared across replicas on Redis.
- * mode lease (Redis): counted in memory and added to Redis in the background (see sync.ts): a
+ * mode lease (Redis): counted in memory and added to Redis in the background (see lease.ts): a
  * window can be passed by at most lease.maxUnsynced requests per replica.
  */
 import { blockListOf, clientIp, definePlugin, gwError, ROUTE_NAMES } from '../../index.ts'
 import type { GatewayContext } from '../../index.ts'
 import { clientSubject } from './net.ts'
 import { IpLimitConfig } from './schema.ts'
-import { LocalCounters } from './sync.ts'
+import { LeaseCounters } from './lease.ts'
 
 /** Addresses whose counter key is cached per window. */
 const MAX_CACHED_KEYS = 10_000
@@ -30,11 +30,11 @@ export default definePlugin({
     const trusted = config.trustedProxies.length > 0 ? blockListOf(config.trustedProxies) : undefined
     if (trusted) deps.log.warn('ip-limit: trustedProxies is deprecated; set server.trustedProxies, so that the access log and every plugin see the client address this limit counts')
     const { limit, windowMs } = config
-    const local = config.mode === 'lease' && deps.store.shared === true
-      ? new LocalCounters(deps.store, limit, windowMs, config.lease, err => { deps.log.error({ err }, 'ip-limit: could not add counts to the store') }, deps.now)
+    const leases = config.mode === 'lease' && deps.store.shared === true
+      ? new LeaseCounters(deps.store, limit, windowMs, config.lease, err => { deps.log.error({ err }, 'ip-limit: could not add counts to the store') }, deps.now)
       : undefined
     const store = deps.store
-    const sync = store.incrSync !== undefined
+    const fast = store.inProcess
     /**
      * Counter keys of the current window by client address as seen (socket address, or the
      * X-Forwarded-For entry picked): parsing an address and building its key once per window, not
@@ -54,16 +54,16 @@ export default definePlugin({
       return k
     }
     const hooks: { close: () => void | Promise<void>, onRequest: (ctx: GatewayContext) => void | Promise<void> } = {
-      close: () => local?.close(),
+      close: () => leases?.close(),
       onRequest (ctx) {
-        // Synchronous when the store is in-process (incrSync): the pipeline then runs this phase
+        // Synchronous when the store is in-process (store.inProcess): the pipeline then runs this phase
         // without a promise. Lease mode and network stores take the async path.
-        if (local === undefined && sync) {
+        if (leases === undefined && fast !== undefined) {
           const now = deps.now()
           const window = Math.floor(now / windowMs)
           let count: number
           try {
-            count = store.incrSync!(keyOf(clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted), window), 1, windowMs + 5000).value
+            count = fast.incr(keyOf(clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted), window), 1, windowMs + 5000).value
           } catch (err) {
             deps.log.error({ err }, 'ip-limit: store unreachable')
             if (config.onStoreError === 'open') return
@@ -82,10 +82,10 @@ export default definePlugin({
       const ip = clientSubject(clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted), config.ipv6PrefixLength)
       const now = deps.now()
       const window = Math.floor(now / windowMs)
-      if (local) {
+      if (leases) {
         let verdict
         try {
-          verdict = await local.hit(ip, window)
+          verdict = await leases.hit(ip, window)
         } catch (err) {
           deps.log.error({ err }, 'ip-limit: store unreachable')
           if (config.onStoreError === 'open') return

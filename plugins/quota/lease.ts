@@ -1,133 +1,91 @@
 /**
- * @module plugins/quota/lease – lease mode: a replica takes a slice of a window's requests,
- * tokens or spend from the shared counter and spends it in memory.
- *
- * Rules (README, quota):
- * - The shared counter holds what was leased (plus overruns, below). A lease adds its slice and,
- *   when that passes the limit, takes the excess straight back: a replica is granted
- *   `limit − (counter before its add)` at most, so the slices granted never sum past the limit.
- * - A slice is sized by the recent rate (what this replica spent since its last lease × horizonMs
- *   ÷ the time since), at least 1 and at most maxFraction × limit; a background lease starts when
- *   the local rest falls under half of that. Only a call that finds nothing left waits for one.
- * - Tokens and spend: admit takes the call's worst case from the slice (leasing at least what is
- *   missing), settle gives back what the call did not use; what a call uses beyond its worst case
- *   is added to the shared counter as it is (so the counter stays the window's true total).
- * - What is left of a slice is handed back at shutdown; a window that ends takes its slices with it.
+ * @module plugins/quota/lease – lease mode (Redis): each replica leases slices of each window
+ * (lease-counter.ts) and counts calls against them in memory: no store round trip per call
+ * except when a slice runs out.
  */
+import type { Logger } from 'pino'
 import type { KvStore } from '../../index.ts'
+import { adjustWindow } from './exact.ts'
+import { CounterLease, type LeaseOptions } from './lease-counter.ts'
+import { rethrow, type Leased, type QuotaMode, type Refusals } from './mode.ts'
+import type { WindowKeys } from './windows.ts'
 
-export interface LeaseOptions {
-  /** A lease asks for what this replica spent over about this long at its recent rate (ms). */
-  horizonMs: number
-  /** Most one lease takes, as a fraction of the limit. */
-  maxFraction: number
+/** A lease's held worst case `held` becomes the real use `used`. */
+function settleLease (l: CounterLease, held: number, used: number): Promise<void> | undefined {
+  if (used > held) return l.spend(used - held)
+  l.giveBack(held - used)
+  return undefined
 }
 
-/** Bound on re-checks of one call waiting for leases that other calls of this replica started. */
-const MAX_WAITS = 16
-
-export class CounterLease {
-  /** Leased from the shared counter for this window. */
-  granted = 0
-  /** Spent here (admitted requests; settled tokens or spend). */
-  used = 0
-  #leasing: Promise<number> | undefined
-  #usedAtLease = 0
-  #leasedAt: number
-  /** Overruns not yet added to the shared counter, and the add in flight. */
-  #owed = 0
-  #paying: Promise<void> | undefined
-
-  /** `end`: when the window ends; `expiresAt`: when its key expires (ms). */
-  constructor (readonly store: KvStore, readonly key: string, readonly limit: number, readonly end: number, readonly expiresAt: number, readonly opts: LeaseOptions, readonly now: () => number) {
-    this.#leasedAt = now()
+export function leaseMode (store: KvStore, opts: LeaseOptions, refusals: Refusals, log: Logger, clock: () => number): QuotaMode {
+  const leases = new Map<string, CounterLease>()
+  const leaseOf = (a: WindowKeys, what: 'tokens' | 'spend' | 'requests', limit: number): CounterLease => {
+    const k = a[what]
+    let l = leases.get(k)
+    if (!l) leases.set(k, l = new CounterLease(store, k, limit, a.end, a.expiresAt, opts, clock))
+    return l
   }
+  // Windows that ended take their slices with them.
+  const pruner = setInterval(() => {
+    const now = clock()
+    for (const [k, l] of leases) if (l.end <= now) leases.delete(k)
+  }, 10_000).unref()
 
-  #ttl (): number { return Math.max(1, this.expiresAt - this.now()) }
-
-  get left (): number { return this.granted - this.used }
-
-  #size (): number {
-    const rate = (this.used - this.#usedAtLease) / Math.max(1, this.now() - this.#leasedAt)
-    const max = Math.max(1, Math.floor(this.limit * this.opts.maxFraction))
-    return Math.max(1, Math.min(max, Math.ceil(rate * this.opts.horizonMs)))
-  }
-
-  /** Adds a slice (at least `min`) to the counter, taking back what passes the limit; resolves to what was granted. */
-  #lease (min = 0): Promise<number> {
-    const want = Math.max(this.#size(), min)
-    const p = (async () => {
-      const ttl = this.#ttl()
-      const v = (await this.store.incr(this.key, want, ttl)).value
-      const over = Math.min(want, Math.max(0, v - this.limit))
-      if (over > 0) await this.store.incr(this.key, -over, ttl)
-      this.#usedAtLease = this.used
-      this.#leasedAt = this.now()
-      this.granted += want - over
-      return want - over
-    })()
-    this.#leasing = p
-    void p.finally(() => { if (this.#leasing === p) this.#leasing = undefined }).catch(() => {})
-    return p
-  }
-
-  /**
-   * Takes `n` from the slice (a request: 1; a call's worst case in tokens or spend); false when
-   * the window has not that much left. `n` 0: true while anything is left. Throws when the store fails.
-   */
-  async take (n: number): Promise<boolean> {
-    for (let i = 0; i < MAX_WAITS; i++) {
-      if (this.left > 0 && this.left >= n) {
-        this.used += n
-        if (!this.#leasing && this.left < this.#size() / 2) this.#lease().catch(() => {})
-        return true
-      }
-      if (this.#leasing) {
-        await this.#leasing.catch(() => 0)
-        continue
-      }
-      if (await this.#lease(n - this.left) === 0 && !(this.left > 0 && this.left >= n)) return false
-    }
-    return false
-  }
-
-  /** A refused call gives its request back to the slice (no round trip). */
-  giveBack (n: number): void {
-    this.used -= n
-  }
-
-  /** Settle: tokens or spend used; what passes the slice is added to the shared counter. */
-  spend (n: number): Promise<void> {
-    this.used += n
-    if (this.used <= this.granted) return Promise.resolve()
-    this.#owed += this.used - this.granted
-    this.granted = this.used
-    return this.#pay()
-  }
-
-  #pay (): Promise<void> {
-    this.#paying ??= (async () => {
+  return {
+    inProcess: false,
+    async count (ctx, state, list, need, now) {
+      const counted: Array<[CounterLease, number]> = []
+      const settle = new Map<WindowKeys, Leased>()
       try {
-        while (this.#owed > 0) {
-          const n = this.#owed
-          await this.store.incr(this.key, n, this.#ttl())
-          this.#owed -= n
+        for (const a of list) {
+          const s: Leased = {}
+          if (a.limit.tokens !== undefined) {
+            s.tokens = leaseOf(a, 'tokens', a.limit.tokens)
+            if (!await s.tokens.take(need.tokens)) throw refusals.exceeded(ctx, a, `${a.limit.tokens} tokens`, now)
+            counted.push([s.tokens, need.tokens])
+          }
+          if (a.limit.spend !== undefined) {
+            s.spend = leaseOf(a, 'spend', Math.round(a.limit.spend * 1e6))
+            if (!await s.spend.take(need.spend)) throw refusals.exceeded(ctx, a, `a spend cap of ${a.limit.spend}`, now)
+            counted.push([s.spend, need.spend])
+          }
+          if (a.limit.requests !== undefined) {
+            const l = leaseOf(a, 'requests', a.limit.requests)
+            if (!await l.take(1)) throw refusals.exceeded(ctx, a, `${a.limit.requests} requests`, now)
+            counted.push([l, 1])
+          }
+          settle.set(a, s)
         }
-      } finally {
-        this.#paying = undefined
+      } catch (err) {
+        // A refused call holds nothing: what it took goes back into this replica's slices.
+        for (const [l, n] of counted) l.giveBack(n)
+        return rethrow(err, refusals)
       }
-    })()
-    return this.#paying
-  }
-
-  /** Shutdown: what is left goes back to the window (overruns owed are added first). */
-  async close (): Promise<void> {
-    await this.#leasing?.catch(() => 0)
-    await this.#paying?.catch(() => {})
-    const left = this.left
-    if (left > 0 && this.now() < this.end) {
-      this.granted -= left
-      await this.store.incr(this.key, -left, this.#ttl())
-    }
+      state.applied = list
+      state.leases = settle
+      state.need = need
+    },
+    async adjust (list, leased, need, tokens, cost) {
+      const now = clock()
+      for (const a of list) {
+        try {
+          const l = leased?.get(a)
+          if (l) {
+            if (l.tokens) await settleLease(l.tokens, need.tokens, tokens)
+            if (l.spend) await settleLease(l.spend, need.spend, cost)
+            continue
+          }
+          await adjustWindow(store, a, need, tokens, cost, now)
+        } catch (err) {
+          log.error({ err }, 'quota: could not settle usage in a window')
+        }
+      }
+    },
+    async close () {
+      clearInterval(pruner)
+      // What is left of each slice goes back to its window for the other replicas.
+      await Promise.allSettled([...leases.values()].map(l => l.close()))
+      leases.clear()
+    },
   }
 }

@@ -263,7 +263,7 @@ t.test('balance: a charge that fails is retried, also when its outcome is unknow
       const inner = await freshLedger(t)
       let calls = 0
       // Fails the first charge as given, then writes normally: a charge awaited (charge) or, as
-      // the balance plugin writes on SQLite, queued (chargeQueued: its done() gets the error).
+      // the balance plugin writes on SQLite, queued (inProcess.charge: its done() gets the error).
       const ledger = new Proxy(inner, {
         get (target, prop, receiver) {
           if (prop === 'charge') {
@@ -273,11 +273,15 @@ t.test('balance: a charge that fails is retried, also when its outcome is unknow
               return target.charge(...args)
             }
           }
-          if (prop === 'chargeQueued') {
-            return (c: QueuedCharge) => {
-              calls++
-              if (calls === 1) setImmediate(() => c.done(make()))
-              else target.chargeQueued!(c)
+          if (prop === 'inProcess') {
+            const fast = target.inProcess!
+            return {
+              ...fast,
+              charge: (c: QueuedCharge) => {
+                calls++
+                if (calls === 1) setImmediate(() => c.done(make()))
+                else fast.charge(c)
+              },
             }
           }
           const v = Reflect.get(target, prop, receiver)

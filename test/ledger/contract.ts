@@ -298,11 +298,11 @@ export function ledgerContract (t: Test, makeLedger: MakeLedger): void {
 }
 
 /**
- * The synchronous facet of an in-process ledger (reserveSync, resizeSync, releaseSync, chargeQueued):
- * each does what its asynchronous twin does, on the same book, answered before it returns; a queued
- * charge reports once its own transaction committed (or failed). A ledger offers all four or none.
+ * The in-process facet of a ledger (`ledger.inProcess`: reserve, resize, release, charge): each
+ * does what its asynchronous twin of the same name does, on the same book, answered before it
+ * returns; a queued charge reports once its own transaction committed (or failed).
  */
-export function ledgerSyncContract (t: Test, makeLedger: MakeLedger): void {
+export function ledgerInProcessContract (t: Test, makeLedger: MakeLedger): void {
   const open = async (t: Test): Promise<Ledger> => {
     const l = await makeLedger(t)
     t.teardown(() => l.close())
@@ -311,45 +311,45 @@ export function ledgerSyncContract (t: Test, makeLedger: MakeLedger): void {
   }
   /** Queues a charge; resolves with its error (undefined: committed) once the ledger reports it. */
   const queued = (l: Ledger, reservation: Reservation | undefined, record: UsageRecord): Promise<unknown> =>
-    new Promise(resolve => { l.chargeQueued!({ reservation, record, done: resolve }) })
+    new Promise(resolve => { l.inProcess!.charge({ reservation, record, done: resolve }) })
 
   t.test('offers every synchronous operation', async t => {
     const l = await open(t)
-    for (const m of ['reserveSync', 'resizeSync', 'releaseSync', 'chargeQueued'] as const) t.type(l[m], 'function', m)
+    for (const m of ['reserve', 'resize', 'release', 'charge'] as const) t.type(l.inProcess?.[m], 'function', m)
   })
 
-  t.test('reserveSync / resizeSync / releaseSync keep the same book as the async operations', async t => {
+  t.test('inProcess reserve / resize / release keep the same book as the async operations', async t => {
     const l = await open(t)
     await l.createOrganization('org')
-    t.equal(l.reserveSync!('org', 1), undefined, 'nothing to reserve from')
+    t.equal(l.inProcess!.reserve('org', 1), undefined, 'nothing to reserve from')
     await l.topUp('org', 1000)
-    const r1 = l.reserveSync!('org', 600)
+    const r1 = l.inProcess!.reserve('org', 600)
     t.match(r1, { organization: 'org', amount: 600, id: String })
     t.equal(await l.reserve('org', 500), undefined, 'the async reserve sees the sync hold')
     const r2 = await l.reserve('org', 400)
     t.not(r2?.id, r1?.id, 'distinct ids')
-    t.equal(l.reserveSync!('org', 1), undefined, 'full')
-    const r1b = l.resizeSync!(r1!, 100)
+    t.equal(l.inProcess!.reserve('org', 1), undefined, 'full')
+    const r1b = l.inProcess!.resize(r1!, 100)
     t.equal(r1b.amount, 100)
     t.same(await l.getBalance('org'), { balance: 1000, reserved: 500 }, 'resized at once')
-    t.ok(l.reserveSync!('org', 500), 'the freed room is usable at once')
-    l.releaseSync!(r2!)
+    t.ok(l.inProcess!.reserve('org', 500), 'the freed room is usable at once')
+    l.inProcess!.release(r2!)
     t.same(await l.getBalance('org'), { balance: 1000, reserved: 600 })
-    t.equal(l.reserveSync!('nope', 1), undefined, 'unknown organization')
+    t.equal(l.inProcess!.reserve('nope', 1), undefined, 'unknown organization')
   })
 
-  t.test('chargeQueued – done() after the commit; a failure reports its error and changes nothing', async t => {
+  t.test('inProcess.charge – done() after the commit; a failure reports its error and changes nothing', async t => {
     const l = await open(t)
     await l.createOrganization('org')
     await l.createProject('proj', 'org')
     await l.topUp('org', 1_000_000)
-    const r = l.reserveSync!('org', 5000)
+    const r = l.inProcess!.reserve('org', 5000)
     t.equal(await queued(l, r, usage()), undefined, 'committed')
     t.same(await l.getBalance('org'), { balance: 1_000_000 - 3210, reserved: 0 })
     t.equal((await l.listUsage({})).length, 1)
     t.equal(await queued(l, r, usage()), undefined, 'the same trace id again: done, charged once')
     t.same(await l.getBalance('org'), { balance: 1_000_000 - 3210, reserved: 0 })
-    const r2 = l.reserveSync!('org', 5000)
+    const r2 = l.inProcess!.reserve('org', 5000)
     t.ok(await queued(l, r2, usage({ traceId: 'bad', model: null as unknown as string })), 'a failing insert reports its error')
     t.same(await l.getBalance('org'), { balance: 1_000_000 - 3210, reserved: 5000 }, 'nothing changed')
   })
@@ -360,11 +360,11 @@ export function ledgerSyncContract (t: Test, makeLedger: MakeLedger): void {
     const initial = 30 * A
     await l.createOrganization('org')
     await l.topUp('org', initial)
-    const held = Array.from({ length: 100 }, () => l.reserveSync!('org', A)).filter(r => r !== undefined)
+    const held = Array.from({ length: 100 }, () => l.inProcess!.reserve('org', A)).filter(r => r !== undefined)
     t.equal(held.length, 30, 'exactly 30 reservations fit')
     t.equal(new Set(held.map(r => r.id)).size, 30, 'distinct ids')
     const costs = held.map((_, i) => A - i * 137)
-    const errors = await Promise.all(held.map((r, i) => queued(l, i % 2 === 0 ? l.resizeSync!(r, costs[i]) : r, usage({ time: 1_700_000_000_000 + i, traceId: `trace-${i}`, cost: costs[i] }))))
+    const errors = await Promise.all(held.map((r, i) => queued(l, i % 2 === 0 ? l.inProcess!.resize(r, costs[i]) : r, usage({ time: 1_700_000_000_000 + i, traceId: `trace-${i}`, cost: costs[i] }))))
     t.same(errors, held.map(() => undefined), 'every charge committed')
     const debit = costs.reduce((a, b) => a + b, 0)
     t.same(await l.getBalance('org'), { balance: initial - debit, reserved: 0 })

@@ -111,8 +111,8 @@ t.test('a charge the ledger refuses stays spooled with its hold kept; blocked wh
   })
   const spool = new ChargeSpool(path, flaky, { retryMs: 20, maxCharges: 1 })
   t.teardown(() => spool.close())
-  const r = ledger.reserveSync(ORG, 5000)!
-  const shrunk = ledger.resizeSync(r, 4000)
+  const r = ledger.inProcess.reserve(ORG, 5000)!
+  const shrunk = ledger.inProcess.resize(r, 4000)
   t.ok(spool.add(shrunk, record('trace-late', 4000)), 'spooled')
   t.ok(spool.blocked, 'blocked while failing')
   t.equal(readSpool(path).charges.length, 1, 'on disk before add() returned')

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SqliteLedger } from '../../core/ledger/sqlite.ts'
 import { until } from '../helpers/until.ts'
-import { ledgerContract, ledgerSyncContract } from './contract.ts'
+import { ledgerContract, ledgerInProcessContract } from './contract.ts'
 
 t.test('SqliteLedger (:memory:) – Ledger contract', async t => {
   ledgerContract(t, async () => new SqliteLedger(':memory:'))
@@ -25,14 +25,14 @@ t.test('SqliteLedger (file, reservations in the file) – Ledger contract', asyn
 })
 
 t.test('SqliteLedger (:memory:) – synchronous facet', async t => {
-  ledgerSyncContract(t, async () => new SqliteLedger(':memory:'))
+  ledgerInProcessContract(t, async () => new SqliteLedger(':memory:'))
 })
 
 t.test('SqliteLedger (file, reservations in the file) – synchronous facet', async t => {
   const dir = mkdtempSync(join(tmpdir(), 'gw-ledger-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   let n = 0
-  ledgerSyncContract(t, async () => new SqliteLedger(join(dir, `l${++n}`, 'ledger.db'), { reservations: 'file' }))
+  ledgerInProcessContract(t, async () => new SqliteLedger(join(dir, `l${++n}`, 'ledger.db'), { reservations: 'file' }))
 })
 
 t.test('SqliteLedger – data survives close and reopen of the same file', async t => {

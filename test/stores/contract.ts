@@ -197,11 +197,11 @@ export function kvContract (t: Test, makeStore: MakeStore): void {
 }
 
 /**
- * The synchronous facet of an in-process store (incrSync, setIfAbsentSync, setSync, delIfValueSync,
- * getSync): each does what its asynchronous twin does, on the same keys, answered before it returns. A store
- * offers all five or none; a namespaced view offers them when its store does.
+ * The in-process facet of a memory store (`store.inProcess`: incr, setIfAbsent, set, delIfValue,
+ * get): each does what its asynchronous twin of the same name does, on the same keys, answered
+ * before it returns; a namespaced view offers the facet when its store does.
  */
-export function kvSyncContract (t: Test, makeStore: MakeStore): void {
+export function kvInProcessContract (t: Test, makeStore: MakeStore): void {
   const open = async (t: Test): Promise<KvHarness> => {
     const h = await makeStore(t)
     t.teardown(() => h.store.close())
@@ -209,11 +209,11 @@ export function kvSyncContract (t: Test, makeStore: MakeStore): void {
   }
   // Called as methods of the store, as plugins call them.
   const facet = (store: KvStore) => ({
-    incr: (k: string, by: number, w: number) => store.incrSync!(k, by, w),
-    setIfAbsent: (k: string, v: string, ttl: number) => store.setIfAbsentSync!(k, v, ttl),
-    set: (k: string, v: string, ttl: number) => store.setSync!(k, v, ttl),
-    delIfValue: (k: string, v: string) => store.delIfValueSync!(k, v),
-    get: (k: string) => store.getSync!(k),
+    incr: (k: string, by: number, w: number) => store.inProcess!.incr(k, by, w),
+    setIfAbsent: (k: string, v: string, ttl: number) => store.inProcess!.setIfAbsent(k, v, ttl),
+    set: (k: string, v: string, ttl: number) => store.inProcess!.set(k, v, ttl),
+    delIfValue: (k: string, v: string) => store.inProcess!.delIfValue(k, v),
+    get: (k: string) => store.inProcess!.get(k),
   })
 
   for (const view of ['store', 'namespaced view'] as const) {
@@ -224,10 +224,10 @@ export function kvSyncContract (t: Test, makeStore: MakeStore): void {
 
     t.test(`${view}: offers every synchronous operation`, async t => {
       const { s } = await make(t)
-      for (const m of ['incrSync', 'setIfAbsentSync', 'setSync', 'delIfValueSync', 'getSync'] as const) t.type(s[m], 'function', m)
+      for (const m of ['incr', 'setIfAbsent', 'set', 'delIfValue', 'get'] as const) t.type(s.inProcess?.[m], 'function', m)
     })
 
-    t.test(`${view}: setIfAbsentSync – one winner, seen by the async operations`, async t => {
+    t.test(`${view}: inProcess.setIfAbsent – one winner, seen by the async operations`, async t => {
       const { s } = await make(t)
       const f = facet(s)
       t.equal(f.setIfAbsent('claim', 'a', 10_000), true)
@@ -238,7 +238,7 @@ export function kvSyncContract (t: Test, makeStore: MakeStore): void {
       t.equal(f.setIfAbsent('other', 'y', 10_000), false, 'an async claim is seen by the sync one')
     })
 
-    t.test(`${view}: delIfValueSync – deletes only the holder's value`, async t => {
+    t.test(`${view}: inProcess.delIfValue – deletes only the holder's value`, async t => {
       const { s } = await make(t)
       const f = facet(s)
       f.setIfAbsent('k', 'mine', 10_000)
@@ -250,7 +250,7 @@ export function kvSyncContract (t: Test, makeStore: MakeStore): void {
       t.equal(f.setIfAbsent('k', 'again', 10_000), true, 'free again')
     })
 
-    t.test(`${view}: setSync – overwrites a value and its TTL`, async t => {
+    t.test(`${view}: inProcess.set – overwrites a value and its TTL`, async t => {
       const { h, s } = await make(t)
       const f = facet(s)
       f.setIfAbsent('k', 'pending', h.shortMs)
@@ -264,7 +264,7 @@ export function kvSyncContract (t: Test, makeStore: MakeStore): void {
       t.equal(f.setIfAbsent('short', 'y', 10_000), true)
     })
 
-    t.test(`${view}: getSync – reads what either twin wrote, until it expires`, async t => {
+    t.test(`${view}: inProcess.get – reads what either twin wrote, until it expires`, async t => {
       const { h, s } = await make(t)
       const f = facet(s)
       t.equal(f.get('k'), undefined, 'absent')
@@ -277,7 +277,7 @@ export function kvSyncContract (t: Test, makeStore: MakeStore): void {
       t.equal(f.get('k'), undefined, 'expired')
     })
 
-    t.test(`${view}: incrSync – counts with incr, and a window expires`, async t => {
+    t.test(`${view}: inProcess.incr – counts with incr, and a window expires`, async t => {
       const { h, s } = await make(t)
       const f = facet(s)
       t.same(f.incr('c', 2, h.shortMs), { value: 2, resetMs: h.shortMs })

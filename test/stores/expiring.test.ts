@@ -2,10 +2,10 @@ import t from 'tap'
 import { ExpiringMemoryStore } from '../../core/stores/expiring.ts'
 import { isStoreFull } from '../../core/stores/kv.ts'
 import { memoryStores } from '../../core/stores/index.ts'
-import { kvContract, kvSyncContract } from './contract.ts'
+import { kvContract, kvInProcessContract } from './contract.ts'
 
 t.test('ExpiringMemoryStore – synchronous facet', async t => {
-  kvSyncContract(t, async () => {
+  kvInProcessContract(t, async () => {
     let now = 1_700_000_000_000
     return { store: new ExpiringMemoryStore({ maxKeys: 10_000, now: () => now }), advance: async (ms: number) => { now += ms }, shortMs: 1000, slackMs: 0 }
   })

@@ -1,9 +1,9 @@
 import t from 'tap'
 import { MemoryStore } from '../../core/stores/memory.ts'
-import { kvContract, kvSyncContract } from './contract.ts'
+import { kvContract, kvInProcessContract } from './contract.ts'
 
 t.test('MemoryStore – synchronous facet', async t => {
-  kvSyncContract(t, async () => {
+  kvInProcessContract(t, async () => {
     let now = 1_700_000_000_000
     return { store: new MemoryStore({ maxKeys: 10_000, now: () => now }), advance: async (ms: number) => { now += ms }, shortMs: 1000, slackMs: 0 }
   })

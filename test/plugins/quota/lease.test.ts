@@ -1,11 +1,11 @@
-// Quota lease mode, one level down (plugins/quota/lease.ts): two "replicas" (two CounterLease
+// Quota lease mode, one level down (plugins/quota/lease-counter.ts): two "replicas" (two CounterLease
 // objects, each on its own Redis connection) lease the same window of a real Redis under hundreds
 // of concurrent takes. The slices granted never sum past the limit, every refusal means the
 // window was spent, overruns reach the shared counter, and close hands the rest back.
 import t from 'tap'
 import { Redis } from 'ioredis'
 import { RedisStore } from '../../../core/stores/redis.ts'
-import { CounterLease } from '../../../plugins/quota/lease.ts'
+import { CounterLease } from '../../../plugins/quota/lease-counter.ts'
 import { redisUrl, randomId } from '../../helpers/backends.ts'
 
 t.test('two replicas leasing one request window', async t => {

@@ -1,41 +1,12 @@
 /**
- * @module plugins/balance/slice – lease mode: each replica holds one growing hold per
- * organization (a "slice" of its balance) and reserves calls against it in memory.
- *
- * Rules (README, "Money"):
- * - A slice is a hold row like a call's (PostgreSQL, with an expiry renewed while the replica
- *   lives): the ledger grows it atomically against every other hold (`leaseHold`), so the sum of
- *   holds never exceeds the balance, and a dead replica's slice expires like its calls' holds.
- * - A call is admitted when its estimate fits in the slice's free part (size − reserved −
- *   charging). When it does not, the call waits for a grow by at least the shortfall: 402 when
- *   even that much is not available, exactly as a per-call reservation would be refused.
- * - Grows are sized by the recent rate (what was reserved over the last grow interval ×
- *   horizonMs, at most maxSlice, and the ledger never grants more than half of what is available
- *   beyond the call's own shortfall); a background grow starts when the free part falls under
- *   half that size. One grow at a time per slice: concurrent calls wait for it, then re-check.
- * - A charge debits the balance without touching the slice (no hold dropped); once it has
- *   committed, the slice shrinks by the cost (a relative update batched by the ledger). Between
- *   the two the cost counts twice (debited and held): that only refuses sooner, never overspends.
- * - Low balance: when a grow gets less than it asked for, or leaves the organization less than
- *   twice what the slice then holds, the slice goes "low" for lowMs: grows
- *   ask for exactly the shortfall and every free part is handed back as soon as a call answers,
- *   so the slice behaves like per-call reservations and leaves the rest to the other replicas.
- * - A slice unused for idleMs, and every slice at shutdown, is released (its row deleted).
+ * @module plugins/balance/lease-hold – lease mode: one organization's hold leased by this replica
+ * (its "slice" of the balance), grown and shrunk in the ledger, and the calls reserved against it
+ * in memory. The rules are in lease.ts.
  */
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
-import type { Ledger, Micros } from '../../index.ts'
-
-export interface SliceOptions {
-  /** A grow asks for what the replica reserved over about this long at its recent rate (ms). */
-  horizonMs: number
-  /** Most one grow asks for beyond the call's shortfall (micro-units). */
-  maxSlice: Micros
-  /** A slice with no call for this long is released (ms). */
-  idleMs: number
-  /** How long a slice stays low after a grow got less than it asked for (ms). */
-  lowMs: number
-}
+import type { Micros, Wallet } from '../../index.ts'
+import type { LeaseHoldOptions } from './schema.ts'
 
 /** A call's share of a slice, from admit to settle. */
 export interface Ticket { amount: Micros, cost?: Micros }
@@ -43,7 +14,8 @@ export interface Ticket { amount: Micros, cost?: Micros }
 /** Bound on re-checks of one call waiting for grows that other calls of this replica started. */
 const MAX_WAITS = 16
 
-export class Slice {
+/** This replica's lease of one organization's balance: a hold row, sized by recent use. */
+export class LeaseHold {
   id = randomUUID()
   /** What the hold holds as far as this replica's statements go (grows added, shrinks taken off). */
   size = 0
@@ -61,7 +33,7 @@ export class Slice {
   /** true once a grow ran on this id: its hold row may exist (even at 0) until released. */
   leased = false
 
-  constructor (readonly organization: string, readonly ledger: Ledger, readonly opts: SliceOptions, readonly now: () => number, readonly log: Logger) {
+  constructor (readonly organization: string, readonly ledger: Wallet, readonly opts: LeaseHoldOptions, readonly now: () => number, readonly log: Logger) {
     this.#grewAt = now()
     this.lastUsed = now()
   }
@@ -138,39 +110,32 @@ export class Slice {
   }
 
   /** The call ended without an answer to bill: its estimate is freed. */
-  async dropped (t: Ticket): Promise<void> {
-    if (t.cost !== undefined) return
-    t.cost = 0
-    this.reserved -= t.amount
-    if (this.low) await this.giveBack()
+  dropped (t: Ticket): Promise<void> {
+    return this.answered(t, 0)
   }
 
   /** After the charge committed (or finally failed: `debited` false), its cost leaves the slice. */
   async charged (t: Ticket, debited: boolean): Promise<void> {
     const cost = t.cost ?? 0
     this.charging -= cost
-    if (debited && cost > 0) {
-      this.size -= cost
-      try {
-        await this.ledger.shrinkHold!(this.id, cost)
-      } catch (err) {
-        // The hold stays bigger than the slice until it is released or expires: the safe side.
-        this.log.warn({ err }, 'balance: could not shrink a slice after a charge')
-      }
-    }
+    if (debited && cost > 0) await this.#shrink(cost, 'balance: could not shrink a slice after a charge')
     if (this.low) await this.giveBack()
+  }
+
+  /** Takes `amount` off the hold; one that fails leaves the hold bigger until it is released or expires: the safe side. */
+  async #shrink (amount: Micros, failed: string): Promise<void> {
+    this.size -= amount
+    try {
+      await this.ledger.shrinkHold!(this.id, amount)
+    } catch (err) {
+      this.log.warn({ err }, failed)
+    }
   }
 
   /** Hands the free part back to the organization (low balance). */
   async giveBack (): Promise<void> {
     const free = this.free
-    if (free <= 0) return
-    this.size -= free
-    try {
-      await this.ledger.shrinkHold!(this.id, free)
-    } catch (err) {
-      this.log.warn({ err }, 'balance: could not hand back the free part of a slice')
-    }
+    if (free > 0) await this.#shrink(free, 'balance: could not hand back the free part of a slice')
   }
 
   /** Deletes the hold (idle or shutdown); the next call starts a new one. */

@@ -1,5 +1,5 @@
 /**
- * @module plugins/ip-limit/sync – lease mode: count in memory, add to the shared counters in the
+ * @module plugins/ip-limit/lease – lease mode: count in memory, add to the shared counters in the
  * background.
  *
  * Rules (README, ip-limit):
@@ -18,7 +18,7 @@
  */
 import type { KvStore } from '../../index.ts'
 
-export interface SyncOptions {
+export interface LeaseOptions {
   intervalMs: number
   maxUnsynced: number
   maxClients: number
@@ -40,11 +40,11 @@ const MAX_ROUNDS = 10_000
 
 export type Verdict = 'admit' | 'refuse' | 'direct'
 
-export class LocalCounters {
+export class LeaseCounters {
   readonly #entries = new Map<string, Entry>()
   readonly #timer: NodeJS.Timeout
 
-  constructor (readonly store: KvStore, readonly limit: number, readonly windowMs: number, readonly opts: SyncOptions, readonly onError: (err: unknown) => void, readonly now: () => number) {
+  constructor (readonly store: KvStore, readonly limit: number, readonly windowMs: number, readonly opts: LeaseOptions, readonly onError: (err: unknown) => void, readonly now: () => number) {
     this.#timer = setInterval(() => { void this.flushAll() }, opts.intervalMs).unref()
   }
 

@@ -1,11 +1,11 @@
-// IP-limit lease mode, one level down (plugins/ip-limit/sync.ts): two "replicas" (two
-// LocalCounters on their own Redis connections) count one client under hundreds of concurrent
+// IP-limit lease mode, one level down (plugins/ip-limit/lease.ts): two "replicas" (two
+// LeaseCounters on their own Redis connections) count one client under hundreds of concurrent
 // requests. Admitted requests stay within limit + 2 × maxUnsynced, a refusal means the limit was
 // reached, and after a sync the shared counter holds exactly what was admitted.
 import t from 'tap'
 import { Redis } from 'ioredis'
 import { RedisStore } from '../../../core/stores/redis.ts'
-import { LocalCounters } from '../../../plugins/ip-limit/sync.ts'
+import { LeaseCounters } from '../../../plugins/ip-limit/lease.ts'
 import { redisUrl, randomId } from '../../helpers/backends.ts'
 
 t.test('two replicas counting one client', async t => {
@@ -18,8 +18,8 @@ t.test('two replicas counting one client', async t => {
   const MAX = 4
   const errors: unknown[] = []
   const opts = { intervalMs: 20, maxUnsynced: MAX, maxClients: 10 }
-  const a = new LocalCounters(s1, LIMIT, 3_600_000, opts, err => errors.push(err), Date.now)
-  const b = new LocalCounters(s2, LIMIT, 3_600_000, opts, err => errors.push(err), Date.now)
+  const a = new LeaseCounters(s1, LIMIT, 3_600_000, opts, err => errors.push(err), Date.now)
+  const b = new LeaseCounters(s2, LIMIT, 3_600_000, opts, err => errors.push(err), Date.now)
   t.teardown(async () => {
     await Promise.all([a.close(), b.close()])
     await Promise.all([s1.close(), s2.close()])

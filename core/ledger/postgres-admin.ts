@@ -1,0 +1,199 @@
+/**
+ * @module ledger/postgres-admin – the PostgreSQL ledger's connection pools and migrations, and what
+ * is not money in motion: organizations, projects, keys, top-ups, prices, usage records read, the
+ * stored holds an operator lists or releases. postgres.ts adds the wallet: holds and charges.
+ */
+import pg from 'pg'
+import type { ModelPrice } from '../types/model.ts'
+import type { Hold, KeyRecord, Micros, OrganizationRecord, ProjectRecord, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
+import { balanceOutOfRange, checkMicros, MAX_MICROS } from './ledger.ts'
+import { POSTGRES_MIGRATIONS } from './migrations.ts'
+import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, summaryFromRows, usageFromRow, usageSummarySql, usageWhere, type SummaryColumns } from './rows.ts'
+
+export interface PostgresLedgerOptions {
+  url: string
+  /** Schema holding the tables (created when missing); default `public`. */
+  schema?: string
+  /**
+   * Connections per pool (default 10). There are two pools, opened lazily: one for reservations
+   * (reserve, release) and one for everything else; charges are written one batch at a time, so
+   * the second rarely needs more than a couple of connections.
+   */
+  poolSize?: number
+  now?: () => number
+  /**
+   * How long a hold outlives its call's deadline (ms, default 30000): a hold expires at reserve
+   * time + the call's deadline + this margin, and while its call runs the replica that holds it
+   * keeps pushing its expiry to at least now + this margin. A replica that dies stops doing so,
+   * and its holds stop counting once they expire.
+   */
+  holdMarginMs?: number
+  /**
+   * How often this replica renews its live holds and deletes expired ones (ms, default 5000;
+   * at most a third of holdMarginMs, so a live hold is renewed well before it expires).
+   */
+  holdSweepMs?: number
+  /** Who holds, as listed by the admin CLI (default hostname:pid). */
+  owner?: string
+}
+
+/** The database's clock in ms: expiries are written and compared on one clock, whatever the replicas' clocks say. */
+export const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint'
+
+const MIGRATE_LOCK = 7_316_001 // pg_advisory_xact_lock key: one migrator at a time across replicas
+
+/** The pools, and every operation that is not the wallet's; a PostgresLedger is one. */
+export class PostgresAdmin {
+  readonly holdsStored = true
+  protected readonly pool: pg.Pool
+  /** Hold statements only: connections with synchronous_commit = off (see PostgresLedger). */
+  protected readonly holdPool: pg.Pool
+  readonly #schema: string
+  protected readonly now: () => number
+
+  constructor (opts: PostgresLedgerOptions) {
+    this.#schema = opts.schema ?? 'public'
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(this.#schema)) throw new Error(`invalid PostgreSQL schema name "${this.#schema}"`)
+    const searchPath = `-c search_path="${this.#schema}"` // quoted: unquoted names fold to lower case
+    const pool = (options: string): pg.Pool => {
+      const p = new pg.Pool({ connectionString: opts.url, max: opts.poolSize ?? 10, connectionTimeoutMillis: 3000, options })
+      p.on('error', () => { /* an idle client died; the pool replaces it, ping() reports outages */ })
+      // A connection that drops between queries emits 'error' on its client: never let that crash the process.
+      p.on('connect', client => { client.on('error', () => {}) })
+      return p
+    }
+    this.pool = pool(searchPath)
+    this.holdPool = pool(`${searchPath} -c synchronous_commit=off`)
+    this.now = opts.now ?? Date.now
+  }
+
+  async migrate (): Promise<void> {
+    const c = await this.pool.connect()
+    try {
+      await c.query('BEGIN')
+      await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATE_LOCK])
+      await c.query(`CREATE SCHEMA IF NOT EXISTS "${this.#schema}"`)
+      await c.query(`SET LOCAL search_path = "${this.#schema}"`)
+      await c.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)')
+      const done = new Set((await c.query('SELECT version FROM schema_migrations')).rows.map(r => Number(r.version)))
+      for (const m of POSTGRES_MIGRATIONS) {
+        if (done.has(m.version)) continue
+        await c.query(m.sql)
+        await c.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, this.now()])
+      }
+      await c.query('COMMIT')
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => {})
+      throw err
+    } finally {
+      c.release()
+    }
+  }
+
+  async createOrganization (id: string, name?: string): Promise<void> {
+    await this.pool.query('INSERT INTO organizations (id, name, created_at) VALUES ($1, $2, $3)', [id, name ?? null, this.now()])
+  }
+
+  async createProject (id: string, organization: string, name?: string): Promise<void> {
+    await this.pool.query('INSERT INTO projects (id, organization, name, created_at) VALUES ($1, $2, $3, $4)', [id, organization, name ?? null, this.now()])
+  }
+
+  async createKey (key: Omit<KeyRecord, 'createdAt' | 'revokedAt'>): Promise<KeyRecord> {
+    const now = this.now()
+    await this.pool.query('INSERT INTO api_keys (id, hash, prefix, name, organization, project, models, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', keyParams(key, now))
+    return { ...key, createdAt: now }
+  }
+
+  async revokeKey (id: string): Promise<boolean> {
+    const r = await this.pool.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [this.now(), id])
+    return r.rowCount === 1
+  }
+
+  async listKeys (): Promise<KeyRecord[]> {
+    return (await this.pool.query('SELECT * FROM api_keys ORDER BY created_at, id')).rows.map(keyFromRow)
+  }
+
+  async findKeyByHash (hash: string): Promise<KeyRecord | undefined> {
+    const r = await this.pool.query('SELECT * FROM api_keys WHERE hash = $1', [hash])
+    return r.rows[0] ? keyFromRow(r.rows[0]) : undefined
+  }
+
+  async topUp (organization: string, amount: Micros): Promise<Micros> {
+    checkMicros(amount)
+    // The bound in the statement itself: top-ups in flight at once cannot pass it together.
+    const r = await this.pool.query('UPDATE organizations SET balance = balance + $1 WHERE id = $2 AND balance + $1 BETWEEN $3 AND $4 RETURNING balance', [amount, organization, -MAX_MICROS, MAX_MICROS])
+    if (!r.rows[0]) {
+      if ((await this.pool.query('SELECT 1 FROM organizations WHERE id = $1', [organization])).rows[0]) throw balanceOutOfRange(organization)
+      throw new Error(`unknown organization "${organization}"`)
+    }
+    return Number(r.rows[0].balance)
+  }
+
+  async listHolds (): Promise<Hold[]> {
+    const r = await this.pool.query(`SELECT id, organization, amount, created_at, expires_at, owner, trace_id, expires_at > ${NOW_MS} AS live FROM holds ORDER BY created_at, id`)
+    return r.rows.map(h => ({
+      id: h.id, organization: h.organization, amount: Number(h.amount), createdAt: Number(h.created_at), expiresAt: Number(h.expires_at),
+      live: h.live === true, ...(h.owner ? { owner: h.owner } : {}), ...(h.trace_id ? { traceId: h.trace_id } : {}),
+    }))
+  }
+
+  async releaseHold (id: string): Promise<boolean> {
+    return ((await this.pool.query('DELETE FROM holds WHERE id = $1', [id])).rowCount ?? 0) === 1
+  }
+
+  /** Resolves once the batch holding this charge has committed (synchronously: it is on disk). */
+  async setPrice (model: string, price: ModelPrice): Promise<void> {
+    await this.pool.query(`INSERT INTO prices (model, input, cached_input, output, updated_at) VALUES ($1, $2, $3, $4, $5)
+      ON CONFLICT (model) DO UPDATE SET input = EXCLUDED.input, cached_input = EXCLUDED.cached_input, output = EXCLUDED.output, updated_at = EXCLUDED.updated_at`,
+    [model, price.input, price.cachedInput ?? null, price.output, this.now()])
+  }
+
+  async getPrice (model: string): Promise<ModelPrice | undefined> {
+    const r = await this.pool.query('SELECT * FROM prices WHERE model = $1', [model])
+    return r.rows[0] ? priceFromRow(r.rows[0]) : undefined
+  }
+
+  async listUsage (range: { from?: number, to?: number }): Promise<UsageRecord[]> {
+    const r = await this.pool.query('SELECT * FROM usage_records WHERE time >= $1 AND time < $2 ORDER BY time, id', [range.from ?? 0, range.to ?? Number.MAX_SAFE_INTEGER])
+    return r.rows.map(usageFromRow)
+  }
+
+  async queryUsage (q: UsageQuery): Promise<UsageRow[]> {
+    const { where, params } = usageWhere(q, i => `$${i}`)
+    return (await this.pool.query(`SELECT * FROM usage_records WHERE ${where}`, params)).rows.map(r => ({ ...usageFromRow(r), id: Number(r.id) }))
+  }
+
+  async summarizeUsage (q: UsageSummaryQuery): Promise<UsageSummaryRow[]> {
+    const { sql, params } = usageSummarySql(q, i => `$${i}`)
+    return summaryFromRows((await this.pool.query<SummaryColumns>(sql, params)).rows)
+  }
+
+  async listOrganizations (): Promise<OrganizationRecord[]> {
+    return (await this.pool.query('SELECT * FROM organizations ORDER BY id')).rows.map(organizationFromRow)
+  }
+
+  async getOrganization (id: string): Promise<OrganizationRecord | undefined> {
+    const r = await this.pool.query('SELECT * FROM organizations WHERE id = $1', [id])
+    return r.rows[0] ? organizationFromRow(r.rows[0]) : undefined
+  }
+
+  async listProjects (organization?: string): Promise<ProjectRecord[]> {
+    const r = organization === undefined
+      ? await this.pool.query('SELECT * FROM projects ORDER BY organization, id')
+      : await this.pool.query('SELECT * FROM projects WHERE organization = $1 ORDER BY id', [organization])
+    return r.rows.map(projectFromRow)
+  }
+
+  async listPrices (): Promise<Array<{ model: string, price: ModelPrice }>> {
+    return (await this.pool.query('SELECT * FROM prices ORDER BY model')).rows.map(r => ({ model: r.model, price: priceFromRow(r) }))
+  }
+
+  async ping (): Promise<boolean> {
+    try {
+      await this.pool.query('SELECT 1')
+      return true
+    } catch {
+      return false
+    }
+  }
+}
