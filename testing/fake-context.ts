@@ -80,7 +80,8 @@ export function fakeOutcome (o: Partial<Outcome> = {}): Outcome {
  * ledger, the catalog and DNS are not there unless given in `overrides` (a whole `ledger`: the
  * plugin gets views of the roles it declares).
  */
-export function pluginDeps<E extends string, R extends LedgerRole = never> (plugin: GatewayPlugin<TSchema, unknown, E, R>, overrides: Partial<Omit<PluginDeps<E, R>, 'ledger'>> & { ledger?: Ledger } = {}): PluginDeps<E, R> {
+export function pluginDeps<E extends string, R extends LedgerRole = never> (plugin: GatewayPlugin<TSchema, unknown, E, R>, overrides: Partial<Omit<PluginDeps<E, R>,
+  'ledger'>> & { ledger?: Ledger } = {}): PluginDeps<E, R> {
   const table = checkPluginErrors([plugin as GatewayPlugin])
   return {
     log: pino({ level: 'silent' }),

@@ -184,7 +184,8 @@ async function serveJson (gw: CallServices, call: Call, reply: FastifyReply, res
   } catch {
     a.circuit.failure()
     // Never the body itself: a 2xx answer may hold completion text, which logs must not.
-    call.log.warn({ provider: a.d.provider, contentType: res.headers['content-type'], bodyChars: text.length }, 'upstream answered 2xx with a body that is not JSON, or not an answer its adapter reads')
+    call.log.warn({ provider: a.d.provider, contentType: res.headers['content-type'], bodyChars: text.length },
+      'upstream answered 2xx with a body that is not JSON, or not an answer its adapter reads')
     return false
   }
   a.circuit.success()
@@ -196,7 +197,8 @@ async function serveJson (gw: CallServices, call: Call, reply: FastifyReply, res
   const fallback = capOutput(estimateUsage(a.opts.estimatedInputTokens, text.length), a.outputCap)
   const out = a.translator.response(json, a.opts, fallback)
   const usage = out.usage === undefined ? fallback : capOutput(out.usage, a.outputCap)
-  if (out.usage !== undefined && usage !== out.usage) call.log.warn({ provider: a.d.provider, outputCap: a.outputCap, outputTokens: out.usage.outputTokens }, 'an upstream answer passed the output cap it was sent; billed up to the cap')
+  if (out.usage !== undefined && usage !== out.usage) call.log.warn({ provider: a.d.provider, outputCap: a.outputCap, outputTokens: out.usage.outputTokens },
+    'an upstream answer passed the output cap it was sent; billed up to the cap')
   call.accepted(a.d.provider)
   // Recorded before the response hooks run: an answer they refuse is still billed.
   call.used(usage, !out.usage)

@@ -2,7 +2,7 @@
 import type { TSchema, Static } from '@sinclair/typebox'
 import type { Logger } from 'pino'
 import type { Readable } from 'node:stream'
-import type { ClientProtocol, Deployment, ModelEntry, Protocol } from '../types/model.ts'
+import type { ClientProtocol, Deployment, ModelEntry } from '../types/model.ts'
 import type { Usage } from '../types/usage.ts'
 import type { GatewayError } from '../errors/errors.ts'
 

@@ -8,7 +8,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
 import { ABORT_BODY, type BodyAbort } from './body.ts'
-import { gwError, type ErrorCode, type GatewayError } from '../errors/errors.ts'
+import { gwError, type ErrorCode } from '../errors/errors.ts'
 import { renderError } from '../errors/error-reply.ts'
 
 export interface LingerBounds {

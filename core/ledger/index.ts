@@ -2,7 +2,8 @@
 import type { Ledger } from './ledger.ts'
 
 export { LedgerAmountError, MAX_MICROS } from './ledger.ts'
-export type { Ledger, KeyRecord, UsageRecord, Reservation, Micros, Hold, ReserveOptions, OrganizationRecord, ProjectRecord, UsageQuery, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
+export type { Ledger, KeyRecord, UsageRecord, Reservation, Micros, Hold, ReserveOptions, OrganizationRecord, ProjectRecord, UsageQuery, UsageRow, UsageSummaryQuery,
+  UsageSummaryRow } from './ledger.ts'
 
 export interface LedgerConfig {
   backend: 'sqlite' | 'postgres'

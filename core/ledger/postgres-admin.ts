@@ -121,7 +121,8 @@ export class PostgresAdmin {
   async topUp (organization: string, amount: Micros): Promise<Micros> {
     checkMicros(amount)
     // The bound in the statement itself: top-ups in flight at once cannot pass it together.
-    const r = await this.pool.query('UPDATE organizations SET balance = balance + $1 WHERE id = $2 AND balance + $1 BETWEEN $3 AND $4 RETURNING balance', [amount, organization, -MAX_MICROS, MAX_MICROS])
+    const r = await this.pool.query('UPDATE organizations SET balance = balance + $1 WHERE id = $2 AND balance + $1 BETWEEN $3 AND $4 RETURNING balance', [amount, organization, -MAX_MICROS,
+      MAX_MICROS])
     if (!r.rows[0]) {
       if ((await this.pool.query('SELECT 1 FROM organizations WHERE id = $1', [organization])).rows[0]) throw balanceOutOfRange(organization)
       throw new Error(`unknown organization "${organization}"`)

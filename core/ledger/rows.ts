@@ -57,7 +57,8 @@ export function priceFromRow (r: Pick<PriceColumns, 'input' | 'cached_input' | '
   return p
 }
 
-export const USAGE_COLUMNS = 'time, key_id, organization, project, model, provider, trace_id, idempotency_key, input_tokens, cached_input_tokens, output_tokens, cost, price_input, price_cached_input, price_output, estimated'
+export const USAGE_COLUMNS = 'time, key_id, organization, project, model, provider, trace_id, idempotency_key, input_tokens, cached_input_tokens, output_tokens, cost, price_input, ' +
+  'price_cached_input, price_output, estimated'
 
 export function usageParams (u: UsageRecord): unknown[] {
   return [

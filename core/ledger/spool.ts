@@ -216,7 +216,8 @@ export class ChargeSpool {
     const state = error === undefined ? '' : `${this.#failing ? 'failing' : 'refused'}:${this.#entries.size}`
     const changed = state !== this.#logged
     this.#logged = state
-    if (changed && error !== undefined && !this.#failing) this.#log?.error({ err: error, spool: this.path, left: this.#entries.size }, 'ledger: the ledger works but refuses spooled charge(s); they stay in the spool (admin spool show) until it takes them')
+    if (changed && error !== undefined && !this.#failing) this.#log?.error({ err: error, spool: this.path, left: this.#entries.size },
+      'ledger: the ledger works but refuses spooled charge(s); they stay in the spool (admin spool show) until it takes them')
     if (committed > 0) {
       try {
         this.#rewrite()

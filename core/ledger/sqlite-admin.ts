@@ -170,7 +170,7 @@ export class SqliteAdmin {
   }
 
   async listUsage (range: { from?: number, to?: number }): Promise<UsageRecord[]> {
-    const rows = this.db.prepare<[number, number], UsageColumns>(`SELECT * FROM usage_records WHERE time >= ? AND time < ? ORDER BY time, id`)
+    const rows = this.db.prepare<[number, number], UsageColumns>('SELECT * FROM usage_records WHERE time >= ? AND time < ? ORDER BY time, id')
       .all(range.from ?? 0, range.to ?? Number.MAX_SAFE_INTEGER)
     return rows.map(usageFromRow)
   }

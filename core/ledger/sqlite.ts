@@ -135,7 +135,8 @@ export class SqliteLedger extends SqliteAdmin implements Ledger {
   async topUp (organization: string, amount: Micros): Promise<Micros> {
     checkMicros(amount)
     // The bound in the statement itself: top-ups in flight at once cannot pass it together.
-    const r = await this.retryBusy(() => this.db.prepare<[Micros, string, Micros, number, number], Pick<OrganizationColumns, 'balance'>>('UPDATE organizations SET balance = balance + ? WHERE id = ? AND balance + ? BETWEEN ? AND ? RETURNING balance').get(amount, organization, amount, -MAX_MICROS, MAX_MICROS))
+    const r = await this.retryBusy(() => this.db.prepare<[Micros, string, Micros, number, number], Pick<OrganizationColumns,
+      'balance'>>('UPDATE organizations SET balance = balance + ? WHERE id = ? AND balance + ? BETWEEN ? AND ? RETURNING balance').get(amount, organization, amount, -MAX_MICROS, MAX_MICROS))
     this.#wrote()
     if (!r) {
       if (this.db.prepare<[string], { id: string }>('SELECT id FROM organizations WHERE id = ?').get(organization)) throw balanceOutOfRange(organization)

@@ -11,7 +11,7 @@ import type { Call } from '../call/call.ts'
 import { costOf } from './cost.ts'
 import type { GatewayMetrics } from './metrics.ts'
 import { formatTraceparent, newSpanId, newTraceId, parseTraceparent } from './trace-context.ts'
-import { exportsCall, type SpanExporter, type SpanRecord } from './spans.ts'
+import { attemptErrorKind, exportsCall, type Attempt, type SpanExporter, type SpanRecord } from './spans.ts'
 
 /** Errors a client caused, or a route not there yet: logged without a stack. */
 export function isExpectedError (status: number): boolean {
@@ -20,33 +20,6 @@ export function isExpectedError (status: number): boolean {
 
 /** Epoch milliseconds of a performance.now() reading. */
 const epoch = (t: number): number => performance.timeOrigin + t
-
-interface Attempt {
-  provider: string
-  model: string
-  spanId: string
-  start: number
-  headersAt: number | undefined
-  status: number | undefined
-  end: number | undefined
-}
-
-/** Why a failed attempt failed (a bounded label set). */
-function attemptErrorKind (a: Attempt, last: boolean, call: Call): string | undefined {
-  const code = call.outcome.error?.code
-  if (a.status === undefined) {
-    if (last && code === 'GW_ERR_TIMEOUT') return 'timeout'
-    if (last && call.outcome.clientAborted) return undefined
-    return 'connect'
-  }
-  if (a.status === 429) return 'http_429'
-  if (a.status >= 500) return 'http_5xx'
-  if (a.status < 200 || a.status >= 300) return 'http_4xx'
-  if (!last) return 'bad_answer'
-  if (code === 'GW_ERR_TIMEOUT') return 'timeout'
-  if (code === 'GW_ERR_UPSTREAM_FAILED') return 'bad_answer'
-  return undefined
-}
 
 /** What outlives config versions: one metrics registry and one span exporter per app (restart-only). */
 export interface ObserverParts {

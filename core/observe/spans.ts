@@ -2,6 +2,7 @@
  * @module observe/spans – the spans one call produced, as plain records, and the contract of the
  * exporter that sends them (observe/otel.ts, loaded by observe/otlp-loader.ts).
  */
+import type { Call } from '../call/call.ts'
 
 export interface SpanRecord {
   name: string
@@ -37,4 +38,32 @@ export interface SpanExporter {
 export function exportsCall (exporter: SpanExporter, flags: string, callerTrace: boolean, authenticated: boolean): boolean {
   if ((parseInt(flags, 16) & 1) !== 1) return false
   return !callerTrace || authenticated || exporter.sampleNew()
+}
+
+/** One upstream attempt of a call, as its span records it. */
+export interface Attempt {
+  provider: string
+  model: string
+  spanId: string
+  start: number
+  headersAt: number | undefined
+  status: number | undefined
+  end: number | undefined
+}
+
+/** Why a failed attempt failed (a bounded label set). */
+export function attemptErrorKind (a: Attempt, last: boolean, call: Call): string | undefined {
+  const code = call.outcome.error?.code
+  if (a.status === undefined) {
+    if (last && code === 'GW_ERR_TIMEOUT') return 'timeout'
+    if (last && call.outcome.clientAborted) return undefined
+    return 'connect'
+  }
+  if (a.status === 429) return 'http_429'
+  if (a.status >= 500) return 'http_5xx'
+  if (a.status < 200 || a.status >= 300) return 'http_4xx'
+  if (!last) return 'bad_answer'
+  if (code === 'GW_ERR_TIMEOUT') return 'timeout'
+  if (code === 'GW_ERR_UPSTREAM_FAILED') return 'bad_answer'
+  return undefined
 }

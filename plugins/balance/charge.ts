@@ -69,7 +69,7 @@ export class Charges {
       // Its hold must not outlive it (releasing a hold its charge already dropped changes nothing).
       const r = a.reservation
       if (r === undefined) return this.#finished()
-      this.release(r).finally(() => this.#finished())
+      void this.release(r).finally(() => this.#finished())
       return
     }
     setTimeout(() => this.ledger.inProcess!.charge(new Attempt(this, a.reservation, a.record, a.attempt + 1)), 100 * a.attempt)
@@ -124,7 +124,8 @@ export class Charges {
   /** After the last attempt: to the spool (true), or logged at fatal when it cannot take it (false). */
   #spooled (err: unknown, reservation: Reservation | undefined, record: UsageRecord, after?: () => void): boolean {
     if (this.spool?.add(reservation, record, after) === true) {
-      this.log.error({ err, traceId: record.traceId, spool: this.spool.path }, 'balance: the ledger would not take a charge; it is spooled and replayed until it commits (admission is closed meanwhile)')
+      this.log.error({ err, traceId: record.traceId, spool: this.spool.path },
+        'balance: the ledger would not take a charge; it is spooled and replayed until it commits (admission is closed meanwhile)')
       return true
     }
     this.#fatal(err, record)

@@ -28,7 +28,8 @@ export function newClaim (scope: string, value: string): Claim {
  * Claims at once: true when this call won; throws the key's 429 (past its share), 409 for a
  * repeat of a claim held, or `refused(err)` when the store fails.
  */
-export function claimNow (fast: InProcessKv, claim: Claim, config: { ttlMs: number, maxClaimsPerKey: number }, overShare: (resetMs: number) => GatewayError, refused: (err: unknown) => GatewayError): boolean {
+export function claimNow (fast: InProcessKv, claim: Claim, config: { ttlMs: number, maxClaimsPerKey: number }, overShare: (resetMs: number) => GatewayError,
+  refused: (err: unknown) => GatewayError): boolean {
   try {
     const n = fast.incr(claim.count, 1, config.ttlMs)
     if (n.value > config.maxClaimsPerKey) {

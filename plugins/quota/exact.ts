@@ -27,7 +27,8 @@ export function exactMode (store: KvStore, refusals: Refusals, log: Logger, cloc
         for (const a of list) {
           const ttl = ttlOf(a, now)
           if (a.limit.tokens !== undefined && over(await add(a.tokens, need.tokens, ttl), need.tokens, a.limit.tokens)) throw refusals.exceeded(ctx, a, `${a.limit.tokens} tokens`, now)
-          if (a.limit.spend !== undefined && over(await add(a.spend, need.spend, ttl), need.spend, Math.round(a.limit.spend * 1e6))) throw refusals.exceeded(ctx, a, `a spend cap of ${a.limit.spend}`, now)
+          if (a.limit.spend !== undefined && over(await add(a.spend, need.spend, ttl), need.spend, Math.round(a.limit.spend * 1e6))) throw refusals.exceeded(ctx, a, `a spend cap of ${a.limit.spend}`,
+            now)
           if (a.limit.requests !== undefined && await add(a.requests, 1, ttl) > a.limit.requests) throw refusals.exceeded(ctx, a, `${a.limit.requests} requests`, now)
         }
       } catch (err) {

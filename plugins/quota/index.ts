@@ -105,7 +105,8 @@ export default definePlugin({
         if (mode.inProcess) {
           const price = spend ? prices.cached(ctx.model!) : undefined
           const model = ctx.model!
-          const input = spend && price === undefined ? undefined : reservationInputTokensNow(ctx.body as Record<string, unknown>, ctx.bodyBytes, model.public.context_length, upstreamName(ctx), TOKENIZE_MAX_CHARS)
+          const input = spend && price === undefined ? undefined : reservationInputTokensNow(ctx.body as Record<string, unknown>, ctx.bodyBytes, model.public.context_length, upstreamName(ctx),
+            TOKENIZE_MAX_CHARS)
           if (input !== undefined) {
             state.price = price
             return mode.count(ctx, state, list, needOf(ctx, input, price), now)

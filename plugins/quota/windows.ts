@@ -65,7 +65,8 @@ export function windowsOf (limits: readonly QuotaLimitT[]): (ctx: GatewayContext
     if (k === undefined || now >= k.end || now < k.start) {
       const [window, left, len] = windowAt(limit.window, now)
       const base = `${index}:${limit.scope}:${subject}:${window}:`
-      k = { limit, subject, shown, window, start: now + left - len, end: now + left, expiresAt: now + left + Math.min(len, 60_000), tokens: `${base}tokens`, spend: `${base}spend`, requests: `${base}requests` }
+      k = { limit, subject, shown, window, start: now + left - len, end: now + left, expiresAt: now + left + Math.min(len, 60_000), tokens: `${base}tokens`, spend: `${base}spend`,
+        requests: `${base}requests` }
       if (cache.size >= MAX_CACHED_SUBJECTS) cache.clear()
       cache.set(subject, k)
     }

@@ -7,7 +7,8 @@
  * event (each chunk is parsed for usage, finish and the output relayed, never re-serialized; an
  * upstream error chunk is rebuilt with its text sanitized).
  */
-import { modelSpanOf, spliceModel, requestedOutputCap, SSE_DONE, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { modelSpanOf, spliceModel, requestedOutputCap, SSE_DONE, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
+  type Usage } from '../../index.ts'
 import { usageFromChat } from '../../index.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { ChatChunkWire, ChatCompletionWire, ChatRequestWire } from './wire-chat.ts'

@@ -19,7 +19,8 @@
  * signature that names a tool call also shows on that call as `extra_content.google.thought_signature`
  * (Gemini's OpenAI-compatible field), and comes back from it.
  */
-import { estimateUsage, gwError, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { estimateUsage, gwError, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
+  type Usage } from '../../index.ts'
 import { usageFromMessages, usageToChat } from '../../index.ts'
 import { ChatChunkEmitter, chatErrorChunk } from './chat-chunks.ts'
 import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeToolId, textOf } from './common.ts'
@@ -337,7 +338,8 @@ class ChatOverMessagesStream implements StreamTranslator {
           const toolIdx = this.#toolCount++
           this.#blocks.set(d.index, { kind: 'tool_use', toolIdx })
           chunks.role(out)
-          return chunks.delta(out, { tool_calls: [{ index: toolIdx, id: str(b.id), type: 'function', function: { name: str(b.name), arguments: '' }, ...extraFor(this.#geminiSigs, str(b.id) ?? '') }] })
+          return chunks.delta(out, { tool_calls: [{ index: toolIdx, id: str(b.id), type: 'function', function: { name: str(b.name), arguments: '' }, ...extraFor(this.#geminiSigs,
+            str(b.id) ?? '') }] })
         }
         if (b.type === 'redacted_thinking') {
           this.#blocks.set(d.index, { kind: 'other' })

@@ -15,7 +15,8 @@
  * the signature), in a stream when the item is done; an assistant message's thinking blocks
  * carrying a reasoning item go back as that item, ahead of the message's text and calls.
  */
-import { estimateUsage, streamUsage, gwError, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { estimateUsage, streamUsage, gwError, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
+  type Usage } from '../../index.ts'
 import { usageToChat } from '../../index.ts'
 import { applyModelParameters, CHAT_STANDARD, newId, textOf } from './common.ts'
 import { ChatChunkEmitter, chatErrorChunk } from './chat-chunks.ts'
@@ -79,7 +80,8 @@ export function chatToResponsesBody (body: ChatRequestWire, opts: TranslateOptio
         const t = textOf(m.content, '')
         if (t !== '') input.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: t }] })
         for (const c of Array.isArray(m.tool_calls) ? m.tool_calls : []) {
-          input.push({ type: 'function_call', call_id: String(c?.id ?? 'call_' + newId()), name: String(c?.function?.name ?? ''), arguments: typeof c?.function?.arguments === 'string' ? c.function.arguments : '{}' })
+          input.push({ type: 'function_call', call_id: String(c?.id ?? 'call_' + newId()), name: String(c?.function?.name ?? ''),
+            arguments: typeof c?.function?.arguments === 'string' ? c.function.arguments : '{}' })
         }
         break
       }

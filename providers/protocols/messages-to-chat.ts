@@ -17,7 +17,8 @@
  * `reasoning_content` / `reasoning` (DeepSeek, vLLM, OpenRouter) comes back as a thinking block
  * ahead of the text, with an empty signature.
  */
-import { estimateUsage, streamUsage, gwError, requestedOutputCap, sanitizeUpstreamMessage, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { estimateUsage, streamUsage, gwError, requestedOutputCap, sanitizeUpstreamMessage, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions,
+  type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromChat, usageToMessages } from '../../index.ts'
 import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, messagesError, messagesErrorType, newId, parseArgs, safeToolId, stopFromFinish, textOf } from './common.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'

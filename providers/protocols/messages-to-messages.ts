@@ -6,11 +6,13 @@
  * forwarded as received; only `message_start`, `message_delta` (usage), content deltas (output
  * relayed, for a stream cut before its final usage) and `error` (rebuilt, sanitized) are parsed.
  */
-import { sanitizeUpstreamMessage, modelSpanOf, spliceModel, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
+import { sanitizeUpstreamMessage, modelSpanOf, spliceModel, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
+  type Usage } from '../../index.ts'
 import { serverToolUsesFromMessages, usageFromMessages } from '../../index.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { MessagesAnswerWire, MessagesEventWire } from './wire-messages.ts'
-import { applyModelParameters, capInText, DeferredCount, enforceCap, messagesError, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged, safeErrorType } from './common.ts'
+import { applyModelParameters, capInText, DeferredCount, enforceCap, messagesError, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged,
+  safeErrorType } from './common.ts'
 
 /** The one field of a messages request that carries its output cap. */
 const MAX_TOKENS = ['max_tokens']

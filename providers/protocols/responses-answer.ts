@@ -92,7 +92,8 @@ function reasoningOf (m: ChatDeltaWire): string {
 
 /** A messages thinking block as a reasoning item: its text, and the block itself when the client asked for encrypted reasoning. */
 function reasoningItem (info: CallInfo, b: AnyThinkingBlock): ResponsesReasoningItem {
-  const item: ResponsesReasoningItem = { type: 'reasoning', id: 'rs_' + newId(), summary: [], content: b.type === 'thinking' && b.thinking !== '' ? [{ type: 'reasoning_text', text: b.thinking }] : [] }
+  const item: ResponsesReasoningItem = { type: 'reasoning', id: 'rs_' + newId(), summary: [], content: b.type === 'thinking' && b.thinking !== '' ? [{ type: 'reasoning_text',
+    text: b.thinking }] : [] }
   if (info.encrypted === true) item.encrypted_content = encodeThinking(b)
   return item
 }
@@ -115,7 +116,8 @@ export function chatAnswerToResponse (answer: unknown, usage: Usage | undefined,
   if (content.length > 0) output.push({ type: 'message', id: 'msg_' + newId(), status: 'completed', role: 'assistant', content })
   if (Array.isArray(m.tool_calls)) {
     for (const c of m.tool_calls) {
-      output.push(functionCallItem(info, 'fc_' + newId(), typeof c?.id === 'string' ? c.id : 'call_' + newId(), String(c?.function?.name ?? ''), typeof c?.function?.arguments === 'string' ? c.function.arguments : '{}', 'completed'))
+      output.push(functionCallItem(info, 'fc_' + newId(), typeof c?.id === 'string' ? c.id : 'call_' + newId(), String(c?.function?.name ?? ''),
+        typeof c?.function?.arguments === 'string' ? c.function.arguments : '{}', 'completed'))
     }
   }
   const { status, incomplete } = statusFromFinish(choice.finish_reason)

@@ -312,7 +312,8 @@ function convertToolChoice (tc: unknown, known: Set<string>): ChatRequest['tool_
  */
 export function responsesToChatRequest (body: ResponsesRequestWire, opts: TranslateOptions, forChatUpstream = true): ChatRequest {
   const info = describeCall(body)
-  const out: ChatRequest = { model: opts.upstreamModel, messages: convertInput(body, opts.upstream?.systemRole ?? 'system', forChatUpstream ? undefined : opts.model.inputModalities, !forChatUpstream) }
+  const out: ChatRequest = { model: opts.upstreamModel, messages: convertInput(body, opts.upstream?.systemRole ?? 'system', forChatUpstream ? undefined : opts.model.inputModalities,
+    !forChatUpstream) }
   const cap = requestedOutputCap(body, opts.model.maxOutputTokens)
   const capField = opts.upstream?.maxTokensField ?? 'max_tokens'
   out[capField] = cap

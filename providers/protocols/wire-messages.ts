@@ -103,7 +103,8 @@ export type MessagesImageType = 'image/jpeg' | 'image/png' | 'image/gif' | 'imag
 /** An image (URL or base64) or a document (PDF, plain text, or a PDF by URL) block. */
 export type MessagesMediaBlock =
   | { type: 'image', source: { type: 'url', url: string } | { type: 'base64', media_type: MessagesImageType, data: string } }
-  | { type: 'document', title?: string, source: { type: 'url', url: string } | { type: 'base64', media_type: 'application/pdf', data: string } | { type: 'text', media_type: 'text/plain', data: string } }
+  | { type: 'document', title?: string, source: { type: 'url', url: string } | { type: 'base64', media_type: 'application/pdf', data: string } | { type: 'text', media_type: 'text/plain',
+    data: string } }
 
 /** A client's image block, passed on to a chat upstream as the client sent it (it has no chat form). */
 export type MessagesImageAsSent = JsonObject & { type: 'image' }
@@ -163,7 +164,8 @@ export type MessagesAnswer = {
 export type MessagesStreamEvent =
   | { type: 'message_start', message: Omit<MessagesAnswer, 'content' | 'stop_reason'> & { content: [], stop_reason: null } }
   | { type: 'content_block_start', index: number, content_block: MessagesThinkingBlock | MessagesRedactedThinkingBlock | MessagesTextBlock | MessagesToolUseBlock }
-  | { type: 'content_block_delta', index: number, delta: { type: 'text_delta', text: string } | { type: 'thinking_delta', thinking: string } | { type: 'signature_delta', signature: string } | { type: 'input_json_delta', partial_json: string } }
+  | { type: 'content_block_delta', index: number, delta: { type: 'text_delta', text: string } | { type: 'thinking_delta', thinking: string } | { type: 'signature_delta',
+    signature: string } | { type: 'input_json_delta', partial_json: string } }
   | { type: 'content_block_stop', index: number }
   | { type: 'message_delta', delta: { stop_reason: MessagesStopReason, stop_sequence: null }, usage: MessagesUsage }
   | { type: 'message_stop' }

@@ -16,7 +16,19 @@ const SERVER = resolve('dist/server.js')
 const CONFIG = resolve('deploy/gateway.yaml')
 const ADMIN_KEY = 'deploy-test-admin-key-0123456789'
 
-type Doc = Record<string, any>
+interface Probe { httpGet: { path: string } }
+interface Container { livenessProbe: Probe, readinessProbe: Probe, envFrom: unknown }
+interface K8sDoc {
+  kind: string
+  data?: Record<string, string>
+  stringData?: Record<string, string>
+  spec?: {
+    replicas?: number
+    ports?: Array<{ targetPort: string }>
+    template?: { spec: { securityContext: { runAsNonRoot: boolean }, containers: Container[] } }
+  }
+}
+interface ComposeService { volumes: string[], environment: Record<string, string>, ports: string[] }
 
 /** The `${NAME}` variables a config needs from the environment (those without a `:-` default). */
 function requiredVariables (text: string): string[] {
@@ -42,9 +54,9 @@ t.test('Dockerfile: two stages, an unprivileged user, a data volume and a /ready
 })
 
 t.test('compose.yaml: the gateway with Redis and PostgreSQL, on deploy/gateway.yaml', async t => {
-  const compose = parse(readFileSync('compose.yaml', 'utf8')) as Doc
+  const compose = parse(readFileSync('compose.yaml', 'utf8')) as { services: Record<string, ComposeService> }
   t.same(Object.keys(compose.services).sort(), ['gateway', 'postgres', 'redis'])
-  const gw = compose.services.gateway
+  const gw = compose.services.gateway!
   t.ok(gw.volumes.includes('./deploy/gateway.yaml:/etc/model-gateway/gateway.yaml:ro'), 'mounts the scale-out config')
   t.equal(gw.environment.GATEWAY_CONFIG, '/etc/model-gateway/gateway.yaml')
   t.match(gw.environment.REDIS_URL, /^redis:\/\/redis:6379/)
@@ -54,20 +66,20 @@ t.test('compose.yaml: the gateway with Redis and PostgreSQL, on deploy/gateway.y
 })
 
 t.test('deploy/kubernetes.yaml: probes, a Secret for keys, the same config as deploy/gateway.yaml', async t => {
-  const docs = parseAllDocuments(readFileSync('deploy/kubernetes.yaml', 'utf8')).map(d => d.toJS() as Doc)
-  const byKind = (kind: string): Doc => docs.find(d => d.kind === kind) as Doc
+  const docs = parseAllDocuments(readFileSync('deploy/kubernetes.yaml', 'utf8')).map(d => d.toJS() as K8sDoc)
+  const byKind = (kind: string): K8sDoc => docs.find(d => d.kind === kind) as K8sDoc
   t.same(docs.map(d => d.kind), ['Secret', 'ConfigMap', 'Deployment', 'Service'])
-  t.equal(byKind('ConfigMap').data['gateway.yaml'], readFileSync(CONFIG, 'utf8'), 'the ConfigMap carries deploy/gateway.yaml unchanged')
-  const pod = byKind('Deployment').spec.template.spec
-  const c = pod.containers[0]
+  t.equal(byKind('ConfigMap').data?.['gateway.yaml'], readFileSync(CONFIG, 'utf8'), 'the ConfigMap carries deploy/gateway.yaml unchanged')
+  const pod = byKind('Deployment').spec!.template!.spec
+  const c = pod.containers[0]!
   t.equal(c.livenessProbe.httpGet.path, '/healthz')
   t.equal(c.readinessProbe.httpGet.path, '/readyz')
   t.equal(pod.securityContext.runAsNonRoot, true)
-  t.ok(byKind('Deployment').spec.replicas >= 2, 'more than one replica: the scale-out config')
-  const secret = byKind('Secret').stringData
+  t.ok((byKind('Deployment').spec?.replicas ?? 0) >= 2, 'more than one replica: the scale-out config')
+  const secret = byKind('Secret').stringData ?? {}
   for (const v of requiredVariables(readFileSync(CONFIG, 'utf8'))) t.ok(v in secret, `the Secret provides ${v}`)
   t.same(c.envFrom, [{ secretRef: { name: 'model-gateway' } }])
-  t.same(byKind('Service').spec.ports.map((p: Doc) => p.targetPort), ['http'], 'the Service exposes inference only, not the admin port')
+  t.same(byKind('Service').spec?.ports?.map(p => p.targetPort), ['http'], 'the Service exposes inference only, not the admin port')
 })
 
 t.test('deploy/model-gateway.service: systemd accepts the unit', async t => {
