@@ -145,6 +145,7 @@ export async function startAdmin (gateway: GatewayApp, opts: AdminAppOptions = {
   const current = new Proxy({} as Gateway, { get: (_, key) => Reflect.get(gateway.gateway, key) })
   // The error rate's source: every inference call the gateway app ends (admin/calls.ts).
   const recorder = opts.recorder ?? new CallRecorder()
+  gateway.addHook('onRequest', recorder.onRequest)
   gateway.addHook('onResponse', recorder.onResponse)
   const app = await buildAdminApp(current, cfg, { ...opts, recorder })
   gateway.addHook('onClose', async () => { await app.close() })

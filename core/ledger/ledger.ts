@@ -64,8 +64,10 @@ export interface UsageQuery {
   project?: string
   keyId?: string
   model?: string
-  /** Only records after this (time, id) position: the last record of the previous page. */
+  /** Only records after this (time, id) position in `order`: the last record of the previous page. */
   after?: { time: number, id: number }
+  /** Oldest first (asc, the default) or newest first (desc). */
+  order?: 'asc' | 'desc'
   /** At most this many records (the caller bounds it). */
   limit: number
 }

@@ -117,14 +117,17 @@ function usageFilter (q: Omit<UsageQuery, 'limit' | 'after'>, ph: (i: number) =>
  */
 export function usageWhere (q: UsageQuery, ph: (i: number) => string): { where: string, params: unknown[] } {
   const { parts, params } = usageFilter(q, ph)
+  // Newest first reverses both the order and the cursor's comparison.
+  const desc = q.order === 'desc'
   if (q.after) {
     // Each placeholder once: SQLite's ? are positional.
     params.push(q.after.time, q.after.time, q.after.id)
     const n = params.length
-    parts.push(`(time > ${ph(n - 2)} OR (time = ${ph(n - 1)} AND id > ${ph(n)}))`)
+    const cmp = desc ? '<' : '>'
+    parts.push(`(time ${cmp} ${ph(n - 2)} OR (time = ${ph(n - 1)} AND id ${cmp} ${ph(n)}))`)
   }
   params.push(q.limit)
-  return { where: parts.join(' AND ') + ` ORDER BY time, id LIMIT ${ph(params.length)}`, params }
+  return { where: parts.join(' AND ') + ` ORDER BY ${desc ? 'time DESC, id DESC' : 'time, id'} LIMIT ${ph(params.length)}`, params }
 }
 
 /**
