@@ -4,7 +4,7 @@
 import { h, Fragment } from 'preact'
 import { useMemo, useState } from 'preact/hooks'
 import { api, qs, useLoad, useReady } from '../api.js'
-import { t } from '../i18n.js'
+import { fmtDateTime, fmtInt, t } from '../i18n.js'
 import { formatMoney, toMicros } from '../money.js'
 import { align, bucketStarts, rates } from '../series.js'
 import { COLOURS, LineChart, OTHER_COLOUR } from '../chart.js'
@@ -15,7 +15,6 @@ const RANGES = [['lastHour', 'minute', 60_000, 60, 'perMinute'], ['lastDay', 'ho
 /** Groups with a line of their own; the rest are one "other" line. */
 const TOP = 6
 
-export const fmtInt = n => Number(n).toLocaleString('en-US')
 const pct = v => v === null || v === undefined ? '—' : `${(v * 100).toFixed(v > 0 && v < 0.001 ? 3 : 1)}%`
 const rateOf = (n, d) => d ? n / d : null
 const money = v => formatMoney(BigInt(Math.round(v * 1e6)))
@@ -68,6 +67,7 @@ export function Overview () {
     }
   }, [d, by])
   const per = t(RANGES[range][4])
+  const bucketMs = RANGES[range][2]
   const grouping = by === 'model' ? t('perModel') : t('perOrganization')
   const cols = [
     { label: t('name'), key: 'name' },
@@ -92,13 +92,13 @@ export function Overview () {
         h('div', null, h('dt', null, t('spend')), h('dd', { 'data-testid': 'total-spend' }, formatMoney(toMicros(total.cost)))),
         h('div', null, h('dt', null, t('errorRate')), h('dd', { 'data-testid': 'error-rate' }, pct(rateOf(callTotal.serverErrors, callTotal.requests)))),
         h('div', null, h('dt', null, t('refusedRate')), h('dd', { 'data-testid': 'refused-rate' }, pct(rateOf(callTotal.clientErrors, callTotal.requests))))),
-      h('p', { class: 'note' }, t('callsNote', { since: new Date(d.model.calls.since).toLocaleString(), })),
+      h('p', { class: 'note' }, t('callsNote', { since: fmtDateTime(d.model.calls.since) })),
       h(Toggle, { label: t('groupBy'), items: [['model', t('perModel')], ['organization', t('perOrganization')]], value: by, onChange: setBy }),
       h('div', { class: 'charts' },
-        h(LineChart, { testid: 'chart-requests', title: `${t('requests')} (${per})`, label: `${t('requests')}, ${grouping}`, starts: d.starts, series: charts.requests, colour: charts.colour, format: fmtInt }),
-        h(LineChart, { testid: 'chart-tokens', title: `${t('tokens')} (${per})`, label: `${t('tokens')}, ${grouping}`, starts: d.starts, series: charts.tokens, colour: charts.colour, format: fmtInt }),
-        h(LineChart, { testid: 'chart-spend', title: `${t('spend')} (${per})`, label: `${t('spend')}, ${grouping}`, starts: d.starts, series: charts.spend, colour: charts.colour, format: money }),
-        h(LineChart, { testid: 'chart-errors', title: `${t('errorRate')} (${per})`, label: `${t('errorRate')}, ${grouping}`, starts: d.starts, series: charts.errors, colour: charts.colour, format: pct, points: true })),
+        h(LineChart, { testid: 'chart-requests', title: `${t('requests')} (${per})`, label: `${t('requests')}, ${grouping}`, starts: d.starts, bucketMs, series: charts.requests, colour: charts.colour, format: fmtInt }),
+        h(LineChart, { testid: 'chart-tokens', title: `${t('tokens')} (${per})`, label: `${t('tokens')}, ${grouping}`, starts: d.starts, bucketMs, series: charts.tokens, colour: charts.colour, format: fmtInt }),
+        h(LineChart, { testid: 'chart-spend', title: `${t('spend')} (${per})`, label: `${t('spend')}, ${grouping}`, starts: d.starts, bucketMs, series: charts.spend, colour: charts.colour, format: money }),
+        h(LineChart, { testid: 'chart-errors', title: `${t('errorRate')} (${per})`, label: `${t('errorRate')}, ${grouping}`, starts: d.starts, bucketMs, series: charts.errors, colour: charts.colour, format: pct, points: true, rate: true })),
       h('h2', { id: 'per-model' }, t('perModel')),
       h(Table, { labelledBy: 'per-model', testid: 'per-model', cols, rows: groupRows(d.model.usage, d.model.calls) }),
       h('h2', { id: 'per-organization' }, t('perOrganization')),

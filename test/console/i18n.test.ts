@@ -29,7 +29,7 @@ async function main (t: Test): Promise<void> {
   page.setDefaultTimeout(20_000)
   const errors = watchErrors(page)
   await page.goto(`${admin}/console`)
-  await page.getByLabel('Language').selectOption('zh')
+  await page.getByLabel('Language').selectOption('zh-CN')
   await page.getByRole('heading', { level: 1, name: '网关控制台' }).waitFor()
   t.equal(await page.evaluate(() => document.documentElement.lang), 'zh-CN')
   await check(t, page, 'signin-zh')
