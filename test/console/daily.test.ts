@@ -104,99 +104,112 @@ async function main (t: Test): Promise<void> {
     await page.getByRole('button', { name: 'Sign in' }).waitFor()
     t.same(consoleErrors, [], 'no console error on load before sign-in')
     t.same(bad, [], 'no request refused on load (no favicon fetched from the guarded listener)')
-    if (v.lang === 'zh-CN') await page.getByLabel('Language').selectOption('zh-CN')
+    if (v.lang === 'zh-CN') await page.getByLabel('Language').selectOption({ label: '简体中文' })
     await page.getByLabel(w.adminKey).fill(ADMIN_KEY)
     await page.getByRole('button', { name: w.signIn }).click()
     await page.getByRole('heading', { level: 1, name: w.overview }).waitFor()
 
     // Overview: the error rate's axis within 0–100 %; ticks in the language.
-    await page.getByRole('button', { name: w.lastHour }).click()
-    await page.locator('[data-testid="chart-errors"][data-y-ticks]').waitFor()
-    const y = await ticks(page, 'chart-errors', 'y')
-    t.ok(y.length >= 2, `error-rate ticks: ${y.join(' ')}`)
-    t.ok(y.every(l => /^\d+(\.\d+)?%$/.test(l) && Number.parseFloat(l) <= 100), `every error-rate tick is a percentage up to 100 %: ${y.join(' ')}`)
-    if (allZero) {
-      t.equal(await page.getByTestId('error-rate').textContent(), '0.0%', 'every call so far was served')
-      t.equal(y[0], '0.0%', 'the axis starts at 0 %')
-      t.equal(y.at(-1), '100.0%', 'and ends at 100 %, not 10000 %')
-    }
-    const hourTicks = await ticks(page, 'chart-requests', 'x')
-    t.ok(hourTicks.length >= 2 && hourTicks.slice(1).some(l => /^\d\d:\d\d$/.test(l)), `minute buckets: hh:mm ticks, 24-hour: ${hourTicks.join(' | ')}`)
-    await page.getByRole('button', { name: w.last30 }).click()
-    await page.getByTestId('chart-requests').and(page.locator('[data-points="30"]')).waitFor()
-    await page.waitForFunction(() => !/:/.test(document.querySelector('[data-testid="chart-requests"]')?.getAttribute('data-x-ticks') ?? ':'))
-    const dayTicks = await ticks(page, 'chart-requests', 'x')
-    const dayRe = v.lang === 'zh-CN' ? /^\d{1,2}月\d{1,2}日$/ : /^[A-Z][a-z]{2} \d{1,2}$/
-    t.ok(dayTicks.length >= 2 && dayTicks.every(l => dayRe.test(l)), `day buckets: dates in ${v.lang}: ${dayTicks.join(' | ')}`)
-    const note = (await page.locator('p.note').first().textContent())!
-    if (v.lang === 'zh-CN') t.match(note, /\d{4}年\d{1,2}月\d{1,2}日/, 'the since date in Chinese')
-    await check(t, page, `daily-overview-${v.lang}-${v.width}`)
+    await t.test('overview: the error-rate axis, ticks and dates in the language', async t => {
+      await page.getByRole('button', { name: w.lastHour }).click()
+      await page.locator('[data-testid="chart-errors"][data-y-ticks]').waitFor()
+      const y = await ticks(page, 'chart-errors', 'y')
+      t.ok(y.length >= 2, `error-rate ticks: ${y.join(' ')}`)
+      t.ok(y.every(l => /^\d+(\.\d+)?%$/.test(l) && Number.parseFloat(l) <= 100), `every error-rate tick is a percentage up to 100 %: ${y.join(' ')}`)
+      if (allZero) {
+        t.equal(await page.getByTestId('error-rate').textContent(), '0.0%', 'every call so far was served')
+        t.equal(y[0], '0.0%', 'the axis starts at 0 %')
+        t.equal(y.at(-1), '100.0%', 'and ends at 100 %, not 10000 %')
+      }
+      const hourTicks = await ticks(page, 'chart-requests', 'x')
+      t.ok(hourTicks.length >= 2 && hourTicks.slice(1).some(l => /^\d\d:\d\d$/.test(l)), `minute buckets: hh:mm ticks, 24-hour: ${hourTicks.join(' | ')}`)
+      await page.getByRole('button', { name: w.last30 }).click()
+      await page.getByTestId('chart-requests').and(page.locator('[data-points="30"]')).waitFor()
+      await page.waitForFunction(() => !/:/.test(document.querySelector('[data-testid="chart-requests"]')?.getAttribute('data-x-ticks') ?? ':'))
+      const dayTicks = await ticks(page, 'chart-requests', 'x')
+      const dayRe = v.lang === 'zh-CN' ? /^\d{1,2}月\d{1,2}日$/ : /^[A-Z][a-z]{2} \d{1,2}$/
+      t.ok(dayTicks.length >= 2 && dayTicks.every(l => dayRe.test(l)), `day buckets: dates in ${v.lang}: ${dayTicks.join(' | ')}`)
+      const note = (await page.locator('p.note').first().textContent())!
+      if (v.lang === 'zh-CN') t.match(note, /\d{4}年\d{1,2}月\d{1,2}日/, 'the since date in Chinese')
+      await check(t, page, `daily-overview-${v.lang}-${v.width}`)
+    })
 
     // Usage: newest first, local time, the filter's totals.
-    await go(page, w.usage)
-    const rows = (await ledger.queryUsage({ limit: 1000 })).sort((a, b) => b.time - a.time || b.id - a.id)
-    await page.locator('[data-testid="usage"] tbody tr').first().waitFor()
-    const ids = await page.locator('[data-testid="usage"] tbody tr').evaluateAll(trs => trs.map(tr => tr.getAttribute('data-row')))
-    t.strictSame(ids, rows.map(r => r.traceId), 'newest first')
-    const newest = rows[0]!
-    const timeText = (await cell(page, 'usage', newest.traceId, 'time').textContent())!
-    t.ok(timeText.includes(clock(newest.time, v.timezoneId)), `local time in ${v.timezoneId}: "${timeText}" holds ${clock(newest.time, v.timezoneId)}`)
-    t.notOk(timeText.includes(clock(newest.time, 'UTC')), 'not UTC')
-    t.notMatch(timeText, /T\d\d:|Z$/, 'not an ISO string')
-    if (v.lang === 'zh-CN') t.match(timeText, /年.*月.*日/, 'a Chinese date')
-    else t.match(timeText, /[A-Z][a-z]{2} \d{1,2}, \d{4}/, 'an English date')
-    t.equal(await page.getByTestId('usage-total-requests').textContent(), String(rows.length), 'total requests: every record')
-    t.equal(micros(await page.getByTestId('usage-total-cost').textContent()), rows.reduce((a, r) => a + r.cost, 0), 'total cost: the ledger\'s sum, to the micro-unit')
-    t.equal(await page.getByTestId('usage-total-input').textContent(), rows.reduce((a, r) => a + r.inputTokens, 0).toLocaleString('en-US'))
-    t.ok(rows.length > seeded.length, 'the calls of this test are there')
-    await check(t, page, `daily-usage-${v.lang}-${v.width}`)
+    await t.test('usage: newest first, local time, totals', async t => {
+      await go(page, w.usage)
+      const rows = (await ledger.queryUsage({ limit: 1000 })).sort((a, b) => b.time - a.time || b.id - a.id)
+      await page.locator('[data-testid="usage"] tbody tr').first().waitFor()
+      const ids = await page.locator('[data-testid="usage"] tbody tr').evaluateAll(trs => trs.map(tr => tr.getAttribute('data-row')))
+      t.strictSame(ids, rows.map(r => r.traceId), 'newest first')
+      const newest = rows[0]!
+      const timeText = (await cell(page, 'usage', newest.traceId, 'time').textContent())!
+      t.ok(timeText.includes(clock(newest.time, v.timezoneId)), `local time in ${v.timezoneId}: "${timeText}" holds ${clock(newest.time, v.timezoneId)}`)
+      t.notOk(timeText.includes(clock(newest.time, 'UTC')), 'not UTC')
+      t.notMatch(timeText, /T\d\d:|Z$/, 'not an ISO string')
+      if (v.lang === 'zh-CN') t.match(timeText, /年.*月.*日/, 'a Chinese date')
+      else t.match(timeText, /[A-Z][a-z]{2} \d{1,2}, \d{4}/, 'an English date')
+      t.equal(await page.getByTestId('usage-total-requests').textContent(), String(rows.length), 'total requests: every record')
+      t.equal(micros(await page.getByTestId('usage-total-cost').textContent()), rows.reduce((a, r) => a + r.cost, 0), 'total cost: the ledger\'s sum, to the micro-unit')
+      t.equal(await page.getByTestId('usage-total-input').textContent(), rows.reduce((a, r) => a + r.inputTokens, 0).toLocaleString('en-US'))
+      t.ok(rows.length > seeded.length, 'the calls of this test are there')
+      await check(t, page, `daily-usage-${v.lang}-${v.width}`)
+    })
 
     // Latency and failed calls.
-    await go(page, w.latency)
-    const served = cell(page, 'latency', 'echo/echo-1', 'calls')
-    t.equal(await served.textContent(), '3', 'the served calls of the model')
-    for (const col of ['p50', 'p95', 'ttfb50', 'ttfb95']) t.match(await cell(page, 'latency', 'echo/echo-1', col).textContent(), w.ms, `${col} in milliseconds`)
-    if (failed) {
-      await cell(page, 'failed', failed.server.trace, 'status').filter({ hasText: String(failed.server.status) }).waitFor()
-      t.match(await cell(page, 'failed', failed.server.trace, 'code').textContent(), /^GW_ERR_/, 'the server error with its code')
-      t.equal(await cell(page, 'failed', failed.server.trace, 'model').textContent(), 'down/model')
-      await page.getByRole('button', { name: w.refusals }).click()
-      await cell(page, 'failed', failed.client.trace, 'status').filter({ hasText: '401' }).waitFor()
-      t.pass('the refusal, under Refusals')
-    } else {
-      t.equal(await page.locator('[data-testid="failed"]').count(), 0, 'no failed call yet')
-    }
-    await check(t, page, `daily-latency-${v.lang}-${v.width}`)
+    await t.test('latency and failed calls', async t => {
+      await go(page, w.latency)
+      const served = cell(page, 'latency', 'echo/echo-1', 'calls')
+      t.equal(await served.textContent(), '3', 'the served calls of the model')
+      for (const col of ['p50', 'p95', 'ttfb50', 'ttfb95']) t.match(await cell(page, 'latency', 'echo/echo-1', col).textContent(), w.ms, `${col} in milliseconds`)
+      if (failed) {
+        await cell(page, 'failed', failed.server.trace, 'status').filter({ hasText: String(failed.server.status) }).waitFor()
+        t.match(await cell(page, 'failed', failed.server.trace, 'code').textContent(), /^GW_ERR_/, 'the server error with its code')
+        t.equal(await cell(page, 'failed', failed.server.trace, 'model').textContent(), 'down/model')
+        await page.getByRole('button', { name: w.refusals }).click()
+        await cell(page, 'failed', failed.client.trace, 'status').filter({ hasText: '401' }).waitFor()
+        t.pass('the refusal, under Refusals')
+      } else {
+        t.equal(await page.locator('[data-testid="failed"]').count(), 0, 'no failed call yet')
+      }
+      await check(t, page, `daily-latency-${v.lang}-${v.width}`)
+    })
 
     // Config: the version serving and its load time.
-    await go(page, w.config)
-    t.equal(await page.getByTestId('config-version').textContent(), app.gateway.configVersion, 'the config version the gateway logs')
-    const loaded = (await page.getByTestId('config-loaded').textContent())!
-    t.ok(loaded.includes(clock(app.gateway.configLoadedAt, v.timezoneId)), `loaded at, local: ${loaded}`)
-    t.equal(await page.getByTestId('config-loaded').locator('time').getAttribute('datetime'), new Date(app.gateway.configLoadedAt).toISOString())
-    const first = await page.locator('main dl dt').first().textContent()
-    t.equal(first, v.lang === 'zh-CN' ? '配置版本' : 'Config version', 'the config version comes first, not the package version')
-    await check(t, page, `daily-config-${v.lang}-${v.width}`)
+    await t.test('config: version and load time', async t => {
+      await go(page, w.config)
+      t.equal(await page.getByTestId('config-version').textContent(), app.gateway.configVersion, 'the config version the gateway logs')
+      const loaded = (await page.getByTestId('config-loaded').textContent())!
+      t.ok(loaded.includes(clock(app.gateway.configLoadedAt, v.timezoneId)), `loaded at, local: ${loaded}`)
+      t.equal(await page.getByTestId('config-loaded').locator('time').getAttribute('datetime'), new Date(app.gateway.configLoadedAt).toISOString())
+      const first = await page.locator('main dl dt').first().textContent()
+      t.equal(first, v.lang === 'zh-CN' ? '配置版本' : 'Config version', 'the config version comes first, not the package version')
+      await check(t, page, `daily-config-${v.lang}-${v.width}`)
+    })
 
     // Organizations: a bad id is explained in words; Top up is on the screen and clickable.
-    await go(page, w.organizations)
-    await page.locator('#org-id').fill('bad id!')
-    await page.getByRole('button', { name: w.create, exact: true }).click()
-    const alert = (await page.getByRole('alert').textContent())!
-    t.ok(alert.includes(w.idRule), `plain words: ${alert}`)
-    t.notMatch(alert, /\^|\$"|pattern|\\w/, 'no regular expression')
-    await page.locator('#topup-acme').fill('1.25')
-    await reachable(t, page, page.locator('[data-row="acme"]').getByRole('button', { name: w.topUp }), 'Top up')
-    await page.getByRole('dialog').getByRole('button', { name: w.cancel }).click()
-    await check(t, page, `daily-organizations-${v.lang}-${v.width}`)
+    await t.test('organizations: plain-words validation, Top up reachable', async t => {
+      await go(page, w.organizations)
+      await page.locator('#org-id').fill('bad id!')
+      await page.getByRole('button', { name: w.create, exact: true }).click()
+      const alert = (await page.getByRole('alert').textContent())!
+      t.ok(alert.includes(w.idRule), `plain words: ${alert}`)
+      t.notMatch(alert, /\^|\$"|pattern|\\w/, 'no regular expression')
+      await page.locator('#topup-acme').fill('1.25')
+      await reachable(t, page, page.locator('[data-row="acme"]').getByRole('button', { name: w.topUp }), 'Top up')
+      await page.getByRole('dialog').getByRole('button', { name: w.cancel }).click()
+      await check(t, page, `daily-organizations-${v.lang}-${v.width}`)
+    })
 
     // Keys: Revoke on the screen and clickable (cancelled).
-    await go(page, w.keys)
-    await reachable(t, page, page.getByRole('button', { name: `${w.revoke} acme-daily` }), 'Revoke')
-    await page.getByRole('dialog').getByRole('button', { name: w.cancel }).click()
-    t.equal(await page.getByRole('dialog').count(), 0, 'cancelled')
-    await check(t, page, `daily-keys-${v.lang}-${v.width}`)
-    if (v.width < 600) t.ok(await page.evaluate(() => document.documentElement.scrollWidth) <= v.width, 'the page fits the phone\'s width')
+    await t.test('keys: Revoke reachable', async t => {
+      await go(page, w.keys)
+      await reachable(t, page, page.getByRole('button', { name: `${w.revoke} acme-daily` }), 'Revoke')
+      await page.getByRole('dialog').getByRole('button', { name: w.cancel }).click()
+      t.equal(await page.getByRole('dialog').count(), 0, 'cancelled')
+      await check(t, page, `daily-keys-${v.lang}-${v.width}`)
+      if (v.width < 600) t.ok(await page.evaluate(() => document.documentElement.scrollWidth) <= v.width, 'the page fits the phone\'s width')
+    })
+
 
     t.same(consoleErrors.filter(e => !/status of 400/.test(e)), [], 'no console error but the bad id\'s 400')
     t.same(pageErrors, [], 'no script errors')
