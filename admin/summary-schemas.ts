@@ -13,8 +13,10 @@ const range = {
   top: Top,
 }
 
+const UsageGroupBy = Type.Union([Type.Literal('model'), Type.Literal('organization'), Type.Literal('key'), Type.Literal('project')], { description: 'Sums per bucket and per this (key: the key id); absent: per bucket only.' })
 export const UsageSummaryQuery = Type.Object({
   ...range,
+  groupBy: Type.Optional(UsageGroupBy),
   organization: UsageFilter.organization,
   project: UsageFilter.project,
   key: UsageFilter.key,

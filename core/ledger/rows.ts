@@ -139,7 +139,9 @@ export function usageWhere (q: UsageQuery, ph: (i: number) => string): { where: 
 export function usageSummarySql (q: UsageSummaryQuery, ph: (i: number) => string): { sql: string, params: unknown[] } {
   if (!(SUMMARY_BUCKETS as readonly number[]).includes(q.bucketMs)) throw new Error(`summarizeUsage: bucketMs must be one of ${SUMMARY_BUCKETS.join(', ')}`)
   const { parts, params } = usageFilter(q, ph)
-  const group = q.groupBy === 'model' ? 'model' : q.groupBy === 'organization' ? 'organization' : 'NULL'
+  // The grouping column comes from this fixed table, never from a client's string.
+  const columns = { model: 'model', organization: 'organization', key: 'key_id', project: 'project' } as const
+  const group: string = q.groupBy === undefined ? 'NULL' : columns[q.groupBy]
   const b = q.bucketMs
   const sql = `SELECT (time / ${b}) * ${b} AS bucket, ${group} AS grp, count(*) AS requests, sum(input_tokens) AS input_tokens,
     sum(cached_input_tokens) AS cached_input_tokens, sum(output_tokens) AS output_tokens, sum(cost) AS cost

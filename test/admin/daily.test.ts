@@ -4,7 +4,8 @@
  * a slow streamed model's TTFB below its duration), GET /admin/calls/failed (server errors and
  * refusals, newest first, each kind bounded apart), the recorder's percentile and bounds on its own,
  * GET /admin/usage newest first (cursor pages in that order, SQLite and PostgreSQL) and GET
- * /admin/usage/total (the filter's sums, to the micro-unit).
+ * /admin/usage/total (the filter's sums, to the micro-unit); GET /admin/usage/summary grouped by key
+ * and by project.
  */
 import t, { type Test } from 'tap'
 import { startAdmin } from '../../admin/app.ts'
@@ -117,7 +118,7 @@ async function usageOrderAndTotal (t: Test, ledger: Ledger) {
   await ledger.createOrganization('acme')
   await ledger.createOrganization('globex')
   // Two records share a time: the id breaks the tie in both orders.
-  const recs = [usage(1, now - 5 * 86_400_000, 'acme', 1_000_001), usage(2, now - 3_600_000, 'acme', 2_500_000), usage(3, now - 3_600_000, 'globex', 7), usage(4, now - 1000, 'acme', 3)]
+  const recs = [usage(1, now - 5 * 86_400_000, 'acme', 1_000_001), usage(2, now - 3_600_000, 'acme', 2_500_000), { ...usage(3, now - 3_600_000, 'globex', 7), keyId: 'k2', project: 'web' }, usage(4, now - 1000, 'acme', 3)]
   for (const u of recs) await ledger.charge(undefined, u)
   let r = await call(admin, 'GET', '/admin/usage?order=desc&limit=3')
   t.equal(r.status, 200, r.text)
@@ -130,6 +131,16 @@ async function usageOrderAndTotal (t: Test, ledger: Ledger) {
   r = await call(admin, 'GET', '/admin/usage?order=sideways')
   t.equal(r.status, 400)
   t.equal(r.body.error.metadata.path, '/querystring/order')
+
+  // Spend per key and per project (the ledger's GROUP BY).
+  const from = new Date(now - 10 * 86_400_000).toISOString()
+  r = await call(admin, 'GET', `/admin/usage/summary?from=${from}&bucket=day&groupBy=key`)
+  t.equal(r.status, 200, r.text)
+  t.strictSame(r.body.groups.map((g: any) => [g.key, g.requests, g.cost]), [['k', 3, '3.500004'], ['k2', 1, '0.000007']], 'per key, the largest spend first')
+  r = await call(admin, 'GET', `/admin/usage/summary?from=${from}&bucket=day&groupBy=project`)
+  t.strictSame(r.body.groups.map((g: any) => [g.key, g.requests, g.cost]), [[null, 3, '3.500004'], ['web', 1, '0.000007']], 'per project, the largest spend first; records without one under null')
+  r = await call(admin, 'GET', `/admin/calls/summary?from=${from}&bucket=day&groupBy=key`)
+  t.equal(r.status, 400, 'the calls recorder groups by model or organization only')
 
   r = await call(admin, 'GET', '/admin/usage/total')
   t.equal(r.status, 200, r.text)
