@@ -1,6 +1,7 @@
 // Overview: requests, tokens and spend (the ledger's sums, GET /admin/usage/summary) and the error
 // rate (this replica's ended calls, GET /admin/calls/summary) over the last hour (per minute), day
-// (per hour) or 30 days (per day), per model or per organization, as charts and tables.
+// (per hour) or 30 days (per day), per model or per organization, as charts and tables; spend per
+// key and per project as tables.
 import { h, Fragment } from 'preact'
 import { useMemo, useState } from 'preact/hooks'
 import { api, qs, useLoad, useReady } from '../api.js'
@@ -24,8 +25,8 @@ async function load (range) {
   const starts = bucketStarts(Date.now(), ms, n)
   const from = new Date(starts[0]).toISOString()
   const get = (what, groupBy) => api('GET', `/admin/${what}/summary?${qs({ from, bucket, groupBy, top: TOP })}`)
-  const [um, uo, cm, co] = await Promise.all([get('usage', 'model'), get('usage', 'organization'), get('calls', 'model'), get('calls', 'organization')])
-  return { starts, model: { usage: um, calls: cm }, organization: { usage: uo, calls: co } }
+  const [um, uo, cm, co, uk, up] = await Promise.all([get('usage', 'model'), get('usage', 'organization'), get('calls', 'model'), get('calls', 'organization'), get('usage', 'key'), get('usage', 'project')])
+  return { starts, model: { usage: um, calls: cm }, organization: { usage: uo, calls: co }, key: uk, project: up }
 }
 
 /** Usage and calls of each group, side by side. */
@@ -40,6 +41,9 @@ function groupRows (usage, calls) {
   for (const g of calls.groups) Object.assign(row(g.key), { calls: g.requests, refused: g.clientErrors, errors: g.serverErrors })
   return [...rows.values()]
 }
+
+/** Usage of each group of a summary (per key or project: spend, requests, tokens). */
+const spendRows = usage => usage.groups.map(g => ({ id: g.key === null ? '' : g.key, name: g.key === null ? t('none') : g.key, requests: g.requests, input: g.inputTokens, output: g.outputTokens, spend: g.cost }))
 
 export function Overview () {
   const [range, setRange] = useState(0)
@@ -79,6 +83,7 @@ export function Overview () {
     { label: t('refused'), num: true, render: r => pct(rateOf(r.refused, r.calls)) },
     { label: t('errorRate'), num: true, render: r => pct(rateOf(r.errors, r.calls)) },
   ]
+  const spendCols = cols.slice(0, 5)
   const total = d && d.model.usage.total
   const callTotal = d && d.model.calls.total
   return h(Fragment, null,
@@ -102,5 +107,10 @@ export function Overview () {
       h('h2', { id: 'per-model' }, t('perModel')),
       h(Table, { labelledBy: 'per-model', testid: 'per-model', cols, rows: groupRows(d.model.usage, d.model.calls) }),
       h('h2', { id: 'per-organization' }, t('perOrganization')),
-      h(Table, { labelledBy: 'per-organization', testid: 'per-organization', cols, rows: groupRows(d.organization.usage, d.organization.calls) })))
+      h(Table, { labelledBy: 'per-organization', testid: 'per-organization', cols, rows: groupRows(d.organization.usage, d.organization.calls) }),
+      // Spend per key and per project: billed usage only (the calls recorder counts per model and organization).
+      h('h2', { id: 'per-key' }, t('perKey')),
+      h(Table, { labelledBy: 'per-key', testid: 'per-key', cols: spendCols, rows: spendRows(d.key) }),
+      h('h2', { id: 'per-project' }, t('perProject')),
+      h(Table, { labelledBy: 'per-project', testid: 'per-project', cols: spendCols, rows: spendRows(d.project) })))
 }

@@ -1,7 +1,7 @@
 /**
  * @module test/console/daily – the console for daily work, in Chromium, in English and Simplified
  * Chinese at desktop (1280 px) and phone (390 px) width, each in its own time zone: no console
- * error before sign-in (the page asked for no guarded file); the error-rate axis within 0–100 %
+ * error before sign-in (the page asked for no guarded file); spend per key and per project; the error-rate axis within 0–100 %
  * (it read 5000 % / 10000 % when every rate was 0); chart ticks and dates in the language and
  * time zone; usage newest first, in local time, with the filter's totals (the ledger's, to the
  * micro-unit); the latency view and recent failed calls (real calls through the gateway); the
@@ -62,7 +62,8 @@ async function main (t: Test): Promise<void> {
   await ledger.createOrganization('acme', 'Acme Inc')
   await ledger.topUp('acme', 50_000_000)
   const secret = generateKey()
-  await ledger.createKey({ id: 'acme-daily', hash: hashKey(secret), prefix: keyDisplayPrefix(secret), organization: 'acme' })
+  await ledger.createProject('web', 'acme')
+  await ledger.createKey({ id: 'acme-daily', hash: hashKey(secret), prefix: keyDisplayPrefix(secret), organization: 'acme', project: 'web' })
   const browser = await launch(t)
   const chat = async (key: string, model = 'echo/echo-1'): Promise<{ status: number, trace: string }> => {
     const r = await fetch(`${gw.gateway}/v1/chat/completions`, {
@@ -129,6 +130,13 @@ async function main (t: Test): Promise<void> {
       const dayTicks = await ticks(page, 'chart-requests', 'x')
       const dayRe = v.lang === 'zh-CN' ? /^\d{1,2}月\d{1,2}日$/ : /^[A-Z][a-z]{2} \d{1,2}$/
       t.ok(dayTicks.length >= 2 && dayTicks.every(l => dayRe.test(l)), `day buckets: dates in ${v.lang}: ${dayTicks.join(' | ')}`)
+      // Spend per key and per project, the ledger's sums to the micro-unit.
+      const all = await ledger.queryUsage({ limit: 1000, from: Date.now() - 30 * 86_400_000 })
+      for (const [table, id, keep] of [['per-key', 'acme-daily', (u: typeof all[0]) => u.keyId === 'acme-daily'], ['per-key', 'globex-key', (u: typeof all[0]) => u.keyId === 'globex-key'], ['per-project', 'web', (u: typeof all[0]) => u.project === 'web']] as const) {
+        const want = all.filter(keep)
+        t.ok(want.length > 0, `${table} ${id}: records`)
+        t.equal(micros(await cell(page, table, id, 'spend').textContent()), want.reduce((a, u) => a + u.cost, 0), `${table} ${id}: spend to the micro-unit`)
+      }
       const note = (await page.locator('p.note').first().textContent())!
       if (v.lang === 'zh-CN') t.match(note, /\d{4}年\d{1,2}月\d{1,2}日/, 'the since date in Chinese')
       await check(t, page, `daily-overview-${v.lang}-${v.width}`)
