@@ -6,7 +6,7 @@ import { h } from 'preact'
 import { useEffect, useRef } from 'preact/hooks'
 import uPlot from 'uplot'
 import 'uplot/dist/uPlot.min.css'
-import { fmtDateTime, fmtTick } from './i18n.js'
+import { fmtDateTime, fmtTick, t } from './i18n.js'
 
 /** Colours told apart by most people with colour-vision deficiency (Okabe–Ito); grey is for "other". */
 export const COLOURS = ['#0072b2', '#d55e00', '#009e73', '#cc79a7', '#e69f00', '#56b4e9', '#000000']
@@ -41,7 +41,7 @@ export function LineChart ({ title, label, starts, bucketMs, series, format, col
       legend: { live: true },
       scales: { x: { time: true }, ...(rate ? { y: { range: (_u, _min, max) => rateRange(max) } } : {}) },
       series: [
-        { value: (_u, v) => v === null || v === undefined ? '—' : fmtDateTime(v * 1000) },
+        { label: t('time'), value: (_u, v) => v === null || v === undefined ? '—' : fmtDateTime(v * 1000) },
         ...series.names.map(name => ({
           label: name, stroke: colour(name), width: 2, spanGaps: false,
           points: { show: points || starts.length <= 31 },
@@ -49,7 +49,7 @@ export function LineChart ({ title, label, starts, bucketMs, series, format, col
         })),
       ],
       axes: [
-        { values: (_u, ticks) => (drawn.x = ticks.map((s, i) => fmtTick(s * 1000, bucketMs, i === 0 || dayOf(s * 1000) !== dayOf(ticks[i - 1] * 1000)))), size: 50 },
+        { values: (_u, ticks) => (drawn.x = ticks.map((s, i) => fmtTick(s * 1000, bucketMs, i === 0 || dayOf(s * 1000) !== dayOf(ticks[i - 1] * 1000)))), size: 50, space: bucketMs >= 86_400_000 ? 80 : 60 },
         { values: (_u, ticks) => (drawn.y = ticks.map(v => format(v))), size: 70 },
       ],
       hooks: { draw: [() => { fig.dataset.xTicks = drawn.x.join('\n'); fig.dataset.yTicks = drawn.y.join('\n') }] },
