@@ -158,7 +158,8 @@ export class CallRecorder {
     let ring = this.#latency.get(model)
     if (ring === undefined) {
       if (this.#latency.size >= LATENCY_MODELS) return
-      this.#latency.set(model, ring = { items: [], next: 0 })
+      ring = { items: [], next: 0 }
+      this.#latency.set(model, ring)
     }
     const s = { at, durationMs, ttfbMs }
     if (ring.items.length < LATENCY_SAMPLES) ring.items.push(s)
