@@ -174,6 +174,7 @@ export async function startAdmin (gateway: GatewayApp, opts: AdminAppOptions = {
   if (!cfg) return undefined
   // The error rate's source: every inference call the gateway app ends (admin/calls.ts).
   const recorder = opts.recorder ?? new CallRecorder()
+  gateway.addHook('onRequest', recorder.onRequest)
   gateway.addHook('onResponse', recorder.onResponse)
   const app = await buildAdminApp(gateway, cfg, { ...opts, recorder })
   gateway.addHook('onClose', async () => { await app.close() })

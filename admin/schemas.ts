@@ -94,6 +94,7 @@ export const UsageFilter = {
 export const UsageQuery = Type.Object({
   ...UsageFilter,
   limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
+  order: Type.Union([Type.Literal('asc'), Type.Literal('desc')], { default: 'asc', description: 'asc: oldest first; desc: newest first (a cursor continues in the order it was read in).' }),
   cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$', description: 'nextCursor of the previous page.' })),
 }, { additionalProperties: false })
 export const UsageExportQuery = Type.Object({

@@ -14,8 +14,11 @@ const range = {
   top: Top,
 }
 
+const UsageGroupBy = Type.Union([Type.Literal('model'), Type.Literal('organization'), Type.Literal('key'), Type.Literal('project')],
+  { description: 'Sums per bucket and per this (key: the key id); absent: per bucket only.' })
 export const UsageSummaryQuery = Type.Object({
   ...range,
+  groupBy: Type.Optional(UsageGroupBy),
   organization: UsageFilter.organization,
   project: UsageFilter.project,
   key: UsageFilter.key,
@@ -69,4 +72,55 @@ export const ProviderView = Type.Object({
   protocol: Type.String({ description: 'The wire protocol the upstream speaks (chat, messages, responses).' }),
   baseUrl: Nullable(Type.String({ description: 'The adapter config\'s baseUrl, a password in it masked; null: none (built-in or default URL).' })),
   deployments: Type.Array(Circuit, { description: 'Each deployment of the catalog on this provider, with its circuit on this replica.' }),
+})
+
+export const CallLatency = Type.Object({
+  scope: Type.Literal('replica', { description: 'Measured in this gateway process: other replicas measure their own.' }),
+  since: Type.String({ description: 'When this replica started measuring.' }),
+  data: Type.Array(Type.Object({
+    model: Type.String({ description: 'Catalog model id.' }),
+    calls: Type.Integer({ description: 'Served calls measured: the model\'s latest (at most 1000) since `from` of the query.' }),
+    from: Type.String({ description: 'The oldest measured call\'s time.' }),
+    p50Ms: Type.Number({ description: 'Median duration: request received → response ended (a stream\'s last byte).' }),
+    p95Ms: Type.Number(),
+    ttfbP50Ms: Type.Number({ description: 'Median time to first byte: request received → status line written.' }),
+    ttfbP95Ms: Type.Number(),
+  }), { description: 'One row per model with served calls (status below 400, not cut), by model id.' }),
+})
+export const CallLatencyQuery = Type.Object({
+  from: Type.Optional(Time),
+}, { additionalProperties: false })
+export type CallLatencyQueryT = Static<typeof CallLatencyQuery>
+
+export const FailedCalls = Type.Object({
+  scope: Type.Literal('replica'),
+  since: Type.String(),
+  data: Type.Array(Type.Object({
+    time: Type.String(),
+    kind: Type.Union([Type.Literal('server'), Type.Literal('client')], { description: 'server: 5xx or a stream cut by its upstream; client: refused with 4xx.' }),
+    route: Type.String(),
+    model: Nullable(Type.String()),
+    organization: Nullable(Type.String()),
+    keyId: Nullable(Type.String()),
+    status: Type.Integer(),
+    code: Nullable(Type.String({ description: 'The GW_ERR_* code of the error that ended the call.' })),
+    message: Nullable(Type.String({ description: 'The error message the client got.' })),
+    traceId: Type.String(),
+    durationMs: Type.Number(),
+  }), { description: 'Newest first; the last 100 of each kind are kept.' }),
+})
+export const FailedCallsQuery = Type.Object({
+  kind: Type.Optional(Type.Union([Type.Literal('server'), Type.Literal('client')], { description: 'Absent: both.' })),
+  limit: Type.Integer({ minimum: 1, maximum: 200, default: 50 }),
+}, { additionalProperties: false })
+export type FailedCallsQueryT = Static<typeof FailedCallsQuery>
+
+export const UsageTotalQuery = Type.Object({ ...UsageFilter }, { additionalProperties: false })
+export type UsageTotalQueryT = Static<typeof UsageTotalQuery>
+export const UsageTotal = Type.Object({
+  requests: Type.Integer({ description: 'Usage records matching the filter.' }),
+  inputTokens: Type.Integer(),
+  cachedInputTokens: Type.Integer(),
+  outputTokens: Type.Integer(),
+  cost: Type.String({ description: 'Currency units, exact (a sum of integer micro-units).' }),
 })

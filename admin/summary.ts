@@ -1,7 +1,9 @@
 /**
  * @module admin/summary – sums for the console's overview: GET /admin/usage/summary (usage
  * records, summed by the ledger's GROUP BY: every replica's billed calls) and GET
- * /admin/calls/summary (ended calls by status class, counted in this replica: see admin/calls.ts).
+ * /admin/calls/summary (ended calls by status class, counted in this replica: see admin/calls.ts);
+ * GET /admin/usage/total (the sums of the records a usage filter matches), GET /admin/calls/latency
+ * and GET /admin/calls/failed (this replica's served-call percentiles and latest failed calls).
  */
 import type { FastifyInstance } from 'fastify'
 import type { Ledger } from '../core/ledger/ledger.ts'
@@ -99,6 +101,41 @@ export function summaryRoutes (app: FastifyInstance, ledger: Ledger, recorder: C
     schema: { tags: ['usage'], summary: 'Usage records counted and summed per time bucket (and model or organization), by the ledger', querystring: S.UsageSummaryQuery,
       response: { 200: S.UsageSummary, ...errorResponses } },
   }, async request => usageSummary(ledger, request.query, now()))
+
+  app.get<{ Querystring: S.UsageTotalQueryT }>('/admin/usage/total', {
+    schema: { tags: ['usage'], summary: 'Sums of the usage records the filter matches (from <= time < to), by the ledger', querystring: S.UsageTotalQuery, response: { 200: S.UsageTotal,
+      ...errorResponses } },
+  }, async request => {
+    const q = request.query
+    const from = timeParam(q.from, 'from') ?? 0
+    const to = timeParam(q.to, 'to') ?? now() + 1
+    if (from > to) throw gwError('GW_ERR_BAD_REQUEST', ['/querystring/from is after to'], { metadata: { path: '/querystring/from' } })
+    // Day buckets: one row per day holding records, summed here (the ledger's GROUP BY adds them up).
+    const rows = await ledger.summarizeUsage({
+      from, to, bucketMs: BUCKET_MS.day,
+      ...(q.organization !== undefined ? { organization: q.organization } : {}), ...(q.project !== undefined ? { project: q.project } : {}),
+      ...(q.key !== undefined ? { keyId: q.key } : {}), ...(q.model !== undefined ? { model: q.model } : {}),
+    })
+    return money(fold(rows, USAGE_FIELDS, false, 1, () => 0).total)
+  })
+
+  app.get<{ Querystring: S.CallLatencyQueryT }>('/admin/calls/latency', {
+    schema: { tags: ['usage'], summary: 'Per model, p50 and p95 of duration and time to first byte of its latest served calls, in this replica', querystring: S.CallLatencyQuery,
+      response: { 200: S.CallLatency, ...errorResponses } },
+  }, async request => {
+    if (!recorder) throw gwError('GW_ERR_CALLS_NOT_COUNTED')
+    const from = timeParam(request.query.from, 'from') ?? 0
+    return { scope: 'replica' as const, since: iso(recorder.since), data: recorder.latency(from).map(r => ({ ...r, from: iso(r.from) })) }
+  })
+
+  app.get<{ Querystring: S.FailedCallsQueryT }>('/admin/calls/failed', {
+    schema: { tags: ['usage'], summary: 'The latest failed inference calls of this replica (server errors and refusals), newest first', querystring: S.FailedCallsQuery,
+      response: { 200: S.FailedCalls, ...errorResponses } },
+  }, async request => {
+    if (!recorder) throw gwError('GW_ERR_CALLS_NOT_COUNTED')
+    const q = request.query
+    return { scope: 'replica' as const, since: iso(recorder.since), data: recorder.failed(q.kind, q.limit).map(c => ({ ...c, time: iso(c.time) })) }
+  })
 
   app.get<{ Querystring: S.CallSummaryQueryT }>('/admin/calls/summary', {
     schema: { tags: ['usage'], summary: 'Ended inference calls by status class per time bucket (and model or organization), counted in this replica since it started',

@@ -42,7 +42,7 @@ export function usageRoutes (app: FastifyInstance, ledger: Ledger): void {
     { schema: { tags: ['usage'], summary: 'Usage records, one page (from <= time < to)', querystring: S.UsageQuery, response: { 200: S.UsagePage, ...errorResponses } } }, async request => {
     const q = request.query
     const filter = usageFilter(q)
-    const rows = await ledger.queryUsage({ ...filter, limit: q.limit + 1, ...(q.cursor !== undefined ? { after: decodeCursor(q.cursor) } : {}) })
+    const rows = await ledger.queryUsage({ ...filter, limit: q.limit + 1, order: q.order, ...(q.cursor !== undefined ? { after: decodeCursor(q.cursor) } : {}) })
     const page = rows.slice(0, q.limit)
     const last = page.at(-1)
     return { data: page.map(usageView), nextCursor: rows.length > q.limit && last ? encodeCursor(last.time, last.id) : null }

@@ -2,6 +2,7 @@
 // module's memory only (no cookie, no storage) and sent as "Authorization: Bearer" on every call:
 // with no cookie there is no ambient credential, so no CSRF surface.
 import { useEffect, useRef, useState } from 'preact/hooks'
+import { plainMessage } from './errors.js'
 
 let adminKey = ''
 /** @param {string} key */
@@ -22,7 +23,8 @@ export async function api (method, path, body) {
   const text = await r.text()
   let json
   try { json = JSON.parse(text) } catch { json = undefined }
-  if (!r.ok) throw new ApiError(r.status, `${r.status}: ${(json?.error?.message) || text}`)
+  // Validation messages are said in plain words (console/errors.js), never as a schema rule.
+  if (!r.ok) throw new ApiError(r.status, `${r.status}: ${plainMessage((json?.error?.message) || text)}`)
   return json
 }
 

@@ -9,9 +9,9 @@ export const STRINGS = {
     requests: 'Requests', tokens: 'Tokens', inputTokens: 'Input tokens', outputTokens: 'Output tokens', spend: 'Spend',
     errorRate: 'Error rate', refusedRate: 'Refused', calls: 'Calls', errors: 'Errors', refused: 'Refused',
     perMinute: 'per minute', perHour: 'per hour', perDay: 'per day',
-    callsNote: 'Requests, tokens and spend: billed usage records of every replica (the ledger). Error rate: calls that failed (5xx, or a stream cut by its upstream) among the calls ' +
-      'this replica ended since {since}; refused: answered 4xx (key, balance, limits, bad requests).',
-    perModel: 'Per model', perOrganization: 'Per organization', model: 'Model', organization: 'Organization',
+    callsNote: 'Requests, tokens and spend: billed usage records of every replica (the ledger). Error rate: calls that failed (5xx, or a stream cut by its upstream) among the calls this replica ' +
+      'ended since {since}; refused: answered 4xx (key, balance, limits, bad requests).',
+    perModel: 'Per model', perOrganization: 'Per organization', perKey: 'Spend per key', perProject: 'Spend per project', model: 'Model', organization: 'Organization',
     other: 'other', none: '(none)', loading: 'Loading…',
     id: 'Id', name: 'Name', balance: 'Balance', reserved: 'Reserved', available: 'Available', created: 'Created',
     createOrganization: 'Create organization', create: 'Create', topUp: 'Top up', amount: 'Amount',
@@ -29,6 +29,18 @@ export const STRINGS = {
     adapter: 'Adapter', protocol: 'Protocol', baseUrl: 'Base URL', deployments: 'Deployments',
     state: 'Circuit', failures: 'Failures', openedAt: 'Opened at', reset: 'Reset',
     version: 'Version', node: 'Node', error: 'Error', actions: 'Actions', done: 'Done.',
+    configVersion: 'Config version', loadedAt: 'Loaded at', packageVersion: 'Package version',
+    latency: 'Latency', latencyNote: 'This replica\'s latest served calls per model (at most 1000 each) since {since}: duration from request to the response\'s end, time to first byte (TTFB) from ' +
+      'request to the status line.',
+    p50: 'p50', p95: 'p95', ttfbP50: 'TTFB p50', ttfbP95: 'TTFB p95', ms: '{n} ms',
+    failedCalls: 'Recent failed calls', failedNote: 'The latest failed calls of this replica: server errors (5xx, streams cut) and refusals (4xx), 100 of each kept.',
+    serverErrors: 'Server errors', clientErrors: 'Refusals', code: 'Code', message: 'Message', duration: 'Duration', route: 'Route',
+    total: 'Total', totalsNote: 'Totals of every record the filter matches (all pages).', requestsN: '{n} requests',
+    ruleId: 'letters, digits and _ . : @ - only, at most 128 characters', ruleAmount: 'an amount such as 12.50, at most 6 decimals',
+    ruleTime: 'a date such as 2025-01-31 or 2025-01-31T12:00:00Z', ruleCursor: 'not a page this console was given: go back to the first page',
+    ruleBadChars: 'holds characters that are not allowed', ruleRequired: 'is required', ruleMinChars: 'at least {n} characters',
+    ruleMaxChars: 'at most {n} characters', ruleNotAllowed: 'is not accepted here', ruleNumber: 'must be a number', ruleText: 'must be text',
+    ruleCompare: 'must be {op} {n}', ruleOneOf: 'is not one of the accepted values', ruleAfterTo: 'is after the end (To)',
   },
   'zh-CN': {
     title: '网关控制台', signIn: '登录', signOut: '退出', adminKey: '管理密钥',
@@ -40,7 +52,7 @@ export const STRINGS = {
     errorRate: '错误率', refusedRate: '拒绝', calls: '调用', errors: '错误', refused: '拒绝',
     perMinute: '每分钟', perHour: '每小时', perDay: '每天',
     callsNote: '请求数、令牌数和花费：所有副本已计费的用量记录（账本）。错误率：本副本自 {since} 起结束的调用中失败（5xx，或上游中断的流）的比例；拒绝：返回 4xx（密钥、余额、限流、错误请求）。',
-    perModel: '按模型', perOrganization: '按组织', model: '模型', organization: '组织',
+    perModel: '按模型', perOrganization: '按组织', perKey: '按密钥的花费', perProject: '按项目的花费', model: '模型', organization: '组织',
     other: '其他', none: '（无）', loading: '加载中…',
     id: 'ID', name: '名称', balance: '余额', reserved: '预留', available: '可用', created: '创建时间',
     createOrganization: '创建组织', create: '创建', topUp: '充值', amount: '金额',
@@ -57,12 +69,23 @@ export const STRINGS = {
     adapter: '适配器', protocol: '协议', baseUrl: '基础 URL', deployments: '部署',
     state: '熔断器', failures: '失败次数', openedAt: '打开时间', reset: '重置',
     version: '版本', node: 'Node', error: '错误', actions: '操作', done: '完成。',
+    configVersion: '配置版本', loadedAt: '加载时间', packageVersion: '软件包版本',
+    latency: '延迟', latencyNote: '本副本自 {since} 起每个模型最近服务成功的调用（每个模型最多 1000 次）：耗时为从请求到响应结束，首字节时间（TTFB）为从请求到状态行发出。',
+    p50: 'p50', p95: 'p95', ttfbP50: 'TTFB p50', ttfbP95: 'TTFB p95', ms: '{n} 毫秒',
+    failedCalls: '最近失败的调用', failedNote: '本副本最近失败的调用：服务器错误（5xx、被中断的流）和拒绝（4xx），各保留 100 条。',
+    serverErrors: '服务器错误', clientErrors: '拒绝', code: '代码', message: '消息', duration: '耗时', route: '路由',
+    total: '合计', totalsNote: '筛选条件匹配的全部记录（所有页）的合计。', requestsN: '{n} 个请求',
+    ruleId: '只能包含字母、数字和 _ . : @ -，最多 128 个字符', ruleAmount: '应为金额，例如 12.50，最多 6 位小数',
+    ruleTime: '应为日期，例如 2025-01-31 或 2025-01-31T12:00:00Z', ruleCursor: '不是本控制台给出的页码：请回到第一页',
+    ruleBadChars: '包含不允许的字符', ruleRequired: '必填', ruleMinChars: '至少 {n} 个字符',
+    ruleMaxChars: '最多 {n} 个字符', ruleNotAllowed: '此处不接受', ruleNumber: '必须是数字', ruleText: '必须是文本',
+    ruleCompare: '必须 {op} {n}', ruleOneOf: '不是可接受的值之一', ruleAfterTo: '晚于结束时间',
   },
 }
 
 let lang = 'en'
-/** @param {'en' | 'zh-CN' | 'zh'} l `zh`, the older name of `zh-CN`, is still accepted. */
-export function setLang (l) { lang = l === 'zh' ? 'zh-CN' : l }
+/** @param {'en' | 'zh-CN'} l */
+export function setLang (l) { lang = l }
 export const getLang = () => lang
 
 /** @param {string} key @param {Record<string, string>} [vars] */
@@ -73,3 +96,18 @@ export function t (key, vars) {
   if (vars) for (const [k, v] of Object.entries(vars)) s = s.replace(`{${k}}`, v)
   return s
 }
+
+// ── Dates and numbers in the console's language and the browser's time zone (the API's are UTC). ──
+/** @param {Intl.DateTimeFormatOptions} o */
+const dates = o => new Intl.DateTimeFormat(lang, o)
+/** A time (ms or ISO string) as date and time to the second, local. */
+export const fmtDateTime = v => v === null || v === undefined || v === '' ? '—' : dates({ year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit',
+  hourCycle: 'h23' }).format(new Date(v))
+/** A chart's time tick: hour and minute for minute and hour buckets (the date where the day changes), the date for day buckets. */
+export function fmtTick (ms, bucketMs, withDate) {
+  if (bucketMs >= 86_400_000) return dates({ month: 'short', day: 'numeric' }).format(new Date(ms))
+  const time = dates({ hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(new Date(ms))
+  return withDate ? `${dates({ month: 'short', day: 'numeric' }).format(new Date(ms))} ${time}` : time
+}
+/** An integer with the language's grouping. */
+export const fmtInt = n => Number(n).toLocaleString(lang)

@@ -11,10 +11,11 @@ import { Organizations } from './pages/organizations.js'
 import { Keys } from './pages/keys.js'
 import { Prices } from './pages/prices.js'
 import { Usage } from './pages/usage.js'
+import { Latency } from './pages/latency.js'
 import { Providers } from './pages/providers.js'
 import { Config } from './pages/config.js'
 
-const PAGES = [['overview', Overview], ['organizations', Organizations], ['keys', Keys], ['prices', Prices], ['usage', Usage], ['providers', Providers], ['config', Config]]
+const PAGES = [['overview', Overview], ['organizations', Organizations], ['keys', Keys], ['prices', Prices], ['usage', Usage], ['latency', Latency], ['providers', Providers], ['config', Config]]
 /** Old names of pages. */
 const ALIASES = { circuits: 'providers' }
 const route = () => {
@@ -51,8 +52,8 @@ function App () {
   }, [])
   useEffect(() => { document.documentElement.lang = getLang(); document.title = t('title') })
   const langSwitch = h('div', { class: 'lang' }, h('label', { for: 'lang' }, t('language')),
-    h('select', { id: 'lang', value: getLang(), onChange: e => { setLang(e.target.value); markNav(page); rerender(x => x + 1) } }, h('option', { value: 'en' }, 'English'),
-      h('option', { value: 'zh-CN' }, '简体中文')))
+    h('select', { id: 'lang', value: getLang(), onChange: e => { setLang(e.target.value); markNav(page); rerender(x => x + 1) } }, h('option', { value: 'en' }, 'English'), h('option',
+      { value: 'zh-CN' }, '简体中文')))
   if (!signedIn) return h(Fragment, null, h('header', null, langSwitch), h(SignIn, { onSignedIn: () => setSignedIn(true) }))
   const Page = PAGES.find(([p]) => p === page)[1]
   return h(Fragment, null,

@@ -8,7 +8,8 @@ export const Loading = ({ s }) => s.error ? h(ErrorBox, { error: s.error }) : s.
 export const Status = ({ msg }) => h('p', { role: 'status', class: 'status' }, msg || '')
 
 /**
- * A table in a scrollable region. `label` names it: as its caption, or, with `labelledBy`, by the
+ * A table in a scrollable region; at phone width (style.css) each row is a card of label: value
+ * lines (the labels from data-label), so every cell, actions included, is on the screen. `label` names it: as its caption, or, with `labelledBy`, by the
  * heading of that id already on the page (no second, visible name).
  */
 export function Table ({ cols, rows, label, labelledBy, testid }) {
@@ -18,8 +19,8 @@ export function Table ({ cols, rows, label, labelledBy, testid }) {
     h('table', { ...(labelledBy ? { 'aria-labelledby': labelledBy } : {}), ...(testid ? { 'data-testid': testid } : {}) },
       labelledBy ? null : h('caption', null, label),
       h('thead', null, h('tr', null, cols.map(c => h('th', { scope: 'col', class: c.num ? 'num' : '' }, c.label)))),
-      h('tbody', null, rows.map((r, i) => h('tr', { key: r.id ?? i, 'data-row': r.id ?? undefined },
-        cols.map(c => h('td', { class: c.num ? 'num' : '', 'data-col': c.id ?? undefined }, c.render ? c.render(r) : String(r[c.key] ?? ''))))))))
+      h('tbody', null, rows.map((r, i) => h('tr', { key: r.id ?? i, 'data-row': r.id ?? undefined }, cols.map(c => h('td', { class: c.num ? 'num' : '', 'data-col': c.id ?? undefined,
+        'data-label': typeof c.label === 'string' ? c.label : undefined }, c.render ? c.render(r) : String(r[c.key] ?? ''))))))))
 }
 
 export function Field ({ label, id, ...rest }) {

@@ -3,7 +3,7 @@
 import { h, Fragment } from 'preact'
 import { useState } from 'preact/hooks'
 import { api, useLoad, useReady } from '../api.js'
-import { t } from '../i18n.js'
+import { fmtDateTime, t } from '../i18n.js'
 import { Confirm, ErrorBox, Field, Loading, Select, Table } from '../ui.js'
 
 export function Keys () {
@@ -63,7 +63,7 @@ export function Keys () {
       { label: t('id'), key: 'id' }, { label: t('prefix'), key: 'prefix' }, { label: t('name'), key: 'name' },
       { label: t('organization'), key: 'organization' }, { label: t('project'), key: 'project' },
       { label: t('models'), id: 'models', render: k => (k.models || []).join(', ') },
-      { label: t('status'), render: k => k.revokedAt ? `${t('revoked')} ${k.revokedAt}` : t('active') },
+      { label: t('status'), render: k => k.revokedAt ? `${t('revoked')} ${fmtDateTime(k.revokedAt)}` : t('active') },
       { label: t('actions'), render: k => k.revokedAt ? '' : h('button', { type: 'button', onClick: () => setConfirm(k.id), 'aria-label': `${t('revoke')} ${k.id}` }, t('revoke')) },
     ] }))
 }

@@ -2,7 +2,7 @@
 import { h, Fragment } from 'preact'
 import { useState } from 'preact/hooks'
 import { api, useLoad, useReady } from '../api.js'
-import { t } from '../i18n.js'
+import { fmtDateTime, t } from '../i18n.js'
 import { formatMoney, toMicros } from '../money.js'
 import { Confirm, ErrorBox, Field, Loading, Select, Status, Table } from '../ui.js'
 
@@ -56,8 +56,8 @@ export function Organizations () {
     h('form', { class: 'row', onSubmit: createOrg }, h(Field, { label: t('id'), id: 'org-id', required: true }), h(Field, { label: t('name'), id: 'org-name' }),
       h('button', { type: 'submit' }, t('create'))),
     h('h2', { id: 'projects' }, t('projects')),
-    s.data && h(Table, { labelledBy: 'projects', testid: 'projects', rows: s.data.projects,
-      cols: [{ label: t('id'), key: 'id' }, { label: t('organization'), key: 'organization' }, { label: t('name'), key: 'name' }, { label: t('created'), key: 'createdAt' }] }),
+    s.data && h(Table, { labelledBy: 'projects', testid: 'projects', rows: s.data.projects, cols: [{ label: t('id'), key: 'id' }, { label: t('organization'), key: 'organization' },
+      { label: t('name'), key: 'name' }, { label: t('created'), render: p => fmtDateTime(p.createdAt) }] }),
     h('h3', null, t('createProject')),
     h('form', { class: 'row', onSubmit: createProject },
       h(Field, { label: t('id'), id: 'project-id', required: true }),

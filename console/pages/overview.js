@@ -1,10 +1,11 @@
 // Overview: requests, tokens and spend (the ledger's sums, GET /admin/usage/summary) and the error
 // rate (this replica's ended calls, GET /admin/calls/summary) over the last hour (per minute), day
-// (per hour) or 30 days (per day), per model or per organization, as charts and tables.
+// (per hour) or 30 days (per day), per model or per organization, as charts and tables; spend per
+// key and per project as tables.
 import { h, Fragment } from 'preact'
 import { useMemo, useState } from 'preact/hooks'
 import { api, qs, useLoad, useReady } from '../api.js'
-import { t } from '../i18n.js'
+import { fmtDateTime, fmtInt, t } from '../i18n.js'
 import { formatMoney, toMicros } from '../money.js'
 import { align, bucketStarts, rates } from '../series.js'
 import { COLOURS, LineChart, OTHER_COLOUR } from '../chart.js'
@@ -15,7 +16,6 @@ const RANGES = [['lastHour', 'minute', 60_000, 60, 'perMinute'], ['lastDay', 'ho
 /** Groups with a line of their own; the rest are one "other" line. */
 const TOP = 6
 
-export const fmtInt = n => Number(n).toLocaleString('en-US')
 const pct = v => v === null || v === undefined ? '—' : `${(v * 100).toFixed(v > 0 && v < 0.001 ? 3 : 1)}%`
 const rateOf = (n, d) => d ? n / d : null
 const money = v => formatMoney(BigInt(Math.round(v * 1e6)))
@@ -25,8 +25,9 @@ async function load (range) {
   const starts = bucketStarts(Date.now(), ms, n)
   const from = new Date(starts[0]).toISOString()
   const get = (what, groupBy) => api('GET', `/admin/${what}/summary?${qs({ from, bucket, groupBy, top: TOP })}`)
-  const [um, uo, cm, co] = await Promise.all([get('usage', 'model'), get('usage', 'organization'), get('calls', 'model'), get('calls', 'organization')])
-  return { starts, model: { usage: um, calls: cm }, organization: { usage: uo, calls: co } }
+  const [um, uo, cm, co, uk, up] = await Promise.all([get('usage', 'model'), get('usage', 'organization'), get('calls', 'model'), get('calls', 'organization'), get('usage', 'key'), get('usage',
+    'project')])
+  return { starts, model: { usage: um, calls: cm }, organization: { usage: uo, calls: co }, key: uk, project: up }
 }
 
 /** Usage and calls of each group, side by side. */
@@ -41,6 +42,10 @@ function groupRows (usage, calls) {
   for (const g of calls.groups) Object.assign(row(g.key), { calls: g.requests, refused: g.clientErrors, errors: g.serverErrors })
   return [...rows.values()]
 }
+
+/** Usage of each group of a summary (per key or project: spend, requests, tokens). */
+const spendRows = usage => usage.groups.map(g => ({ id: g.key === null ? '' : g.key, name: g.key === null ? t('none') : g.key, requests: g.requests, input: g.inputTokens, output: g.outputTokens,
+  spend: g.cost }))
 
 export function Overview () {
   const [range, setRange] = useState(0)
@@ -68,6 +73,7 @@ export function Overview () {
     }
   }, [d, by])
   const per = t(RANGES[range][4])
+  const bucketMs = RANGES[range][2]
   const grouping = by === 'model' ? t('perModel') : t('perOrganization')
   const cols = [
     { label: t('name'), key: 'name' },
@@ -79,6 +85,7 @@ export function Overview () {
     { label: t('refused'), num: true, render: r => pct(rateOf(r.refused, r.calls)) },
     { label: t('errorRate'), num: true, render: r => pct(rateOf(r.errors, r.calls)) },
   ]
+  const spendCols = cols.slice(0, 5)
   const total = d?.model.usage.total
   const callTotal = d?.model.calls.total
   return h(Fragment, null,
@@ -92,18 +99,24 @@ export function Overview () {
         h('div', null, h('dt', null, t('spend')), h('dd', { 'data-testid': 'total-spend' }, formatMoney(toMicros(total.cost)))),
         h('div', null, h('dt', null, t('errorRate')), h('dd', { 'data-testid': 'error-rate' }, pct(rateOf(callTotal.serverErrors, callTotal.requests)))),
         h('div', null, h('dt', null, t('refusedRate')), h('dd', { 'data-testid': 'refused-rate' }, pct(rateOf(callTotal.clientErrors, callTotal.requests))))),
-      h('p', { class: 'note' }, t('callsNote', { since: new Date(d.model.calls.since).toLocaleString(), })),
+      h('p', { class: 'note' }, t('callsNote', { since: fmtDateTime(d.model.calls.since) })),
       h(Toggle, { label: t('groupBy'), items: [['model', t('perModel')], ['organization', t('perOrganization')]], value: by, onChange: setBy }),
       h('div', { class: 'charts' },
-        h(LineChart, { testid: 'chart-requests', title: `${t('requests')} (${per})`, label: `${t('requests')}, ${grouping}`, starts: d.starts, series: charts.requests,
+        h(LineChart, { testid: 'chart-requests', title: `${t('requests')} (${per})`, label: `${t('requests')}, ${grouping}`, starts: d.starts, bucketMs, series: charts.requests,
           colour: charts.colour, format: fmtInt }),
-        h(LineChart, { testid: 'chart-tokens', title: `${t('tokens')} (${per})`, label: `${t('tokens')}, ${grouping}`, starts: d.starts, series: charts.tokens,
-          colour: charts.colour, format: fmtInt }),
-        h(LineChart, { testid: 'chart-spend', title: `${t('spend')} (${per})`, label: `${t('spend')}, ${grouping}`, starts: d.starts, series: charts.spend, colour: charts.colour, format: money }),
-        h(LineChart, { testid: 'chart-errors', title: `${t('errorRate')} (${per})`, label: `${t('errorRate')}, ${grouping}`, starts: d.starts, series: charts.errors,
-          colour: charts.colour, format: pct, points: true })),
+        h(LineChart, { testid: 'chart-tokens', title: `${t('tokens')} (${per})`, label: `${t('tokens')}, ${grouping}`, starts: d.starts, bucketMs, series: charts.tokens, colour: charts.colour,
+          format: fmtInt }),
+        h(LineChart, { testid: 'chart-spend', title: `${t('spend')} (${per})`, label: `${t('spend')}, ${grouping}`, starts: d.starts, bucketMs, series: charts.spend, colour: charts.colour,
+          format: money }),
+        h(LineChart, { testid: 'chart-errors', title: `${t('errorRate')} (${per})`, label: `${t('errorRate')}, ${grouping}`, starts: d.starts, bucketMs, series: charts.errors, colour: charts.colour,
+          format: pct, points: true, rate: true })),
       h('h2', { id: 'per-model' }, t('perModel')),
       h(Table, { labelledBy: 'per-model', testid: 'per-model', cols, rows: groupRows(d.model.usage, d.model.calls) }),
       h('h2', { id: 'per-organization' }, t('perOrganization')),
-      h(Table, { labelledBy: 'per-organization', testid: 'per-organization', cols, rows: groupRows(d.organization.usage, d.organization.calls) })))
+      h(Table, { labelledBy: 'per-organization', testid: 'per-organization', cols, rows: groupRows(d.organization.usage, d.organization.calls) }),
+      // Spend per key and per project: billed usage only (the calls recorder counts per model and organization).
+      h('h2', { id: 'per-key' }, t('perKey')),
+      h(Table, { labelledBy: 'per-key', testid: 'per-key', cols: spendCols, rows: spendRows(d.key) }),
+      h('h2', { id: 'per-project' }, t('perProject')),
+      h(Table, { labelledBy: 'per-project', testid: 'per-project', cols: spendCols, rows: spendRows(d.project) })))
 }

@@ -3,7 +3,7 @@
 import { h, Fragment } from 'preact'
 import { useState } from 'preact/hooks'
 import { api, useLoad, useReady } from '../api.js'
-import { t } from '../i18n.js'
+import { fmtDateTime, t } from '../i18n.js'
 import { ErrorBox, Loading, Status, Table } from '../ui.js'
 
 export function Providers () {
@@ -24,8 +24,8 @@ export function Providers () {
       h(Table, { label: `${t('deployments')}: ${p.name}`, testid: `deployments-${p.name}`, rows: p.deployments.map(d => ({ ...d, id: d.key })), cols: [
         { label: t('key'), key: 'key' }, { label: t('models'), render: c => c.models.join(', ') },
         { label: t('state'), key: 'state', id: 'state' }, { label: t('failures'), key: 'failures', num: true },
-        { label: t('openedAt'), render: c => c.openedAt || '—' },
-        { label: t('actions'),
-          render: c => c.state === 'closed' && c.failures === 0 ? '—' : h('button', { type: 'button', onClick: () => reset(c.key), 'aria-label': `${t('reset')} ${c.key}` }, t('reset')) },
+        { label: t('openedAt'), render: c => fmtDateTime(c.openedAt) },
+        { label: t('actions'), render: c => c.state === 'closed' && c.failures === 0 ? '—' : h('button', { type: 'button', onClick: () => reset(c.key), 'aria-label': `${t('reset')} ${c.key}` },
+          t('reset')) },
       ] }))))
 }

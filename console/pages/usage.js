@@ -1,9 +1,10 @@
 // Usage explorer: filters (time range, organization, key, model: the selects list what the API
-// knows), 50 records a page forward and back by cursor, and the CSV export.
+// knows), 50 records a page newest first, forward and back by cursor, times in the browser's time
+// zone, the totals of everything the filter matches, and the CSV export.
 import { h, Fragment } from 'preact'
 import { useState } from 'preact/hooks'
 import { api, authHeader, qs, useLoad, useReady } from '../api.js'
-import { t } from '../i18n.js'
+import { fmtDateTime, fmtInt, t } from '../i18n.js'
 import { formatMoney, toMicros } from '../money.js'
 import { ErrorBox, Field, Loading, Select, Table } from '../ui.js'
 
@@ -18,8 +19,9 @@ export function Usage () {
   // The cursors of the pages read so far: the last is this page's; Previous drops it.
   const [cursors, setCursors] = useState([undefined])
   const cursor = cursors[cursors.length - 1]
-  const [s] = useLoad(() => api('GET', `/admin/usage?${qs({ ...filters, limit: PAGE, cursor })}`), [filters, cursor])
-  useReady('usage', !!s.data && !!lists.data)
+  const [s] = useLoad(() => api('GET', `/admin/usage?${qs({ ...filters, limit: PAGE, order: 'desc', cursor })}`), [filters, cursor])
+  const [total] = useLoad(() => api('GET', `/admin/usage/total?${qs(filters)}`), [filters])
+  useReady('usage', !!s.data && !!lists.data && !!total.data)
   const [err, setErr] = useState()
   const apply = e => {
     e.preventDefault()
@@ -56,9 +58,15 @@ export function Usage () {
       h('button', { type: 'button', disabled: page < 2, onClick: () => setCursors(cursors.slice(0, -1)) }, t('previous')),
       h('button', { type: 'button', disabled: !(s.data?.nextCursor), onClick: () => setCursors([...cursors, s.data.nextCursor]) }, t('next')),
       h('span', { 'data-testid': 'usage-page', 'aria-live': 'polite' }, t('page', { n: String(page) }))),
-    h(ErrorBox, { error: err }), h(Loading, { s }),
+    h(ErrorBox, { error: err }), h(Loading, { s }), h(Loading, { s: total }),
+    total.data && h('dl', { class: 'cards', 'aria-label': t('totalsNote') },
+      h('div', null, h('dt', null, t('requests')), h('dd', { 'data-testid': 'usage-total-requests' }, fmtInt(total.data.requests))),
+      h('div', null, h('dt', null, t('inputTokens')), h('dd', { 'data-testid': 'usage-total-input' }, fmtInt(total.data.inputTokens))),
+      h('div', null, h('dt', null, t('outputTokens')), h('dd', { 'data-testid': 'usage-total-output' }, fmtInt(total.data.outputTokens))),
+      h('div', null, h('dt', null, t('cost')), h('dd', { 'data-testid': 'usage-total-cost' }, formatMoney(toMicros(total.data.cost))))),
+    total.data && h('p', { class: 'note' }, t('totalsNote')),
     s.data && h(Table, { label: t('usage'), testid: 'usage', rows: s.data.data.map(r => ({ ...r, id: r.traceId })), cols: [
-      { label: t('time'), key: 'time' }, { label: t('key'), key: 'keyId' }, { label: t('organization'), key: 'organization' },
+      { label: t('time'), id: 'time', render: r => h('time', { datetime: r.time }, fmtDateTime(r.time)) }, { label: t('key'), key: 'keyId' }, { label: t('organization'), key: 'organization' },
       { label: t('model'), key: 'model' }, { label: t('inputTokens'), key: 'inputTokens', num: true },
       { label: t('outputTokens'), key: 'outputTokens', num: true }, { label: t('cost'), num: true, id: 'cost', render: r => formatMoney(toMicros(r.cost)) },
       { label: t('trace'), key: 'traceId' },

@@ -64,8 +64,10 @@ export interface UsageQuery {
   project?: string
   keyId?: string
   model?: string
-  /** Only records after this (time, id) position: the last record of the previous page. */
+  /** Only records after this (time, id) position in `order`: the last record of the previous page. */
   after?: { time: number, id: number }
+  /** Oldest first (asc, the default) or newest first (desc). */
+  order?: 'asc' | 'desc'
   /** At most this many records (the caller bounds it). */
   limit: number
 }
@@ -81,7 +83,7 @@ export interface UsageSummaryQuery {
   /** One of SUMMARY_BUCKETS; a bucket starts at a multiple of it since the epoch. */
   bucketMs: number
   /** Sums per bucket and per this column; absent: per bucket only. */
-  groupBy?: 'model' | 'organization'
+  groupBy?: 'model' | 'organization' | 'key' | 'project'
   organization?: string
   project?: string
   keyId?: string
@@ -92,7 +94,7 @@ export interface UsageSummaryQuery {
 export interface UsageSummaryRow {
   /** Start of the bucket (ms since the epoch). */
   bucket: number
-  /** The model or organization; null without groupBy, or for records without an organization. */
+  /** The model, organization, key id or project; null without groupBy, or for records without an organization or project. */
   group: string | null
   requests: number
   inputTokens: number

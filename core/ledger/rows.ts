@@ -118,14 +118,17 @@ function usageFilter (q: Omit<UsageQuery, 'limit' | 'after'>, ph: (i: number) =>
  */
 export function usageWhere (q: UsageQuery, ph: (i: number) => string): { where: string, params: unknown[] } {
   const { parts, params } = usageFilter(q, ph)
+  // Newest first reverses both the order and the cursor's comparison.
+  const desc = q.order === 'desc'
   if (q.after) {
     // Each placeholder once: SQLite's ? are positional.
     params.push(q.after.time, q.after.time, q.after.id)
     const n = params.length
-    parts.push(`(time > ${ph(n - 2)} OR (time = ${ph(n - 1)} AND id > ${ph(n)}))`)
+    const cmp = desc ? '<' : '>'
+    parts.push(`(time ${cmp} ${ph(n - 2)} OR (time = ${ph(n - 1)} AND id ${cmp} ${ph(n)}))`)
   }
   params.push(q.limit)
-  return { where: parts.join(' AND ') + ` ORDER BY time, id LIMIT ${ph(params.length)}`, params }
+  return { where: parts.join(' AND ') + ` ORDER BY ${desc ? 'time DESC, id DESC' : 'time, id'} LIMIT ${ph(params.length)}`, params }
 }
 
 /**
@@ -137,7 +140,9 @@ export function usageWhere (q: UsageQuery, ph: (i: number) => string): { where: 
 export function usageSummarySql (q: UsageSummaryQuery, ph: (i: number) => string): { sql: string, params: unknown[] } {
   if (!(SUMMARY_BUCKETS as readonly number[]).includes(q.bucketMs)) throw new Error(`summarizeUsage: bucketMs must be one of ${SUMMARY_BUCKETS.join(', ')}`)
   const { parts, params } = usageFilter(q, ph)
-  const group = q.groupBy === 'model' ? 'model' : q.groupBy === 'organization' ? 'organization' : 'NULL'
+  // The grouping column comes from this fixed table, never from a client's string.
+  const columns = { model: 'model', organization: 'organization', key: 'key_id', project: 'project' } as const
+  const group: string = q.groupBy === undefined ? 'NULL' : columns[q.groupBy]
   const b = q.bucketMs
   const sql = `SELECT (time / ${b}) * ${b} AS bucket, ${group} AS grp, count(*) AS requests, sum(input_tokens) AS input_tokens,
     sum(cached_input_tokens) AS cached_input_tokens, sum(output_tokens) AS output_tokens, sum(cost) AS cost

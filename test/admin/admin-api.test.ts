@@ -337,6 +337,7 @@ t.test('circuits, config view, OpenAPI document; no admin listener without admin
     ['get', '/admin/prices'], ['put', '/admin/prices'], ['get', '/admin/usage'], ['get', '/admin/usage/export'],
     ['get', '/admin/reservations'], ['delete', '/admin/reservations/{id}'], ['get', '/admin/circuits'], ['post', '/admin/circuits/reset'], ['get', '/admin/config'],
     ['get', '/admin/usage/summary'], ['get', '/admin/calls/summary'], ['get', '/admin/providers'],
+    ['get', '/admin/usage/total'], ['get', '/admin/calls/latency'], ['get', '/admin/calls/failed'],
   ]
   for (const [method, path] of routes) t.ok(api.paths?.[path]?.[method], `${method.toUpperCase()} ${path} documented`)
   t.equal(Object.values(api.paths).reduce((n: number, p: any) => n + Object.keys(p).length, 0), routes.length, 'and nothing else')

@@ -103,7 +103,7 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>): Promis
       [`from=${iso(T0)}&bucket=second`, '/querystring/bucket'],
       [`from=${iso(T0)}&to=${iso(T0 + 2 * 86_400_000)}&bucket=minute`, '/querystring/bucket'],
       [`from=${iso(T0)}&to=${iso(T0 - 1)}`, '/querystring/from'],
-      [`from=${iso(T0)}&groupBy=key`, '/querystring/groupBy'],
+      [`from=${iso(T0)}&groupBy=provider`, '/querystring/groupBy'],
       [`from=${iso(T0)}&top=0`, '/querystring/top'],
       [`from=${iso(T0)}&limit=5`, '/querystring/limit'],
       [`from=${iso(T0)}&to=2025-13-45T99:00:00Z`, '/querystring/to'],

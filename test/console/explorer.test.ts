@@ -84,10 +84,12 @@ async function main (t: Test): Promise<void> {
   t.test('usage explorer: more than two pages, forward and back; filters from selects', async t => {
     await go(page, 'Usage')
     const shownTraces = () => page.locator('[data-testid="usage"] tbody tr').evaluateAll(rows => rows.map(r => r.getAttribute('data-row')))
+    // Newest first: page 1 holds the latest records.
+    const newest = [...records].reverse()
     const expectPage = async (n: number, from: number, count: number) => {
       await page.getByTestId('usage-page').filter({ hasText: `Page ${n}` }).waitFor()
-      await page.locator(`[data-testid="usage"] tr[data-row="${records[from]!.traceId}"]`).waitFor()
-      t.strictSame(await shownTraces(), records.slice(from, from + count).map(r => r.traceId), `page ${n}: records ${from + 1}–${from + count} in time order`)
+      await page.locator(`[data-testid="usage"] tr[data-row="${newest[from]!.traceId}"]`).waitFor()
+      t.strictSame(await shownTraces(), newest.slice(from, from + count).map(r => r.traceId), `page ${n}: records ${from + 1}–${from + count}, newest first`)
     }
     await expectPage(1, 0, PAGE)
     t.ok(await page.getByRole('button', { name: 'Previous page' }).isDisabled(), 'no previous page on the first')
@@ -100,7 +102,7 @@ async function main (t: Test): Promise<void> {
     await expectPage(2, PAGE, PAGE)
     await page.getByRole('button', { name: 'Previous page' }).click()
     await expectPage(1, 0, PAGE)
-    const r = records[7]!
+    const r = newest[7]!
     t.equal(micros(await cell(page, 'usage', r.traceId, 'cost').textContent()), r.cost, 'costs are the ledger\'s')
     await check(t, page, 'usage-paging')
 
@@ -112,7 +114,7 @@ async function main (t: Test): Promise<void> {
     await page.locator('#u-model').selectOption('echo/echo-text')
     await page.locator('#u-key').selectOption('k-globex')
     await page.getByRole('button', { name: 'Apply' }).click()
-    const expected = records.filter(r => r.model === 'echo/echo-text' && r.keyId === 'k-globex').map(r => r.traceId)
+    const expected = newest.filter(r => r.model === 'echo/echo-text' && r.keyId === 'k-globex').map(r => r.traceId)
     await page.getByTestId('usage-page').filter({ hasText: 'Page 1' }).waitFor()
     await page.locator(`[data-testid="usage"] tr[data-row="${expected[0]}"]`).waitFor()
     t.strictSame(await shownTraces(), expected, 'model and key filters')

@@ -11,7 +11,7 @@ import { ADMIN_KEY } from '../helpers/admin.ts'
 import { browserAvailable, check, go, launch, pageTime, watchErrors } from '../helpers/browser.ts'
 import { consoleGateway } from '../helpers/console-app.ts'
 
-const PAGES: Array<[string, string]> = [['Overview', '概览'], ['Organizations', '组织'], ['Keys', '密钥'], ['Prices', '价格'], ['Usage', '用量'], ['Providers', '提供方'], ['Config', '配置']]
+const PAGES: Array<[string, string]> = [['Overview', '概览'], ['Organizations', '组织'], ['Keys', '密钥'], ['Prices', '价格'], ['Usage', '用量'], ['Latency', '延迟'], ['Providers', '提供方'], ['Config', '配置']]
 
 if (browserAvailable(t)) t.test('every page in zh-CN and at phone width', main)
 
