@@ -2,7 +2,7 @@
  * @module plugins/balance/lease – lease mode (PostgreSQL): each replica leases one growing hold
  * per organization (a "slice" of its balance, lease-hold.ts) and reserves calls against it in memory.
  *
- * Rules (README, "Money"):
+ * Rules (docs/money.md):
  * - A slice is a hold row like a call's (PostgreSQL, with an expiry renewed while the replica
  *   lives): the ledger grows it atomically against every other hold (`leaseHold`), so the sum of
  *   holds never exceeds the balance, and a dead replica's slice expires like its calls' holds.

@@ -2,7 +2,7 @@
  * @module plugins/ip-limit/lease – lease mode: count in memory, add to the shared counters in the
  * background.
  *
- * Rules (README, ip-limit):
+ * Rules (docs/configuration.md, ip-limit):
  * - Each replica keeps, per client and window, the shared count it last saw and the requests it
  *   admitted that the store has not been told of yet ("unsynced"). A request is admitted while
  *   seen + unsynced < limit.

@@ -2,7 +2,7 @@
  * @module plugins/quota/lease-counter – lease mode: a replica takes a slice of a window's requests,
  * tokens or spend from the shared counter and spends it in memory.
  *
- * Rules (README, quota; lease.ts runs the calls against these leases):
+ * Rules (docs/configuration.md, quota; lease.ts runs the calls against these leases):
  * - The shared counter holds what was leased (plus overruns, below). A lease adds its slice and,
  *   when that passes the limit, takes the excess straight back: a replica is granted
  *   `limit − (counter before its add)` at most, so the slices granted never sum past the limit.

@@ -4,7 +4,7 @@
  * toward a messages upstream; and what the call's answer needs from the request (CallInfo). The
  * answer side is in responses-answer.ts.
  *
- * Rules (README "The Responses API"):
+ * Rules (docs/protocols.md, "The Responses API"):
  * - stateless: `previous_response_id`, `conversation`, `background` and `item_reference` items are
  *   refused by the route or here (400); nothing is stored, `store` is accepted and ignored;
  * - `instructions`, system and developer messages → system messages (the upstream's system role);

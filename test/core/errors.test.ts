@@ -18,11 +18,11 @@ t.test('errors – every code has an English message', async t => {
   for (const code of codes) t.ok(CATALOGUES.en[code], code)
 })
 
-t.test('errors – README documents exactly the codes in the table', async t => {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
+t.test('errors – docs/errors.md documents exactly the codes in the table', async t => {
+  const readme = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8')
   const documented = new Set(readme.match(/GW_ERR_[A-Z_]+/g))
-  for (const code of codes) t.ok(documented.has(code), `${code} is in README`)
-  for (const code of documented) t.ok(code in ERRORS, `${code} (README) exists in core/errors/errors.ts`)
+  for (const code of codes) t.ok(documented.has(code), `${code} is in docs/errors.md`)
+  for (const code of documented) t.ok(code in ERRORS, `${code} (docs/errors.md) exists in core/errors/errors.ts`)
 })
 
 t.test('errors – arguments fill the template; cause and headers are kept', async t => {

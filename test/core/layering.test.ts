@@ -62,7 +62,7 @@ t.test('layering – the check sees static, dynamic and re-export specifiers', a
 })
 
 /**
- * core's folders by concern, bottom to top, as README's "How the code is laid out" lists them. An
+ * core's folders by concern, bottom to top, as docs/architecture.md's "How the code is laid out" lists them. An
  * import (a type-only one too: it is a dependency of the code's meaning, even when the build erases
  * it) may name a file in its own folder or in a folder earlier in this list, never a later one. A
  * lower folder that needs something of a higher one declares the little it needs as its own interface.

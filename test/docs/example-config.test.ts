@@ -4,7 +4,7 @@
  * (SQLite ledger in a temporary directory) and answers a call with the file's example key.
  */
 import t from 'tap'
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -24,6 +24,15 @@ t.test('gateway.example.yaml names every built-in plugin and adapter', async t =
   const text = readFileSync(FILE, 'utf8')
   for (const a of builtinProviders) t.match(text, new RegExp(`adapter: ${a.name}\\b`), `adapter ${a.name}`)
   t.match(text, /backend: postgres/, 'the scale-out ledger is shown too')
+})
+
+t.test('model-gateway --check accepts gateway.example.yaml and deploy/gateway.yaml', async t => {
+  if (!existsSync(SERVER)) { t.fail('dist/server.js is missing: run `npm run build` first (npm test does)'); return }
+  for (const [file, env] of [[FILE, {}], [resolve('deploy/gateway.yaml'), { REDIS_URL: 'redis://redis:6379', DATABASE_URL: 'postgres://gw@db/gw', GATEWAY_ADMIN_KEY: ADMIN }]] as const) {
+    const r = spawnSync(process.execPath, [SERVER, '--check', '--config', file], { encoding: 'utf8', env: { ...process.env, ...env, GATEWAY_CONFIG: '' } })
+    t.equal(r.status, 0, `${file}: exit 0 (${r.stderr.slice(0, 300)})`)
+    t.match(r.stdout, /pipeline/i, 'and prints what it would serve')
+  }
 })
 
 t.test('the built gateway serves gateway.example.yaml', async t => {
