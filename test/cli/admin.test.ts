@@ -244,10 +244,10 @@ t.test('usage export: CSV and JSON with a time range', async t => {
   const lines = r.out.trimEnd().split('\r\n')
   t.equal(lines[0], USAGE_CSV_COLUMNS.join(','))
   t.same(lines[0]!.split(','), ['time', 'keyId', 'organization', 'project', 'model', 'provider', 'traceId', 'idempotencyKey',
-    'inputTokens', 'cachedInputTokens', 'outputTokens', 'cost', 'priceInput', 'priceCachedInput', 'priceOutput', 'estimated'])
+    'inputTokens', 'cachedInputTokens', 'outputTokens', 'cost', 'priceInput', 'priceCachedInput', 'priceOutput', 'estimated', 'priceCacheWrite'])
   t.equal(lines.length, 3, 'header + records at 01:00 and 02:00 (from inclusive, to exclusive)')
-  t.equal(lines[1], '2025-03-01T01:00:00.000Z,k1,acme,,echo/echo-1,echo,tr-1,"idem, ""quoted""",1000,200,50,0.000005,,,,true')
-  t.equal(lines[2], '2025-03-01T02:00:00.000Z,k1,acme,web,echo/echo-1,echo,tr-2,,1000,200,50,1.234567,3,0.3,15,false')
+  t.equal(lines[1], '2025-03-01T01:00:00.000Z,k1,acme,,echo/echo-1,echo,tr-1,"idem, ""quoted""",1000,200,50,0.000005,,,,true,')
+  t.equal(lines[2], '2025-03-01T02:00:00.000Z,k1,acme,web,echo/echo-1,echo,tr-2,,1000,200,50,1.234567,3,0.3,15,false,')
 
   r = await cli(args, 'usage', 'export')
   t.equal(r.out.trimEnd().split('\r\n').length, 5, 'no range: everything')
