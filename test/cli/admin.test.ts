@@ -221,6 +221,14 @@ t.test('price set and show (units per million tokens)', async t => {
   t.equal(r.code, 0, 'overwrites; without --cached the input rate applies')
   r = await cli(args, 'price', 'show', 'echo/echo-1', '--json')
   t.same(JSON.parse(r.out), { model: 'echo/echo-1', input: 1, output: 2 })
+  t.match((await cli(args, 'price', 'show', 'echo/echo-1')).out, /^write\s+1 \(input rate\)$/m, 'no cache-write rate: the input rate')
+
+  r = await cli(args, 'price', 'set', 'echo/echo-1', '--input', '3', '--output', '15', '--cache-write', '3.75')
+  t.equal(r.code, 0)
+  t.same(await (await open()).getPrice('echo/echo-1'), { input: 3, cacheWrite: 3.75, output: 15 })
+  t.match(r.out, /^write\s+3\.75$/m)
+  r = await cli(args, 'price', 'set', 'echo/echo-1', '--input', '3', '--output', '15', '--cache-write', '-1')
+  t.not(r.code, 0, 'a negative cache-write rate is refused')
 })
 
 t.test('usage export: CSV and JSON with a time range', async t => {
