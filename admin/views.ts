@@ -50,10 +50,10 @@ export function holdView (h: Hold): HoldView {
   }
 }
 
-/** Every UsageRecord field, in order; `price` is flattened into three columns. */
+/** Every UsageRecord field, in order; `price` is flattened into four columns (the cache-write rate last, added later). */
 export const USAGE_CSV_COLUMNS = [
   'time', 'keyId', 'organization', 'project', 'model', 'provider', 'traceId', 'idempotencyKey',
-  'inputTokens', 'cachedInputTokens', 'outputTokens', 'cost', 'priceInput', 'priceCachedInput', 'priceOutput', 'estimated',
+  'inputTokens', 'cachedInputTokens', 'outputTokens', 'cost', 'priceInput', 'priceCachedInput', 'priceOutput', 'estimated', 'priceCacheWrite',
 ] as const
 
 export function usageView (u: UsageRecord): Record<string, unknown> {
@@ -98,6 +98,7 @@ export function usageCsvRow (u: UsageRecord): string {
   const cells = USAGE_CSV_COLUMNS.map(c => c === 'priceInput' ? u.price?.input
     : c === 'priceCachedInput' ? u.price?.cachedInput
       : c === 'priceOutput' ? u.price?.output
+        : c === 'priceCacheWrite' ? u.price?.cacheWrite
         : USAGE_CSV_TEXT_COLUMNS.has(c) ? csvText(v[c]) : v[c])
   return cells.map(csvField).join(',') + '\r\n'
 }

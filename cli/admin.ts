@@ -52,10 +52,11 @@ Commands:
   key revoke <id>                               revoke a key (the gateway drops it within its
                                                 auth ledgerCacheMs)
   key list [--json]                             id, prefix, name, org, project, created, revoked
-  price set <model> --input <p> --output <p> [--cached <p>]
+  price set <model> --input <p> --output <p> [--cached <p>] [--cache-write <p>]
                                                 ledger price of a model (overrides the config's),
                                                 in currency units per million tokens (--cached:
-                                                cached input tokens; default: the input rate)
+                                                cached input tokens, --cache-write: input tokens
+                                                written to the cache; default: the input rate)
   price show <model> [--json]                   the ledger price of a model
   holds list [--org O] [--json]                 PostgreSQL: balance holds of calls in flight (id,
                                                 organization, amount, live or expired, expiry,
@@ -238,7 +239,7 @@ function plan (p: Parsed, env: NodeJS.ProcessEnv): Action | undefined {
       }
     }
     case 'price set': {
-      const get = options(p, cmd, ['input', 'output', 'cached'])
+      const get = options(p, cmd, ['input', 'output', 'cached', 'cache-write'])
       const [model] = positionals(rest, cmd, ['model'])
       const price: ModelPrice = {
         input: priceArg(required(get('input'), 'input', cmd), 'input'),
@@ -246,6 +247,8 @@ function plan (p: Parsed, env: NodeJS.ProcessEnv): Action | undefined {
       }
       const cached = get('cached')
       if (cached !== undefined) price.cachedInput = priceArg(cached, 'cached')
+      const write = get('cache-write')
+      if (write !== undefined) price.cacheWrite = priceArg(write, 'cache-write')
       return async (admin, out) => {
         await admin.setPrice(model!, price)
         out.write(`price of ${model} set\n${priceText(price)}`)

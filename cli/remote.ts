@@ -106,6 +106,7 @@ export function planRemote (p: Parsed, summary?: UsageSummaryQueryT): Remote {
     case 'price set': return async (c, out) => {
       const price: ModelPrice = { input: priceArg(get('input')!, 'input'), output: priceArg(get('output')!, 'output') }
       if (get('cached') !== undefined) price.cachedInput = priceArg(get('cached')!, 'cached')
+      if (get('cache-write') !== undefined) price.cacheWrite = priceArg(get('cache-write')!, 'cache-write')
       await c.json('PUT', '/admin/prices', { model: rest[0], ...price })
       out.write(`price of ${rest[0]} set\n${priceText(price)}`)
     }

@@ -30,7 +30,7 @@ const RULES = [
 function fieldName (path) {
   const name = path.split('/').filter(Boolean).slice(1).join('.') || path
   const known = { id: 'id', name: 'name', amount: 'amount', organization: 'organization', project: 'project', model: 'model', models: 'models', from: 'from', to: 'to', input: 'input',
-    output: 'output', cachedInput: 'cachedInput', key: 'key' }
+    output: 'output', cachedInput: 'cachedInput', cacheWrite: 'cacheWrite', key: 'key' }
   const last = name.split('.').pop()
   return known[last] ? t(known[last]) : name
 }

@@ -5,6 +5,7 @@
 import type { Micros } from '../core/ledger/ledger.ts'
 import type { ModelPrice } from '../core/types/model.ts'
 import type { Usage } from '../core/types/usage.ts'
+import { tokenMicros } from '../core/observe/cost.ts'
 
 /** Float noise below this is not a real fraction of a micro-unit (e.g. 3 × 0.1). */
 const EPSILON = 1e-7
@@ -15,15 +16,13 @@ export function ceilMicros (x: number): Micros {
 }
 
 /**
- * cost = (input − cached) × input rate + cached × cached rate + output × output rate.
- * Rates are per million tokens in currency units, so `rate` units per million tokens is exactly
- * `rate` micro-units per token. Without a cached rate, all input bills at the input rate.
- * Cache writes are part of `inputTokens` and bill once, at the input rate.
+ * cost = (input − cached − cache writes) × input rate + cached × cached rate + cache writes ×
+ * cache-write rate + output × output rate. Rates are per million tokens in currency units, so `rate`
+ * units per million tokens is exactly `rate` micro-units per token. Cache reads and writes are part
+ * of `inputTokens` and bill once; without their own rate they bill at the input rate.
  */
 export function costMicros (u: Usage, price: ModelPrice, extras?: PerUseTerms): Micros {
-  const cached = Math.min(u.cachedInputTokens, u.inputTokens)
-  const cachedRate = price.cachedInput ?? price.input
-  const tokens = (u.inputTokens - cached) * price.input + cached * cachedRate + u.outputTokens * price.output
+  const tokens = tokenMicros(u, price)
   if (extras === undefined && u.serverToolUses === undefined) return ceilMicros(tokens)
   return ceilMicros(tokens * tierMultiplier(price, extras?.tier) + usesMicros(price, u.serverToolUses, extras?.uses))
 }
@@ -55,11 +54,15 @@ function usesMicros (price: ModelPrice, reported: Readonly<Record<string, number
 }
 
 /**
- * What a call may cost at most, as reserved at admit: (input estimate × input rate + output cap ×
- * output rate) × the tier's multiplier + the reserved server-tool uses × their per-use prices.
+ * What a call may cost at most, as reserved at admit: (input estimate × the highest input-side rate
+ * + output cap × output rate) × the tier's multiplier + the reserved server-tool uses × their
+ * per-use prices. Any input token may turn out a cache write, so the input estimate is reserved at
+ * max(input, cache-write) rate (a cached rate above the input rate counts too): a call never costs
+ * more than it reserved.
  */
 export function reserveMicros (estimatedInputTokens: number, outputCap: number, price: ModelPrice, extras?: PerUseTerms): Micros {
-  const tokens = estimatedInputTokens * price.input + outputCap * price.output
+  const inputRate = Math.max(price.input, price.cacheWrite ?? price.input, price.cachedInput ?? price.input)
+  const tokens = estimatedInputTokens * inputRate + outputCap * price.output
   if (extras === undefined) return ceilMicros(tokens)
   return ceilMicros(tokens * Math.max(1, tierMultiplier(price, extras.tier)) + usesMicros(price, undefined, extras.uses))
 }

@@ -56,6 +56,8 @@ export const ProviderEntry = Type.Object({
 const Price = Type.Object({
   input: Type.Number({ minimum: 0, description: 'Price per million input tokens.' }),
   cachedInput: Type.Optional(Type.Number({ minimum: 0, description: 'Price per million cached input tokens; absent: input rate.' })),
+  cacheWrite: Type.Optional(Type.Number({ minimum: 0, description: 'Price per million cache-write input tokens (e.g. Anthropic, Bedrock, Vertex: 1.25× input for a ' +
+    '5-minute cache, 2× for 1 hour); absent: input rate.' })),
   output: Type.Number({ minimum: 0, description: 'Price per million output tokens.' }),
   perUse: Type.Optional(Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_]*$' }), Type.Number({ minimum: 0 }),
     { description: 'Price per 1000 uses of an upstream server tool, by feature name (web_search, web_fetch, code_interpreter, image_generation...). A server tool passes only when ' +

@@ -143,9 +143,19 @@ END
 $$;
 `
 
+/**
+ * Cache writes get their own rate (a price's `cacheWrite`; NULL: the input rate), in the prices and
+ * in the price a usage record applied.
+ */
+const CACHE_WRITE_PRICE = (real: string): string => `
+ALTER TABLE prices ADD COLUMN cache_write ${real};
+ALTER TABLE usage_records ADD COLUMN price_cache_write ${real};
+`
+
 export const SQLITE_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial', sql: common('INTEGER', 'INTEGER', 'REAL', 'INTEGER PRIMARY KEY AUTOINCREMENT') },
   { version: 2, name: 'one usage record per trace id', sql: TRACE_UNIQUE },
+  { version: 3, name: 'a cache-write rate in prices and usage records', sql: CACHE_WRITE_PRICE('REAL') },
 ]
 
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
@@ -153,4 +163,5 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   { version: 2, name: 'one usage record per trace id', sql: TRACE_UNIQUE },
   { version: 3, name: 'holds: one row per reservation, with an expiry', sql: PG_HOLDS },
   { version: 4, name: 'slices: a replica leases part of a balance as one growing hold', sql: PG_LEASE },
+  { version: 5, name: 'a cache-write rate in prices and usage records', sql: CACHE_WRITE_PRICE('DOUBLE PRECISION') },
 ]

@@ -144,9 +144,9 @@ export class PostgresAdmin {
 
   /** Resolves once the batch holding this charge has committed (synchronously: it is on disk). */
   async setPrice (model: string, price: ModelPrice): Promise<void> {
-    await this.pool.query(`INSERT INTO prices (model, input, cached_input, output, updated_at) VALUES ($1, $2, $3, $4, $5)
-      ON CONFLICT (model) DO UPDATE SET input = EXCLUDED.input, cached_input = EXCLUDED.cached_input, output = EXCLUDED.output, updated_at = EXCLUDED.updated_at`,
-    [model, price.input, price.cachedInput ?? null, price.output, this.now()])
+    await this.pool.query(`INSERT INTO prices (model, input, cached_input, cache_write, output, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+      ON CONFLICT (model) DO UPDATE SET input = EXCLUDED.input, cached_input = EXCLUDED.cached_input, cache_write = EXCLUDED.cache_write, output = EXCLUDED.output, updated_at = EXCLUDED.updated_at`,
+    [model, price.input, price.cachedInput ?? null, price.cacheWrite ?? null, price.output, this.now()])
   }
 
   async getPrice (model: string): Promise<ModelPrice | undefined> {

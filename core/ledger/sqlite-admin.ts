@@ -159,9 +159,9 @@ export class SqliteAdmin {
   }
 
   async setPrice (model: string, price: ModelPrice): Promise<void> {
-    await this.retryBusy(() => this.db.prepare(`INSERT INTO prices (model, input, cached_input, output, updated_at) VALUES (?, ?, ?, ?, ?)
-      ON CONFLICT(model) DO UPDATE SET input = excluded.input, cached_input = excluded.cached_input, output = excluded.output, updated_at = excluded.updated_at`)
-      .run(model, price.input, price.cachedInput ?? null, price.output, this.now()))
+    await this.retryBusy(() => this.db.prepare(`INSERT INTO prices (model, input, cached_input, cache_write, output, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+      ON CONFLICT(model) DO UPDATE SET input = excluded.input, cached_input = excluded.cached_input, cache_write = excluded.cache_write, output = excluded.output, updated_at = excluded.updated_at`)
+      .run(model, price.input, price.cachedInput ?? null, price.cacheWrite ?? null, price.output, this.now()))
   }
 
   async getPrice (model: string): Promise<ModelPrice | undefined> {

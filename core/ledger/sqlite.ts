@@ -126,7 +126,7 @@ export class SqliteLedger extends SqliteAdmin implements Ledger {
       resize: p('UPDATE organizations SET reserved = MAX(reserved + ?, 0) WHERE id = ?'),
       debit: p('UPDATE organizations SET balance = balance - ? WHERE id = ?'),
       // A record whose trace id is there already was charged before: nothing to do (see migrations).
-      insertUsage: p(`INSERT INTO usage_records (${USAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(trace_id) DO NOTHING`),
+      insertUsage: p(`INSERT INTO usage_records (${USAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(trace_id) DO NOTHING`),
       balance: this.db.prepare<[string], Pick<OrganizationColumns, 'balance' | 'reserved'>>('SELECT balance, reserved FROM organizations WHERE id = ?'),
     }
     return this.#stmts

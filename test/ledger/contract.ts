@@ -22,7 +22,7 @@ export const usage = (over: Partial<UsageRecord> = {}): UsageRecord => ({
   cachedInputTokens: 200,
   outputTokens: 300,
   cost: 3210,
-  price: { input: 2.5, cachedInput: 1.25, output: 10 },
+  price: { input: 2.5, cachedInput: 1.25, cacheWrite: 3.125, output: 10 },
   estimated: true,
   ...over,
 })
@@ -255,6 +255,11 @@ export function ledgerContract (t: Test, makeLedger: MakeLedger): void {
     await l.setPrice('acme/free', { input: 0, cachedInput: 0, output: 0 })
     t.strictSame(await l.getPrice('acme/free'), { input: 0, cachedInput: 0, output: 0 }, 'zero is a price')
     t.strictSame(await l.getPrice('acme/m'), { input: 0.15, output: 0.6 }, 'models are independent')
+    await l.setPrice('acme/m', { input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15 })
+    t.strictSame(await l.getPrice('acme/m'), { input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15 }, 'a cache-write rate added')
+    t.strictSame(await l.listPrices(), [{ model: 'acme/free', price: { input: 0, cachedInput: 0, output: 0 } }, { model: 'acme/m', price: { input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15 } }])
+    await l.setPrice('acme/m', { input: 3, cacheWrite: 0, output: 15 })
+    t.strictSame(await l.getPrice('acme/m'), { input: 3, cacheWrite: 0, output: 15 }, 'cached rate removed, a zero cache-write rate kept')
   })
 
   t.test('concurrency – 100 reserves for room of 30, then 30 concurrent charges', async t => {

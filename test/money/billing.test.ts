@@ -19,6 +19,15 @@ t.test('costMicros – with a cached rate', async t => {
   t.equal(costMicros(u(100, 0, 0, 60), { input: 2, cachedInput: 1, output: 0 }), 200, 'cache writes are part of input, billed once at the input rate')
 })
 
+t.test('costMicros – cache writes at the cacheWrite rate', async t => {
+  const price = { input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15 }
+  t.equal(costMicros(u(1000, 500, 200, 300), price), 500 * 3 + 200 * 0.3 + 300 * 3.75 + 500 * 15, 'uncached, read and written input each at its rate')
+  t.equal(costMicros(u(1000, 0, 0, 1000), { input: 3, cacheWrite: 6, output: 15 }), 6000, 'a 1-hour cache write at 2× input')
+  t.equal(costMicros(u(1000, 0, 0, 1000), { input: 3, cacheWrite: 0, output: 15 }), 0, 'a zero cache-write rate is a rate, not "absent"')
+  t.equal(costMicros(u(100, 0, 80, 50), { input: 2, cachedInput: 1, cacheWrite: 4, output: 0 }), 80 + 20 * 4, 'writes beyond the uncached input are clamped')
+  t.equal(costMicros(u(1, 0, 0, 1), { input: 1, cacheWrite: 1.25, output: 0 }), 2, '1.25 → 2: rounded up')
+})
+
 t.test('costMicros – cached > input is clamped to input', async t => {
   t.equal(costMicros(u(100, 0, 500), { input: 2, cachedInput: 1, output: 0 }), 100, 'never negative uncached input')
   t.equal(costMicros(u(100, 10, 500), { input: 2, output: 4 }), 240)
@@ -55,6 +64,14 @@ t.test('reserveMicros – input estimate + output cap at list rates, rounded up'
   t.equal(reserveMicros(3, 7, { input: 0.1, output: 0.1 }), 1)
   t.equal(reserveMicros(0, 0, { input: 3, output: 15 }), 0)
   t.ok(reserveMicros(800, 300, { input: 2, output: 8 }) >= costMicros(u(800, 300, 100), { input: 2, cachedInput: 1, output: 8 }), 'covers the real cost')
+})
+
+t.test('reserveMicros – the input estimate at the highest input-side rate', async t => {
+  const price = { input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15 }
+  t.equal(reserveMicros(1000, 500, price), 1000 * 3.75 + 500 * 15, 'max(input, cacheWrite)')
+  t.equal(reserveMicros(1000, 500, { input: 3, cacheWrite: 1, output: 15 }), 10_500, 'a cache-write rate below input changes nothing')
+  t.ok(reserveMicros(1000, 500, price) >= costMicros(u(1000, 500, 0, 1000), price), 'covers a call whose whole input is a cache write')
+  t.equal(reserveMicros(1000, 500, price), costMicros(u(1000, 500, 0, 1000), price), 'exactly, the worst case')
 })
 
 t.test('formatMicros', async t => {
