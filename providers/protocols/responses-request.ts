@@ -4,7 +4,7 @@
  * toward a messages upstream; and what the call's answer needs from the request (CallInfo). The
  * answer side is in responses-answer.ts.
  *
- * Rules (docs/protocols.md, "The Responses API"):
+ * Rules (stated in full here; the user-facing account is the Responses API section of docs/):
  * - stateless: `previous_response_id`, `conversation`, `background` and `item_reference` items are
  *   refused by the route or here (400); nothing is stored, `store` is accepted and ignored;
  * - `instructions`, system and developer messages → system messages (the upstream's system role);
