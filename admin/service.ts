@@ -32,7 +32,10 @@ export function exactRate (n: number): boolean {
 }
 
 export class AdminService {
-  constructor (readonly ledger: Ledger) {}
+  readonly ledger: Ledger
+  constructor (ledger: Ledger) {
+    this.ledger = ledger
+  }
 
   async knownOrganization (id: string, path?: string): Promise<void> {
     if (!await this.ledger.getBalance(id)) throw gwError('GW_ERR_ORGANIZATION_UNKNOWN', [id], path ? { metadata: { path } } : {})

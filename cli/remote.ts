@@ -13,7 +13,12 @@ import type { UsageSummaryQueryT } from '../admin/summary-schemas.ts'
  * becomes GW_ERR_ADMIN_ANSWER with the API's status and message (exit code 1).
  */
 export class AdminClient {
-  constructor (readonly base: string, readonly key: string) {}
+  readonly base: string
+  readonly key: string
+  constructor (base: string, key: string) {
+    this.base = base
+    this.key = key
+  }
 
   async #fetch (method: string, path: string, body?: unknown): Promise<Response> {
     let r: Response

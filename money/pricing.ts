@@ -24,7 +24,9 @@ function withConfigTerms (p: ModelPrice, model: ModelEntry): ModelPrice {
  */
 export class PriceBook {
   readonly #cache: LRUCache<string, { p: ModelPrice | false }>
-  constructor (readonly ledger: PriceLookup, ttlMs = 30_000) {
+  readonly ledger: PriceLookup
+  constructor (ledger: PriceLookup, ttlMs = 30_000) {
+    this.ledger = ledger
     this.#cache = new LRUCache({ max: 10_000, ttl: Math.max(1, ttlMs) })
   }
 

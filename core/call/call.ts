@@ -48,20 +48,32 @@ export class Call extends CallLifecycle implements GatewayContext {
   /** Outputs published besides the principal; most calls have none. */
   #outputs: Map<string, unknown> | undefined = undefined
 
+  readonly requestId: string
+  readonly route: RouteName
+  readonly protocol: ClientProtocol | 'none'
+  readonly method: string
+  readonly url: string
+  readonly ip: string
+  readonly headers: Headers
+  readonly log: Logger
+  readonly now: () => number
+  /** The config version's call counts (in flight, settling), which add to the app's. */
+  readonly counts: CallCounts
   constructor (
-    readonly requestId: string,
-    readonly route: RouteName,
-    readonly protocol: ClientProtocol | 'none',
-    readonly method: string,
-    readonly url: string,
-    readonly ip: string,
-    readonly headers: Headers,
-    readonly log: Logger,
-    readonly now: () => number,
-    /** The config version's call counts (in flight, settling), which add to the app's. */
-    readonly counts: CallCounts = new CallCounts(),
+    requestId: string,
+    route: RouteName,
+    protocol: ClientProtocol | 'none',
+    method: string,
+    url: string,
+    ip: string,
+    headers: Headers,
+    log: Logger,
+    now: () => number,
+    counts: CallCounts = new CallCounts(),
   ) {
     super()
+    this.requestId = requestId; this.route = route; this.protocol = protocol; this.method = method; this.url = url
+    this.ip = ip; this.headers = headers; this.log = log; this.now = now; this.counts = counts
     this.startedAt = now()
   }
 

@@ -30,8 +30,12 @@ export const TRANSITIONS: Readonly<Record<CallState, readonly CallState[]>> = {
 
 /** An illegal move: a bug in core, never a client's doing. */
 export class IllegalTransition extends Error {
-  constructor (readonly from: CallState, readonly to: CallState) {
+  readonly from: CallState
+  readonly to: CallState
+  constructor (from: CallState, to: CallState) {
     super(`illegal call state transition ${from} → ${to}`)
+    this.from = from
+    this.to = to
     this.name = 'IllegalTransition'
   }
 }
@@ -54,7 +58,10 @@ export class CallCounts {
   settling = 0
   /** Requests that started under this count's owner and whose response has not closed. */
   open = 0
-  constructor (readonly total?: CallCounts) {}
+  readonly total: CallCounts | undefined
+  constructor (total?: CallCounts) {
+    this.total = total
+  }
 
   /** Nothing counted: no request open, no call in flight, no settle running. */
   get idle (): boolean { return this.open === 0 && this.inFlight === 0 && this.settling === 0 }

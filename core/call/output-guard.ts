@@ -32,7 +32,9 @@ export class OutputGuard {
   #next: number
   readonly #maxChars: number
 
-  constructor (readonly cap: number) {
+  readonly cap: number
+  constructor (cap: number) {
+    this.cap = cap
     this.#maxChars = CUT_CHARS_PER_TOKEN * cap
     this.#next = this.#maxChars
   }

@@ -35,7 +35,12 @@ function serialize (event: ClientStreamEvent): string {
  */
 export class StreamHookSink implements EventSink {
   #pending: Array<ClientStreamEvent | SseEvent> = []
-  constructor (readonly protocol: ClientProtocol, readonly run: StreamEventRunner) {}
+  readonly protocol: ClientProtocol
+  readonly run: StreamEventRunner
+  constructor (protocol: ClientProtocol, run: StreamEventRunner) {
+    this.protocol = protocol
+    this.run = run
+  }
 
   event (name: string | undefined, data: object): void {
     const type = name ?? ((data as JsonObject).error !== undefined ? 'error' : 'chunk')

@@ -99,10 +99,17 @@ class StreamSink {
   started = false
   readonly raw: ServerResponse
 
+  readonly ctx: Call
+  readonly reply: FastifyReply
+  readonly a: Attempt
+  readonly st: StreamTranslator
+  readonly controller: CallAbort
+  readonly deadline: Deadline
   constructor (
-    readonly ctx: Call, readonly reply: FastifyReply, readonly a: Attempt, readonly st: StreamTranslator,
-    readonly controller: CallAbort, readonly deadline: Deadline,
+    ctx: Call, reply: FastifyReply, a: Attempt, st: StreamTranslator,
+    controller: CallAbort, deadline: Deadline,
   ) {
+    this.ctx = ctx; this.reply = reply; this.a = a; this.st = st; this.controller = controller; this.deadline = deadline
     this.raw = reply.raw
   }
 

@@ -170,7 +170,12 @@ export class Affinity {
   /** Per catalog entry: the settings that apply to it, or undefined when affinity cannot matter. */
   readonly #models = new WeakMap<ModelEntry, AffinitySettings | null>()
 
-  constructor (readonly store: KvStore, readonly now: () => number = Date.now) {}
+  readonly store: KvStore
+  readonly now: () => number
+  constructor (store: KvStore, now: () => number = Date.now) {
+    this.store = store
+    this.now = now
+  }
 
   /** The model's settings when affinity applies to it (on, and a group of equals), else undefined. */
   settings (model: ModelEntry, routing: AffinitySettings): AffinitySettings | undefined {

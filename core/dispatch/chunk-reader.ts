@@ -23,7 +23,9 @@ export class ChunkReader {
   #resolve: ((chunk: Buffer | null) => void) | undefined = undefined
   #reject: ((err: unknown) => void) | undefined = undefined
 
-  constructor (readonly body: Readable) {
+  readonly body: Readable
+  constructor (body: Readable) {
+    this.body = body
     const b = body as Body
     b[READER] = this
     // Shared listeners (they find their reader on the body), not closures per body. 'error' and

@@ -46,12 +46,18 @@ class Ticket implements CircuitTicket {
   /** The headers bound passed: the failure is counted, but a late answer still counts as a success. */
   #late = false
 
+  readonly d: Deployment
+  readonly trial: boolean
+  readonly settleWith: (ticket: Ticket, how: Settlement) => void
   constructor (
-    readonly d: Deployment,
-    readonly trial: boolean,
-    readonly settleWith: (ticket: Ticket, how: Settlement) => void,
+    d: Deployment,
+    trial: boolean,
+    settleWith: (ticket: Ticket, how: Settlement) => void,
     ttfbMs: number,
   ) {
+    this.d = d
+    this.trial = trial
+    this.settleWith = settleWith
     if (ttfbMs > 0 && Number.isFinite(ttfbMs)) {
       this.#ttfb = setTimeout(() => this.#noHeaders(), ttfbMs)
       this.#ttfb.unref()
@@ -140,7 +146,9 @@ export class Circuits {
   /** The defaults every deployment starts from. */
   readonly opts: CircuitOptions
 
-  constructor (opts: Partial<CircuitOptions> = DEFAULT_CIRCUIT, readonly now: () => number = Date.now, shared?: { store: CircuitStore, syncMs?: number }) {
+  readonly now: () => number
+  constructor (opts: Partial<CircuitOptions> = DEFAULT_CIRCUIT, now: () => number = Date.now, shared?: { store: CircuitStore, syncMs?: number }) {
+    this.now = now
     this.opts = { ...DEFAULT_CIRCUIT, ...opts }
     this.#store = shared?.store
     this.#syncMs = shared?.syncMs ?? 1000

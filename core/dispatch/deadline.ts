@@ -17,7 +17,11 @@ export class Deadline {
   #timer: NodeJS.Timeout | undefined
   expired = false
 
-  constructor (readonly ms: number | undefined, startedAt: number, now: number, readonly controller: { abort (reason: unknown): void }) {
+  readonly ms: number | undefined
+  readonly controller: { abort (reason: unknown): void }
+  constructor (ms: number | undefined, startedAt: number, now: number, controller: { abort (reason: unknown): void }) {
+    this.ms = ms
+    this.controller = controller
     if (ms === undefined) return
     this.#timer = setTimeout(() => this.#fire(), Math.max(0, startedAt + ms - now))
     this.#timer.unref()

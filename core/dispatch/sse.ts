@@ -4,8 +4,10 @@ import type { SseEvent } from './provider.ts'
 
 /** Raised when one upstream event (its lines together) passes the parser's size cap. */
 export class SseEventTooLarge extends Error {
-  constructor (readonly limitBytes: number) {
+  readonly limitBytes: number
+  constructor (limitBytes: number) {
     super(`an upstream stream event passed ${limitBytes} bytes`)
+    this.limitBytes = limitBytes
     this.name = 'SseEventTooLarge'
   }
 }

@@ -20,8 +20,10 @@ export async function readText (body: Readable, max = Infinity): Promise<string>
 
 /** Raised when an upstream answer passes the configured size cap. */
 export class UpstreamBodyTooLarge extends Error {
-  constructor (readonly limitBytes: number) {
+  readonly limitBytes: number
+  constructor (limitBytes: number) {
     super(`the upstream answer passed ${limitBytes} bytes`)
+    this.limitBytes = limitBytes
     this.name = 'UpstreamBodyTooLarge'
   }
 }
@@ -56,7 +58,18 @@ type CappedBody = Readable & { [CAPPED]?: CappedRead }
 class CappedRead {
   readonly chunks: Buffer[] = []
   size = 0
-  constructor (readonly body: Readable, readonly max: number, readonly resolve: (text: string) => void, readonly reject: (err: unknown) => void, readonly progress?: { bytes: number }) {}
+  readonly body: Readable
+  readonly max: number
+  readonly resolve: (text: string) => void
+  readonly reject: (err: unknown) => void
+  readonly progress: { bytes: number } | undefined
+  constructor (body: Readable, max: number, resolve: (text: string) => void, reject: (err: unknown) => void, progress?: { bytes: number }) {
+    this.body = body
+    this.max = max
+    this.resolve = resolve
+    this.reject = reject
+    this.progress = progress
+  }
 
   /** Detaches the listeners and settles the read: the text, or why it failed. */
   end (err: unknown, text?: string): void {

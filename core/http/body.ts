@@ -164,14 +164,27 @@ class BodyReader {
   size = 0
   finished = false
 
+  readonly payload: Readable
+  readonly raw: RawWithAbort
+  readonly call: Call | undefined
+  readonly limit: number
+  readonly maxDepth: number
+  readonly done: (err: Error | null, body?: unknown) => void
   constructor (
-    readonly payload: Readable,
-    readonly raw: RawWithAbort,
-    readonly call: Call | undefined,
-    readonly limit: number,
-    readonly maxDepth: number,
-    readonly done: (err: Error | null, body?: unknown) => void,
-  ) {}
+    payload: Readable,
+    raw: RawWithAbort,
+    call: Call | undefined,
+    limit: number,
+    maxDepth: number,
+    done: (err: Error | null, body?: unknown) => void,
+  ) {
+    this.payload = payload
+    this.raw = raw
+    this.call = call
+    this.limit = limit
+    this.maxDepth = maxDepth
+    this.done = done
+  }
 
   /** Fails the read (a server timeout, or a client error on the connection). */
   abort (err: GatewayError): void {

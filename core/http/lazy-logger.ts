@@ -11,7 +11,14 @@ import type { Bindings, ChildLoggerOptions, Level, Logger } from 'pino'
 export class LazyLogger {
   #child: Logger | undefined = undefined
 
-  constructor (readonly parent: Logger, readonly bindingsOf: Bindings, readonly options: ChildLoggerOptions) {}
+  readonly parent: Logger
+  readonly bindingsOf: Bindings
+  readonly options: ChildLoggerOptions
+  constructor (parent: Logger, bindingsOf: Bindings, options: ChildLoggerOptions) {
+    this.parent = parent
+    this.bindingsOf = bindingsOf
+    this.options = options
+  }
 
   /** The real child logger (made now if it was not yet). */
   get real (): Logger {

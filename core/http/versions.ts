@@ -83,7 +83,12 @@ export class ConfigVersions {
   /** Reloads run one at a time, in the order asked. */
   #reloading: Promise<unknown> = Promise.resolve()
 
-  constructor (readonly factory: VersionFactory, readonly log: Logger) {}
+  readonly factory: VersionFactory
+  readonly log: Logger
+  constructor (factory: VersionFactory, log: Logger) {
+    this.factory = factory
+    this.log = log
+  }
 
   /** The version serving new requests now (each request keeps the one it started under). */
   get current (): Gateway {

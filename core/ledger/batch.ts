@@ -37,7 +37,16 @@ type Pending = QueuedCharge
 
 /** The promise form of a queued charge (charge()). */
 class Promised implements Pending {
-  constructor (readonly reservation: Reservation | undefined, readonly record: UsageRecord, readonly resolve: () => void, readonly reject: (err: unknown) => void) {}
+  readonly reservation: Reservation | undefined
+  readonly record: UsageRecord
+  readonly resolve: () => void
+  readonly reject: (err: unknown) => void
+  constructor (reservation: Reservation | undefined, record: UsageRecord, resolve: () => void, reject: (err: unknown) => void) {
+    this.reservation = reservation
+    this.record = record
+    this.resolve = resolve
+    this.reject = reject
+  }
   done (err?: unknown): void {
     if (err === undefined) this.resolve()
     else this.reject(err)

@@ -19,7 +19,14 @@ export class ReservationBook {
   /** Organization → balance − reserved as last read from the file, and when. */
   readonly #known = new Map<string, { free: Micros, at: number }>()
 
-  constructor (readonly read: ReadBalance, readonly now: () => number, readonly refreshMs: number) {}
+  readonly read: ReadBalance
+  readonly now: () => number
+  readonly refreshMs: number
+  constructor (read: ReadBalance, now: () => number, refreshMs: number) {
+    this.read = read
+    this.now = now
+    this.refreshMs = refreshMs
+  }
 
   /** What calls in flight hold for `organization`. */
   heldBy (organization: string): Micros {

@@ -95,8 +95,12 @@ export function fsyncDir (dir: string): void {
 }
 
 export class SpoolOwnedError extends Error {
-  constructor (readonly path: string, readonly pid: number) {
+  readonly path: string
+  readonly pid: number
+  constructor (path: string, pid: number) {
     super(`the charge spool ${path} belongs to the running process ${pid} (${path}.lock); give each gateway process its own stores.ledger.spool.path`)
+    this.path = path
+    this.pid = pid
     this.name = 'SpoolOwnedError'
   }
 }

@@ -78,12 +78,12 @@ export class ChargeSpool {
   /** The outcome last logged by a replay (see #replayOnce). */
   #logged = ''
 
-  constructor (readonly path: string, ledger: SpoolLedger, opts: ChargeSpoolOptions = {}) {
-    this.#ledger = ledger
+  readonly path: string
+  constructor (path: string, ledger: SpoolLedger, opts: ChargeSpoolOptions = {}) {
+    this.path = path; this.#ledger = ledger
     this.#maxCharges = opts.maxCharges ?? 1000
     this.#retryMs = opts.retryMs ?? 1000
-    this.#log = opts.log
-    this.#now = opts.now ?? Date.now
+    this.#log = opts.log; this.#now = opts.now ?? Date.now
   }
 
   /** Charges spooled and not committed yet. */

@@ -68,7 +68,11 @@ export class SqliteAdmin {
   protected readonly db: Database.Database
   #reads: Reads | undefined
 
-  constructor (protected readonly path: string, protected readonly now: () => number) {
+  protected readonly path: string
+  protected readonly now: () => number
+  constructor (path: string, now: () => number) {
+    this.path = path
+    this.now = now
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     this.db = new Database(path)
     this.db.pragma('journal_mode = WAL')

@@ -121,14 +121,26 @@ export class CallObs implements CallObserver {
   /** [state, performance.now()] of each move, for phase spans (kept only when spans are exported). */
   readonly #moves: (CallState | number)[] | null
 
+  readonly o: Observer
+  readonly call: Call
+  readonly traceId: string
+  readonly spanId: string
+  readonly parentSpanId: string | undefined
+  readonly flags: string
   constructor (
-    readonly o: Observer,
-    readonly call: Call,
-    readonly traceId: string,
-    readonly spanId: string,
-    readonly parentSpanId: string | undefined,
-    readonly flags: string,
+    o: Observer,
+    call: Call,
+    traceId: string,
+    spanId: string,
+    parentSpanId: string | undefined,
+    flags: string,
   ) {
+    this.o = o
+    this.call = call
+    this.traceId = traceId
+    this.spanId = spanId
+    this.parentSpanId = parentSpanId
+    this.flags = flags
     this.#moves = o.exporter ? ['connect', this.t0] : null
   }
 

@@ -99,8 +99,10 @@ export interface ClientStreamEvent {
 
 /** A stream hook refused the stream: it ends with this error as its last event. */
 export class StreamBlocked extends Error {
-  constructor (readonly error: GatewayError) {
+  readonly error: GatewayError
+  constructor (error: GatewayError) {
     super(error.message)
+    this.error = error
     this.name = 'StreamBlocked'
   }
 }

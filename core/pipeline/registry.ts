@@ -5,7 +5,9 @@ import { gwError, type ErrorCode } from '../errors/errors.ts'
 
 export class Registry<T extends { name: string }> {
   readonly #items = new Map<string, T>()
-  constructor (readonly kind: string, items: Iterable<T> = []) {
+  readonly kind: string
+  constructor (kind: string, items: Iterable<T> = []) {
+    this.kind = kind
     for (const item of items) this.add(item)
   }
 

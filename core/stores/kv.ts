@@ -64,8 +64,14 @@ export type StorePurpose = (typeof STORE_PURPOSES)[number]
 /** Thrown by a bounded store that keeps every key until it expires and has no room for a new one. */
 export class StoreFullError extends Error {
   readonly code = 'GW_STORE_FULL'
-  constructor (readonly purpose: string, readonly bound: string, readonly maxKeys: number) {
+  readonly purpose: string
+  readonly bound: string
+  readonly maxKeys: number
+  constructor (purpose: string, bound: string, maxKeys: number) {
     super(`the ${purpose} store is full (${bound} = ${maxKeys}): no new key until one expires`)
+    this.purpose = purpose
+    this.bound = bound
+    this.maxKeys = maxKeys
     this.name = 'StoreFullError'
   }
 }

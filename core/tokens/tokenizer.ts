@@ -61,7 +61,9 @@ class BpeCounter implements TokenCounter {
   readonly #pairRanks = new Int32Array(MAX_PIECE + 2)
   readonly #pieces = new Map<string, number>()
 
-  constructor (readonly encoding: EncodingName, ranks: Map<string, number>, pattern: string) {
+  readonly encoding: EncodingName
+  constructor (encoding: EncodingName, ranks: Map<string, number>, pattern: string) {
+    this.encoding = encoding
     this.#ranks = ranks
     this.#pattern = new RegExp(pattern, 'gu')
   }

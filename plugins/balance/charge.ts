@@ -21,7 +21,13 @@ export const LEDGER_ATTEMPTS = 4
 
 /** One queued attempt at a charge: the ledger calls `done` when its transaction ends. */
 class Attempt implements QueuedCharge {
-  constructor (readonly owner: Charges, readonly reservation: Reservation | undefined, readonly record: UsageRecord, readonly attempt: number) {}
+  readonly owner: Charges
+  readonly reservation: Reservation | undefined
+  readonly record: UsageRecord
+  readonly attempt: number
+  constructor (owner: Charges, reservation: Reservation | undefined, record: UsageRecord, attempt: number) {
+    this.owner = owner; this.reservation = reservation; this.record = record; this.attempt = attempt
+  }
   done (err?: unknown): void { this.owner.ended(this, err) }
 }
 
@@ -30,7 +36,12 @@ export class Charges {
   #open = 0
   #idle: Array<() => void> = []
 
-  constructor (readonly ledger: Wallet, readonly log: Logger, readonly spool?: ChargeSpool) {}
+  readonly ledger: Wallet
+  readonly log: Logger
+  readonly spool: ChargeSpool | undefined
+  constructor (ledger: Wallet, log: Logger, spool?: ChargeSpool) {
+    this.ledger = ledger; this.log = log; this.spool = spool
+  }
 
   /** Drops a hold, retried like a charge; one that still fails expires by itself (PostgreSQL) or with the process (SQLite memory). */
   async release (r: Reservation): Promise<void> {

@@ -33,9 +33,14 @@ export class LeaseHold {
   /** true once a grow ran on this id: its hold row may exist (even at 0) until released. */
   leased = false
 
-  constructor (readonly organization: string, readonly ledger: Wallet, readonly opts: LeaseHoldOptions, readonly now: () => number, readonly log: Logger) {
-    this.#grewAt = now()
-    this.lastUsed = now()
+  readonly organization: string
+  readonly ledger: Wallet
+  readonly opts: LeaseHoldOptions
+  readonly now: () => number
+  readonly log: Logger
+  constructor (organization: string, ledger: Wallet, opts: LeaseHoldOptions, now: () => number, log: Logger) {
+    this.organization = organization; this.ledger = ledger; this.opts = opts; this.now = now; this.log = log
+    this.#grewAt = this.lastUsed = now()
   }
 
   get free (): Micros { return this.size - this.reserved - this.charging }
@@ -110,9 +115,7 @@ export class LeaseHold {
   }
 
   /** The call ended without an answer to bill: its estimate is freed. */
-  dropped (t: Ticket): Promise<void> {
-    return this.answered(t, 0)
-  }
+  dropped (t: Ticket): Promise<void> { return this.answered(t, 0) }
 
   /** After the charge committed (or finally failed: `debited` false), its cost leaves the slice. */
   async charged (t: Ticket, debited: boolean): Promise<void> {
@@ -125,11 +128,7 @@ export class LeaseHold {
   /** Takes `amount` off the hold; one that fails leaves the hold bigger until it is released or expires: the safe side. */
   async #shrink (amount: Micros, failed: string): Promise<void> {
     this.size -= amount
-    try {
-      await this.ledger.shrinkHold!(this.id, amount)
-    } catch (err) {
-      this.log.warn({ err }, failed)
-    }
+    await this.ledger.shrinkHold!(this.id, amount).catch((err: unknown) => { this.log.warn({ err }, failed) })
   }
 
   /** Hands the free part back to the organization (low balance). */

@@ -44,7 +44,19 @@ export class LeaseCounters {
   readonly #entries = new Map<string, Entry>()
   readonly #timer: NodeJS.Timeout
 
-  constructor (readonly store: KvStore, readonly limit: number, readonly windowMs: number, readonly opts: LeaseOptions, readonly onError: (err: unknown) => void, readonly now: () => number) {
+  readonly store: KvStore
+  readonly limit: number
+  readonly windowMs: number
+  readonly opts: LeaseOptions
+  readonly onError: (err: unknown) => void
+  readonly now: () => number
+  constructor (store: KvStore, limit: number, windowMs: number, opts: LeaseOptions, onError: (err: unknown) => void, now: () => number) {
+    this.store = store
+    this.limit = limit
+    this.windowMs = windowMs
+    this.opts = opts
+    this.onError = onError
+    this.now = now
     this.#timer = setInterval(() => { void this.flushAll() }, opts.intervalMs).unref()
   }
 

@@ -11,7 +11,11 @@ import { inRanges, isPublicAddress, parseAddress, parseRanges } from './address.
 
 /** A refusal: the part it concerns and why; the plugin turns it into the media error. */
 export class UrlRefused extends Error {
-  constructor (readonly where: string, readonly why: string) { super(why) }
+  readonly where: string
+  readonly why: string
+  constructor (where: string, why: string) { super(why)
+    this.where = where
+    this.why = why }
 }
 
 export interface UrlPolicyOptions {

@@ -38,8 +38,22 @@ export class CounterLease {
   #owed = 0
   #paying: Promise<void> | undefined
 
+  readonly store: KvStore
+  readonly key: string
+  readonly limit: number
+  readonly end: number
+  readonly expiresAt: number
+  readonly opts: LeaseOptions
+  readonly now: () => number
   /** `end`: when the window ends; `expiresAt`: when its key expires (ms). */
-  constructor (readonly store: KvStore, readonly key: string, readonly limit: number, readonly end: number, readonly expiresAt: number, readonly opts: LeaseOptions, readonly now: () => number) {
+  constructor (store: KvStore, key: string, limit: number, end: number, expiresAt: number, opts: LeaseOptions, now: () => number) {
+    this.store = store
+    this.key = key
+    this.limit = limit
+    this.end = end
+    this.expiresAt = expiresAt
+    this.opts = opts
+    this.now = now
     this.#leasedAt = now()
   }
 

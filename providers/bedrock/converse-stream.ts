@@ -20,8 +20,10 @@ type Obj = Record<string, unknown>
 
 /** An `exception` or `error` frame inside a ConverseStream. */
 export class BedrockStreamException extends Error {
-  constructor (readonly type: string, message: string) {
+  readonly type: string
+  constructor (type: string, message: string) {
     super(`${type}: ${message}`)
+    this.type = type
     this.name = 'BedrockStreamException'
   }
 }
@@ -57,7 +59,12 @@ export class ConverseStreamDecoder implements StreamDecoder {
   #stopSequence: string | null = null
   #done = false
 
-  constructor (readonly model: string, readonly estimatedInputTokens: number) {}
+  readonly model: string
+  readonly estimatedInputTokens: number
+  constructor (model: string, estimatedInputTokens: number) {
+    this.model = model
+    this.estimatedInputTokens = estimatedInputTokens
+  }
 
   push (chunk: Buffer): SseEvent[] {
     if (this.#failure !== undefined) throw this.#failure

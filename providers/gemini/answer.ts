@@ -22,8 +22,10 @@ const REFUSALS: ReadonlySet<string> = new Set([
 
 /** A Gemini answer that ended for a reason no client protocol can state as a finish. */
 export class GeminiFinishError extends Error {
-  constructor (readonly reason: string) {
+  readonly reason: string
+  constructor (reason: string) {
     super(`the model ended its answer with finish reason ${reason}`)
+    this.reason = reason
     this.name = 'GeminiFinishError'
   }
 }

@@ -45,7 +45,12 @@ export class GeminiStreamDecoder implements StreamDecoder {
   /** A failure held back while the events before it are relayed. */
   #failure: unknown
 
-  constructor (readonly model: string, readonly estimatedInputTokens: number) {}
+  readonly model: string
+  readonly estimatedInputTokens: number
+  constructor (model: string, estimatedInputTokens: number) {
+    this.model = model
+    this.estimatedInputTokens = estimatedInputTokens
+  }
 
   push (chunk: Buffer): SseEvent[] {
     return this.#events(this.#sse.push(chunk))

@@ -34,7 +34,12 @@ export class ChatChunkEmitter {
   readonly #created = Math.floor(Date.now() / 1000)
   #roleSent = false
 
-  constructor (readonly model: string, readonly includeUsage: boolean) {}
+  readonly model: string
+  readonly includeUsage: boolean
+  constructor (model: string, includeUsage: boolean) {
+    this.model = model
+    this.includeUsage = includeUsage
+  }
 
   /** One chunk of `delta` (a finishing one when `finish` is set). */
   delta (out: EventSink, delta: ChatDelta, finish: ChatFinishReason | null = null): void {

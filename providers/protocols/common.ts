@@ -214,7 +214,12 @@ export class DeferredCount {
   #total = 0
   #held: string[] = []
   #heldChars = 0
-  constructor (readonly count: (data: string) => number, readonly maxChars = 256 * 1024) {}
+  readonly count: (data: string) => number
+  readonly maxChars
+  constructor (count: (data: string) => number, maxChars = 256 * 1024) {
+    this.count = count
+    this.maxChars = maxChars
+  }
 
   add (data: string): void {
     this.#held.push(data)
