@@ -180,12 +180,15 @@ async function run (t: Test, makeLedger: (t: Test) => Promise<Ledger>, lease: bo
   })
 }
 
-t.test('SQLite ledger', t => run(t, async t => {
+/** A fresh in-memory SQLite ledger, closed with `t`. */
+async function memory (t: Test): Promise<Ledger> {
   const l = await openLedger({ backend: 'sqlite', path: ':memory:' })
   await l.migrate()
   t.teardown(() => l.close())
   return l
-}, false))
+}
+
+t.test('SQLite ledger', t => run(t, memory, false))
 
 t.test('PostgreSQL ledger', async t => {
   const url = await databaseUrl(t)
@@ -194,13 +197,6 @@ t.test('PostgreSQL ledger', async t => {
   await run(t, ledgers, false)
   t.test('lease mode', t => run(t, ledgers, true))
 })
-
-async function memory (t: Test): Promise<Ledger> {
-  const l = await openLedger({ backend: 'sqlite', path: ':memory:' })
-  await l.migrate()
-  t.teardown(() => l.close())
-  return l
-}
 
 t.test('no billing plugin: the cost is at the catalog price, and says so', async t => {
   const gw = await gateway(t, await memory(t), [])
