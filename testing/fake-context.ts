@@ -5,7 +5,7 @@ import type { GatewayContext } from '../core/pipeline/plugin.ts'
 import type { ClientProtocol, ModelEntry } from '../core/types/model.ts'
 import type { Principal } from '../core/types/principal.ts'
 import { deepFreeze } from '../core/config/config.ts'
-import type { GatewayPlugin, PluginDeps } from '../core/pipeline/plugin.ts'
+import { checkCharge, type GatewayPlugin, type PluginDeps } from '../core/pipeline/plugin.ts'
 import type { TSchema } from '@sinclair/typebox'
 import { checkPluginErrors, errorHelper } from '../core/pipeline/plugin-errors.ts'
 import type { Ledger } from '../core/ledger/ledger.ts'
@@ -31,7 +31,7 @@ export interface FakeContextInit {
 
 export type FakeContext = GatewayContext & {
   /** What the plugin did through the context. */
-  readonly seen: { headers: Record<string, string>, deadlineMs?: number, bodyLimit?: number, published: Record<string, unknown> }
+  readonly seen: { headers: Record<string, string>, deadlineMs?: number, bodyLimit?: number, published: Record<string, unknown>, charged?: number }
   readonly controller: AbortController
 }
 
@@ -63,6 +63,10 @@ export function fakeContext (init: FakeContextInit = {}): FakeContext {
     output (name: string) { return name === 'principal' ? principal : init.outputs?.[name] },
     setDeadline (ms: number) { seen.deadlineMs = ms },
     setBodyLimit (bytes: number) { seen.bodyLimit = bytes },
+    reportCharge (micros: number) {
+      checkCharge(micros, 'under test')
+      seen.charged = micros
+    },
     seen,
     controller,
   }

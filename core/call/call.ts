@@ -10,7 +10,7 @@ import type { PluginInstance, Pipeline } from '../pipeline/pipeline.ts'
 import type { ClientProtocol, ModelEntry } from '../types/model.ts'
 import type { Principal } from '../types/principal.ts'
 import { gwError, isGatewayError } from '../errors/errors.ts'
-import { StreamBlocked, type ClientAnswer, type ClientStreamEvent, type GatewayContext, type OutputOf } from '../pipeline/plugin.ts'
+import { checkCharge, StreamBlocked, type ClientAnswer, type ClientStreamEvent, type GatewayContext, type OutputOf } from '../pipeline/plugin.ts'
 import { CallLifecycle, CallCounts } from './lifecycle.ts'
 
 const NONE_RAN: readonly PluginInstance[] = Object.freeze([])
@@ -37,6 +37,8 @@ export class Call extends CallLifecycle implements GatewayContext {
   bodyLimit: number | undefined = undefined
   /** Bytes of the request body as received (for estimates). */
   bodyBytes = 0
+  /** What a billing plugin reported the call was charged, in micro-units (`reportCharge`); undefined: no charge reported. */
+  charged: number | undefined = undefined
   readonly startedAt: number
   /** The plugin whose request hook threw, if one did (the rejections metric). */
   rejectedBy: string | undefined = undefined
@@ -59,18 +61,8 @@ export class Call extends CallLifecycle implements GatewayContext {
   readonly now: () => number
   /** The config version's call counts (in flight, settling), which add to the app's. */
   readonly counts: CallCounts
-  constructor (
-    requestId: string,
-    route: RouteName,
-    protocol: ClientProtocol | 'none',
-    method: string,
-    url: string,
-    ip: string,
-    headers: Headers,
-    log: Logger,
-    now: () => number,
-    counts: CallCounts = new CallCounts(),
-  ) {
+  constructor (requestId: string, route: RouteName, protocol: ClientProtocol | 'none', method: string, url: string, ip: string, headers: Headers, log: Logger,
+    now: () => number, counts: CallCounts = new CallCounts()) {
     super()
     this.requestId = requestId; this.route = route; this.protocol = protocol; this.method = method; this.url = url
     this.ip = ip; this.headers = headers; this.log = log; this.now = now; this.counts = counts
@@ -123,6 +115,7 @@ export class Call extends CallLifecycle implements GatewayContext {
 
   setDeadline (ms: number): void { this.deadlineMs = ms }
   setBodyLimit (bytes: number): void { this.bodyLimit = bytes }
+  reportCharge (micros: number): void { checkCharge(micros, this.#current?.name); this.charged = micros }
 
   /**
    * Runs one phase's plugins in order; a thrown GatewayError stops the request. Synchronous hooks

@@ -1,4 +1,8 @@
-/** @module observe/cost – a call's cost at the catalog price, for the access log and the metrics. */
+/**
+ * @module observe/cost – the cost the access log and the metrics carry: what a billing plugin
+ * charged the call (reported through ctx.reportCharge: the ledger's usage record), else the cost at
+ * the catalog price; and the catalog-price cost beside it.
+ */
 import type { Usage } from '../types/usage.ts'
 import type { ClientProtocol, ModelPrice } from '../types/model.ts'
 import { settleTerms } from '../dispatch/per-use.ts'
@@ -18,9 +22,9 @@ export function tokenMicros (u: Usage, price: Readonly<ModelPrice>): number {
 }
 
 /**
- * Cost at the catalog price, in currency units: the balance plugin's formula (a price of P per
- * million tokens is P micro-units per token, see tokenMicros), before rounding.
- * The ledger's charge is the bill; this is for logs and metrics.
+ * Cost at the catalog (config) price, in currency units, rounded up to a whole micro-unit as the
+ * ledger rounds: the balance plugin's formula (a price of P per million tokens is P micro-units per
+ * token, see tokenMicros). The access log's `listCost`, and its `cost` when no plugin charged the call.
  */
 export function costOf (u: Usage, price: Readonly<ModelPrice> | undefined, protocol: string, body: unknown): number | undefined {
   if (!price) return undefined
@@ -36,4 +40,22 @@ export function costOf (u: Usage, price: Readonly<ModelPrice> | undefined, proto
     for (const f in terms?.uses) if (uses?.[f] === undefined) micros += terms!.uses![f] * (per[f] ?? 0) * 1000
   }
   return Math.ceil(micros - 1e-7) / 1e6
+}
+
+/**
+ * What a logged cost is: `charged`, the amount a billing plugin reported it charged (for the
+ * balance plugin, the usage record's cost: the ledger price when one is set); `catalog`, no plugin
+ * charged the call (no billing plugin on its route, a test without one), so it is the usage at the
+ * config's price.
+ */
+export type CostBasis = 'charged' | 'catalog'
+
+/** A call's logged cost (currency units), its basis, and its cost at the catalog price (`list`). */
+export interface CallCost { cost: number | undefined, basis: CostBasis | undefined, list: number | undefined }
+
+/** The logged cost of a call charged `charged` micro-units (undefined: no charge reported) with usage `u`. */
+export function callCost (charged: number | undefined, u: Usage | undefined, price: Readonly<ModelPrice> | undefined, protocol: string, body: unknown): CallCost {
+  const list = u ? costOf(u, price, protocol, body) : undefined
+  if (charged !== undefined) return { cost: charged / 1e6, basis: 'charged', list }
+  return { cost: list, basis: list === undefined ? undefined : 'catalog', list }
 }

@@ -11,6 +11,7 @@ import type { Catalog } from '../dispatch/catalog.ts'
 import type { Circuits } from '../dispatch/circuits.ts'
 import type { StoreSet } from '../stores/kv.ts'
 import type { Ledger } from '../ledger/ledger.ts'
+import type { CostBasis } from './cost.ts'
 
 /** What the metrics read of the app's services (the app's `Gateway` is one). */
 export interface MetricsSource {
@@ -55,8 +56,10 @@ export interface CallSample {
   inputTokens: number
   cachedInputTokens: number
   outputTokens: number
-  /** Currency units (undefined: no price or no usage). */
+  /** Currency units (undefined: no charge reported, and no catalog price or no usage). */
   cost: number | undefined
+  /** What `cost` is: the amount a billing plugin charged, or the usage at the catalog price. */
+  costBasis: CostBasis | undefined
 }
 
 /** Organizations named anywhere in the config (auth keys, balance and quota entries). */
@@ -113,7 +116,7 @@ export class GatewayMetrics {
   readonly upstreamTtfb: Histogram<'provider' | 'model'>
   readonly overhead: Histogram<'route'>
   readonly tokens: Counter<'model' | 'organization' | 'type'>
-  readonly cost: Counter<'model' | 'organization'>
+  readonly cost: Counter<'model' | 'organization' | 'basis'>
   readonly rejections: Counter<'plugin' | 'code'>
   readonly upstreamErrors: Counter<'provider' | 'kind'>
   readonly batchSize: Histogram
@@ -134,7 +137,8 @@ export class GatewayMetrics {
       buckets: OVERHEAD, registers })
     this.tokens = new Counter({ name: `${p}tokens_total`, help: 'Tokens billed, by catalog model, organization and type (input, cached_input, output).',
       labelNames: ['model', 'organization', 'type'], registers })
-    this.cost = new Counter({ name: `${p}cost_total`, help: 'Cost at the catalog price, in the ledger currency, by model and organization.', labelNames: ['model', 'organization'], registers })
+    this.cost = new Counter({ name: `${p}cost_total`, help: 'Cost in the ledger currency, by model, organization and basis: charged (what a billing plugin charged, the ' +
+      'ledger\'s usage records) or catalog (calls no plugin charged, at the catalog price).', labelNames: ['model', 'organization', 'basis'], registers })
     this.rejections = new Counter({ name: `${p}rejections_total`, help: 'Calls refused before dispatch, by plugin ("core" when no plugin hook threw) and error code.',
       labelNames: ['plugin', 'code'], registers })
     this.upstreamErrors = new Counter({ name: `${p}upstream_errors_total`,
@@ -210,13 +214,16 @@ export class GatewayMetrics {
     this.requests.inc(labels)
     this.duration.observe(labels, s.durationS)
     this.overhead.observe({ route: s.route }, s.overheadS)
-    if (s.inputTokens > 0 || s.outputTokens > 0) {
-      const organization = this.orgLabel(s.organization)
+    const tokens = s.inputTokens > 0 || s.outputTokens > 0
+    // A charge is counted even without tokens (a plugin may bill a call that used none).
+    if (!tokens && (s.cost === undefined || s.costBasis !== 'charged')) return
+    const organization = this.orgLabel(s.organization)
+    if (tokens) {
       this.tokens.inc({ model: s.model, organization, type: 'input' }, s.inputTokens)
       this.tokens.inc({ model: s.model, organization, type: 'cached_input' }, s.cachedInputTokens)
       this.tokens.inc({ model: s.model, organization, type: 'output' }, s.outputTokens)
-      if (s.cost !== undefined) this.cost.inc({ model: s.model, organization }, s.cost)
     }
+    if (s.cost !== undefined) this.cost.inc({ model: s.model, organization, basis: s.costBasis! }, s.cost)
   }
 
   async render (): Promise<string> {

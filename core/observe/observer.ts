@@ -8,7 +8,7 @@ import type { Logger } from 'pino'
 import type { GatewayConfig } from '../config/config-schema.ts'
 import type { CallObserver, CallState } from '../call/lifecycle.ts'
 import type { Call } from '../call/call.ts'
-import { costOf } from './cost.ts'
+import { callCost } from './cost.ts'
 import type { GatewayMetrics } from './metrics.ts'
 import { formatTraceparent, newSpanId, newTraceId, parseTraceparent } from './trace-context.ts'
 import { attemptErrorKind, exportsCall, type Attempt, type SpanExporter, type SpanRecord } from './spans.ts'
@@ -63,7 +63,8 @@ export class Observer {
   }
 
   /**
-   * The access-log line: what the call was and cost, never a key, a prompt or a completion. `end`
+   * The access-log line: what the call was and cost (`cost`: what a plugin charged, else at the
+   * catalog price, as `costBasis` says; `listCost`: at the catalog price), never a key, a prompt or a completion. `end`
    * is the response's end (what the client waited for), `settled` the end of the settle after it.
    */
   log (o: CallObs, end: number, settled: number, upstreamMs: number): void {
@@ -77,6 +78,7 @@ export class Observer {
     const p = call.principal
     const u = out.usage
     const last = o.attempts.length > 0 ? o.attempts[o.attempts.length - 1] : undefined
+    const c = callCost(call.charged, u, call.model?.price, call.protocol, call.body)
     const line: Record<string, unknown> = {
       traceId: o.traceId,
       route: call.route,
@@ -100,7 +102,9 @@ export class Observer {
       cachedInputTokens: u?.cachedInputTokens,
       outputTokens: u?.outputTokens,
       usageEstimated: u ? out.usageEstimated : undefined,
-      cost: u ? costOf(u, call.model?.price, call.protocol, call.body) : undefined,
+      cost: c.cost,
+      costBasis: c.basis,
+      listCost: c.list,
       clientAborted: out.clientAborted || undefined,
     }
     ;(call.log as Logger)[this.#accessLevel](line, 'access')
@@ -205,6 +209,7 @@ export class CallObs implements CallObserver {
     const named = call.route === 'chat' || call.route === 'messages' || call.route === 'responses' || call.route === 'count_tokens'
     const model = call.model?.id ?? (named ? 'other' : 'none')
     const u = out.usage
+    const c = callCost(call.charged, u, call.model?.price, call.protocol, call.body)
     m.call({
       route: call.route,
       model,
@@ -216,7 +221,8 @@ export class CallObs implements CallObserver {
       inputTokens: u?.inputTokens ?? 0,
       cachedInputTokens: u?.cachedInputTokens ?? 0,
       outputTokens: u?.outputTokens ?? 0,
-      cost: u ? costOf(u, call.model?.price, call.protocol, call.body) : undefined,
+      cost: c.cost,
+      costBasis: c.basis,
     })
     const err = out.error
     if (err !== undefined && this.attempts.length === 0 && call.rejectedBy !== undefined) m.rejections.inc({ plugin: call.rejectedBy, code: err.code })

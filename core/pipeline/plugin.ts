@@ -72,6 +72,21 @@ export interface GatewayContext {
   setDeadline (ms: number): void
   /** Bounds the request body in bytes; enforced while the body streams in (size-limit plugin). */
   setBodyLimit (bytes: number): void
+  /**
+   * Reports what the call was charged, in whole micro-units (1 currency unit = 1 000 000): the
+   * amount a billing plugin bills for it (the balance plugin: its usage record's `cost`). The
+   * access log's `cost` and `gw_cost_total` then carry this amount (`costBasis: charged`) instead
+   * of the cost at the catalog price. Report from `onSettle` (or `onAnswered`); a later report
+   * replaces an earlier one. Throws a TypeError on anything but a safe integer ≥ 0.
+   */
+  reportCharge (micros: number): void
+}
+
+/** Refuses a charge that is not whole micro-units ≥ 0 (see GatewayContext.reportCharge). */
+export function checkCharge (micros: unknown, plugin: string | undefined): asserts micros is number {
+  if (!Number.isSafeInteger(micros) || (micros as number) < 0) {
+    throw new TypeError(`plugin "${plugin ?? 'unknown'}": reportCharge(${String(micros)}) takes whole micro-units, a safe integer ≥ 0`)
+  }
 }
 
 /** A JSON object as parsed from the wire. */

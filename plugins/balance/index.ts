@@ -7,8 +7,9 @@
  * the key has no organization.
  * settle: when the call has usage (an upstream answered, or the call was cut after its request
  * reached one: core's estimate), shrink the hold to the real cost at once, then charge it and
- * write the usage record in ONE (batched) transaction that also drops the hold; otherwise release
- * the hold. Charges and releases are retried.
+ * write the usage record in ONE (batched) transaction that also drops the hold, and report that
+ * cost as the call's charge (ctx.reportCharge: the access log's and the metrics' cost); otherwise
+ * release the hold. Charges and releases are retried.
  * Concurrent calls can only spend what was reserved; the one overspend possible is a call whose
  * real cost exceeds its own reservation (the input estimate was low), bounded by that difference:
  * the output part cannot (core sends the reserved cap upstream and bills output up to it).
@@ -130,6 +131,8 @@ export default definePlugin({
         state.slot = undefined
         if (!outcome.usage) return mode.dropped(slot)
         const cost = costOf(ctx, outcome.usage, slot.price)
+        // The access log and the metrics carry this amount, the usage record's.
+        ctx.reportCharge(cost)
         return mode.settle(slot, cost, () => usageRecord(ctx, outcome, slot.price, cost, deps.now()))
       },
       ready: () => wallet.ping(),

@@ -84,6 +84,7 @@ t.test('balance – settle charges the cost, drops the hold and writes one usage
   const records = await ledger.listUsage({})
   t.equal(records.length, 1)
   t.match(records[0], { keyId: 'key-1', organization: 'acme', project: 'web', model: 'm/x', provider: 'up', traceId: ctx.requestId, inputTokens: 40, outputTokens: 10, cost: COST, estimated: false })
+  t.equal(ctx.seen.charged, COST, 'the record\'s cost is reported as the call\'s charge (the access log\'s and the metrics\' cost)')
 })
 
 t.test('balance – settle without onAnswered (a cut stream) still shrinks and charges', async t => {
@@ -113,6 +114,7 @@ t.test('balance – a call that failed before any upstream answered releases its
     t.same(await held(), { balance: 1000, reserved: RESERVED })
     await hooks.onSettle!(ctx, outcome, state)
     t.same(await held(), { balance: 1000, reserved: 0 }, `status ${outcome.status}: released`)
+    t.equal(ctx.seen.charged, undefined, 'no charge reported')
   }
   t.same(await ledger.listUsage({}), [], 'no usage record')
 })
