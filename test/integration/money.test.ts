@@ -86,8 +86,19 @@ t.test('balance: 100 concurrent calls on a balance that covers 30', async t => {
   for (const [name, doc, model] of [['slow echo', slowEcho, 'echo/slow'], ['fake upstream', undefined, 'vendor/chat-model']] as const) {
     t.test(name, async t => {
       let up: FakeUpstream | undefined
+      // The fake upstream answers the race's calls only once every call has either reached it or
+      // been refused, so all 100 are in flight together however slowly a loaded machine admits them.
+      let hold: Promise<void> | undefined
+      let arrived = 0
+      let refusedSoFar = 0
+      let release = (): void => {}
+      const settledAll = (): void => { if (arrived + refusedSoFar === 100) release() }
       if (!doc) {
-        up = await startFakeUpstream((_req, res) => { setTimeout(() => json(res, 200, chatCompletion('paid', { prompt: 40, completion: 700, cached: 10 })), 1500) })
+        up = await startFakeUpstream((_req, res) => {
+          arrived++
+          void (hold ?? Promise.resolve()).then(() => json(res, 200, chatCompletion('paid', { prompt: 40, completion: 700, cached: 10 })))
+          settledAll()
+        })
         t.teardown(() => up!.close())
       }
       const ledger = await freshLedger(t)
@@ -97,9 +108,18 @@ t.test('balance: 100 concurrent calls on a balance that covers 30', async t => {
 
       // Learn one call's reservation: top up plenty, hold one call in flight, read `reserved`.
       await ledger.topUp(ORG, 1_000_000_000)
-      const probe = post(url, '/v1/chat/completions', body(model))
-      t.ok(await until(async () => ((await ledger.getBalance(ORG))!.reserved > 0)))
-      const reservation = (await ledger.getBalance(ORG))!.reserved
+      // The probe's hold shrinks to its cost when it settles, so the reservation is the largest
+      // `reserved` seen while it is in flight (the fake upstream keeps it there until one was seen).
+      if (up) hold = new Promise<void>(resolve => { release = resolve })
+      let probeDone = false
+      const probe = post(url, '/v1/chat/completions', body(model)).finally(() => { probeDone = true })
+      let reservation = 0
+      while (!probeDone) {
+        reservation = Math.max(reservation, (await ledger.getBalance(ORG))!.reserved)
+        if (reservation > 0) release()
+        await new Promise(resolve => setTimeout(resolve, 2))
+      }
+      t.ok(reservation > 0, 'the probe held a reservation')
       t.equal((await probe).status, 200)
       t.ok(await until(async () => (await ledger.getBalance(ORG))!.reserved === 0), 'reservation dropped at settle')
       // Bring the balance to exactly 30 reservations.
@@ -109,7 +129,16 @@ t.test('balance: 100 concurrent calls on a balance that covers 30', async t => {
       t.equal(initial, 30 * reservation)
       const recordsBefore = (await ledger.listUsage({})).length
 
-      const results = await Promise.all(Array.from({ length: 100 }, () => post(url, '/v1/chat/completions', body(model))))
+      if (up) {
+        hold = new Promise<void>(resolve => { release = resolve })
+        arrived = 0
+        const backstop = setTimeout(release, 30_000)
+        t.teardown(() => clearTimeout(backstop))
+      }
+      const results = await Promise.all(Array.from({ length: 100 }, () => post(url, '/v1/chat/completions', body(model)).then(r => {
+        if (r.status !== 200) { refusedSoFar++; settledAll() }
+        return r
+      })))
       const ok = results.filter(r => r.status === 200)
       const refused = results.filter(r => r.status !== 200)
       t.ok(ok.length >= 30, `at least the 30 covered calls succeed (${ok.length})`)
