@@ -122,7 +122,9 @@ export class PostgresAdmin {
       const r = await change(c)
       if (!scope) return { r }
       const after = targetRecord(target, (await c.query(targetSql(target, '$1'), [target.id])).rows[0])
-      const entry = await this.insertAudit(c, { actor: scope.actor, action: scope.action, target: scope.target, before, after: extra ? { ...after as object, ...extra(r) } : after, result: 'ok' })
+      const entry = await this.insertAudit(c, {
+        actor: scope.actor, action: scope.action, target: scope.target || target.id, before, after: extra ? { ...after as object, ...extra(r) } : after, result: 'ok',
+      })
       return { r, entry }
     })
     if (entry) scope!.written.push(entry)

@@ -131,7 +131,9 @@ export class SqliteAdmin {
       const r = change()
       if (!scope || !read) return { r }
       const after = targetRecord(target, read.get(target.id))
-      const entry = this.insertAudit({ actor: scope.actor, action: scope.action, target: scope.target, before, after: extra ? { ...after as object, ...extra(r) } : after, result: 'ok' })
+      const entry = this.insertAudit({
+        actor: scope.actor, action: scope.action, target: scope.target || target.id, before, after: extra ? { ...after as object, ...extra(r) } : after, result: 'ok',
+      })
       return { r, entry }
     })
     const { r, entry } = await this.retryBusy(() => tx.immediate())
