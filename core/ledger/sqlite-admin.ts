@@ -171,7 +171,8 @@ export class SqliteAdmin {
   }
 
   async createProject (id: string, organization: string, name?: string): Promise<void> {
-    await this.audited({ table: 'projects', id }, () => this.db.prepare('INSERT INTO projects (id, organization, name, created_at) VALUES (?, ?, ?, ?)').run(id, organization, name ?? null, this.now()))
+    await this.audited({ table: 'projects', id },
+      () => this.db.prepare('INSERT INTO projects (id, organization, name, created_at) VALUES (?, ?, ?, ?)').run(id, organization, name ?? null, this.now()))
   }
 
   async createKey (key: Omit<KeyRecord, 'createdAt' | 'revokedAt'>): Promise<KeyRecord> {
