@@ -50,7 +50,8 @@ export const STRINGS = {
     refundHelp: 'Money given back, with its reason; with a call\'s trace id, at most what that call was charged.',
     confirmAdjust: 'Change the balance of {org} by {amount}? Reason: {reason}', confirmRefund: 'Refund {amount} to {org}? Reason: {reason}',
     kind_topup: 'Top-up', kind_adjustment: 'Adjustment', kind_refund: 'Refund', kind_opening: 'Opening balance', kind_migration: 'Journal opened', kind_carry: 'Earlier charges carried',
-    auditNote: 'Every admin write, through the admin API or the admin CLI: who (admin:<admin key> or cli:<user>), what, on which record, the result, and the record before and after (money in micro-units).',
+    auditNote: 'Every admin write, through the admin API or the admin CLI: who (admin:<admin key> or cli:<user>), what, on which record, the result, ' +
+      'and the record before and after (money in micro-units).',
     ruleSignedAmount: 'an amount such as -2.50 or 12.50, at most 6 decimals', ruleReason: 'say why, in a few words', rulePositive: 'must be more than 0', ruleNotZero: 'must not be 0',
     traceId: 'Trace id',
   },
