@@ -113,14 +113,17 @@ export class PostgresAdmin {
   /**
    * An admin write in one transaction. Inside an audit scope the target's row is read (locked)
    * before `change` and again after it, and the audit row is appended in the same transaction; it
-   * joins `scope.written` once committed. `extra` adds to the row's after.
+   * joins `scope.written` once committed. `extra` adds to the row's after; `wrote` tells whether
+   * the change wrote anything (a release of a hold that is gone does not: the admin layer records
+   * its refusal instead).
    */
-  protected async audited<T> (target: AuditTarget, change: (c: pg.PoolClient) => Promise<T>, extra?: (r: T) => Record<string, unknown>): Promise<T> {
+  protected async audited<T> (target: AuditTarget, change: (c: pg.PoolClient) => Promise<T>, extra?: (r: T) => Record<string, unknown>,
+    wrote: (r: T) => boolean = () => true): Promise<T> {
     const scope = auditScope.getStore()
     const { r, entry } = await this.tx(async c => {
       const before = scope ? targetRecord(target, (await c.query(targetSql(target, '$1', ' FOR UPDATE'), [target.id])).rows[0]) : null
       const r = await change(c)
-      if (!scope) return { r }
+      if (!scope || !wrote(r)) return { r }
       const after = targetRecord(target, (await c.query(targetSql(target, '$1'), [target.id])).rows[0])
       const entry = await this.insertAudit(c, {
         actor: scope.actor, action: scope.action, target: scope.target || target.id, before, after: extra ? { ...after as object, ...extra(r) } : after, result: 'ok',
@@ -167,7 +170,8 @@ export class PostgresAdmin {
   }
 
   async revokeKey (id: string): Promise<boolean> {
-    const r = await this.audited({ table: 'api_keys', id }, c => c.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [this.now(), id]))
+    const r = await this.audited({ table: 'api_keys', id }, c => c.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [this.now(), id]),
+      undefined, r => r.rowCount === 1)
     return r.rowCount === 1
   }
 
@@ -186,7 +190,7 @@ export class PostgresAdmin {
   }
 
   async releaseHold (id: string): Promise<boolean> {
-    return ((await this.audited({ table: 'holds', id }, c => c.query('DELETE FROM holds WHERE id = $1', [id]))).rowCount ?? 0) === 1
+    return (await this.audited({ table: 'holds', id }, c => c.query('DELETE FROM holds WHERE id = $1', [id]), undefined, r => r.rowCount === 1)).rowCount === 1
   }
 
   async setPrice (model: string, price: ModelPrice): Promise<void> {

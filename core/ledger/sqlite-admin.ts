@@ -121,15 +121,17 @@ export class SqliteAdmin {
   /**
    * An admin write in one IMMEDIATE transaction (retried while the file is busy). Inside an audit
    * scope the target's record is read before and after `change`, and the audit row is appended in
-   * the same transaction; it joins `scope.written` once committed. `extra` adds to the row's after.
+   * the same transaction; it joins `scope.written` once committed. `extra` adds to the row's after;
+   * `wrote` tells whether the change wrote anything (a revocation of a revoked key does not: the
+   * admin layer records its refusal instead).
    */
-  protected async audited<T> (target: AuditTarget, change: () => T, extra?: (r: T) => Record<string, unknown>): Promise<T> {
+  protected async audited<T> (target: AuditTarget, change: () => T, extra?: (r: T) => Record<string, unknown>, wrote: (r: T) => boolean = () => true): Promise<T> {
     const scope = auditScope.getStore()
     const read = scope ? this.db.prepare(targetSql(target, '?')) : undefined
     const tx = this.db.transaction(() => {
       const before = read ? targetRecord(target, read.get(target.id)) : null
       const r = change()
-      if (!scope || !read) return { r }
+      if (!scope || !read || !wrote(r)) return { r }
       const after = targetRecord(target, read.get(target.id))
       const entry = this.insertAudit({
         actor: scope.actor, action: scope.action, target: scope.target || target.id, before, after: extra ? { ...after as object, ...extra(r) } : after, result: 'ok',
@@ -183,7 +185,9 @@ export class SqliteAdmin {
   }
 
   async revokeKey (id: string): Promise<boolean> {
-    return (await this.audited({ table: 'api_keys', id }, () => this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(this.now(), id))).changes === 1
+    const r = await this.audited({ table: 'api_keys', id }, () => this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(this.now(), id),
+      undefined, r => r.changes === 1)
+    return r.changes === 1
   }
 
   async listKeys (): Promise<KeyRecord[]> {

@@ -128,6 +128,8 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>, backend
     if (backend === 'postgres') holdId = (await ledger.reserve('acme', 10))!.id
     await call('DELETE', `/admin/reservations/${holdId}`)
     // Refusals: the ledger's, the service's, and the schema's.
+    await call('POST', `/admin/keys/${keyId}/revoke`)
+    if (backend === 'postgres') await call('DELETE', `/admin/reservations/${holdId}`)
     await call('POST', '/admin/organizations', { id: 'acme' }, SECOND_KEY)
     await call('PUT', '/admin/prices', { model: 'm', input: -1, output: 0 })
     await call('POST', '/admin/organizations/nope/topup', { amount: '1' })
@@ -150,6 +152,8 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>, backend
       ['balance.refund', 'acme', 'ok', null],
       ['circuit.reset', Circuits.key(d), 'ok', null],
       backend === 'postgres' ? ['hold.release', holdId, 'ok', null] : ['hold.release', holdId, 'GW_ERR_HOLDS_NOT_STORED', 409],
+      ['key.revoke', keyId, 'GW_ERR_KEY_ALREADY_REVOKED', 409],
+      ...(backend === 'postgres' ? [['hold.release', holdId, 'GW_ERR_HOLD_UNKNOWN', 404]] : []),
       ['organization.create', 'acme', 'GW_ERR_ORGANIZATION_EXISTS', 409],
       ['price.set', 'm', 'GW_ERR_BAD_REQUEST', 400],
       ['balance.topup', 'nope', 'GW_ERR_ORGANIZATION_UNKNOWN', 404],
@@ -175,7 +179,7 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>, backend
     const targets = async (q: string): Promise<string[]> => (await call('GET', `/admin/audit?${q}`)).body.data.map((e: { action: string }) => e.action)
     t.strictSame(await targets('actor=admin:ci'), ['organization.create'])
     t.strictSame(await targets('action=balance.topup'), ['balance.topup', 'balance.topup', 'balance.topup'])
-    t.strictSame(await targets(`target=${keyId}`), ['key.revoke', 'key.create'])
+    t.strictSame(await targets(`target=${keyId}`), ['key.revoke', 'key.revoke', 'key.create'])
     t.equal((await targets(`from=${since}`)).length, rows.length)
     t.strictSame(await targets('to=2000-01-01'), [])
     const p1 = await call('GET', '/admin/audit?limit=4')
