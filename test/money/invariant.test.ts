@@ -25,6 +25,9 @@ import { databaseUrl, randomId } from '../helpers/backends.ts'
 import { startTcpProxy } from '../helpers/tcp-proxy.ts'
 import { until } from '../helpers/until.ts'
 
+// Six races over real sockets and PostgreSQL: longer than the default file timeout on a loaded machine.
+t.setTimeout(300_000)
+
 const ORG = 'org-test' // the organization of the test keys
 const CALLS = 100
 const OPENING = 3_000 // micro-units: some 15 calls' reservations, so top-ups and adjustments decide who gets 402
