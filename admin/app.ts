@@ -27,6 +27,9 @@ import { consoleRoutes, isConsolePath } from './console.ts'
 import { CallRecorder } from './calls.ts'
 import { summaryRoutes } from './summary.ts'
 import { providerRoutes } from './providers.ts'
+import { installAudit, signedIn } from './audit.ts'
+import { BalanceService } from './balances.ts'
+import { journalRoutes } from './journal.ts'
 
 export interface AdminAppOptions {
   /**
@@ -112,7 +115,11 @@ export async function buildAdminApp (serving: Serving, admin: AdminConfigT, opts
       request.log.warn({ ip: request.ip, path, adminKey: hit.id }, 'admin sign-in refused: revoked key')
       throw gwError('GW_ERR_ADMIN_KEY_REVOKED')
     }
-    if (hit) { request.log = request.log.child({ adminKey: hit.id }); return }
+    if (hit) {
+      request.log = request.log.child({ adminKey: hit.id })
+      signedIn(request, hit.id)
+      return
+    }
     if (secret === undefined) throw gwError('GW_ERR_ADMIN_KEY_MISSING')
     // A key was tried and was wrong: that is what guessing looks like, so it counts.
     failures.fail(request.ip)
@@ -123,7 +130,7 @@ export async function buildAdminApp (serving: Serving, admin: AdminConfigT, opts
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Gateway admin API', version: VERSION, description: 'Organizations, projects, keys, balances, prices, usage, reservations, circuits.' },
+      info: { title: 'Gateway admin API', version: VERSION, description: 'Organizations, projects, keys, balances and their journal, prices, usage, reservations, circuits, the audit log.' },
       components: { securitySchemes: { adminKey: { type: 'http', scheme: 'bearer', description: 'An admin key from the config\'s admin.keys.' } } },
       security: [{ adminKey: [] }],
     },
@@ -132,9 +139,15 @@ export async function buildAdminApp (serving: Serving, admin: AdminConfigT, opts
 
   app.get('/admin/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
-  // One module per resource; the rules they share with the admin CLI are in admin/service.ts.
+  // Every write route declares `config: audit(action, target)` and is audited (admin/audit.ts):
+  // installed before the routes, whose registration it hooks.
+  installAudit(app, ledger)
+  // One module per resource; the rules they share with the admin CLI are in admin/service.ts and admin/balances.ts.
   const service = new AdminService(ledger)
-  organizationRoutes(app, service)
+  const balances = new BalanceService(ledger)
+  organizationRoutes(app, service, balances)
+  // The balance journal, the invariant check and the audit log (admin/journal.ts).
+  journalRoutes(app, balances)
   projectRoutes(app, service)
   keyRoutes(app, service)
   priceRoutes(app, service, serving)

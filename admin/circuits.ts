@@ -11,6 +11,7 @@ import { Circuits } from '../core/dispatch/circuits.ts'
 import { errorResponses } from './errors.ts'
 import * as S from './schemas.ts'
 import { iso } from './views.ts'
+import { audit, bodyField } from './audit.ts'
 
 /** Every deployment of the catalog once per circuit key, with the models it serves. */
 export function deployments (gw: Gateway): Map<string, { d: Deployment, models: string[] }> {
@@ -38,8 +39,13 @@ export function circuitRoutes (app: FastifyInstance, serving: Serving): void {
     const gw = serving.gateway
     return { data: [...deployments(gw).values()].map(e => circuitOf(gw, e.d, e.models)) }
   })
+  // The circuit is no ledger record: its state before and after is read here for the audit row.
+  const circuit = (key: string): Static<typeof S.Circuit> | null => {
+    const e = deployments(serving.gateway).get(key)
+    return e ? circuitOf(serving.gateway, e.d, e.models) : null
+  }
   app.post<{ Body: Static<typeof S.CircuitReset> }>('/admin/circuits/reset', { schema: { tags: ['circuits'], summary: 'Close a deployment\'s circuit', body: S.CircuitReset,
-    response: { 200: S.Circuit, ...errorResponses } } }, async request => {
+    response: { 200: S.Circuit, ...errorResponses } }, config: audit('circuit.reset', bodyField('key'), r => circuit(bodyField('key')(r))) }, async request => {
     const gw = serving.gateway
     const e = deployments(gw).get(request.body.key)
     if (!e) throw gwError('GW_ERR_DEPLOYMENT_UNKNOWN', [request.body.key], { metadata: { path: '/body/key' } })

@@ -9,6 +9,7 @@ import type { ModelPrice } from '../core/types/model.ts'
 import { errorResponses } from './errors.ts'
 import * as S from './schemas.ts'
 import type { AdminService } from './service.ts'
+import { audit, bodyField } from './audit.ts'
 
 /** The catalog is the config version's serving at each request (`serving`). */
 export function priceRoutes (app: FastifyInstance, service: AdminService, serving: Serving): void {
@@ -26,7 +27,8 @@ export function priceRoutes (app: FastifyInstance, service: AdminService, servin
     return { data: rows }
   })
   app.put<{ Body: Static<typeof S.SetPrice> }>('/admin/prices',
-    { schema: { tags: ['prices'], summary: 'Set a model\'s ledger price (over the config\'s)', body: S.SetPrice, response: { 200: S.PriceRow, ...errorResponses } } }, async request => {
+    { schema: { tags: ['prices'], summary: 'Set a model\'s ledger price (over the config\'s)', body: S.SetPrice, response: { 200: S.PriceRow, ...errorResponses } },
+      config: audit('price.set', bodyField('model')) }, async request => {
     const b = request.body
     const price: ModelPrice = { input: b.input, output: b.output }
     if (b.cachedInput !== undefined) price.cachedInput = b.cachedInput

@@ -5,6 +5,7 @@ import { errorResponses } from './errors.ts'
 import * as S from './schemas.ts'
 import type { AdminService } from './service.ts'
 import { holdView } from './views.ts'
+import { audit, paramField } from './audit.ts'
 
 export function reservationRoutes (app: FastifyInstance, service: AdminService): void {
   app.get<{ Querystring: Static<typeof S.HoldQuery> }>('/admin/reservations',
@@ -13,7 +14,8 @@ export function reservationRoutes (app: FastifyInstance, service: AdminService):
     return holds ? { stored: true, data: holds.map(holdView) } : { stored: false, data: [] }
   })
   app.delete<{ Params: { id: string } }>('/admin/reservations/:id',
-    { schema: { tags: ['reservations'], summary: 'Release one hold (a call that will never settle)', params: S.IdParam, response: { 200: S.Released, ...errorResponses } } }, async request => {
+    { schema: { tags: ['reservations'], summary: 'Release one hold (a call that will never settle)', params: S.IdParam, response: { 200: S.Released, ...errorResponses } },
+      config: audit('hold.release', paramField('id')) }, async request => {
     await service.releaseHold(request.params.id)
     return { released: request.params.id }
   })

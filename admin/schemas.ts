@@ -45,8 +45,6 @@ export const Balance = Type.Object({
 })
 
 export const CreateOrganization = Type.Object({ id: Id, name: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false })
-export const TopUp = Type.Object({ amount: Amount }, { additionalProperties: false })
-export const TopUpResult = Type.Object({ organization: Type.String(), balance: Type.String() })
 
 export const Project = Type.Object({ id: Type.String(), organization: Type.String(), name: Nullable(Type.String()), createdAt: Type.String() })
 export const CreateProject = Type.Object({ id: Id, organization: Id, name: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false })

@@ -6,7 +6,6 @@
 import { randomBytes } from 'node:crypto'
 import { gwError } from '../core/errors/errors.ts'
 import type { Hold, KeyRecord, Ledger } from '../core/ledger/ledger.ts'
-import { MAX_MICROS } from '../core/ledger/ledger.ts'
 import type { ModelPrice } from '../core/types/model.ts'
 import { formatMicros } from '../money/billing.ts'
 import { generateKey, hashKey, keyDisplayPrefix } from '../core/ledger/keys.ts'
@@ -51,20 +50,6 @@ export class AdminService {
     const b = await this.ledger.getBalance(id)
     if (!b) throw gwError('GW_ERR_ORGANIZATION_UNKNOWN', [id])
     return { organization: id, balance: formatMicros(b.balance), reserved: formatMicros(b.reserved), available: formatMicros(b.balance - b.reserved) }
-  }
-
-  /**
-   * Adds `micros` to a balance: one conditional UPDATE in the ledger (balance = balance + amount),
-   * so top-ups in flight at once all count. Micro-units are exact only up to 2^53 − 1: a larger
-   * amount is refused here (400, /body/amount), a balance it would make by the ledger
-   * (LedgerAmountError, which the API shows as a 400 on /body/amount and the CLI as is).
-   */
-  async topUp (id: string, micros: number): Promise<string> {
-    if (micros <= 0) throw gwError('GW_ERR_BAD_REQUEST', ['/body/amount must be positive'], { metadata: { path: '/body/amount' } })
-    if (!Number.isSafeInteger(micros)) throw gwError('GW_ERR_BAD_REQUEST', [`/body/amount must be at most ${formatMicros(MAX_MICROS)}`], { metadata: { path: '/body/amount' } })
-    // Organizations are never deleted: one known now is known when the UPDATE runs.
-    await this.knownOrganization(id)
-    return formatMicros(await this.ledger.topUp(id, micros))
   }
 
   /** Creates a project in a known organization; refused if its id is taken (in any organization). */

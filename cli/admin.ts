@@ -19,6 +19,9 @@ import { usageSummary } from '../admin/summary.ts'
 import { iso } from '../admin/views.ts'
 import { formatMicros } from '../money/billing.ts'
 import { AdminClient, planRemote, type Remote } from './remote.ts'
+import { planJournal, writeOf } from './journal.ts'
+import { BalanceService, journalView } from '../admin/balances.ts'
+import { audited, cliActor } from '../admin/audit.ts'
 import type { UsageSummaryQueryT } from '../admin/summary-schemas.ts'
 
 export type { Writer }
@@ -43,9 +46,20 @@ Commands:
   org list [--json]                             id, name, balance, created
   project create <id> --org <org> [--name N]    create a project in an organization
   project list [--org O] [--json]               id, organization, name, created
-  balance topup <org> <amount>                  add a positive amount (currency units, at most
+  balance topup <org> <amount> [--reason R]     add a positive amount (currency units, at most
                                                 6 decimals, e.g. 12.50); prints the new balance
+  balance adjust <org> <amount> --reason R      correct a balance by a signed amount (e.g. -2.50)
+  balance refund <org> <amount> --reason R [--trace T]
+                                                give money back, maybe for one call (its trace id;
+                                                never more of it than it was charged)
+  balance history <org> [--limit N] [--json]    the balance's journal, newest first (default 100):
+                                                kind, amount, balance after, actor, reason
   balance show <org> [--json]                   balance, reserved (held by calls in flight), available
+  verify [--json]                               check every balance = journal − charges; lists the
+                                                organizations that differ and exits 1
+  audit list [--actor A] [--action X] [--target T] [--from ISO] [--to ISO] [--limit N] [--json]
+                                                admin writes, newest first (default 100): actor,
+                                                action, target, result; --json adds before/after
   key create --org <org> [--project P] [--name N] [--models a,b] [--id ID]
                                                 create an API key; the secret is printed ONCE,
                                                 only its sha256 is stored
@@ -83,11 +97,13 @@ Commands:
                                                 days), per model or organization when grouped
   help                                          this text
 
-Exit codes: 0 ok, 1 ledger error (e.g. unknown organization), 2 bad command or argument.
+Exit codes: 0 ok, 1 ledger error (e.g. unknown organization; verify: a balance differs), 2 bad
+command or argument. Writes on the ledger are in the audit log as cli:<OS user>.
 
 Examples:
   model-gateway-admin org create acme --name "Acme Inc"
   model-gateway-admin balance topup acme 12.50
+  model-gateway-admin balance adjust acme -2.50 --reason "double top-up on 3 May"
   model-gateway-admin key create --org acme --project web --name ci --models echo/echo-1
   model-gateway-admin price set echo/echo-1 --input 3 --output 15 --cached 0.3
   model-gateway-admin usage summary --from 2025-01-01 --group-by model
@@ -185,11 +201,13 @@ function plan (p: Parsed, env: NodeJS.ProcessEnv): Action | undefined {
       }
     }
     case 'balance topup': {
-      options(p, cmd, [])
+      const get = options(p, cmd, ['reason'])
       const [org, amount] = positionals(rest, cmd, ['org', 'amount'])
       const micros = amountArg(amount!)
+      const reason = get('reason')
       return async (admin, out) => {
-        out.write(`${org} balance ${await admin.topUp(org!, micros)}\n`)
+        const e = await new BalanceService(admin.ledger).topUp(org!, micros, cliActor(), reason)
+        out.write(`${org} balance ${journalView(e).balance}\n`)
       }
     }
     case 'balance show': {
@@ -319,13 +337,15 @@ function plan (p: Parsed, env: NodeJS.ProcessEnv): Action | undefined {
       }
     }
     default:
-      return undefined
+      // The balance journal, verify and the audit log (cli/journal.ts).
+      return planJournal(p)
   }
 }
 
 /** Runs the CLI; returns the exit code (0 ok, 1 ledger error, 2 usage error). */
 export async function main (argv: string[], env: NodeJS.ProcessEnv, out: Writer, err: Writer): Promise<number> {
   let action: Action | undefined
+  let write: ReturnType<typeof writeOf>
   let cfg: LedgerConfig | undefined
   let remote: { client: AdminClient, run: Remote } | undefined
   try {
@@ -352,6 +372,7 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, out: Writer,
     }
     action = plan(p, env)
     if (!action) throw usageError(`unknown command "${p.positionals.slice(0, 2).join(' ')}"`)
+    write = writeOf(p)
     const url = p.flags.get('url')
     const adminKey = p.flags.get('admin-key')
     if (url !== undefined) {
@@ -387,7 +408,11 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, out: Writer,
   try {
     ledger = await openLedger(cfg!)
     await ledger.migrate()
-    await action(new AdminService(ledger), out, err)
+    const admin = new AdminService(ledger)
+    const run = (): Promise<void> => action!(admin, out, err)
+    // An admin write leaves its audit row (actor cli:<OS user>), refusals included (admin/audit.ts).
+    if (write) await audited({ ledger, lost: (_draft, e) => err.write(`admin: the audit row of this write could not be written: ${cliText(e)}\n`) }, { actor: cliActor(), ...write }, run)
+    else await run()
     return 0
   } catch (e) {
     err.write(`admin: ${cliText(e)}\n`)

@@ -7,6 +7,7 @@ import { priceArg, usageError, type Parsed } from './args.ts'
 import { priceText, writeBalance, writeHolds, writeKeys, writeOrganizations, writeProjects, writeUsageSummary, type OrganizationRow, type ProjectRow, type UsageSummaryView,
   type Writer } from './print.ts'
 import type { UsageSummaryQueryT } from '../admin/summary-schemas.ts'
+import { planJournalRemote } from './journal.ts'
 
 /**
  * A running gateway's admin API (--url): every request carries the admin key; an error answer
@@ -87,7 +88,8 @@ export function planRemote (p: Parsed, summary?: UsageSummaryQueryT): Remote {
       writeUsageSummary(await c.json<UsageSummaryView>('GET', `/admin/usage/summary?${q}`), json, out)
     }
     case 'balance topup': return async (c, out) => {
-      const r = await c.json<{ balance: string }>('POST', `/admin/organizations/${enc(rest[0]!)}/topup`, { amount: rest[1]!.trim() })
+      const r = await c.json<{ balance: string }>('POST', `/admin/organizations/${enc(rest[0]!)}/topup`,
+        { amount: rest[1]!.trim(), ...(get('reason') !== undefined ? { reason: get('reason') } : {}) })
       out.write(`${rest[0]} balance ${r.balance}\n`)
     }
     case 'balance show': return async (c, out) => {
@@ -136,7 +138,10 @@ export function planRemote (p: Parsed, summary?: UsageSummaryQueryT): Remote {
       for (const f of ['from', 'to']) if (get(f) !== undefined) q.set(f, get(f)!)
       await c.pipe(`/admin/usage/export?${q}`, out)
     }
-    default:
+    default: {
+      const journal = planJournalRemote(p)
+      if (journal) return journal
       throw usageError(`"${cmd}" works on the ledger only, not over --url`)
+    }
   }
 }

@@ -10,6 +10,9 @@ const PATTERNS = {
   '^\\d{1,12}(\\.\\d{1,6})?$': 'ruleAmount',
   '^\\d{4}-\\d{2}-\\d{2}': 'ruleTime',
   '^[A-Za-z0-9_-]{1,200}$': 'ruleCursor',
+  '^-?\\d{1,12}(\\.\\d{1,6})?$': 'ruleSignedAmount',
+  '\\S': 'ruleReason',
+  '^[0-9]{1,16}$': 'ruleCursor',
 }
 
 /** Rules of the schema validator: [regular expression over the message, (match) => plain words]. */
@@ -24,13 +27,16 @@ const RULES = [
   [/^must be ([<>]=?) (-?[\d.]+)$/, m => t('ruleCompare', { op: m[1], n: m[2] })],
   [/^must be equal to one of the allowed values$/, () => t('ruleOneOf')],
   [/^is after to$/, () => t('ruleAfterTo')],
+  [/^is required$/, () => t('ruleRequired')],
+  [/^must be positive$/, () => t('rulePositive')],
+  [/^must not be 0$/, () => t('ruleNotZero')],
 ]
 
 /** The field a path names, in the console's words: /body/id → Id; /querystring/from → From. */
 function fieldName (path) {
   const name = path.split('/').filter(Boolean).slice(1).join('.') || path
   const known = { id: 'id', name: 'name', amount: 'amount', organization: 'organization', project: 'project', model: 'model', models: 'models', from: 'from', to: 'to', input: 'input',
-    output: 'output', cachedInput: 'cachedInput', cacheWrite: 'cacheWrite', key: 'key' }
+    output: 'output', cachedInput: 'cachedInput', cacheWrite: 'cacheWrite', key: 'key', reason: 'reason', traceId: 'traceId', actor: 'actor', action: 'action', target: 'target' }
   const last = name.split('.').pop()
   return known[last] ? t(known[last]) : name
 }

@@ -14,15 +14,22 @@ import { Usage } from './pages/usage.js'
 import { Latency } from './pages/latency.js'
 import { Providers } from './pages/providers.js'
 import { Config } from './pages/config.js'
+import { Organization } from './pages/organization.js'
+import { Audit } from './pages/audit.js'
 
-const PAGES = [['overview', Overview], ['organizations', Organizations], ['keys', Keys], ['prices', Prices], ['usage', Usage], ['latency', Latency], ['providers', Providers], ['config', Config]]
+const PAGES = [['overview', Overview], ['organizations', Organizations], ['keys', Keys], ['prices', Prices], ['usage', Usage], ['latency', Latency], ['providers', Providers],
+  ['audit', Audit], ['config', Config]]
 /** Old names of pages. */
 const ALIASES = { circuits: 'providers' }
-const route = () => {
+/** The page of the hash (#/keys; #/organizations/<id>: one organization) and its argument. */
+const where = () => {
   const r = location.hash.replace(/^#\/?/, '')
+  const org = /^organizations\/(.+)$/.exec(r)
+  if (org) return { name: 'organization', arg: decodeURIComponent(org[1]) }
   const name = ALIASES[r] || r
-  return PAGES.some(([p]) => p === name) ? name : 'overview'
+  return { name: PAGES.some(([p]) => p === name) ? name : 'overview', arg: '' }
 }
+const route = () => where().name
 
 function SignIn ({ onSignedIn }) {
   const [err, setErr] = useState()
@@ -43,9 +50,9 @@ function SignIn ({ onSignedIn }) {
 function App () {
   const [, rerender] = useState(0)
   const [signedIn, setSignedIn] = useState(false)
-  const [page, setPage] = useState(route())
+  const [{ name: page, arg }, setPage] = useState(where())
   useEffect(() => {
-    const f = () => { const p = route(); markNav(p); setPage(p) }
+    const f = () => { const w = where(); markNav(w.name); setPage(w) }
     addEventListener('hashchange', f)
     performance.mark('console-boot')
     return () => removeEventListener('hashchange', f)
@@ -55,13 +62,15 @@ function App () {
     h('select', { id: 'lang', value: getLang(), onChange: e => { setLang(e.target.value); markNav(page); rerender(x => x + 1) } }, h('option', { value: 'en' }, 'English'), h('option',
       { value: 'zh-CN' }, '简体中文')))
   if (!signedIn) return h(Fragment, null, h('header', null, langSwitch), h(SignIn, { onSignedIn: () => setSignedIn(true) }))
-  const Page = PAGES.find(([p]) => p === page)[1]
+  const Page = page === 'organization' ? Organization : PAGES.find(([p]) => p === page)[1]
+  // An organization's page is under Organizations in the navigation.
+  const current = page === 'organization' ? 'organizations' : page
   return h(Fragment, null,
     h('header', null,
-      h('nav', { 'aria-label': t('title') }, h('ul', null, PAGES.map(([p]) => h('li', null, h('a', { href: `#/${p}`, 'aria-current': p === page ? 'page' : undefined }, t(p)))))),
+      h('nav', { 'aria-label': t('title') }, h('ul', null, PAGES.map(([p]) => h('li', null, h('a', { href: `#/${p}`, 'aria-current': p === current ? 'page' : undefined }, t(p)))))),
       langSwitch,
       h('button', { type: 'button', onClick: () => { setAdminKey(''); setSignedIn(false) } }, t('signOut'))),
-    h('main', null, h(Page, { key: `${page}-${getLang()}` })))
+    h('main', null, h(Page, { key: `${page}-${arg}-${getLang()}`, id: arg })))
 }
 
 render(h(App), document.getElementById('app'))

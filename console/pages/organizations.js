@@ -1,4 +1,5 @@
 // Organizations and projects: balance, reserved, available; top up after a confirmation; create.
+// Each organization's id leads to its page (its balance history, adjustments and refunds).
 import { h, Fragment } from 'preact'
 import { useState } from 'preact/hooks'
 import { api, useLoad, useReady } from '../api.js'
@@ -31,7 +32,7 @@ export function Organizations () {
     h('h1', null, t('organizations')),
     h(Loading, { s }), h(ErrorBox, { error: err }), h(Status, { msg }),
     s.data && h(Table, { label: t('organizations'), testid: 'organizations', rows: orgs, cols: [
-      { label: t('id'), key: 'id' }, { label: t('name'), key: 'name' },
+      { label: t('id'), id: 'id', render: o => h('a', { href: `#/organizations/${encodeURIComponent(o.id)}` }, o.id) }, { label: t('name'), key: 'name' },
       { label: t('balance'), num: true, id: 'balance', render: money('balance') },
       { label: t('reserved'), num: true, id: 'reserved', render: money('reserved') },
       { label: t('available'), num: true, id: 'available', render: money('available') },

@@ -88,6 +88,12 @@ export const ERRORS = {
   GW_ERR_HOLDS_NOT_STORED: { status: 409,
     message: 'holds are stored one by one in a PostgreSQL ledger only; a SQLite gateway holds them in its process (reservations: memory, gone with it) or in a per-organization ' +
       'counter (reservations: file)' },
+  /** A refund names a call (trace id) that is no usage record of the organization. */
+  GW_ERR_USAGE_UNKNOWN: { status: 404, message: 'No usage record with trace id "%s" for organization "%s".' },
+  /** Refunds of one call together may not pass what it was charged. */
+  GW_ERR_REFUND_EXCEEDS_CHARGE: { status: 409, message: 'Refunds of the call "%s" would pass what it was charged (%s; %s refunded before).' },
+  /** The admin CLI's `verify`: organizations whose balance is not Σ journal − Σ charges (exit 1). */
+  GW_ERR_LEDGER_UNBALANCED: { status: 500, message: '%s organization(s) have a balance other than journal − charges.' },
   GW_ERR_DEPLOYMENT_UNKNOWN: { status: 404, message: 'No deployment "%s" (provider/upstreamModel).' },
   GW_ERR_CALLS_NOT_COUNTED: { status: 404, message: 'This admin API counts no calls (it was built without a gateway app to watch).' },
   /** A database uniqueness constraint refused a write (both ledgers' duplicate-id errors). */

@@ -4,6 +4,8 @@
  * declares (never administration); the admin API, the CLI and core's own services hold the whole.
  */
 import type { ModelPrice } from '../types/model.ts'
+import type { AuditDraft, AuditEntry, AuditQuery } from './audit.ts'
+import type { BalanceCheck, JournalDraft, JournalEntry, JournalQuery } from './journal.ts'
 import type {
   BatchListener, Hold, KeyRecord, LeaseGrant, Micros, OrganizationRecord, ProjectRecord, QueuedCharge, Reservation,
   ReserveOptions, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow,
@@ -14,6 +16,9 @@ export type {
   ReserveOptions, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow,
 } from './records.ts'
 export { SUMMARY_BUCKETS, MAX_MICROS, LedgerAmountError, checkMicros, balanceOutOfRange } from './records.ts'
+export type { AuditDraft, AuditEntry, AuditQuery, AuditScope, AuditStamp } from './audit.ts'
+export type { BalanceCheck, JournalDraft, JournalEntry, JournalKind, JournalQuery } from './journal.ts'
+export { JournalRefusal, JOURNAL_KINDS } from './journal.ts'
 
 /** Every role answers whether the ledger behind it is reachable (a plugin's `ready()`). */
 export interface LedgerReachable {
@@ -42,6 +47,7 @@ export interface Wallet extends LedgerReachable {
   /**
    * Creates the organization with an opening balance (micro-units) unless it exists; true when
    * this call created it. Of replicas starting together only the one whose insert wins credits it.
+   * One transaction: the organization, and its journal's `opening` row (actor `config`).
    */
   openAccount (organization: string, name: string | undefined, opening: Micros): Promise<boolean>
   /**
@@ -98,18 +104,36 @@ export interface UsageReader extends LedgerReachable {
   summarizeUsage (q: UsageSummaryQuery): Promise<UsageSummaryRow[]>
 }
 
-/** What the admin API and CLI change and list: organizations, projects, keys, top-ups, prices, stored holds. */
+/**
+ * What the admin API and CLI change and list: organizations, projects, keys, balances and their
+ * journal, prices, stored holds, the audit log. Each write run inside an audit scope (audit.ts)
+ * appends its audit row in its own transaction.
+ */
 export interface LedgerAdmin extends LedgerReachable {
+  /** Creates an organization with balance 0 (and the `carry` journal row of charges recorded under its id before, if any). */
   createOrganization (id: string, name?: string): Promise<void>
   createProject (id: string, organization: string, name?: string): Promise<void>
   createKey (key: Omit<KeyRecord, 'createdAt' | 'revokedAt'>): Promise<KeyRecord>
   revokeKey (id: string): Promise<boolean>
   listKeys (): Promise<KeyRecord[]>
   /**
-   * Adds to the balance (negative allowed for corrections); returns the new balance. Throws
-   * LedgerAmountError, changing nothing, when the amount or the new balance is not a safe integer.
+   * Adds a signed amount to the balance and appends its journal row, in one transaction; returns
+   * the row (its `balance` is the one this change left). Throws, changing nothing:
+   * LedgerAmountError when the amount or the new balance is not a safe integer; JournalRefusal
+   * for a refund naming a trace id that is no usage record of the organization, or refunding more
+   * of that call than it cost; an Error for an unknown organization.
    */
-  topUp (organization: string, amount: Micros): Promise<Micros>
+  postEntry (organization: string, amount: Micros, draft: JournalDraft): Promise<JournalEntry>
+  /** postEntry of a `topup` by `actor` (default `ledger`); returns the new balance. */
+  topUp (organization: string, amount: Micros, actor?: string): Promise<Micros>
+  /** An organization's journal, newest first. */
+  listJournal (q: JournalQuery): Promise<JournalEntry[]>
+  /** Every organization's balance, Σ journal and Σ charges, read in one snapshot. */
+  verify (): Promise<BalanceCheck[]>
+  /** Appends an audit row in a transaction of its own (a refusal, or a write outside the ledger). */
+  appendAudit (draft: AuditDraft): Promise<AuditEntry>
+  /** A page of the audit log, newest first. */
+  listAudit (q: AuditQuery): Promise<AuditEntry[]>
   listOrganizations (): Promise<OrganizationRecord[]>
   getOrganization (id: string): Promise<OrganizationRecord | undefined>
   /** Projects, of one organization when given. */
@@ -140,16 +164,4 @@ export interface Ledger extends Wallet, KeyLookup, PriceLookup, UsageReader, Led
    */
   onChargeBatch? (listener: BatchListener): () => void
   close (): Promise<void>
-}
-
-/**
- * `Wallet.openAccount` for a backend: skipped when the organization exists; created (an insert
- * that loses to another replica's creates nothing and credits nothing); then credited.
- */
-export async function openAccount (ledger: Pick<Ledger, 'getBalance' | 'createOrganization' | 'topUp'>, organization: string, name: string | undefined, opening: Micros): Promise<boolean> {
-  if (await ledger.getBalance(organization)) return false
-  let created = true
-  await ledger.createOrganization(organization, name).catch(() => { created = false })
-  if (created && opening > 0) await ledger.topUp(organization, opening)
-  return created
 }

@@ -2,6 +2,8 @@
  * @module ledger/migrations – versioned schema changes, one list per dialect. Append only: a
  * released migration is never edited; a change is a new version.
  */
+import { openingRowsSql } from './journal.ts'
+
 export interface Migration { version: number, name: string, sql: string }
 
 const common = (money: string, big: string, real: string, autoId: string): string => `
@@ -152,10 +154,54 @@ ALTER TABLE prices ADD COLUMN cache_write ${real};
 ALTER TABLE usage_records ADD COLUMN price_cache_write ${real};
 `
 
+/**
+ * The balance journal (every change of a balance, with its actor, in the transaction that makes
+ * it) and the audit log (every admin write, with its actor, the record before and after, and how
+ * it ended). Organizations that exist get one `migration` row each, amount = balance + Σ charges,
+ * so balance = Σ journal − Σ charges holds from here on. `lock` keeps charges and top-ups out
+ * while those rows are computed (PostgreSQL; SQLite's migration holds the write lock).
+ */
+const JOURNAL = (money: string, big: string, autoId: string, now: string, lock: string): string => `${lock}
+CREATE TABLE balance_journal (
+  id ${autoId},
+  organization TEXT NOT NULL REFERENCES organizations(id),
+  kind TEXT NOT NULL,
+  amount ${money} NOT NULL,
+  balance ${money} NOT NULL,
+  actor TEXT NOT NULL,
+  reason TEXT,
+  trace_id TEXT,
+  time ${big} NOT NULL
+);
+CREATE INDEX balance_journal_org ON balance_journal(organization, id);
+CREATE INDEX balance_journal_trace ON balance_journal(trace_id) WHERE trace_id IS NOT NULL;
+CREATE TABLE audit_log (
+  id ${autoId},
+  time ${big} NOT NULL,
+  actor TEXT NOT NULL,
+  action TEXT NOT NULL,
+  target TEXT NOT NULL,
+  before TEXT,
+  after TEXT,
+  result TEXT NOT NULL,
+  status INTEGER
+);
+CREATE INDEX audit_log_time ON audit_log(time);
+CREATE INDEX audit_log_actor ON audit_log(actor, id);
+CREATE INDEX audit_log_action ON audit_log(action, id);
+CREATE INDEX audit_log_target ON audit_log(target, id);
+${openingRowsSql(now)}
+`
+
+/** The databases' clocks in ms. */
+const SQLITE_NOW = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+const PG_NOW = '(extract(epoch from clock_timestamp()) * 1000)::bigint'
+
 export const SQLITE_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial', sql: common('INTEGER', 'INTEGER', 'REAL', 'INTEGER PRIMARY KEY AUTOINCREMENT') },
   { version: 2, name: 'one usage record per trace id', sql: TRACE_UNIQUE },
   { version: 3, name: 'a cache-write rate in prices and usage records', sql: CACHE_WRITE_PRICE('REAL') },
+  { version: 4, name: 'the balance journal and the audit log', sql: JOURNAL('INTEGER', 'INTEGER', 'INTEGER PRIMARY KEY AUTOINCREMENT', SQLITE_NOW, '') },
 ]
 
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
@@ -164,4 +210,8 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   { version: 3, name: 'holds: one row per reservation, with an expiry', sql: PG_HOLDS },
   { version: 4, name: 'slices: a replica leases part of a balance as one growing hold', sql: PG_LEASE },
   { version: 5, name: 'a cache-write rate in prices and usage records', sql: CACHE_WRITE_PRICE('DOUBLE PRECISION') },
+  {
+    version: 6, name: 'the balance journal and the audit log',
+    sql: JOURNAL('BIGINT', 'BIGINT', 'BIGSERIAL PRIMARY KEY', PG_NOW, 'LOCK TABLE organizations, usage_records IN SHARE MODE;'),
+  },
 ]

@@ -1,14 +1,18 @@
 /**
  * @module ledger/postgres-admin – the PostgreSQL ledger's connection pools and migrations, and what
- * is not money in motion: organizations, projects, keys, top-ups, prices, usage records read, the
- * stored holds an operator lists or releases. postgres.ts adds the wallet: holds and charges.
+ * is not money in motion: organizations, projects, keys, prices, usage records read, the stored
+ * holds an operator lists or releases, each admin write with its audit row. postgres-journal.ts
+ * adds the balance journal, postgres.ts the wallet: holds and charges.
  */
 import pg from 'pg'
 import type { ModelPrice } from '../types/model.ts'
-import type { Hold, KeyRecord, Micros, OrganizationRecord, ProjectRecord, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
-import { balanceOutOfRange, checkMicros, MAX_MICROS } from './ledger.ts'
+import type { Hold, KeyRecord, OrganizationRecord, ProjectRecord, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
 import { POSTGRES_MIGRATIONS } from './migrations.ts'
-import { keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, summaryFromRows, usageFromRow, usageSummarySql, usageWhere, type SummaryColumns } from './rows.ts'
+import {
+  holdFromRow, keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, summaryFromRows, usageFromRow, usageSummarySql, usageWhere, type SummaryColumns,
+} from './rows.ts'
+import { AUDIT_COLUMNS, auditFromRow, auditParams, auditScope, targetRecord, targetSql, type AuditDraft, type AuditEntry, type AuditTarget } from './audit.ts'
+import { carrySql } from './journal.ts'
 
 export interface PostgresLedgerOptions {
   url: string
@@ -90,22 +94,84 @@ export class PostgresAdmin {
     }
   }
 
+  /** Runs `fn` in one transaction on one connection (committed, or rolled back when it throws). */
+  protected async tx<T> (fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const c = await this.pool.connect()
+    try {
+      await c.query('BEGIN')
+      const r = await fn(c)
+      await c.query('COMMIT')
+      return r
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => {})
+      throw err
+    } finally {
+      c.release()
+    }
+  }
+
+  /**
+   * An admin write in one transaction. Inside an audit scope the target's row is read (locked)
+   * before `change` and again after it, and the audit row is appended in the same transaction; it
+   * joins `scope.written` once committed. `extra` adds to the row's after; `wrote` tells whether
+   * the change wrote anything (a release of a hold that is gone does not: the admin layer records
+   * its refusal instead).
+   */
+  protected async audited<T> (target: AuditTarget, change: (c: pg.PoolClient) => Promise<T>, extra?: (r: T) => Record<string, unknown>,
+    wrote: (r: T) => boolean = () => true): Promise<T> {
+    const scope = auditScope.getStore()
+    const { r, entry } = await this.tx(async c => {
+      const before = scope ? targetRecord(target, (await c.query(targetSql(target, '$1', ' FOR UPDATE'), [target.id])).rows[0]) : null
+      const r = await change(c)
+      if (!scope || !wrote(r)) return { r }
+      const after = targetRecord(target, (await c.query(targetSql(target, '$1'), [target.id])).rows[0])
+      const entry = await this.insertAudit(c, {
+        actor: scope.actor, action: scope.action, target: scope.target || target.id, before, after: extra ? { ...after as object, ...extra(r) } : after, result: 'ok',
+      })
+      return { r, entry }
+    })
+    if (entry) scope!.written.push(entry)
+    return r
+  }
+
+  /** Appends an audit row on `c` (in its transaction, if one is open). */
+  protected async insertAudit (c: pg.Pool | pg.PoolClient, d: AuditDraft): Promise<AuditEntry> {
+    return auditFromRow((await c.query(`INSERT INTO audit_log (${AUDIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`, auditParams(d, this.now()))).rows[0])
+  }
+
   async createOrganization (id: string, name?: string): Promise<void> {
-    await this.pool.query('INSERT INTO organizations (id, name, created_at) VALUES ($1, $2, $3)', [id, name ?? null, this.now()])
+    await this.audited({ table: 'organizations', id }, async c => { await this.insertOrganization(c, id, name) })
+  }
+
+  /**
+   * Inserts an organization (unless `onConflict`: nothing when it exists) with balance 0 and its
+   * carry row (journal.ts), in the caller's transaction; true when inserted. usage_records is
+   * locked against writers first: a charge committing between the carry's sum and the
+   * organization's commit would be neither carried nor debited.
+   */
+  protected async insertOrganization (c: pg.PoolClient, id: string, name: string | undefined, onConflict = ''): Promise<boolean> {
+    await c.query('LOCK TABLE usage_records IN SHARE MODE')
+    const now = this.now()
+    const r = await c.query(`INSERT INTO organizations (id, name, created_at) VALUES ($1, $2, $3) ${onConflict} RETURNING id`, [id, name ?? null, now])
+    if (r.rowCount !== 1) return false
+    await c.query(carrySql('$1::text', '$2::bigint'), [id, now])
+    return true
   }
 
   async createProject (id: string, organization: string, name?: string): Promise<void> {
-    await this.pool.query('INSERT INTO projects (id, organization, name, created_at) VALUES ($1, $2, $3, $4)', [id, organization, name ?? null, this.now()])
+    await this.audited({ table: 'projects', id }, c => c.query('INSERT INTO projects (id, organization, name, created_at) VALUES ($1, $2, $3, $4)', [id, organization, name ?? null, this.now()]))
   }
 
   async createKey (key: Omit<KeyRecord, 'createdAt' | 'revokedAt'>): Promise<KeyRecord> {
     const now = this.now()
-    await this.pool.query('INSERT INTO api_keys (id, hash, prefix, name, organization, project, models, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', keyParams(key, now))
+    await this.audited({ table: 'api_keys', id: key.id },
+      c => c.query('INSERT INTO api_keys (id, hash, prefix, name, organization, project, models, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', keyParams(key, now)))
     return { ...key, createdAt: now }
   }
 
   async revokeKey (id: string): Promise<boolean> {
-    const r = await this.pool.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [this.now(), id])
+    const r = await this.audited({ table: 'api_keys', id }, c => c.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [this.now(), id]),
+      undefined, r => r.rowCount === 1)
     return r.rowCount === 1
   }
 
@@ -118,35 +184,19 @@ export class PostgresAdmin {
     return r.rows[0] ? keyFromRow(r.rows[0]) : undefined
   }
 
-  async topUp (organization: string, amount: Micros): Promise<Micros> {
-    checkMicros(amount)
-    // The bound in the statement itself: top-ups in flight at once cannot pass it together.
-    const r = await this.pool.query('UPDATE organizations SET balance = balance + $1 WHERE id = $2 AND balance + $1 BETWEEN $3 AND $4 RETURNING balance', [amount, organization, -MAX_MICROS,
-      MAX_MICROS])
-    if (!r.rows[0]) {
-      if ((await this.pool.query('SELECT 1 FROM organizations WHERE id = $1', [organization])).rows[0]) throw balanceOutOfRange(organization)
-      throw new Error(`unknown organization "${organization}"`)
-    }
-    return Number(r.rows[0].balance)
-  }
-
   async listHolds (): Promise<Hold[]> {
     const r = await this.pool.query(`SELECT id, organization, amount, created_at, expires_at, owner, trace_id, expires_at > ${NOW_MS} AS live FROM holds ORDER BY created_at, id`)
-    return r.rows.map(h => ({
-      id: h.id, organization: h.organization, amount: Number(h.amount), createdAt: Number(h.created_at), expiresAt: Number(h.expires_at),
-      live: h.live === true, ...(h.owner ? { owner: h.owner } : {}), ...(h.trace_id ? { traceId: h.trace_id } : {}),
-    }))
+    return r.rows.map(holdFromRow)
   }
 
   async releaseHold (id: string): Promise<boolean> {
-    return ((await this.pool.query('DELETE FROM holds WHERE id = $1', [id])).rowCount ?? 0) === 1
+    return (await this.audited({ table: 'holds', id }, c => c.query('DELETE FROM holds WHERE id = $1', [id]), undefined, r => r.rowCount === 1)).rowCount === 1
   }
 
-  /** Resolves once the batch holding this charge has committed (synchronously: it is on disk). */
   async setPrice (model: string, price: ModelPrice): Promise<void> {
-    await this.pool.query(`INSERT INTO prices (model, input, cached_input, cache_write, output, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+    await this.audited({ table: 'prices', id: model }, c => c.query(`INSERT INTO prices (model, input, cached_input, cache_write, output, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
       ON CONFLICT (model) DO UPDATE SET input = EXCLUDED.input, cached_input = EXCLUDED.cached_input, cache_write = EXCLUDED.cache_write, output = EXCLUDED.output, updated_at = EXCLUDED.updated_at`,
-    [model, price.input, price.cachedInput ?? null, price.cacheWrite ?? null, price.output, this.now()])
+    [model, price.input, price.cachedInput ?? null, price.cacheWrite ?? null, price.output, this.now()]))
   }
 
   async getPrice (model: string): Promise<ModelPrice | undefined> {

@@ -1,15 +1,16 @@
 /**
  * @module ledger/postgres – the shared ledger for many replicas: pooled pg, conditional updates,
- * batched charges. This file is its wallet (holds, leases, charges); the rest is in postgres-admin.ts.
+ * batched charges. This file is its wallet (holds, leases, charges); the journal is in
+ * postgres-journal.ts, the rest in postgres-admin.ts.
  */
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import pg from 'pg'
 import { ChargeBatcher, type ChargeItem } from './batch.ts'
 import type { BatchListener, Ledger, LeaseGrant, Micros, ReserveOptions, Reservation, UsageRecord } from './ledger.ts'
-import { openAccount } from './ledger.ts'
 import { USAGE_COLUMNS, usageParams } from './rows.ts'
-import { NOW_MS, PostgresAdmin, type PostgresLedgerOptions } from './postgres-admin.ts'
+import { NOW_MS, type PostgresLedgerOptions } from './postgres-admin.ts'
+import { PostgresJournal } from './postgres-journal.ts'
 
 export type { PostgresLedgerOptions }
 
@@ -119,11 +120,11 @@ const rolledBack = (err: unknown): boolean =>
  *   no money is spent twice and no charge is lost. A lost release or resize leaves a hold standing
  *   until its expiry.
  * - Asynchronous commit never corrupts data or reorders commits: WAL is flushed in order, so a
- *   synchronous commit (every charge and topUp) flushes every earlier asynchronous one with it,
+ *   synchronous commit (every charge and journal entry) flushes every earlier asynchronous one with it,
  *   and recovery ends at a consistent point, as if the lost transactions had never committed.
  * - Charges, top-ups and everything else stay synchronous: an acknowledged charge is on disk.
  */
-export class PostgresLedger extends PostgresAdmin implements Ledger {
+export class PostgresLedger extends PostgresJournal implements Ledger {
   readonly #batcher = new ChargeBatcher(items => this.#writeCharges(items), { retryItems: rolledBack })
   readonly #marginMs: number
   readonly #sweepMs: number
@@ -146,10 +147,6 @@ export class PostgresLedger extends PostgresAdmin implements Ledger {
     this.#marginMs = opts.holdMarginMs ?? 30_000
     this.#sweepMs = Math.max(10, Math.min(opts.holdSweepMs ?? 5_000, Math.floor(this.#marginMs / 3)))
     this.#owner = opts.owner ?? `${hostname()}:${process.pid}`
-  }
-
-  openAccount (organization: string, name: string | undefined, opening: Micros): Promise<boolean> {
-    return openAccount(this, organization, name, opening)
   }
 
   async getBalance (organization: string): Promise<{ balance: Micros, reserved: Micros } | undefined> {

@@ -1,6 +1,6 @@
 /** @module ledger/rows – row ↔ record mapping shared by the SQLite and PostgreSQL ledgers. */
 import type { ModelPrice } from '../types/model.ts'
-import { SUMMARY_BUCKETS, type KeyRecord, type OrganizationRecord, type ProjectRecord, type UsageQuery, type UsageRecord, type UsageSummaryQuery, type UsageSummaryRow } from './ledger.ts'
+import { SUMMARY_BUCKETS, type Hold, type KeyRecord, type OrganizationRecord, type ProjectRecord, type UsageQuery, type UsageRecord, type UsageSummaryQuery, type UsageSummaryRow } from './records.ts'
 
 /**
  * A numeric column as the drivers return it: SQLite gives numbers, PostgreSQL gives BIGINT and
@@ -97,6 +97,18 @@ export function projectFromRow (r: ProjectColumns): ProjectRecord {
   const p: ProjectRecord = { id: r.id, organization: r.organization, createdAt: num(r.created_at) }
   const name = opt(r.name); if (name !== undefined) p.name = name
   return p
+}
+
+/** A row of `holds` (with `live` when the query computed it). */
+export interface HoldColumns {
+  id: string, organization: string, amount: NumericColumn, created_at: NumericColumn, expires_at: NumericColumn, owner: string | null, trace_id: string | null, live?: boolean
+}
+
+export function holdFromRow (h: HoldColumns): Hold {
+  return {
+    id: h.id, organization: h.organization, amount: num(h.amount), createdAt: num(h.created_at), expiresAt: num(h.expires_at),
+    live: h.live === true, ...(h.owner ? { owner: h.owner } : {}), ...(h.trace_id ? { traceId: h.trace_id } : {}),
+  }
 }
 
 /** The filter part (time range and equalities) of a usage query or summary, from parameter 1 on. */

@@ -1,7 +1,8 @@
 /**
  * @module ledger/sqlite-admin – the SQLite ledger's connection (WAL, no busy wait), migrations, and
  * what is not money in motion: organizations, projects, keys, prices, usage records read, holds
- * (none stored one by one). sqlite.ts adds the wallet: balances, reservations, charges.
+ * (none stored one by one), each admin write with its audit row. sqlite-journal.ts adds the
+ * balance journal, sqlite.ts the wallet: balances, reservations, charges.
  */
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
@@ -10,6 +11,8 @@ import Database from 'better-sqlite3'
 import type { ModelPrice } from '../types/model.ts'
 import type { Hold, KeyRecord, OrganizationRecord, ProjectRecord, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
+import { AUDIT_COLUMNS, auditParams, auditScope, targetRecord, targetSql, type AuditDraft, type AuditEntry, type AuditTarget } from './audit.ts'
+import { carrySql } from './journal.ts'
 import {
   keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, summaryFromRows, usageFromRow, usageSummarySql, usageWhere,
   type KeyColumns, type OrganizationColumns, type PriceColumns, type ProjectColumns, type SummaryColumns, type UsageColumns,
@@ -115,6 +118,38 @@ export class SqliteAdmin {
     this.migrated()
   }
 
+  /**
+   * An admin write in one IMMEDIATE transaction (retried while the file is busy). Inside an audit
+   * scope the target's record is read before and after `change`, and the audit row is appended in
+   * the same transaction; it joins `scope.written` once committed. `extra` adds to the row's after;
+   * `wrote` tells whether the change wrote anything (a revocation of a revoked key does not: the
+   * admin layer records its refusal instead).
+   */
+  protected async audited<T> (target: AuditTarget, change: () => T, extra?: (r: T) => Record<string, unknown>, wrote: (r: T) => boolean = () => true): Promise<T> {
+    const scope = auditScope.getStore()
+    const read = scope ? this.db.prepare(targetSql(target, '?')) : undefined
+    const tx = this.db.transaction(() => {
+      const before = read ? targetRecord(target, read.get(target.id)) : null
+      const r = change()
+      if (!scope || !read || !wrote(r)) return { r }
+      const after = targetRecord(target, read.get(target.id))
+      const entry = this.insertAudit({
+        actor: scope.actor, action: scope.action, target: scope.target || target.id, before, after: extra ? { ...after as object, ...extra(r) } : after, result: 'ok',
+      })
+      return { r, entry }
+    })
+    const { r, entry } = await this.retryBusy(() => tx.immediate())
+    if (entry) scope!.written.push(entry)
+    return r
+  }
+
+  /** Appends an audit row (inside the caller's transaction, if any). */
+  protected insertAudit (d: AuditDraft): AuditEntry {
+    const time = this.now()
+    const id = this.db.prepare(`INSERT INTO audit_log (${AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`).run(...auditParams(d, time)).lastInsertRowid
+    return { ...d, id: Number(id), time }
+  }
+
   /** Called after the migrations ran: statements prepared before are made again. */
   protected migrated (): void {}
 
@@ -127,21 +162,32 @@ export class SqliteAdmin {
   }
 
   async createOrganization (id: string, name?: string): Promise<void> {
-    await this.retryBusy(() => this.db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)').run(id, name ?? null, this.now()))
+    await this.audited({ table: 'organizations', id }, () => this.insertOrganization(id, name))
+  }
+
+  /** Inserts an organization with balance 0 and its carry row (journal.ts), inside the caller's transaction. */
+  protected insertOrganization (id: string, name: string | undefined): void {
+    const now = this.now()
+    this.db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)').run(id, name ?? null, now)
+    this.db.prepare(carrySql('@org', '@time')).run({ org: id, time: now })
   }
 
   async createProject (id: string, organization: string, name?: string): Promise<void> {
-    await this.retryBusy(() => this.db.prepare('INSERT INTO projects (id, organization, name, created_at) VALUES (?, ?, ?, ?)').run(id, organization, name ?? null, this.now()))
+    await this.audited({ table: 'projects', id },
+      () => this.db.prepare('INSERT INTO projects (id, organization, name, created_at) VALUES (?, ?, ?, ?)').run(id, organization, name ?? null, this.now()))
   }
 
   async createKey (key: Omit<KeyRecord, 'createdAt' | 'revokedAt'>): Promise<KeyRecord> {
     const now = this.now()
-    await this.retryBusy(() => this.db.prepare('INSERT INTO api_keys (id, hash, prefix, name, organization, project, models, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(...keyParams(key, now)))
+    await this.audited({ table: 'api_keys', id: key.id },
+      () => this.db.prepare('INSERT INTO api_keys (id, hash, prefix, name, organization, project, models, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(...keyParams(key, now)))
     return { ...key, createdAt: now }
   }
 
   async revokeKey (id: string): Promise<boolean> {
-    return (await this.retryBusy(() => this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(this.now(), id))).changes === 1
+    const r = await this.audited({ table: 'api_keys', id }, () => this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(this.now(), id),
+      undefined, r => r.changes === 1)
+    return r.changes === 1
   }
 
   async listKeys (): Promise<KeyRecord[]> {
@@ -163,7 +209,7 @@ export class SqliteAdmin {
   }
 
   async setPrice (model: string, price: ModelPrice): Promise<void> {
-    await this.retryBusy(() => this.db.prepare(`INSERT INTO prices (model, input, cached_input, cache_write, output, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+    await this.audited({ table: 'prices', id: model }, () => this.db.prepare(`INSERT INTO prices (model, input, cached_input, cache_write, output, updated_at) VALUES (?, ?, ?, ?, ?, ?)
       ON CONFLICT(model) DO UPDATE SET input = excluded.input, cached_input = excluded.cached_input, cache_write = excluded.cache_write, output = excluded.output, updated_at = excluded.updated_at`)
       .run(model, price.input, price.cachedInput ?? null, price.cacheWrite ?? null, price.output, this.now()))
   }

@@ -1,15 +1,16 @@
 /**
  * @module ledger/sqlite – the embedded ledger: one SQLite file (WAL), survives restarts. This file
- * is its wallet (balances, reservations, charges, top-ups); the rest is in sqlite-admin.ts.
+ * is its wallet (balances, reservations, charges); the journal is in sqlite-journal.ts, the rest
+ * in sqlite-admin.ts.
  */
 import { statfsSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import type Database from 'better-sqlite3'
 import type { BatchListener, InProcessWallet, Ledger, Micros, QueuedCharge, Reservation, UsageRecord } from './ledger.ts'
-import { balanceOutOfRange, checkMicros, MAX_MICROS, openAccount } from './ledger.ts'
 import { USAGE_COLUMNS, usageParams, type OrganizationColumns } from './rows.ts'
-import { SqliteAdmin, isBusy, type SqliteLedgerOptions } from './sqlite-admin.ts'
+import { isBusy, type SqliteLedgerOptions } from './sqlite-admin.ts'
+import { SqliteJournal } from './sqlite-journal.ts'
 import { ChargeBatcher, type ChargeItem } from './batch.ts'
 import { Checkpointer } from './checkpoint.ts'
 import { ReservationBook } from './book.ts'
@@ -52,7 +53,7 @@ interface Statements {
  * written in one transaction (see batch.ts); a reservation is dropped only once its charge
  * committed, so what is available never counts money twice.
  */
-export class SqliteLedger extends SqliteAdmin implements Ledger {
+export class SqliteLedger extends SqliteJournal implements Ledger {
   readonly #memory: boolean
   /** Memory reservations: held in this process (book.ts). */
   readonly #book: ReservationBook
@@ -132,22 +133,10 @@ export class SqliteLedger extends SqliteAdmin implements Ledger {
     return this.#stmts
   }
 
-  async topUp (organization: string, amount: Micros): Promise<Micros> {
-    checkMicros(amount)
-    // The bound in the statement itself: top-ups in flight at once cannot pass it together.
-    const r = await this.retryBusy(() => this.db.prepare<[Micros, string, Micros, number, number], Pick<OrganizationColumns,
-      'balance'>>('UPDATE organizations SET balance = balance + ? WHERE id = ? AND balance + ? BETWEEN ? AND ? RETURNING balance').get(amount, organization, amount, -MAX_MICROS, MAX_MICROS))
+  /** A change of a balance this process made (a top-up, an adjustment): the memory reservations' cached balance follows it at once. */
+  protected override moved (organization: string, by: Micros): void {
+    this.#book.moved(organization, by)
     this.#wrote()
-    if (!r) {
-      if (this.db.prepare<[string], { id: string }>('SELECT id FROM organizations WHERE id = ?').get(organization)) throw balanceOutOfRange(organization)
-      throw new Error(`unknown organization "${organization}"`)
-    }
-    this.#book.moved(organization, amount)
-    return Number(r.balance)
-  }
-
-  openAccount (organization: string, name: string | undefined, opening: Micros): Promise<boolean> {
-    return openAccount(this, organization, name, opening)
   }
 
   async getBalance (organization: string): Promise<{ balance: Micros, reserved: Micros } | undefined> {

@@ -76,7 +76,7 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>, backend
     t.equal((await call(admin, 'GET', '/admin/organizations/nope')).status, 404)
 
     r = await call(admin, 'POST', '/admin/organizations/acme/topup', { amount: '12.50' })
-    t.same(r.body, { organization: 'acme', balance: '12.500000' })
+    t.match(r.body, { organization: 'acme', balance: '12.500000', entry: { kind: 'topup', actor: 'admin:ops' } })
     r = await call(admin, 'GET', '/admin/organizations/acme/balance')
     t.same(r.body, { organization: 'acme', balance: '12.500000', reserved: '0.000000', available: '12.500000' })
     t.equal((await call(admin, 'GET', '/admin/organizations/acme')).body.balance, '12.500000')
@@ -338,6 +338,8 @@ t.test('circuits, config view, OpenAPI document; no admin listener without admin
     ['get', '/admin/reservations'], ['delete', '/admin/reservations/{id}'], ['get', '/admin/circuits'], ['post', '/admin/circuits/reset'], ['get', '/admin/config'],
     ['get', '/admin/usage/summary'], ['get', '/admin/calls/summary'], ['get', '/admin/providers'],
     ['get', '/admin/usage/total'], ['get', '/admin/calls/latency'], ['get', '/admin/calls/failed'],
+    ['get', '/admin/organizations/{id}/journal'], ['post', '/admin/organizations/{id}/adjustments'], ['post', '/admin/organizations/{id}/refunds'],
+    ['get', '/admin/verify'], ['get', '/admin/audit'],
   ]
   for (const [method, path] of routes) t.ok(api.paths?.[path]?.[method], `${method.toUpperCase()} ${path} documented`)
   t.equal(Object.values(api.paths).reduce((n: number, p: any) => n + Object.keys(p).length, 0), routes.length, 'and nothing else')

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { AdminService } from '../../admin/service.ts'
+import { BalanceService } from '../../admin/balances.ts'
 import { main } from '../../cli/admin.ts'
 import { ERRORS, isGatewayError } from '../../core/errors/errors.ts'
 import { openLedger } from '../../core/ledger/index.ts'
@@ -42,6 +43,10 @@ t.test('each refusal: the same code, status and text from the API and the CLI', 
     { argv: ['key', 'create', '--org', 'acme', '--id', 'k1'], method: 'POST', url: '/admin/keys', body: { organization: 'acme', id: 'k1' }, status: 409, message: 'Key "k1" already exists.', cli: 'key "k1" already exists' },
     { argv: ['key', 'revoke', 'nope'], method: 'POST', url: '/admin/keys/nope/revoke', status: 404, message: 'Unknown key "nope".', cli: 'unknown key "nope"' },
     { argv: ['key', 'revoke', 'k2'], method: 'POST', url: '/admin/keys/k2/revoke', status: 409, message: 'Key "k2" is already revoked.', cli: 'key "k2" is already revoked' },
+    { argv: ['balance', 'adjust', 'nope', '-1', '--reason', 'r'], method: 'POST', url: '/admin/organizations/nope/adjustments', body: { amount: '-1', reason: 'r' }, status: 404,
+      message: 'Unknown organization "nope".', cli: 'unknown organization "nope"' },
+    { argv: ['balance', 'refund', 'acme', '1', '--reason', 'r', '--trace', 'nope'], method: 'POST', url: '/admin/organizations/acme/refunds', body: { amount: '1', reason: 'r', traceId: 'nope' },
+      status: 404, message: 'No usage record with trace id "nope" for organization "acme".', cli: 'no usage record with trace id "nope" for organization "acme"' },
     { argv: ['holds', 'release', 'h1'], method: 'DELETE', url: '/admin/reservations/h1', status: 409, message: ERRORS.GW_ERR_HOLDS_NOT_STORED.message, cli: ERRORS.GW_ERR_HOLDS_NOT_STORED.message },
   ]
   for (const c of cases) {
@@ -59,13 +64,19 @@ t.test('the service throws table errors, nothing else', async t => {
   await ledger.migrate()
   t.teardown(() => ledger.close())
   const service = new AdminService(ledger)
+  const balances = new BalanceService(ledger)
   await service.createOrganization('acme')
   const refusals: Array<[() => Promise<unknown>, keyof typeof ERRORS]> = [
     [() => service.createOrganization('acme'), 'GW_ERR_ORGANIZATION_EXISTS'],
     [() => service.balance('nope'), 'GW_ERR_ORGANIZATION_UNKNOWN'],
-    [() => service.topUp('nope', 1), 'GW_ERR_ORGANIZATION_UNKNOWN'],
-    [() => service.topUp('acme', 0), 'GW_ERR_BAD_REQUEST'],
-    [() => service.topUp('acme', 2 ** 53), 'GW_ERR_BAD_REQUEST'],
+    [() => balances.topUp('nope', 1, 'a'), 'GW_ERR_ORGANIZATION_UNKNOWN'],
+    [() => balances.topUp('acme', 0, 'a'), 'GW_ERR_BAD_REQUEST'],
+    [() => balances.topUp('acme', 2 ** 53, 'a'), 'GW_ERR_BAD_REQUEST'],
+    [() => balances.topUp('acme', 2 ** 53 - 1, 'a').then(() => balances.topUp('acme', 1, 'a')), 'GW_ERR_BAD_REQUEST'],
+    [() => balances.adjust('acme', 0, 'r', 'a'), 'GW_ERR_BAD_REQUEST'],
+    [() => balances.adjust('acme', -1, '  ', 'a'), 'GW_ERR_BAD_REQUEST'],
+    [() => balances.refund('acme', -1, 'r', 'a'), 'GW_ERR_BAD_REQUEST'],
+    [() => balances.refund('acme', 1, 'r', 'a', 'nope'), 'GW_ERR_USAGE_UNKNOWN'],
     [() => service.createProject('web', 'nope'), 'GW_ERR_ORGANIZATION_UNKNOWN'],
     [() => service.createKey({ organization: 'acme', project: 'nope' }, { knownProject: true }), 'GW_ERR_PROJECT_UNKNOWN'],
     [() => service.revokeKey('nope'), 'GW_ERR_KEY_UNKNOWN'],
@@ -77,5 +88,6 @@ t.test('the service throws table errors, nothing else', async t => {
     const err = await run().then(() => undefined, (e: unknown) => e)
     t.ok(isGatewayError(err) && err.code === code, `${code}: ${(err as Error | undefined)?.message}`)
   }
-  t.equal((await service.balance('acme')).balance, '0.000000', 'refused top-ups changed nothing')
+  t.equal((await service.balance('acme')).balance, '9007199254.740991', 'refused changes changed nothing')
+  t.equal((await ledger.listJournal({ organization: 'acme', limit: 10 })).length, 1, 'one journal row: the top-up that fitted')
 })

@@ -11,8 +11,10 @@ import { ADMIN_KEY } from '../helpers/admin.ts'
 import { browserAvailable, check, go, launch, pageTime, watchErrors } from '../helpers/browser.ts'
 import { consoleGateway } from '../helpers/console-app.ts'
 
-const PAGES: Array<[string, string]> = [['Overview', '概览'], ['Organizations', '组织'], ['Keys', '密钥'], ['Prices', '价格'], ['Usage', '用量'], ['Latency', '延迟'], ['Providers', '提供方'], ['Config', '配置']]
+const PAGES: Array<[string, string]> = [['Overview', '概览'], ['Organizations', '组织'], ['Keys', '密钥'], ['Prices', '价格'], ['Usage', '用量'], ['Latency', '延迟'], ['Providers', '提供方'], ['Audit log', '审计日志'], ['Config', '配置']]
 
+// Nine pages, three times each with axe-core: longer than the default file timeout on a loaded machine.
+t.setTimeout(300_000)
 if (browserAvailable(t)) t.test('every page in zh-CN and at phone width', main)
 
 /** The page's layout width: a phone-width page must not be wider than the screen (tables scroll in their own region). */
