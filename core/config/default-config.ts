@@ -3,7 +3,7 @@
 /**
  * Model names coding agents send when none is chosen (Claude Code 2.1: claude-opus-5-5 for the
  * main loop, claude-haiku-5-5 for quick tasks, claude-sonnet-5-5 on --model sonnet; Codex:
- * gpt-6.1-sol), and their common neighbours: the demo answers them with an echo model of the
+ * gpt-6.2-sol since 0.171), and their common neighbours: the demo answers them with an echo model of the
  * protocol the name belongs to, so `claude -p hi` and `codex exec hi` run with no flags.
  */
 const CLAUDE_NAMES = [
@@ -14,7 +14,7 @@ const CLAUDE_NAMES = [
   'claude-sonnet-4-20250514', 'claude-opus-4-20250514', 'claude-3-5-haiku-20241022', 'claude-3-7-sonnet-20250219',
 ]
 const OPENAI_NAMES = [
-  'gpt-6.1-sol', 'gpt-6.1-terra', 'gpt-6-sol', 'gpt-6-luna', 'gpt-6-astra', 'gpt-6-pro',
+  'gpt-6.2-sol', 'gpt-6.2-terra', 'gpt-6.2-luna', 'gpt-6.1-sol', 'gpt-6.1-terra', 'gpt-6-sol', 'gpt-6-luna', 'gpt-6-astra', 'gpt-6-pro',
   'gpt-5.6-sol', 'gpt-5.6-terra', 'gpt-5.6-luna', 'gpt-5.5', 'gpt-5.4', 'gpt-5.3-codex', 'gpt-5.2', 'gpt-5.2-codex',
   'gpt-5.1', 'gpt-5.1-codex', 'gpt-5.1-codex-max', 'gpt-5.1-codex-mini', 'gpt-5', 'gpt-5-codex', 'gpt-5-mini', 'gpt-5-nano',
   'gpt-4.1', 'gpt-4.1-mini', 'gpt-4o', 'gpt-4o-mini', 'o3', 'o3-mini', 'o4-mini', 'codex-mini-latest',

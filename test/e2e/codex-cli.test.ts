@@ -40,7 +40,7 @@ function toolResultIn (kind: 'chat' | 'messages', body: { messages: unknown }): 
   return undefined
 }
 
-/** Codex's shell tool among the tools it sent: `exec_command` ({cmd}) in 0.169, older `shell` ({command: [...]}). */
+/** Codex's shell tool among the tools it sent: `exec_command` ({cmd}) in 0.169 and later, older `shell` ({command: [...]}). */
 function shellCall (kind: 'chat' | 'messages', body: { tools?: { function?: { name: string }, name?: string }[] }): { name: string, args: Record<string, unknown> } {
   const names = (body.tools ?? []).map(x => kind === 'chat' ? x.function?.name : x.name)
   if (names.includes('exec_command')) return { name: 'exec_command', args: { cmd: COMMAND } }

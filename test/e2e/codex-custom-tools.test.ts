@@ -26,7 +26,7 @@ import { runCodex, codexSetup, CODEX_EXEC as EXEC, codexEvents as eventsOf, last
 /** A model name for which Codex 0.169 sends apply_patch as a custom tool. */
 const CODEX_MODEL = 'gpt-5.5'
 /**
- * Codex's default model (gpt-6.1-sol for 0.169): for it Codex sends no `tools` at all but an
+ * Codex's default model (gpt-6.2-sol for 0.171): for it Codex sends no `tools` at all but an
  * `additional_tools` input item, whose namespace `functions` holds the custom tool `exec`
  * (JavaScript run in an isolate). Read from the gateway's 404 for it, so a new default is followed.
  */

@@ -21,7 +21,7 @@ t.test('the embedded default maps Claude and OpenAI model names to echo models',
     t.same(data.content, [{ type: 'text', text: 'Echo: hi' }], name)
     t.equal(response.headers.get('x-gw-model'), 'msgvendor/echo-1')
   }
-  for (const name of ['gpt-6.1-sol', 'gpt-5', 'gpt-5-codex', 'gpt-4o', 'o3', 'o4-mini']) {
+  for (const name of ['gpt-6.2-sol', 'gpt-6.1-sol', 'gpt-5', 'gpt-5-codex', 'gpt-4o', 'o3', 'o4-mini']) {
     t.equal(DEMO_ALIASES[name], 'echo/echo-1')
     const r = await openai.responses.create({ model: name, input: 'hi', store: false })
     t.equal(r.output_text, 'Echo: hi', name)
