@@ -12,6 +12,7 @@ import pino from 'pino'
 import { startAdmin } from '../../admin/app.ts'
 import { openLedger } from '../../core/ledger/index.ts'
 import type { Ledger } from '../../core/ledger/ledger.ts'
+import type { AuditEntry } from '../../core/ledger/audit.ts'
 import { Circuits } from '../../core/dispatch/circuits.ts'
 import { hashKey } from '../../core/ledger/keys.ts'
 import { buildTestApp } from '../helpers/build-test-app.ts'
@@ -22,11 +23,14 @@ import { usage } from '../ledger/contract.ts'
 
 const SECOND_KEY = 'adm-second-0123456789abcdef'
 
-interface Admin { admin: string, ledger: Ledger, app: Awaited<ReturnType<typeof buildTestApp>>, logs: Array<Record<string, any>>, call: (method: string, path: string, body?: unknown, key?: string) => Promise<AdminRes> }
+/** A JSON log line: the message, and the audit entry on the audit log's lines. */
+interface LogLine { msg?: string, audit?: { id: number }, [field: string]: unknown }
+
+interface Admin { admin: string, ledger: Ledger, app: Awaited<ReturnType<typeof buildTestApp>>, logs: LogLine[], call: (method: string, path: string, body?: unknown, key?: string) => Promise<AdminRes> }
 
 /** A listening gateway and admin listener over `ledger`, with two admin keys (ops, ci), its log lines kept. */
 async function start (t: Test, ledger: Ledger): Promise<Admin> {
-  const logs: Array<Record<string, any>> = []
+  const logs: LogLine[] = []
   const app = await buildTestApp({
     ledger,
     doc: { admin: { host: '127.0.0.1', port: 0, keys: [{ id: 'ops', key: '${ADMIN_KEY}' }, { id: 'ci', key: '${SECOND_KEY}' }] } },
@@ -139,7 +143,7 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>, backend
     t.equal((await adminCall(admin, 'POST', '/admin/organizations', { id: 'x' }, adminAuth('adm-wrong-0123456789abcdef'))).status, 401)
 
     const { body } = await call('GET', '/admin/audit?limit=100')
-    const rows = [...body.data].reverse() as Array<Record<string, any>>
+    const rows = [...body.data].reverse() as AuditEntry[]
     t.strictSame(rows.map(e => [e.action, e.target, e.result, e.status]), [
       ['organization.create', 'acme', 'ok', null],
       ['project.create', 'web', 'ok', null],
@@ -173,7 +177,7 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>, backend
     const lines = logs.filter(l => l.msg === 'admin audit')
     t.equal(lines.length, rows.length, 'one log line per entry')
     t.ok(lines.every(l => l.level === 30 && l.listener === 'admin'), 'info, on the admin listener\'s logger')
-    t.strictSame(lines.map(l => l.audit.id).sort((a, b) => a - b), rows.map(e => e.id), 'the same entries')
+    t.strictSame(lines.map(l => l.audit!.id).sort((a, b) => a - b), rows.map(e => e.id), 'the same entries')
 
     // Filters and pages.
     const targets = async (q: string): Promise<string[]> => (await call('GET', `/admin/audit?${q}`)).body.data.map((e: { action: string }) => e.action)

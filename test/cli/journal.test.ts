@@ -65,7 +65,7 @@ async function journalCommands (t: Test, x: Target): Promise<void> {
   t.match(JSON.parse((await run('verify', '--json')).out), { ok: false, differences: [{ organization: 'acme', difference: '-0.000001' }] })
 
   r = await run('audit', 'list', '--json')
-  const audit = JSON.parse(r.out) as Array<{ actor: string, action: string, target: string, result: string, after: any }>
+  const audit = JSON.parse(r.out) as Array<{ actor: string, action: string, target: string, result: string, after: unknown }>
   t.strictSame(audit.map(e => [e.action, e.target, e.result]), [
     ['balance.adjust', 'nope', 'GW_ERR_ORGANIZATION_UNKNOWN'],
     ['balance.refund', 'acme', 'GW_ERR_REFUND_EXCEEDS_CHARGE'],
