@@ -3,7 +3,7 @@
  * vendors that expose an Anthropic-compatible endpoint).
  */
 import { defineProvider, type UpstreamCall, awsSigner } from '../../index.ts'
-import { splitBaseUrl } from '../../index.ts'
+import { splitBaseUrl, withoutCarriedThinking } from '../../index.ts'
 import { AnthropicCompatibleConfig } from './schema.ts'
 import { foldSystemMessages, hasSystemMessage, MID_CONVERSATION_SYSTEM_BETA, NATIVE_SYSTEM_VERSION } from './system-messages.ts'
 
@@ -51,7 +51,10 @@ export default defineProvider({
     /** Headers and body text for a call, its system turns in the form this upstream accepts. */
     function request (call: UpstreamCall, text: string | undefined): { headers: Record<string, string>, body: string } {
       const systemTurn = hasSystemMessage(call.body)
-      const body = systemTurn && fold ? JSON.stringify(foldSystemMessages(call.body)) : text ?? JSON.stringify(call.body)
+      // Thinking another vendor signed never reaches Claude; the client's text goes as it came otherwise.
+      const own = withoutCarriedThinking(call.body)
+      const sendText = own === call.body ? text : undefined
+      const body = systemTurn && fold ? JSON.stringify(foldSystemMessages(own)) : sendText ?? JSON.stringify(own)
       return { headers: headersFor(call, systemTurn), body }
     }
     return {

@@ -18,7 +18,7 @@
  * Refused with 400 (Converse takes images as bytes): an image or a document by URL, a server tool,
  * an output format other than json_schema.
  */
-import { gwError } from '../../index.ts'
+import { gwError, withoutCarriedThinking } from '../../index.ts'
 
 type Obj = Record<string, unknown>
 
@@ -181,7 +181,9 @@ function historyTools (messages: readonly Obj[]): Obj[] {
 }
 
 /** The Converse request body for a messages-protocol body (the model goes in the path, not here). */
-export function converseRequest (body: Readonly<Obj>, forCount = false): Obj {
+export function converseRequest (given: Readonly<Obj>, forCount = false): Obj {
+  // Thinking another vendor signed is no Bedrock reasoning signature: dropped before conversion.
+  const body = withoutCarriedThinking(given)
   const sys = system(body.system, 'system')
   const messages: Obj[] = []
   const turns = body.messages

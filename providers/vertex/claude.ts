@@ -5,6 +5,8 @@
  * tokens body keeps `model` (one path serves every model). Answers and streams are Anthropic's own.
  */
 
+import { withoutCarriedThinking } from '../../index.ts'
+
 type Body = Readonly<Record<string, unknown>>
 
 /** Is this upstream model id one of Anthropic's (`claude-sonnet-4-5@20250929`)? */
@@ -25,7 +27,9 @@ function textBlocks (content: unknown): unknown[] {
  * The body as Vertex takes it. A `system` turn inside `messages` (Claude Code 2.1 sends one) is
  * refused on Vertex's messages version: such turns are appended to the top-level `system`, in order.
  */
-export function vertexClaudeBody (body: Body, anthropicVersion: string, keepModel: boolean): Record<string, unknown> {
+export function vertexClaudeBody (given: Body, anthropicVersion: string, keepModel: boolean): Record<string, unknown> {
+  // Thinking another vendor signed (a Gemini model's, on this same provider) never reaches Claude.
+  const body = withoutCarriedThinking(given)
   const out: Record<string, unknown> = { ...body, anthropic_version: anthropicVersion }
   if (!keepModel) delete out.model
   // JSON mode without a schema (asked for the Gemini models of the same provider) has no Claude form.
