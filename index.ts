@@ -83,7 +83,7 @@ export type { ChatUsage, MessagesUsage, ResponsesUsage } from './core/types/wire
 export type { Usage } from './core/types/usage.ts'
 // A messages body as a Claude upstream takes it back: thinking that carries another vendor's
 // reasoning (a conversation moved from a Gemini or OpenAI model) dropped, as Claude refuses it.
-export { withoutCarriedThinking, carriedSignature } from './providers/protocols/thinking.ts'
+export { withoutCarriedThinking, carriedSignature, REASONING_PREFIX, GEMINI_SIGNATURE_PREFIX } from './core/types/carried-thinking.ts'
 export type { ModelEntry, ModelPrice, Deployment, Protocol, ClientProtocol, PublicModel } from './core/types/model.ts'
 export type { Principal } from './core/types/principal.ts'
 export { keyScope } from './core/types/principal.ts'

@@ -12,7 +12,9 @@
  * character, so no other vendor's signature starts with the prefix.
  */
 
-export const GEMINI_SIGNATURE_PREFIX = 'gw-gemini:'
+import { GEMINI_SIGNATURE_PREFIX } from '../../index.ts'
+
+export { GEMINI_SIGNATURE_PREFIX }
 
 /** A signature Gemini gave, and the tool call it belongs to (undefined: a text or thought part's). */
 export interface CarriedSignature {

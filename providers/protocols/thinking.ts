@@ -17,17 +17,16 @@
  * Also here: where given-back blocks go in a messages upstream's turns (settleThinking).
  */
 import { isObject } from './wire.ts'
+import { REASONING_PREFIX, GEMINI_SIGNATURE_PREFIX } from '../../index.ts'
 
 export const THINKING_PREFIX = 'gw-thinking:'
-export const REASONING_PREFIX = 'gw-reasoning:'
 /**
- * A Gemini thought signature in a thinking block's signature, as the gemini adapter writes it:
- * `gw-gemini:` + base64(JSON `{ s, call? }`), `s` Gemini's signature, `call` the tool_use id of the
- * function call it came on. Chat clients also see it on that tool call as
- * `extra_content.google.thought_signature` (the field of Gemini's OpenAI-compatible layer), and a
- * tool call given back with that field gives its signature back.
+ * The signature carriers live in core, beside the rule that keeps them from a Claude upstream. A
+ * Gemini thought signature rides a thinking block as the gemini adapter writes it (`gw-gemini:`);
+ * chat clients also see it on its tool call as `extra_content.google.thought_signature` (the field
+ * of Gemini's OpenAI-compatible layer), and a tool call given back with that field gives it back.
  */
-export const GEMINI_SIGNATURE_PREFIX = 'gw-gemini:'
+export { REASONING_PREFIX, GEMINI_SIGNATURE_PREFIX, carriedSignature, withoutCarriedThinking } from '../../index.ts'
 
 /** A messages `thinking` block with its signature (empty: unsigned, which no upstream takes back). */
 export type ThinkingBlock = { type: 'thinking', thinking: string, signature: string }
@@ -100,56 +99,6 @@ export function geminiSignatureBlock (signature: string, call: string): Thinking
 /** Whether a block can go back to a messages upstream: redacted, or thinking signed by that upstream (not empty, not a carried reasoning item). */
 export function signedForMessages (b: AnyThinkingBlock): boolean {
   return b.type === 'redacted_thinking' || (b.signature !== '' && !b.signature.startsWith(REASONING_PREFIX))
-}
-
-/** A signature the gateway wrote to carry another vendor's reasoning (a Responses item, a Gemini signature): never a messages upstream's own. */
-export function carriedSignature (signature: string): boolean {
-  return signature.startsWith(REASONING_PREFIX) || signature.startsWith(GEMINI_SIGNATURE_PREFIX)
-}
-
-type Turn = { role?: unknown, content?: unknown }
-const isCarried = (b: unknown): boolean => isObject(b) && b.type === 'thinking' && typeof b.signature === 'string' && carriedSignature(b.signature)
-const startsWithThinking = (content: unknown[]): boolean => isThinkingBlock(content[0] as { type: string } | undefined)
-const hasToolUse = (content: unknown[]): boolean => content.some(b => isObject(b) && b.type === 'tool_use')
-
-/**
- * A messages body as a Claude upstream (Anthropic's API, Bedrock, Claude on Vertex) takes it back.
- * Claude refuses a thinking block whose signature it did not issue, so blocks carrying another
- * vendor's reasoning (a conversation that moved from a Gemini or OpenAI model to a Claude one) are
- * dropped; a turn left empty goes, and the turns on either side join. With thinking on, Claude also
- * refuses a tool loop whose last assistant turn does not start with its thinking: when that turn
- * lost its leading block here, thinking is switched off for the call (the earlier reasoning was
- * another model's and cannot be given back). The same object when there is nothing to drop.
- */
-export function withoutCarriedThinking<T extends Readonly<Record<string, unknown>>> (body: T): T {
-  const messages = body.messages
-  if (!Array.isArray(messages)) return body
-  const carriedIn = (m: unknown): boolean => isObject(m) && m.role === 'assistant' && Array.isArray(m.content) && (m.content as unknown[]).some(isCarried)
-  if (!messages.some(carriedIn)) return body
-  let lastAssistant = -1
-  messages.forEach((m, i) => { if (isObject(m) && m.role === 'assistant') lastAssistant = i })
-  let loopLostThinking = false
-  const out: Turn[] = []
-  messages.forEach((m: unknown, i) => {
-    let turn = m as Turn
-    if (carriedIn(m)) {
-      const before = turn.content as unknown[]
-      const content = before.filter(b => !isCarried(b))
-      if (i === lastAssistant && startsWithThinking(before) && !startsWithThinking(content) && hasToolUse(content)) loopLostThinking = true
-      if (content.length === 0) return
-      turn = { ...turn, content }
-    }
-    const prev = out[out.length - 1]
-    if (prev !== undefined && prev.role === turn.role && Array.isArray(prev.content) && Array.isArray(turn.content)) {
-      out[out.length - 1] = { ...prev, content: [...prev.content, ...turn.content] }
-    } else {
-      out.push(turn)
-    }
-  })
-  const result: Record<string, unknown> = { ...body, messages: out }
-  const thinking = body.thinking
-  if (loopLostThinking && isObject(thinking) && thinking.type !== 'disabled') delete result.thinking
-  return result as T
 }
 
 export function isThinkingBlock (b: { type: string } | undefined): boolean {
