@@ -36,6 +36,7 @@ function walletOf (l: Wallet): Wallet {
     charge: (...a: Parameters<Wallet['charge']>) => l.charge(...a),
     openAccount: (...a: Parameters<Wallet['openAccount']>) => l.openAccount(...a),
     inProcess: l.inProcess,
+    ...(l.keyBudgets !== undefined ? { keyBudgets: l.keyBudgets } : {}),
     // Lease mode: both or neither.
     ...(leaseHold !== undefined && shrinkHold !== undefined
       ? { leaseHold: leaseHold.bind(l), shrinkHold: shrinkHold.bind(l) }
@@ -45,7 +46,11 @@ function walletOf (l: Wallet): Wallet {
 
 const VIEWS: { [R in LedgerRole]: (l: Ledger) => LedgerRoles[R] } = {
   wallet: walletOf,
-  keys: l => Object.freeze({ ping: () => l.ping(), findKeyByHash: (hash: string) => l.findKeyByHash(hash) }),
+  keys: l => Object.freeze({
+    ping: () => l.ping(),
+    findKeyByHash: (hash: string) => l.findKeyByHash(hash),
+    ...(l.touchKeys !== undefined ? { touchKeys: (used: ReadonlyMap<string, number>) => l.touchKeys!(used) } : {}),
+  }),
   prices: l => Object.freeze({ ping: () => l.ping(), getPrice: (model: string) => l.getPrice(model) }),
   usage: l => Object.freeze({
     ping: () => l.ping(),
