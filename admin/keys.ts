@@ -34,7 +34,10 @@ export function keyRoutes (app: FastifyInstance, service: AdminService): void {
     async request => keyView(await service.updateKey(request.params.id, keyPatchOf(request.body as KeySettingsInput))))
   app.post<{ Params: { id: string }, Body: S.RotateKeyT | undefined }>('/admin/keys/:id/rotate',
     { schema: { tags: ['keys'], summary: 'A new secret (in this answer only); the old one works for graceSeconds more', params: S.IdParam, body: S.RotateKey,
-      response: { 200: S.CreatedKey, ...errorResponses } }, config: audit('key.rotate', paramField('id')) }, async (request, reply) => {
+      response: { 200: S.CreatedKey, ...errorResponses } },
+    // No body at all: every default.
+    preValidation: async request => { if (request.body === undefined || request.body === null) request.body = {} },
+    config: audit('key.rotate', paramField('id')) }, async (request, reply) => {
     const { key, secret } = await service.rotateKey(request.params.id, request.body?.graceSeconds ?? DEFAULT_GRACE_SECONDS)
     return reply.header('cache-control', 'no-store').send({ ...keyView(key), secret })
   })
