@@ -58,13 +58,14 @@ export const BudgetWindow = Type.Union([Type.Literal('day'), Type.Literal('month
   { description: 'day (UTC), month (UTC calendar month) or seconds (60 to 31622400; windows counted from the epoch).' })
 export const KeyBudget = Type.Object({ amount: Amount, window: BudgetWindow }, { additionalProperties: false })
 const Limit = Type.Integer({ minimum: 1, maximum: 1_000_000_000 })
+const ISO_TIME = '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})?)?$'
 /** A key's settings, each optional (create) or nullable too (update: null clears it). */
 const keySettings = (nullable: boolean) => {
   const f = <T extends TSchema>(s: T) => Type.Optional(nullable ? Nullable(s) : s)
   return {
     name: f(Type.String({ maxLength: 200 })),
     models: f(Type.Array(ModelPattern, { minItems: 1, maxItems: 1000, uniqueItems: true, description: 'The only models the key may use (deny by default once given).' })),
-    expiresAt: f(Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})?)?$', description: 'ISO 8601; from then on the key is refused as unknown (401).' })),
+    expiresAt: f(Type.String({ pattern: ISO_TIME, description: 'ISO 8601; from then on the key is refused as unknown (401).' })),
     tags: f(Type.Array(Tag, { maxItems: 20, uniqueItems: true })),
     budget: f(KeyBudget),
     lifetimeBudget: f(Amount),

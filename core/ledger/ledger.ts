@@ -7,7 +7,7 @@ import type { ModelPrice } from '../types/model.ts'
 import type { AuditDraft, AuditEntry, AuditQuery } from './audit.ts'
 import type { BalanceCheck, JournalDraft, JournalEntry, JournalQuery } from './journal.ts'
 import type {
-  BatchListener, BudgetWindow, Hold, KeyBudget, KeyHold, KeyPatch, KeyRecord, KeySpend, LeaseGrant, Micros, OrganizationRecord, ProjectRecord, QueuedCharge, Reservation,
+  BatchListener, Hold, KeyHold, KeyPatch, KeyRecord, LeaseGrant, Micros, OrganizationRecord, ProjectRecord, QueuedCharge, Reservation,
   ReserveOptions, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow,
 } from './records.ts'
 

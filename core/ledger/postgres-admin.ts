@@ -9,7 +9,8 @@ import type { ModelPrice } from '../types/model.ts'
 import type { Hold, KeyPatch, KeyRecord, OrganizationRecord, ProjectRecord, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
 import { POSTGRES_MIGRATIONS } from './migrations.ts'
 import {
-  holdFromRow, KEY_INSERT_COLUMNS, keyFromRow, keyParams, keyPatchColumns, organizationFromRow, priceFromRow, projectFromRow, summaryFromRows, usageFromRow, usageSummarySql, usageWhere, type SummaryColumns,
+  holdFromRow, KEY_INSERT_COLUMNS, keyFromRow, keyParams, keyPatchColumns, organizationFromRow, priceFromRow, projectFromRow, summaryFromRows, usageFromRow, usageSummarySql,
+  usageWhere, type SummaryColumns,
 } from './rows.ts'
 import { AUDIT_COLUMNS, auditFromRow, auditParams, auditScope, targetRecord, targetSql, type AuditDraft, type AuditEntry, type AuditTarget } from './audit.ts'
 import { carrySql } from './journal.ts'

@@ -68,7 +68,8 @@ export const CHARGE_SQL = `WITH recorded AS (
   FROM key_locked k WHERE a.id = k.id
   RETURNING a.id
 )
-SELECT (SELECT count(*) FROM key_moved) AS keys, (SELECT count(*) FROM key_released) AS key_holds, (SELECT count(*) FROM moved) AS organizations, (SELECT count(*) FROM recorded) AS records, (SELECT count(*) FROM released) AS released`
+SELECT (SELECT count(*) FROM key_moved) AS keys, (SELECT count(*) FROM key_released) AS key_holds,
+  (SELECT count(*) FROM moved) AS organizations, (SELECT count(*) FROM recorded) AS records, (SELECT count(*) FROM released) AS released`
 
 /** The statement's parameters for a batch: the money arrays, then one array per usage column. */
 export function chargeParams (items: readonly ChargeItem[]): unknown[] {

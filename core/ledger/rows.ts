@@ -1,6 +1,8 @@
 /** @module ledger/rows – row ↔ record mapping shared by the SQLite and PostgreSQL ledgers. */
 import type { ModelPrice } from '../types/model.ts'
-import { SUMMARY_BUCKETS, type Hold, type KeyPatch, type KeyRecord, type OrganizationRecord, type ProjectRecord, type UsageQuery, type UsageRecord, type UsageSummaryQuery, type UsageSummaryRow } from './records.ts'
+import {
+  SUMMARY_BUCKETS, type Hold, type KeyPatch, type KeyRecord, type OrganizationRecord, type ProjectRecord, type UsageQuery, type UsageRecord, type UsageSummaryQuery, type UsageSummaryRow,
+} from './records.ts'
 
 /**
  * A numeric column as the drivers return it: SQLite gives numbers, PostgreSQL gives BIGINT and

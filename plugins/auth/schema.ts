@@ -28,8 +28,8 @@ export const AuthConfig = Type.Object({
   ledger: Type.Boolean({ default: true, description: 'Also accept keys created in the ledger (admin CLI).' }),
   ledgerCacheMs: Type.Integer({ minimum: 0, default: 5000, description: 'How long a ledger lookup (hit or miss) is cached; a revoked key stops working within this time.' }),
   acceptXApiKey: Type.Boolean({ default: true, description: 'Also read the key from `x-api-key` (Anthropic clients send it).' }),
-  lastUsedFlushMs: Type.Integer({ minimum: 0, default: 10000,
-    description: 'Ledger keys\' last-used times are kept in memory and written in one statement this often (0: not recorded).' }),
+  lastUsedFlushMs: Type.Optional(Type.Integer({ minimum: 0, default: 10000,
+    description: 'Ledger keys\' last-used times are kept in memory and written in one statement this often (0: not recorded).' })),
 }, { additionalProperties: false })
 
 export type AuthConfigT = Static<typeof AuthConfig>

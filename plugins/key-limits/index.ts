@@ -85,7 +85,7 @@ export default definePlugin({
         const need: Need = { tokens: input + outputOf(ctx), spend: 0 }
         return mode.count(ctx, state, list, need, now)
       },
-      onSettle (ctx, outcome, state) {
+      onSettle (_ctx, outcome, state) {
         const list = state.applied
         if (!list) return
         state.applied = undefined
