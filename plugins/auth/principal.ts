@@ -39,13 +39,13 @@ export class LastUsed {
   #pending = new Map<string, number>()
   #timer: NodeJS.Timeout | undefined
   #writing: Promise<void> | undefined
-  readonly #keys: KeyLookup
+  readonly #keys: KeyLookup | undefined
   readonly #log: Logger
 
-  constructor (keys: KeyLookup, flushMs: number, log: Logger) {
+  constructor (keys: KeyLookup | undefined, flushMs: number, log: Logger) {
     this.#keys = keys
     this.#log = log
-    if (keys.touchKeys !== undefined && flushMs > 0) this.#timer = setInterval(() => { void this.flush() }, flushMs).unref()
+    if (keys?.touchKeys !== undefined && flushMs > 0) this.#timer = setInterval(() => { void this.flush() }, flushMs).unref()
   }
 
   used (keyId: string, now: number): void {
@@ -56,7 +56,7 @@ export class LastUsed {
     if (this.#pending.size === 0 || this.#writing) return this.#writing ?? Promise.resolve()
     const batch = this.#pending
     this.#pending = new Map()
-    this.#writing = this.#keys.touchKeys!(batch).catch(err => {
+    this.#writing = this.#keys!.touchKeys!(batch).catch(err => {
       this.#log.warn({ err }, 'auth: could not write keys\' last-used times; kept for the next write')
       for (const [id, t] of batch) if (!this.#pending.has(id)) this.#pending.set(id, t)
     }).finally(() => { this.#writing = undefined })
