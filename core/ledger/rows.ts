@@ -63,9 +63,10 @@ export function keyFromRow (r: KeyColumns): KeyRecord {
   if (r.previous_hash) k.previousHash = r.previous_hash
   set('previousValidUntil', n(r.previous_valid_until))
   set('rotatedAt', n(r.rotated_at))
-  set('spent', n(r.spent))
+  // Nothing spent: absent, as every optional field without a value.
+  if (n(r.spent)) k.spent = n(r.spent)
   set('windowStart', n(r.window_start))
-  set('windowSpent', n(r.window_spent))
+  if (n(r.window_spent)) k.windowSpent = n(r.window_spent)
   return k
 }
 
