@@ -71,14 +71,16 @@ export function Keys () {
       onConfirm: () => { const c = confirm; setConfirm(undefined); void (c.rotate ? rotate(c.id) : revoke(c.id)) },
     }),
     d && h(Table, { labelledBy: 'key-list', testid: 'keys', rows: keys, cols: [
-      { label: t('id'), key: 'id' }, { label: t('prefix'), key: 'prefix' }, { label: t('name'), key: 'name' },
+      // Actions next to the id: with every setting shown the table scrolls sideways, and they stay in view.
+      { label: t('id'), key: 'id' },
+      { label: t('actions'), render: k => k.revokedAt ? '' : h('div', { class: 'row' },
+        h('button', { type: 'button', onClick: () => setConfirm({ id: k.id, rotate: true }), 'aria-label': `${t('rotate')} ${k.id}` }, t('rotate')),
+        h('button', { type: 'button', onClick: () => setConfirm({ id: k.id }), 'aria-label': `${t('revoke')} ${k.id}` }, t('revoke'))) },
+      { label: t('prefix'), key: 'prefix' }, { label: t('name'), key: 'name' },
       { label: t('organization'), key: 'organization' }, { label: t('project'), key: 'project' },
       { label: t('models'), id: 'models', render: k => (k.models || []).join(', ') },
       ...settingColumns(),
       { label: t('status'), render: k => k.revokedAt ? `${t('revoked')} ${fmtDateTime(k.revokedAt)}` : t('active') },
-      { label: t('actions'), render: k => k.revokedAt ? '' : h('div', { class: 'row' },
-        h('button', { type: 'button', onClick: () => setConfirm({ id: k.id, rotate: true }), 'aria-label': `${t('rotate')} ${k.id}` }, t('rotate')),
-        h('button', { type: 'button', onClick: () => setConfirm({ id: k.id }), 'aria-label': `${t('revoke')} ${k.id}` }, t('revoke'))) },
     ] }),
     h('h2', { id: 'tag-spend' }, t('spendPerTag')),
     d && h(Table, { labelledBy: 'tag-spend', testid: 'tag-spend', rows: spendPerTag(keys), cols: [
