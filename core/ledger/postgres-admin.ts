@@ -9,7 +9,7 @@ import type { ModelPrice } from '../types/model.ts'
 import type { Hold, KeyPatch, KeyRecord, OrganizationRecord, ProjectRecord, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
 import { POSTGRES_MIGRATIONS } from './migrations.ts'
 import {
-  holdFromRow, KEY_INSERT_COLUMNS, keyFromRow, keyParams, keyPatchColumns, organizationFromRow, priceFromRow, projectFromRow, summaryFromRows, usageFromRow, usageSummarySql,
+  holdFromRow, KEY_INSERT_COLUMNS, keyFromRow, keyParams, keyPatchSet, organizationFromRow, priceFromRow, projectFromRow, summaryFromRows, usageFromRow, usageSummarySql,
   usageWhere, type SummaryColumns,
 } from './rows.ts'
 import { AUDIT_COLUMNS, auditFromRow, auditParams, auditScope, targetRecord, targetSql, type AuditDraft, type AuditEntry, type AuditTarget } from './audit.ts'
@@ -171,10 +171,9 @@ export class PostgresAdmin {
   }
 
   async updateKey (id: string, patch: KeyPatch): Promise<boolean> {
-    const cols = keyPatchColumns(patch)
-    if (cols.length === 0) return (await this.pool.query('SELECT 1 FROM api_keys WHERE id = $1', [id])).rowCount === 1
-    const sql = `UPDATE api_keys SET ${cols.map(([c], i) => `${c} = $${i + 2}`).join(', ')} WHERE id = $1`
-    return (await this.audited({ table: 'api_keys', id }, c => c.query(sql, [id, ...cols.map(([, v]) => v)]), undefined, r => r.rowCount === 1)).rowCount === 1
+    const { set, params } = keyPatchSet(patch, i => `$${i}`, 2)
+    if (params.length === 0) return (await this.pool.query('SELECT 1 FROM api_keys WHERE id = $1', [id])).rowCount === 1
+    return (await this.audited({ table: 'api_keys', id }, c => c.query(`UPDATE api_keys SET ${set} WHERE id = $1`, [id, ...params]), undefined, r => r.rowCount === 1)).rowCount === 1
   }
 
   async rotateKey (id: string, hash: string, prefix: string, graceMs: number): Promise<boolean> {

@@ -70,6 +70,24 @@ export function keyFromRow (r: KeyColumns): KeyRecord {
   return k
 }
 
+/**
+ * The SET list of a key update and its parameters (from `first` on; `ph(i)` renders the i-th
+ * placeholder). A budget whose window changes (or goes) restarts the window's count: the spend
+ * counted under another window would not mean the same; an amount changed alone keeps it.
+ */
+export function keyPatchSet (p: KeyPatch, ph: (i: number) => string, first: number): { set: string, params: unknown[] } {
+  const cols = keyPatchColumns(p)
+  const parts = cols.map(([c], i) => `${c} = ${ph(first + i)}`)
+  const params = cols.map(([, v]) => v)
+  if (p.budget !== undefined) {
+    const w = p.budget === null ? '' : String(p.budget.window)
+    params.push(w, w)
+    parts.push(`window_start = CASE WHEN coalesce(budget_window, '') = ${ph(first + params.length - 2)} THEN window_start END`,
+      `window_spent = CASE WHEN coalesce(budget_window, '') = ${ph(first + params.length - 1)} THEN window_spent ELSE 0 END`)
+  }
+  return { set: parts.join(', '), params }
+}
+
 /** The columns a key update sets, with their values, from a patch (only the fields it names). */
 export function keyPatchColumns (p: KeyPatch): Array<[string, unknown]> {
   const out: Array<[string, unknown]> = []

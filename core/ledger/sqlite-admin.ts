@@ -14,7 +14,7 @@ import { SQLITE_MIGRATIONS } from './migrations.ts'
 import { AUDIT_COLUMNS, auditParams, auditScope, targetRecord, targetSql, type AuditDraft, type AuditEntry, type AuditTarget } from './audit.ts'
 import { carrySql } from './journal.ts'
 import {
-  KEY_INSERT_COLUMNS, keyFromRow, keyParams, keyPatchColumns, organizationFromRow, priceFromRow, projectFromRow, summaryFromRows, usageFromRow, usageSummarySql, usageWhere,
+  KEY_INSERT_COLUMNS, keyFromRow, keyParams, keyPatchSet, organizationFromRow, priceFromRow, projectFromRow, summaryFromRows, usageFromRow, usageSummarySql, usageWhere,
   type KeyColumns, type OrganizationColumns, type PriceColumns, type ProjectColumns, type SummaryColumns, type UsageColumns,
 } from './rows.ts'
 
@@ -186,10 +186,9 @@ export class SqliteAdmin {
   }
 
   async updateKey (id: string, patch: KeyPatch): Promise<boolean> {
-    const cols = keyPatchColumns(patch)
-    if (cols.length === 0) return this.db.prepare('SELECT 1 FROM api_keys WHERE id = ?').get(id) !== undefined
-    const sql = `UPDATE api_keys SET ${cols.map(([c]) => `${c} = ?`).join(', ')} WHERE id = ?`
-    return (await this.audited({ table: 'api_keys', id }, () => this.db.prepare(sql).run(...cols.map(([, v]) => v), id), undefined, r => r.changes === 1)).changes === 1
+    const { set, params } = keyPatchSet(patch, () => '?', 1)
+    if (params.length === 0) return this.db.prepare('SELECT 1 FROM api_keys WHERE id = ?').get(id) !== undefined
+    return (await this.audited({ table: 'api_keys', id }, () => this.db.prepare(`UPDATE api_keys SET ${set} WHERE id = ?`).run(...params, id), undefined, r => r.changes === 1)).changes === 1
   }
 
   async rotateKey (id: string, hash: string, prefix: string, graceMs: number): Promise<boolean> {

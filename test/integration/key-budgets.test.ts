@@ -78,6 +78,12 @@ async function suite (t: Test, gws: Gw[], ledger: Ledger): Promise<void> {
     const key = (await ledger.listKeys()).find(x => x.id === 'daily')!
     t.equal(key.windowSpent, sum, 'the key\'s window spend is exactly its charges')
     t.equal(key.spent, sum, 'its lifetime spend too')
+    // A new amount keeps the window's spend; another window restarts it (spend under a day is no month's).
+    await ledger.updateKey('daily', { budget: { amount: 3_000_000, window: 'day' } })
+    t.equal((await ledger.listKeys()).find(x => x.id === 'daily')!.windowSpent, sum, 'a new amount: the window\'s spend kept')
+    await ledger.updateKey('daily', { budget: { amount: 3_000_000, window: 3600 } })
+    const moved = (await ledger.listKeys()).find(x => x.id === 'daily')!
+    t.same([moved.windowSpent, moved.windowStart, moved.spent], [undefined, undefined, sum], 'another window: its count restarts, the lifetime spend stays')
   })
 }
 
