@@ -80,6 +80,10 @@ async function suite (t: Test, ledger: Ledger): Promise<void> {
     t.match(refused.body.error.message, /does not exist or is not available to this key/)
     t.equal((await call(gateway, echo, 'msgvendor/echo-1', 'messages')).status, 404, 'messages too')
     t.equal((await call(gateway, echo, 'msgvendor/echo-1', 'count')).status, 404, 'count_tokens too')
+    const responses = await fetch(`${gateway}/v1/responses`, {
+      method: 'POST', headers: { ...auth(echo), 'content-type': 'application/json' }, body: JSON.stringify({ model: 'msgvendor/echo-1', input: 'hi' }),
+    })
+    t.equal(responses.status, 404, 'responses too')
     t.equal((await call(gateway, echo, 'echo/echo-1', 'count')).status, 200, 'count_tokens on an allowed model')
     const models = await (await fetch(`${gateway}/v1/models`, { headers: auth(echo) })).json() as { data: Array<{ id: string }> }
     t.ok(models.data.length > 0 && models.data.every(m => m.id.startsWith('echo/')), '/v1/models lists only what the pattern allows')
