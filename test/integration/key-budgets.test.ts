@@ -21,6 +21,9 @@ const CALLS = 100
 
 interface Gw { gateway: string, admin: string, close: () => Promise<void> }
 
+/** What these tests read of an answer: an error's message, or a completion's usage. */
+interface Answer { error?: { message: string, code?: unknown }, usage?: { prompt_tokens: number, completion_tokens: number } }
+
 async function gateway (t: Test, ledger: Ledger): Promise<Gw> {
   const app = await buildTestApp({
     ledger,
@@ -35,7 +38,7 @@ async function gateway (t: Test, ledger: Ledger): Promise<Gw> {
   return { gateway: await listen(app), admin, close }
 }
 
-async function chat (gateway: string, key: string, i: number, route: 'chat' | 'count' = 'chat'): Promise<{ status: number, body: any, retryAfter: string | null }> {
+async function chat (gateway: string, key: string, i: number, route: 'chat' | 'count' = 'chat'): Promise<{ status: number, body: Answer, retryAfter: string | null }> {
   const r = route === 'chat'
     ? await fetch(`${gateway}/v1/chat/completions`, {
       method: 'POST', headers: { ...auth(key), 'content-type': 'application/json' },
@@ -65,7 +68,7 @@ async function suite (t: Test, gws: Gw[], ledger: Ledger): Promise<void> {
     t.equal(ok.length + refused.length, CALLS, 'only 200 and 429')
     t.ok(ok.length > 0 && refused.length > 0, `${ok.length} served, ${refused.length} refused`)
     const dayLeft = Math.ceil((Math.ceil(Date.now() / 86_400_000) * 86_400_000 - Date.now()) / 1000)
-    t.ok(refused.every(r => r.body.error.message.includes('budget for the current day') && Math.abs(Number(r.retryAfter) - dayLeft) <= 5), 'the window budget\'s 429, Retry-After until the day ends')
+    t.ok(refused.every(r => r.body.error?.message.includes('budget for the current day') && Math.abs(Number(r.retryAfter) - dayLeft) <= 5), 'the window budget\'s 429, Retry-After until the day ends')
     // Then one at a time (nothing else holding) until the budget refuses: it is spent to within one call's reservation.
     let served = ok.length
     for (let i = 0; i < CALLS && (await chat(gws[i % gws.length].gateway, k.body.secret, i)).status === 200; i++) served++
@@ -99,7 +102,7 @@ async function lifetime (t: Test, g: Gw): Promise<void> {
     status = last.status
   }
   t.equal(status, 402, 'a lifetime budget spent: 402')
-  t.equal(last!.body.error.message, 'This API key\'s lifetime budget does not cover this request.')
+  t.equal(last?.body.error?.message, 'This API key\'s lifetime budget does not cover this request.')
   const gone = await until(async () => (await chat(g.gateway, k.body.secret, 99, 'count')).status === 402, 3000)
   t.ok(gone || (await chat(g.gateway, k.body.secret, 0)).status === 402, 'count_tokens or the next call refused alike')
   const shown = (await adminCall(admin, 'GET', '/admin/keys/once')).body
@@ -108,7 +111,7 @@ async function lifetime (t: Test, g: Gw): Promise<void> {
   const r = await chat(g.gateway, seconds.body.secret, 0)
   t.equal(r.status, 429, 'a budget of 0 per 60 s')
   t.ok(Number(r.retryAfter) >= 1 && Number(r.retryAfter) <= 60, 'Retry-After within the minute')
-  t.match(r.body.error.message, /60-second window/)
+  t.match(r.body.error?.message, /60-second window/)
   t.equal((await adminCall(admin, 'PATCH', '/admin/keys/minutely', { budget: null })).status, 200)
   t.equal((await chat(g.gateway, seconds.body.secret, 0)).status, 200, 'the budget cleared: served')
 }

@@ -17,6 +17,9 @@ import { until } from '../helpers/until.ts'
 
 const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
+/** What these tests read of an answer: an error's message, or a completion's usage. */
+interface Answer { error?: { message: string, code?: unknown }, usage?: { prompt_tokens: number, completion_tokens: number } }
+
 async function setup (t: Test, ledger: Ledger): Promise<{ gateway: string, admin: string }> {
   const app = await buildTestApp({
     ledger,
@@ -32,7 +35,7 @@ async function setup (t: Test, ledger: Ledger): Promise<{ gateway: string, admin
   return { gateway, admin }
 }
 
-async function call (gateway: string, key: string, model: string, route: 'chat' | 'messages' | 'count' = 'chat'): Promise<{ status: number, body: any }> {
+async function call (gateway: string, key: string, model: string, route: 'chat' | 'messages' | 'count' = 'chat'): Promise<{ status: number, body: Answer }> {
   const path = route === 'chat' ? '/v1/chat/completions' : route === 'messages' ? '/v1/messages' : '/v1/messages/count_tokens'
   const body = route === 'count' ? { model, messages: [{ role: 'user', content: 'hi' }] } : { model, max_tokens: 20, messages: [{ role: 'user', content: 'hello' }] }
   const r = await fetch(gateway + path, { method: 'POST', headers: { ...auth(key), 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify(body) })
@@ -77,7 +80,7 @@ async function suite (t: Test, ledger: Ledger): Promise<void> {
     t.equal((await call(gateway, echo, 'echo/echo-text')).status, 200, 'and echo/echo-text')
     const refused = await call(gateway, echo, 'msgvendor/echo-1')
     t.equal(refused.status, 404, 'a model outside the list: the 404 of an unknown model')
-    t.match(refused.body.error.message, /does not exist or is not available to this key/)
+    t.match(refused.body.error?.message, /does not exist or is not available to this key/)
     t.equal((await call(gateway, echo, 'msgvendor/echo-1', 'messages')).status, 404, 'messages too')
     t.equal((await call(gateway, echo, 'msgvendor/echo-1', 'count')).status, 404, 'count_tokens too')
     const responses = await fetch(`${gateway}/v1/responses`, {
@@ -146,7 +149,7 @@ async function suite (t: Test, ledger: Ledger): Promise<void> {
     t.equal((await call(gateway, k.secret, 'echo/echo-1')).status, 200)
     t.ok(await until(async () => (await adminCall(admin, 'GET', '/admin/keys/tagged')).body.lastUsedAt !== null, 3000), 'the last-used time is written (batched)')
     t.ok(await until(async () => (await adminCall(admin, 'GET', '/admin/keys/tagged')).body.spent !== '0.000000', 3000), 'the key\'s spend counted')
-    const got = (await adminCall(admin, 'GET', '/admin/keys')).body.data.find((x: any) => x.id === 'tagged')
+    const got = (await adminCall(admin, 'GET', '/admin/keys')).body.data.find((x: { id: string }) => x.id === 'tagged')
     t.match(got, { tags: ['team:web', 'prod'], rpm: 100, tpm: 10000, budget: null, lifetimeBudget: null })
     const upd = await adminCall(admin, 'PATCH', '/admin/keys/tagged', { tags: ['prod'], budget: { amount: '5', window: 'month' }, lifetimeBudget: '50' })
     t.match(upd.body, { tags: ['prod'], budget: { amount: '5.000000', window: 'month' }, lifetimeBudget: '50.000000' })
