@@ -4,7 +4,7 @@
  * rpm, tpm, an expiry date and tags reaches the ledger as given; the list shows budget (spent of
  * amount), spent, limits, expiry, tags and last use; spend per tag is the ledger's sum, exact;
  * Rotate (after a confirmation, reachable at phone width) shows a new secret and the ledger keeps
- * the old one for its grace time. Screenshots and axe-core on each page (helpers/browser.ts).
+ * the old one for its grace time; a bad tag is refused in plain words. Screenshots and axe-core on each page (helpers/browser.ts).
  */
 import t, { type Test } from 'tap'
 import { ADMIN_KEY } from '../helpers/admin.ts'
@@ -87,6 +87,13 @@ async function main (t: Test): Promise<void> {
       t.not(fresh, secret, 'a new secret shown')
       const rotated = (await gw.ledger.listKeys()).find(x => x.id === k.id)!
       t.ok(rotated.previousValidUntil! > Date.now() + 3_500_000, 'the old one kept for an hour')
+      // A bad tag: refused in plain words, never a regular expression.
+      await page.locator('#key-org').selectOption('globex')
+      await page.locator('#key-tags').fill('bad tag!')
+      await page.getByRole('button', { name: w.createKey }).click()
+      const alert = (await page.getByRole('alert').textContent())!
+      t.match(alert, lang === 'en' ? /letters, digits and _ \. : @ \/ - only/ : /只能包含字母/, `plain words: ${alert}`)
+      t.notMatch(alert, /pattern|\^|\$/, 'no regular expression')
       t.same(errors, [], 'no script error or CSP refusal')
     })
   }
