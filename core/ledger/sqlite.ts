@@ -207,6 +207,7 @@ export class SqliteLedger extends SqliteJournal implements Ledger {
       const s = this.#s
       // One UPDATE per organization and batch, not per call: the sums are the same.
       const debits = new Map<string, Micros>()
+      const keySpends = new Map<string, { id: string, ws: number | null, cost: Micros }>()
       const written = new Array<boolean>(items.length)
       for (let i = 0; i < items.length; i++) {
         const { reservation, record } = items[i]
@@ -215,9 +216,16 @@ export class SqliteLedger extends SqliteJournal implements Ledger {
         if (!written[i]) continue
         if (reservation && !this.#memory) s.release.run(reservation.amount, reservation.organization)
         if (record.organization && record.cost > 0) debits.set(record.organization, (debits.get(record.organization) ?? 0) + record.cost)
-        if (record.keySpend) s.keySpend.run({ cost: record.cost, ws: record.keySpend.windowStart ?? null, id: record.keyId })
+        if (record.keySpend) {
+          const k = `${record.keyId}\0${record.keySpend.windowStart ?? ''}`
+          const spend = keySpends.get(k)
+          if (spend) spend.cost += record.cost
+          else keySpends.set(k, { id: record.keyId, ws: record.keySpend.windowStart ?? null, cost: record.cost })
+        }
       }
       for (const [organization, cost] of debits) s.debit.run(cost, organization)
+      // Likewise one UPDATE per key and window: a busy key's calls share it.
+      for (const spend of keySpends.values()) s.keySpend.run(spend)
       return written
     }).immediate
     const written = this.#chargeTx(items)
