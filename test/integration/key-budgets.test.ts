@@ -124,6 +124,25 @@ t.test('SQLite ledger, one gateway', async t => {
   await t.test('lifetime and seconds windows', async t => lifetime(t, await gateway(t, ledger)))
 })
 
+t.test('budgets are held with enforce: false too (it turns off the organization\'s balance only)', async t => {
+  const ledger = await openLedger({ backend: 'sqlite', path: ':memory:' })
+  await ledger.migrate()
+  t.teardown(() => ledger.close())
+  const app = await buildTestApp({ ledger, pipeline: [{ plugin: 'auth', config: { ...AUTH_ENTRY.config, ledgerCacheMs: 0 } }, { plugin: 'balance', config: { enforce: false } }] })
+  t.teardown(() => app.close())
+  const url = await listen(app)
+  await ledger.createOrganization('broke')
+  const { hashKey } = await import('../../core/ledger/keys.ts')
+  const secret = 'sk-gw-enforce-off-00000001'
+  await ledger.createKey({ id: 'capped', hash: hashKey(secret), prefix: 'sk-gw-enfo', organization: 'broke', lifetimeBudget: 150 })
+  const statuses: number[] = []
+  for (let i = 0; i < 10; i++) statuses.push((await chat(url, secret, i)).status)
+  t.equal(statuses[0], 200, 'the organization has no balance: served anyway (enforce: false)')
+  t.ok(statuses.includes(402), `the key's lifetime budget still refuses: ${statuses.join(' ')}`)
+  await app.close()
+  t.ok(((await ledger.listKeys())[0]!.spent ?? 0) <= 150, 'within it')
+})
+
 t.test('PostgreSQL ledger, two gateways sharing it', async t => {
   const url = await databaseUrl(t)
   if (!url) return
