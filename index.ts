@@ -86,13 +86,13 @@ export type { Usage } from './core/types/usage.ts'
 export { withoutCarriedThinking, carriedSignature, REASONING_PREFIX, GEMINI_SIGNATURE_PREFIX } from './core/types/carried-thinking.ts'
 export type { ModelEntry, ModelPrice, Deployment, Protocol, ClientProtocol, PublicModel } from './core/types/model.ts'
 export type { Principal } from './core/types/principal.ts'
-export { keyScope } from './core/types/principal.ts'
+export { keyScope, modelAllowed } from './core/types/principal.ts'
 export type { Catalog } from './core/dispatch/catalog.ts'
 
 // ── services handed to create() ───────────────────────────────────────────────────────────────
 export { isStoreFull, STORE_PURPOSES } from './core/stores/kv.ts'
 export type { KvStore, InProcessKv, CounterResult, StorePurpose } from './core/stores/kv.ts'
-export type { Ledger, Reservation, Hold, ReserveOptions, KeyRecord, UsageRecord, Micros, QueuedCharge, LeaseGrant } from './core/ledger/ledger.ts'
+export type { Ledger, Reservation, Hold, ReserveOptions, KeyRecord, UsageRecord, Micros, QueuedCharge, LeaseGrant, KeyBudgets, KeyHold, KeyRefusal, BudgetWindow } from './core/ledger/ledger.ts'
 // The ledger's roles: a plugin declares the ones it uses (`ledger: [...]`) and gets a view of each
 // in `deps.ledger`; administration (LedgerAdmin) is for the admin API and CLI only.
 export type { Wallet, InProcessWallet, KeyLookup, PriceLookup, UsageReader, LedgerAdmin, LedgerReachable } from './core/ledger/ledger.ts'
@@ -116,6 +116,8 @@ export { normalizeIp, blockListOf, inList, clientIp } from './core/config/truste
 
 // ── API keys: their format, hashing and constant-time comparison (auth, the admin API and CLI) ──
 export { KEY_PREFIX, generateKey, hashKey, keyDisplayPrefix, sameHash } from './core/ledger/keys.ts'
+// Ledger keys' budget windows (auth, balance, the admin API).
+export { windowStart as budgetWindowStart, windowEnd as budgetWindowEnd } from './core/ledger/key-budget.ts'
 
 // ── config schemas: TypeBox, re-exported so a plugin package needs no dependency of its own ─────
 export { Type } from '@sinclair/typebox'

@@ -50,6 +50,30 @@ export const Project = Type.Object({ id: Type.String(), organization: Type.Strin
 export const CreateProject = Type.Object({ id: Id, organization: Id, name: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false })
 export const ProjectQuery = Type.Object({ organization: Type.Optional(Id) }, { additionalProperties: false })
 
+/** A model id, or a pattern with one `*` at its end (`openai/*`; `*`: every model). */
+export const ModelPattern = Type.String({ minLength: 1, maxLength: 200, pattern: '^(\\*|[^*\\s]+\\*?)$', description: 'A model id, or a pattern ending in * (openai/*; * alone: every model).' })
+export const Tag = Type.String({ minLength: 1, maxLength: 64, pattern: '^[\\w.:@/-]+$', description: 'Letters, digits and _ . : @ / - (1 to 64).' })
+/** A budget window: a UTC day, a UTC calendar month, or a number of seconds (60 s to 366 days). */
+export const BudgetWindow = Type.Union([Type.Literal('day'), Type.Literal('month'), Type.Integer({ minimum: 60, maximum: 31_622_400 })],
+  { description: 'day (UTC), month (UTC calendar month) or seconds (60 to 31622400; windows counted from the epoch).' })
+export const KeyBudget = Type.Object({ amount: Amount, window: BudgetWindow }, { additionalProperties: false })
+const Limit = Type.Integer({ minimum: 1, maximum: 1_000_000_000 })
+const ISO_TIME = '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})?)?$'
+/** A key's settings, each optional (create) or nullable too (update: null clears it). */
+const keySettings = (nullable: boolean) => {
+  const f = <T extends TSchema>(s: T) => Type.Optional(nullable ? Nullable(s) : s)
+  return {
+    name: f(Type.String({ maxLength: 200 })),
+    models: f(Type.Array(ModelPattern, { minItems: 1, maxItems: 1000, uniqueItems: true, description: 'The only models the key may use (deny by default once given).' })),
+    expiresAt: f(Type.String({ pattern: ISO_TIME, description: 'ISO 8601; from then on the key is refused as unknown (401).' })),
+    tags: f(Type.Array(Tag, { maxItems: 20, uniqueItems: true })),
+    budget: f(KeyBudget),
+    lifetimeBudget: f(Amount),
+    rpm: f(Limit),
+    tpm: f(Limit),
+  }
+}
+
 export const Key = Type.Object({
   id: Type.String(),
   prefix: Type.String({ description: 'The first characters of the secret.' }),
@@ -59,15 +83,33 @@ export const Key = Type.Object({
   models: Nullable(Type.Array(Type.String())),
   createdAt: Type.String(),
   revokedAt: Nullable(Type.String()),
+  expiresAt: Nullable(Type.String()),
+  tags: Type.Array(Type.String()),
+  budget: Nullable(Type.Object({
+    amount: Type.String(), window: Type.Union([Type.String(), Type.Integer()]),
+    spent: Type.String({ description: 'Charged in the current window.' }), windowStart: Type.String(), resetsAt: Type.String(),
+  })),
+  lifetimeBudget: Nullable(Type.String()),
+  spent: Type.String({ description: 'Charged over the key\'s life (since the ledger counts it).' }),
+  rpm: Nullable(Type.Integer()),
+  tpm: Nullable(Type.Integer()),
+  lastUsedAt: Nullable(Type.String({ description: 'Written in batches: up to the auth plugin\'s lastUsedFlushMs behind.' })),
+  rotatedAt: Nullable(Type.String()),
+  previousValidUntil: Nullable(Type.String({ description: 'The secret before the last rotation works until then.' })),
 })
 export const CreatedKey = Type.Intersect([Key, Type.Object({ secret: Type.String({ description: 'Shown only in this answer; the ledger keeps its sha256.' }) })])
 export const CreateKey = Type.Object({
   organization: Id,
   project: Type.Optional(Id),
-  name: Type.Optional(Type.String({ maxLength: 200 })),
-  models: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, uniqueItems: true })),
   id: Type.Optional(Id),
+  ...keySettings(false),
 }, { additionalProperties: false })
+export const UpdateKey = Type.Object(keySettings(true), { additionalProperties: false, minProperties: 1 })
+export const RotateKey = Type.Object({
+  graceSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_592_000, default: 3600, description: 'How long the old secret keeps working (0: not at all; at most 30 days).' })),
+}, { additionalProperties: false })
+export type UpdateKeyT = Static<typeof UpdateKey>
+export type RotateKeyT = Static<typeof RotateKey>
 export const IdParam = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) })
 
 export const Price = Type.Object({ input: Rate, cachedInput: Type.Optional(Rate), cacheWrite: Type.Optional(Rate), output: Rate }, { additionalProperties: false })

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { gwError } from '../core/errors/errors.ts'
-import type { Hold, KeyRecord, Ledger } from '../core/ledger/ledger.ts'
+import type { Hold, KeyPatch, KeyRecord, Ledger } from '../core/ledger/ledger.ts'
 import type { ModelPrice } from '../core/types/model.ts'
 import { formatMicros } from '../money/billing.ts'
 import { generateKey, hashKey, keyDisplayPrefix } from '../core/ledger/keys.ts'
@@ -20,6 +20,8 @@ export interface NewKey {
   models?: string[]
   /** Default: `key_` and 16 hex digits. */
   id?: string
+  /** The key's other settings (key-settings.ts). */
+  settings?: KeyPatch
 }
 
 /** A fresh key id: `key_` and 16 random hex digits. */
@@ -73,10 +75,37 @@ export class AdminService {
     const id = k.id ?? newKeyId()
     if ((await this.ledger.listKeys()).some(r => r.id === id)) throw gwError('GW_ERR_KEY_EXISTS', [id], { metadata: { path: '/body/id' } })
     const secret = generateKey()
+    const set = Object.fromEntries(Object.entries(k.settings ?? {}).filter(([, v]) => v !== null && v !== undefined)) as Partial<KeyRecord>
     const key = await this.ledger.createKey({
-      id, hash: hashKey(secret), prefix: keyDisplayPrefix(secret), organization: k.organization,
+      ...set, id, hash: hashKey(secret), prefix: keyDisplayPrefix(secret), organization: k.organization,
       ...(k.project !== undefined ? { project: k.project } : {}), ...(k.name !== undefined ? { name: k.name } : {}), ...(k.models !== undefined ? { models: k.models } : {}),
     })
+    return { key: (await this.ledger.listKeys()).find(r => r.id === id) ?? key, secret }
+  }
+
+  /** One key; refused for an unknown one. */
+  async key (id: string): Promise<KeyRecord> {
+    const k = (await this.ledger.listKeys()).find(k => k.id === id)
+    if (!k) throw gwError('GW_ERR_KEY_UNKNOWN', [id])
+    return k
+  }
+
+  /** Changes a key's settings; refused for an unknown key. Returns its record. */
+  async updateKey (id: string, patch: KeyPatch): Promise<KeyRecord> {
+    if (!await this.ledger.updateKey(id, patch)) throw gwError('GW_ERR_KEY_UNKNOWN', [id])
+    return (await this.ledger.listKeys()).find(k => k.id === id)!
+  }
+
+  /**
+   * A new secret for a key; the current one keeps working for `graceSeconds` (0: stops at once).
+   * Refused for an unknown key and a revoked one. Returns the record and the new secret.
+   */
+  async rotateKey (id: string, graceSeconds: number): Promise<{ key: KeyRecord, secret: string }> {
+    const secret = generateKey()
+    const rotated = await this.ledger.rotateKey(id, hashKey(secret), keyDisplayPrefix(secret), graceSeconds * 1000)
+    const key = (await this.ledger.listKeys()).find(k => k.id === id)
+    if (!key) throw gwError('GW_ERR_KEY_UNKNOWN', [id])
+    if (!rotated) throw gwError('GW_ERR_KEY_ALREADY_REVOKED', [id])
     return { key, secret }
   }
 

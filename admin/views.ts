@@ -4,6 +4,7 @@
  */
 import type { Hold, KeyRecord, UsageRecord } from '../core/ledger/ledger.ts'
 import { formatMicros } from '../money/billing.ts'
+import { windowEnd, windowStart } from '../core/ledger/key-budget.ts'
 
 export const iso = (ms: number | undefined): string => ms === undefined ? '' : new Date(ms).toISOString()
 
@@ -16,10 +17,31 @@ export interface KeyView {
   models: string[] | null
   createdAt: string
   revokedAt: string | null
+  expiresAt: string | null
+  tags: string[]
+  budget: { amount: string, window: 'day' | 'month' | number, spent: string, windowStart: string, resetsAt: string } | null
+  lifetimeBudget: string | null
+  spent: string
+  rpm: number | null
+  tpm: number | null
+  lastUsedAt: string | null
+  rotatedAt: string | null
+  previousValidUntil: string | null
+}
+
+const isoOrNull = (ms: number | undefined): string | null => ms === undefined ? null : iso(ms)
+
+/** A key's window budget at `now`: what its current window has spent (0 once the stored window is past), and when it renews. */
+function budgetView (k: KeyRecord, now: number): KeyView['budget'] {
+  const b = k.budget
+  if (!b) return null
+  const start = windowStart(b.window, now)
+  const spent = k.windowStart !== undefined && k.windowStart >= start ? k.windowSpent ?? 0 : 0
+  return { amount: formatMicros(b.amount), window: b.window, spent: formatMicros(spent), windowStart: iso(start), resetsAt: iso(windowEnd(b.window, now)) }
 }
 
 /** A key without its hash: listings never carry anything a secret could be recovered from. */
-export function keyView (k: KeyRecord): KeyView {
+export function keyView (k: KeyRecord, now = Date.now()): KeyView {
   return {
     id: k.id,
     prefix: k.prefix,
@@ -29,6 +51,17 @@ export function keyView (k: KeyRecord): KeyView {
     models: k.models ?? null,
     createdAt: iso(k.createdAt),
     revokedAt: k.revokedAt === undefined ? null : iso(k.revokedAt),
+    expiresAt: isoOrNull(k.expiresAt),
+    tags: k.tags ?? [],
+    budget: budgetView(k, now),
+    lifetimeBudget: k.lifetimeBudget === undefined ? null : formatMicros(k.lifetimeBudget),
+    spent: formatMicros(k.spent ?? 0),
+    rpm: k.rpm ?? null,
+    tpm: k.tpm ?? null,
+    lastUsedAt: isoOrNull(k.lastUsedAt),
+    rotatedAt: isoOrNull(k.rotatedAt),
+    // Only while it still works.
+    previousValidUntil: k.previousValidUntil !== undefined && k.previousValidUntil > now ? iso(k.previousValidUntil) : null,
   }
 }
 

@@ -20,6 +20,7 @@ import { iso } from '../admin/views.ts'
 import { formatMicros } from '../money/billing.ts'
 import { AdminClient, planRemote, type Remote } from './remote.ts'
 import { planJournal, writeOf } from './journal.ts'
+import { graceArg, KEY_SETTING_FLAGS, keyPatchOfFlags, keySettingsOf } from './key-flags.ts'
 import { BalanceService, journalView } from '../admin/balances.ts'
 import { audited, cliActor } from '../admin/audit.ts'
 import type { UsageSummaryQueryT } from '../admin/summary-schemas.ts'
@@ -60,12 +61,20 @@ Commands:
   audit list [--actor A] [--action X] [--target T] [--from ISO] [--to ISO] [--limit N] [--json]
                                                 admin writes, newest first (default 100): actor,
                                                 action, target, result; --json adds before/after
-  key create --org <org> [--project P] [--name N] [--models a,b] [--id ID]
+  key create --org <org> [--project P] [--name N] [--models a,b] [--id ID] [settings]
                                                 create an API key; the secret is printed ONCE,
                                                 only its sha256 is stored
+  key update <id> [settings]                    change a key's settings (none clears one)
+  key rotate <id> [--grace SECONDS]             a new secret, printed ONCE; the old one works
+                                                for SECONDS more (default 3600; 0: stops now)
   key revoke <id>                               revoke a key (the gateway drops it within its
                                                 auth ledgerCacheMs)
-  key list [--json]                             id, prefix, name, org, project, created, revoked
+  key list [--json]                             id, prefix, name, org, project, created, revoked,
+                                                expires, budget (spent/amount per window),
+                                                spent, rpm, tpm, last used, tags
+    settings: --models a,b (ids, or patterns: openai/*, *) --expires ISO --tags a,b
+              --budget AMOUNT [--window day|month|SECONDS] (default month)
+              --lifetime-budget AMOUNT --rpm N --tpm N --name N
   price set <model> --input <p> --output <p> [--cached <p>] [--cache-write <p>]
                                                 ledger price of a model (overrides the config's),
                                                 in currency units per million tokens (--cached:
@@ -105,6 +114,8 @@ Examples:
   model-gateway-admin balance topup acme 12.50
   model-gateway-admin balance adjust acme -2.50 --reason "double top-up on 3 May"
   model-gateway-admin key create --org acme --project web --name ci --models echo/echo-1
+  model-gateway-admin key update key_3f9a --models 'openai/*' --budget 5 --window day --rpm 60 --tags team:web
+  model-gateway-admin key rotate key_3f9a --grace 600
   model-gateway-admin price set echo/echo-1 --input 3 --output 15 --cached 0.3
   model-gateway-admin usage summary --from 2025-01-01 --group-by model
   model-gateway-admin --ledger-url postgres://gw@db/gw usage export --from 2025-01-01 --to 2025-02-01 --format csv
@@ -219,25 +230,44 @@ function plan (p: Parsed, env: NodeJS.ProcessEnv): Action | undefined {
       }
     }
     case 'key create': {
-      const get = options(p, cmd, ['org', 'project', 'name', 'models', 'id'])
+      const get = options(p, cmd, ['org', 'project', 'id', ...KEY_SETTING_FLAGS])
       positionals(rest, cmd, [])
       const org = required(get('org'), 'org', cmd)
       const project = get('project')
-      const name = get('name')
-      const modelsArg = get('models')
-      const models = modelsArg === undefined ? undefined : modelsArg.split(',').map(s => s.trim()).filter(Boolean)
-      if (models !== undefined && models.length === 0) throw usageError('--models needs at least one model id')
+      const { name, models, ...settings } = keySettingsOf(get, false)
+      const patch = keyPatchOfFlags(settings)
       const id = get('id') ?? newKeyId()
       if (!/^[\w.:@-]{1,128}$/.test(id)) throw usageError(`--id may hold letters, digits and _ . : @ - only: "${id}"`)
       return async (admin, out, err) => {
         const { secret } = await admin.createKey({
           id, organization: org,
           ...(project !== undefined ? { project } : {}),
-          ...(name !== undefined ? { name } : {}),
-          ...(models !== undefined ? { models } : {}),
+          ...(typeof name === 'string' ? { name } : {}),
+          ...(Array.isArray(models) ? { models: keyPatchOfFlags({ models }).models! } : {}),
+          settings: patch,
         }, { knownProject: false })
         out.write(`id      ${id}\nsecret  ${secret}\n`)
         err.write('The secret is shown only now (the ledger keeps its sha256): store it safely.\n')
+      }
+    }
+    case 'key update': {
+      const get = options(p, cmd, [...KEY_SETTING_FLAGS])
+      const [id] = positionals(rest, cmd, ['id'])
+      const patch = keyPatchOfFlags(keySettingsOf(get, true))
+      if (Object.keys(patch).length === 0) throw usageError(`"${cmd}" needs a setting to change (--models, --expires, --tags, --budget, --lifetime-budget, --rpm, --tpm, --name)`)
+      return async (admin, out) => {
+        await admin.updateKey(id!, patch)
+        out.write(`updated key ${id}\n`)
+      }
+    }
+    case 'key rotate': {
+      const get = options(p, cmd, ['grace'])
+      const [id] = positionals(rest, cmd, ['id'])
+      const grace = graceArg(get('grace'))
+      return async (admin, out, err) => {
+        const { secret } = await admin.rotateKey(id!, grace)
+        out.write(`id      ${id}\nsecret  ${secret}\n`)
+        err.write(`The secret is shown only now; the previous one works for ${grace} s more.\n`)
       }
     }
     case 'key revoke': {
@@ -253,7 +283,7 @@ function plan (p: Parsed, env: NodeJS.ProcessEnv): Action | undefined {
       positionals(rest, cmd, [])
       const json = p.flags.has('json')
       return async (admin, out) => {
-        writeKeys((await admin.ledger.listKeys()).map(keyView), json, out)
+        writeKeys((await admin.ledger.listKeys()).map(k => keyView(k)), json, out)
       }
     }
     case 'price set': {

@@ -28,6 +28,8 @@ const WRITES: Record<string, { action: string, target?: number }> = {
   'balance adjust': { action: 'balance.adjust', target: 0 },
   'balance refund': { action: 'balance.refund', target: 0 },
   'key create': { action: 'key.create' },
+  'key update': { action: 'key.update', target: 0 },
+  'key rotate': { action: 'key.rotate', target: 0 },
   'key revoke': { action: 'key.revoke', target: 0 },
   'price set': { action: 'price.set', target: 0 },
   'holds release': { action: 'hold.release', target: 0 },

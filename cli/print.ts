@@ -23,8 +23,13 @@ export function priceText (p: ModelPrice): string {
 
 export function writeKeys (keys: KeyView[], json: boolean, out: Writer): void {
   if (json) { out.write(JSON.stringify(keys, null, 2) + '\n'); return }
-  const head = ['id', 'prefix', 'name', 'org', 'project', 'created', 'revoked']
-  out.write(table([head, ...keys.map(k => [k.id, k.prefix, k.name, k.organization, k.project, k.createdAt, k.revokedAt].map(v => v === null ? '-' : String(v)))]))
+  const head = ['id', 'prefix', 'name', 'org', 'project', 'created', 'revoked', 'expires', 'budget', 'spent', 'rpm', 'tpm', 'last used', 'tags']
+  const budget = (k: KeyView): string | null => {
+    const parts = [k.budget ? `${k.budget.spent}/${k.budget.amount} per ${k.budget.window}` : '', k.lifetimeBudget ? `lifetime ${k.lifetimeBudget}` : ''].filter(Boolean)
+    return parts.length > 0 ? parts.join(', ') : null
+  }
+  out.write(table([head, ...keys.map(k => [k.id, k.prefix, k.name, k.organization, k.project, k.createdAt, k.revokedAt, k.expiresAt, budget(k), k.spent, k.rpm, k.tpm, k.lastUsedAt,
+    k.tags.length > 0 ? k.tags.join(',') : null].map(v => v === null ? '-' : String(v)))]))
 }
 
 export function writeHolds (holds: HoldView[], json: boolean, out: Writer): void {

@@ -8,6 +8,7 @@ import { priceText, writeBalance, writeHolds, writeKeys, writeOrganizations, wri
   type Writer } from './print.ts'
 import type { UsageSummaryQueryT } from '../admin/summary-schemas.ts'
 import { planJournalRemote } from './journal.ts'
+import { graceArg, keySettingsOf } from './key-flags.ts'
 
 /**
  * A running gateway's admin API (--url): every request carries the admin key; an error answer
@@ -96,14 +97,21 @@ export function planRemote (p: Parsed, summary?: UsageSummaryQueryT): Remote {
       writeBalance(await c.json<BalanceView>('GET', `/admin/organizations/${enc(rest[0]!)}/balance`), json, out)
     }
     case 'key create': return async (c, out, err) => {
-      const modelsArg = get('models')
-      const models = modelsArg === undefined ? undefined : modelsArg.split(',').map(s => s.trim()).filter(Boolean)
-      const body: Record<string, unknown> = { organization: get('org') }
-      for (const f of ['project', 'name', 'id']) if (get(f) !== undefined) body[f] = get(f)
-      if (models !== undefined) body.models = models
+      const body: Record<string, unknown> = { organization: get('org'), ...keySettingsOf(get, false) }
+      for (const f of ['project', 'id']) if (get(f) !== undefined) body[f] = get(f)
       const k = await c.json<{ id: string, secret: string }>('POST', '/admin/keys', body)
       out.write(`id      ${k.id}\nsecret  ${k.secret}\n`)
       err.write('The secret is shown only now (the ledger keeps its sha256): store it safely.\n')
+    }
+    case 'key update': return async (c, out) => {
+      await c.json('PATCH', `/admin/keys/${enc(rest[0]!)}`, keySettingsOf(get, true))
+      out.write(`updated key ${rest[0]}\n`)
+    }
+    case 'key rotate': return async (c, out, err) => {
+      const grace = graceArg(get('grace'))
+      const k = await c.json<{ id: string, secret: string }>('POST', `/admin/keys/${enc(rest[0]!)}/rotate`, { graceSeconds: grace })
+      out.write(`id      ${k.id}\nsecret  ${k.secret}\n`)
+      err.write(`The secret is shown only now; the previous one works for ${grace} s more.\n`)
     }
     case 'key revoke': return async (c, out) => {
       await c.json('POST', `/admin/keys/${enc(rest[0]!)}/revoke`)

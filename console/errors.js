@@ -13,6 +13,9 @@ const PATTERNS = {
   '^-?\\d{1,12}(\\.\\d{1,6})?$': 'ruleSignedAmount',
   '\\S': 'ruleReason',
   '^[0-9]{1,16}$': 'ruleCursor',
+  '^(\\*|[^*\\s]+\\*?)$': 'ruleModelPattern',
+  '^[\\w.:@/-]+$': 'ruleTag',
+  '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})?)?$': 'ruleTime',
 }
 
 /** Rules of the schema validator: [regular expression over the message, (match) => plain words]. */
@@ -36,8 +39,11 @@ const RULES = [
 function fieldName (path) {
   const name = path.split('/').filter(Boolean).slice(1).join('.') || path
   const known = { id: 'id', name: 'name', amount: 'amount', organization: 'organization', project: 'project', model: 'model', models: 'models', from: 'from', to: 'to', input: 'input',
-    output: 'output', cachedInput: 'cachedInput', cacheWrite: 'cacheWrite', key: 'key', reason: 'reason', traceId: 'traceId', actor: 'actor', action: 'action', target: 'target' }
-  const last = name.split('.').pop()
+    output: 'output', cachedInput: 'cachedInput', cacheWrite: 'cacheWrite', key: 'key', reason: 'reason', traceId: 'traceId', actor: 'actor', action: 'action', target: 'target',
+    budget: 'budget', lifetimeBudget: 'lifetimeBudget', rpm: 'rpm', tpm: 'tpm', tags: 'tags', expiresAt: 'expires', window: 'budgetWindow' }
+  // An item of a list is named by its list (/body/tags/0 → Tags).
+  const parts = name.split('.')
+  const last = /^\d+$/.test(parts[parts.length - 1]) && parts.length > 1 ? parts[parts.length - 2] : parts[parts.length - 1]
   return known[last] ? t(known[last]) : name
 }
 

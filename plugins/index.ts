@@ -6,6 +6,7 @@ import sizeLimit from './size-limit/index.ts'
 import timeout from './timeout/index.ts'
 import mediaValidation from './media-validation/index.ts'
 import quota from './quota/index.ts'
+import keyLimits from './key-limits/index.ts'
 import balance from './balance/index.ts'
 import idempotency from './idempotency/index.ts'
 
@@ -14,6 +15,7 @@ export const builtinPlugins: readonly GatewayPlugin[] = [
   sizeLimit,
   timeout,
   auth,
+  keyLimits,
   mediaValidation,
   idempotency,
   quota,

@@ -1,10 +1,12 @@
 // Keys: create (the secret shown once, with a copy button; project and model allow-list from the
-// API), revoke after a confirmation, filter by organization.
+// API; budget, rates, expiry, tags), rotate and revoke after a confirmation (a rotation's secret
+// shown once too), filter by organization; spend per tag.
 import { h, Fragment } from 'preact'
 import { useState } from 'preact/hooks'
 import { api, useLoad, useReady } from '../api.js'
 import { fmtDateTime, t } from '../i18n.js'
 import { Confirm, ErrorBox, Field, Loading, Select, Table } from '../ui.js'
+import { SettingFields, settingColumns, settingsOf, spendPerTag } from './key-settings.js'
 
 export function Keys () {
   const [s, reload] = useLoad(async () => {
@@ -28,9 +30,14 @@ export function Keys () {
       const k = await api('POST', '/admin/keys', {
         organization: keyOrg,
         ...(f.get('key-name') ? { name: f.get('key-name') } : {}), ...(f.get('key-project') ? { project: f.get('key-project') } : {}), ...(models.length ? { models } : {}),
+        ...settingsOf(f),
       })
       setSecret(k); setCopied(undefined); form.reset(); reload()
     } catch (e) { setErr(e.message) }
+  }
+  const rotate = async id => {
+    setErr(undefined)
+    try { setSecret(await api('POST', `/admin/keys/${encodeURIComponent(id)}/rotate`, {})); setCopied(undefined); reload() } catch (e) { setErr(e.message) }
   }
   const revoke = async id => { setErr(undefined); try { await api('POST', `/admin/keys/${encodeURIComponent(id)}/revoke`); reload() } catch (e) { setErr(e.message) } }
   const copy = async () => { try { await navigator.clipboard.writeText(secret.secret); setCopied('copied') } catch { setCopied('copyFailed') } }
@@ -54,16 +61,29 @@ export function Keys () {
         h(Field, { label: t('name'), id: 'key-name' })),
       h('fieldset', { class: 'models' }, h('legend', null, t('allowedModels')),
         d.models.map((m, i) => h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'key-models', value: m, id: `key-model-${i}` }), m))),
+      h(SettingFields),
       h('button', { type: 'submit', class: 'primary' }, t('createKey'))),
     h('h2', { id: 'key-list' }, t('keys')),
     h('div', { class: 'row' },
       h(Select, { label: t('filterByOrganization'), id: 'key-filter', value: filter, onChange: e => setFilter(e.target.value), empty: t('all'), options: orgOptions })),
-    confirm && h(Confirm, { message: t('confirmRevoke', { id: confirm }), onCancel: () => setConfirm(undefined), onConfirm: () => { const id = confirm; setConfirm(undefined); void revoke(id) } }),
+    confirm && h(Confirm, {
+      message: confirm.rotate ? t('confirmRotate', { id: confirm.id }) : t('confirmRevoke', { id: confirm.id }), onCancel: () => setConfirm(undefined),
+      onConfirm: () => { const c = confirm; setConfirm(undefined); void (c.rotate ? rotate(c.id) : revoke(c.id)) },
+    }),
     d && h(Table, { labelledBy: 'key-list', testid: 'keys', rows: keys, cols: [
-      { label: t('id'), key: 'id' }, { label: t('prefix'), key: 'prefix' }, { label: t('name'), key: 'name' },
+      // Actions next to the id: with every setting shown the table scrolls sideways, and they stay in view.
+      { label: t('id'), key: 'id' },
+      { label: t('actions'), render: k => k.revokedAt ? '' : h('div', { class: 'row' },
+        h('button', { type: 'button', onClick: () => setConfirm({ id: k.id, rotate: true }), 'aria-label': `${t('rotate')} ${k.id}` }, t('rotate')),
+        h('button', { type: 'button', onClick: () => setConfirm({ id: k.id }), 'aria-label': `${t('revoke')} ${k.id}` }, t('revoke'))) },
+      { label: t('prefix'), key: 'prefix' }, { label: t('name'), key: 'name' },
       { label: t('organization'), key: 'organization' }, { label: t('project'), key: 'project' },
       { label: t('models'), id: 'models', render: k => (k.models || []).join(', ') },
+      ...settingColumns(),
       { label: t('status'), render: k => k.revokedAt ? `${t('revoked')} ${fmtDateTime(k.revokedAt)}` : t('active') },
-      { label: t('actions'), render: k => k.revokedAt ? '' : h('button', { type: 'button', onClick: () => setConfirm(k.id), 'aria-label': `${t('revoke')} ${k.id}` }, t('revoke')) },
+    ] }),
+    h('h2', { id: 'tag-spend' }, t('spendPerTag')),
+    d && h(Table, { labelledBy: 'tag-spend', testid: 'tag-spend', rows: spendPerTag(keys), cols: [
+      { label: t('tag'), key: 'tag' }, { label: t('spent'), key: 'spent', num: true },
     ] }))
 }

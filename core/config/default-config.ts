@@ -63,6 +63,7 @@ export function embeddedDefault (demoKey: string, adminKey?: string): Record<str
       { plugin: 'size-limit' },
       { plugin: 'timeout', config: { timeoutMs: 120000 } },
       { plugin: 'auth', config: { keys: [{ key: demoKey, id: 'demo', name: 'demo', organization: 'demo', project: 'demo' }] } },
+      { plugin: 'key-limits' },
       { plugin: 'media-validation' },
       { plugin: 'idempotency' },
       { plugin: 'balance', config: { organizations: [{ id: 'demo', name: 'Demo organization', initialBalance: 100 }] } },

@@ -1,7 +1,7 @@
 /** @module catalog – the model catalog: public model objects, deployments, aliases, key allow-lists. */
 import type { ModelConfigT } from '../config/config-schema.ts'
 import type { CircuitOverrides, Deployment, ModelEntry, PublicModel } from '../types/model.ts'
-import type { Principal } from '../types/principal.ts'
+import { modelAllowed, type Principal } from '../types/principal.ts'
 import { gwError } from '../errors/errors.ts'
 
 function toEntry (m: ModelConfigT, providers: ReadonlySet<string>, providerCircuits: ReadonlyMap<string, CircuitOverrides>, source: string, i: number): ModelEntry {
@@ -81,6 +81,6 @@ export class Catalog {
   all (): readonly ModelEntry[] { return [...this.#byId.values()] }
 
   static allowed (m: ModelEntry, principal: Principal | undefined): boolean {
-    return !principal?.models || principal.models.has(m.id)
+    return modelAllowed(principal, m.id)
   }
 }

@@ -58,6 +58,7 @@ export const ERRORS = {
   GW_ERR_AUTH_MISSING_KEY: { status: 401, message: 'Missing API key. Send "Authorization: Bearer <API_KEY>".', messagesType: 'authentication_error' },
   GW_ERR_AUTH_INVALID_KEY: { status: 401, message: 'Invalid API key.', messagesType: 'authentication_error' },
   GW_ERR_BALANCE_INSUFFICIENT: { status: 402, message: 'Insufficient balance for this request.', messagesType: 'billing_error' },
+  GW_ERR_KEY_BUDGET_EXHAUSTED: { status: 402, message: 'This API key\'s lifetime budget does not cover this request.', messagesType: 'billing_error' },
   GW_ERR_BALANCE_NO_ORGANIZATION: { status: 403, message: 'This API key has no organization context; balance checks need one.', messagesType: 'permission_error' },
   GW_ERR_MODEL_UNKNOWN: { status: 404, message: 'The model "%s" does not exist or is not available to this key.', messagesType: 'not_found_error' },
   GW_ERR_MODEL_NOT_FOUND: { status: 404, message: 'The model "%s" does not exist or is not available to this key.', publicCode: 'model_not_found', messagesType: 'not_found_error' },
@@ -69,6 +70,7 @@ export const ERRORS = {
   GW_ERR_BODY_TOO_LARGE: { status: 413, message: 'The request body exceeds the limit of %s bytes.', publicCode: 'request_too_large', messagesType: 'request_too_large' },
   GW_ERR_RATE_LIMITED: { status: 429, message: 'You are being rate limited.', messagesType: 'rate_limit_error', numericBodyEverywhere: true },
   GW_ERR_QUOTA_EXCEEDED: { status: 429, message: 'Usage quota exceeded: %s.', messagesType: 'rate_limit_error' },
+  GW_ERR_KEY_BUDGET_WINDOW: { status: 429, message: 'This API key\'s budget for the current %s does not cover this request; it renews in %s seconds.', messagesType: 'rate_limit_error' },
   GW_ERR_IDEMPOTENCY_KEY_LIMIT: { status: 429, message: 'Too many Idempotency-Key claims for this API key: at most %s per %s seconds.', messagesType: 'rate_limit_error' },
 
   // ── admin API and admin CLI (admin/service.ts) ──────────────────────────────────────────────

@@ -62,8 +62,8 @@ export const auditScope = new AsyncLocalStorage<AuditScope>()
 const TABLES = {
   organizations: { key: 'id', read: organizationFromRow },
   projects: { key: 'id', read: projectFromRow },
-  // The hash goes: an audit row never holds anything a key's secret could be checked against.
-  api_keys: { key: 'id', read: (r: Parameters<typeof keyFromRow>[0]) => { const { hash: _hash, ...k } = keyFromRow(r); return k } },
+  // The hashes go (the current secret's and a rotated-away one's): an audit row never holds anything a key's secret could be checked against.
+  api_keys: { key: 'id', read: (r: Parameters<typeof keyFromRow>[0]) => { const { hash: _hash, previousHash: _previous, ...k } = keyFromRow(r); return k } },
   prices: { key: 'model', read: (r: Parameters<typeof priceFromRow>[0] & { model: string }) => ({ model: r.model, ...priceFromRow(r) }) },
   holds: { key: 'id', read: (r: Parameters<typeof holdFromRow>[0]) => { const { live: _live, ...h } = holdFromRow(r); return h } },
 } as const

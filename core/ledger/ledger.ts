@@ -7,12 +7,12 @@ import type { ModelPrice } from '../types/model.ts'
 import type { AuditDraft, AuditEntry, AuditQuery } from './audit.ts'
 import type { BalanceCheck, JournalDraft, JournalEntry, JournalQuery } from './journal.ts'
 import type {
-  BatchListener, Hold, KeyRecord, LeaseGrant, Micros, OrganizationRecord, ProjectRecord, QueuedCharge, Reservation,
+  BatchListener, Hold, KeyHold, KeyPatch, KeyRecord, LeaseGrant, Micros, OrganizationRecord, ProjectRecord, QueuedCharge, Reservation,
   ReserveOptions, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow,
 } from './records.ts'
 
 export type {
-  BatchListener, Hold, KeyRecord, LeaseGrant, Micros, OrganizationRecord, ProjectRecord, QueuedCharge, Reservation,
+  BatchListener, BudgetWindow, Hold, KeyBudget, KeyHold, KeyPatch, KeyRecord, KeySpend, LeaseGrant, Micros, OrganizationRecord, ProjectRecord, QueuedCharge, Reservation,
   ReserveOptions, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow,
 } from './records.ts'
 export { SUMMARY_BUCKETS, MAX_MICROS, LedgerAmountError, checkMicros, balanceOutOfRange } from './records.ts'
@@ -67,6 +67,26 @@ export interface Wallet extends LedgerReachable {
    * before they return, so a hook that holds or charges money can stay synchronous.
    */
   readonly inProcess?: InProcessWallet
+  /** Ledger keys' budgets (both ledgers; optional for wallets made by hand in tests). */
+  readonly keyBudgets?: KeyBudgets
+}
+
+/** Why a key's budget refused a hold: its window's budget, its lifetime budget, or no such key. */
+export type KeyRefusal = 'window' | 'lifetime' | 'unknown'
+
+/**
+ * A ledger key's budgets held like a balance: each call holds its reservation against the key's
+ * row (spent + live holds + amount ≤ budget, checked and held atomically), the charge adds the
+ * real cost to the key's spend in its own transaction and drops the hold (UsageRecord.keySpend).
+ */
+export interface KeyBudgets {
+  /** Holds `amount` against key `keyId`'s budgets, its window budget counted in the window starting at `windowStart`. */
+  reserve (keyId: string, amount: Micros, windowStart: number | undefined, opts?: ReserveOptions): Promise<KeyHold | KeyRefusal>
+  /** Sets the hold to `amount` (at most once per hold, like Wallet.resize). */
+  resize (hold: KeyHold, amount: Micros): Promise<KeyHold>
+  release (hold: KeyHold): Promise<void>
+  /** Read only (count_tokens): the refusal the next call would get if nothing is left, else undefined. */
+  exhausted (keyId: string, windowStart: number | undefined): Promise<KeyRefusal | undefined>
 }
 
 /**
@@ -83,7 +103,10 @@ export interface InProcessWallet {
 
 /** API keys as authentication reads them. */
 export interface KeyLookup extends LedgerReachable {
+  /** The key whose secret hashes to `hash`, or whose previous secret does (still in its grace time or not: the caller checks). */
   findKeyByHash (hash: string): Promise<KeyRecord | undefined>
+  /** Records when keys were last used (id → ms), in one statement; a later time never goes back. */
+  touchKeys? (used: ReadonlyMap<string, number>): Promise<void>
 }
 
 /** Prices an operator set in the ledger (they override the config's). */
@@ -115,6 +138,13 @@ export interface LedgerAdmin extends LedgerReachable {
   createProject (id: string, organization: string, name?: string): Promise<void>
   createKey (key: Omit<KeyRecord, 'createdAt' | 'revokedAt'>): Promise<KeyRecord>
   revokeKey (id: string): Promise<boolean>
+  /** Changes a key's settings; false when there is no such key. */
+  updateKey (id: string, patch: KeyPatch): Promise<boolean>
+  /**
+   * Gives a key a new secret (`hash`, `prefix`); the current one stays valid for `graceMs` (0: at
+   * once invalid). false when there is no such key or it is revoked.
+   */
+  rotateKey (id: string, hash: string, prefix: string, graceMs: number): Promise<boolean>
   listKeys (): Promise<KeyRecord[]>
   /**
    * Adds a signed amount to the balance and appends its journal row, in one transaction; returns

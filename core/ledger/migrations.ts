@@ -193,6 +193,73 @@ CREATE INDEX audit_log_target ON audit_log(target, id);
 ${openingRowsSql(now)}
 `
 
+/**
+ * Virtual keys: per ledger key an expiry, tags, a budget per window and over its life, rate
+ * limits, the last-used time, the previous secret of a rotation with its grace time, and what the
+ * key has spent (lifetime, and in its current budget window), counted by every charge from here
+ * on; existing keys start with the cost of their usage records so far. `same` compares two
+ * nullable columns (organization) in the dialect's syntax.
+ */
+const KEY_SETTINGS = (money: string, big: string, same: string): string => `
+ALTER TABLE api_keys ADD COLUMN expires_at ${big};
+ALTER TABLE api_keys ADD COLUMN tags TEXT;
+ALTER TABLE api_keys ADD COLUMN budget_amount ${money};
+ALTER TABLE api_keys ADD COLUMN budget_window TEXT;
+ALTER TABLE api_keys ADD COLUMN lifetime_budget ${money};
+ALTER TABLE api_keys ADD COLUMN rpm ${big};
+ALTER TABLE api_keys ADD COLUMN tpm ${big};
+ALTER TABLE api_keys ADD COLUMN last_used_at ${big};
+ALTER TABLE api_keys ADD COLUMN previous_hash TEXT;
+ALTER TABLE api_keys ADD COLUMN previous_valid_until ${big};
+ALTER TABLE api_keys ADD COLUMN rotated_at ${big};
+ALTER TABLE api_keys ADD COLUMN spent ${money} NOT NULL DEFAULT 0;
+ALTER TABLE api_keys ADD COLUMN window_start ${big};
+ALTER TABLE api_keys ADD COLUMN window_spent ${money} NOT NULL DEFAULT 0;
+CREATE INDEX api_keys_previous_hash ON api_keys(previous_hash);
+UPDATE api_keys SET spent = coalesce((SELECT sum(u.cost) FROM usage_records u WHERE u.key_id = api_keys.id AND ${same.replace('$a', 'u.organization').replace('$b', 'api_keys.organization')}), 0);
+`
+
+/**
+ * PostgreSQL key holds: one row per call on a key with a budget, like `holds` (expiry, renewed by
+ * the replica running the call, swept once expired). `gw_key_reserve` locks the key's row, sums
+ * its live holds after the lock (a statement of its own, as gw_reserve) and inserts the hold when
+ * spent + held + amount stays within the lifetime budget and, in the window starting at `p_ws`,
+ * within the window budget (a window the row has not reached yet counts 0). Returns ok, lifetime,
+ * window or unknown.
+ */
+const PG_KEY_HOLDS = `
+CREATE TABLE key_holds (
+  id TEXT PRIMARY KEY,
+  key_id TEXT NOT NULL,
+  amount BIGINT NOT NULL,
+  created_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  owner TEXT,
+  trace_id TEXT
+);
+CREATE INDEX key_holds_key_expiry ON key_holds (key_id, expires_at) INCLUDE (amount);
+CREATE INDEX key_holds_expiry ON key_holds (expires_at);
+CREATE FUNCTION gw_key_reserve (p_id TEXT, p_key TEXT, p_amount BIGINT, p_ttl_ms BIGINT, p_owner TEXT, p_trace TEXT, p_ws BIGINT) RETURNS TEXT
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+  k RECORD;
+  v_held BIGINT;
+  v_now BIGINT;
+  v_window BIGINT;
+BEGIN
+  SELECT spent, window_start, window_spent, budget_amount, lifetime_budget INTO k FROM api_keys WHERE id = p_key FOR UPDATE;
+  IF NOT FOUND THEN RETURN 'unknown'; END IF;
+  v_now := (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
+  SELECT coalesce(sum(amount), 0) INTO v_held FROM key_holds WHERE key_id = p_key AND expires_at > v_now;
+  IF k.lifetime_budget IS NOT NULL AND k.spent + v_held + p_amount > k.lifetime_budget THEN RETURN 'lifetime'; END IF;
+  v_window := CASE WHEN k.window_start IS NULL OR k.window_start < p_ws THEN 0 ELSE k.window_spent END;
+  IF k.budget_amount IS NOT NULL AND p_ws IS NOT NULL AND v_window + v_held + p_amount > k.budget_amount THEN RETURN 'window'; END IF;
+  INSERT INTO key_holds (id, key_id, amount, created_at, expires_at, owner, trace_id) VALUES (p_id, p_key, p_amount, v_now, v_now + p_ttl_ms, p_owner, p_trace);
+  RETURN 'ok';
+END
+$$;
+`
+
 /** The databases' clocks in ms. */
 const SQLITE_NOW = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 const PG_NOW = '(extract(epoch from clock_timestamp()) * 1000)::bigint'
@@ -202,6 +269,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
   { version: 2, name: 'one usage record per trace id', sql: TRACE_UNIQUE },
   { version: 3, name: 'a cache-write rate in prices and usage records', sql: CACHE_WRITE_PRICE('REAL') },
   { version: 4, name: 'the balance journal and the audit log', sql: JOURNAL('INTEGER', 'INTEGER', 'INTEGER PRIMARY KEY AUTOINCREMENT', SQLITE_NOW, '') },
+  { version: 5, name: 'virtual keys: expiry, tags, budgets, rate limits, last use, rotation', sql: KEY_SETTINGS('INTEGER', 'INTEGER', '$a IS $b') },
 ]
 
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
@@ -213,5 +281,9 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   {
     version: 6, name: 'the balance journal and the audit log',
     sql: JOURNAL('BIGINT', 'BIGINT', 'BIGSERIAL PRIMARY KEY', PG_NOW, 'LOCK TABLE organizations, usage_records IN SHARE MODE;'),
+  },
+  {
+    version: 7, name: 'virtual keys: expiry, tags, budgets, rate limits, last use, rotation, key holds',
+    sql: 'LOCK TABLE usage_records IN SHARE MODE;' + KEY_SETTINGS('BIGINT', 'BIGINT', '$a IS NOT DISTINCT FROM $b') + PG_KEY_HOLDS,
   },
 ]

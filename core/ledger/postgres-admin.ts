@@ -6,10 +6,11 @@
  */
 import pg from 'pg'
 import type { ModelPrice } from '../types/model.ts'
-import type { Hold, KeyRecord, OrganizationRecord, ProjectRecord, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
+import type { Hold, KeyPatch, KeyRecord, OrganizationRecord, ProjectRecord, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
 import { POSTGRES_MIGRATIONS } from './migrations.ts'
 import {
-  holdFromRow, keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, summaryFromRows, usageFromRow, usageSummarySql, usageWhere, type SummaryColumns,
+  holdFromRow, KEY_INSERT_COLUMNS, keyFromRow, keyParams, keyPatchSet, organizationFromRow, priceFromRow, projectFromRow, summaryFromRows, usageFromRow, usageSummarySql,
+  usageWhere, type SummaryColumns,
 } from './rows.ts'
 import { AUDIT_COLUMNS, auditFromRow, auditParams, auditScope, targetRecord, targetSql, type AuditDraft, type AuditEntry, type AuditTarget } from './audit.ts'
 import { carrySql } from './journal.ts'
@@ -165,8 +166,32 @@ export class PostgresAdmin {
   async createKey (key: Omit<KeyRecord, 'createdAt' | 'revokedAt'>): Promise<KeyRecord> {
     const now = this.now()
     await this.audited({ table: 'api_keys', id: key.id },
-      c => c.query('INSERT INTO api_keys (id, hash, prefix, name, organization, project, models, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', keyParams(key, now)))
+      c => c.query(`INSERT INTO api_keys (${KEY_INSERT_COLUMNS}) VALUES (${KEY_INSERT_COLUMNS.split(',').map((_, i) => `$${i + 1}`).join(', ')})`, keyParams(key, now)))
     return { ...key, createdAt: now }
+  }
+
+  async updateKey (id: string, patch: KeyPatch): Promise<boolean> {
+    const { set, params } = keyPatchSet(patch, i => `$${i}`, 2)
+    if (params.length === 0) return (await this.pool.query('SELECT 1 FROM api_keys WHERE id = $1', [id])).rowCount === 1
+    return (await this.audited({ table: 'api_keys', id }, c => c.query(`UPDATE api_keys SET ${set} WHERE id = $1`, [id, ...params]), undefined, r => r.rowCount === 1)).rowCount === 1
+  }
+
+  async rotateKey (id: string, hash: string, prefix: string, graceMs: number): Promise<boolean> {
+    const r = await this.audited({ table: 'api_keys', id }, c => c.query(`UPDATE api_keys SET previous_hash = CASE WHEN $2::bigint > 0 THEN hash END,
+      previous_valid_until = CASE WHEN $2::bigint > 0 THEN $3::bigint + $2::bigint END, hash = $4, prefix = $5, rotated_at = $3 WHERE id = $1 AND revoked_at IS NULL`,
+    [id, graceMs, this.now(), hash, prefix]), undefined, r => r.rowCount === 1)
+    return r.rowCount === 1
+  }
+
+  /** Last-used times in one statement; rows locked in id order (as charges lock them), a time never goes back. */
+  async touchKeys (used: ReadonlyMap<string, number>): Promise<void> {
+    await this.pool.query({
+      name: 'gw_touch_keys',
+      text: `WITH v AS (SELECT * FROM unnest($1::text[], $2::bigint[]) AS v (id, t)), locked AS MATERIALIZED (
+        SELECT a.id, v.t FROM api_keys a JOIN v ON v.id = a.id ORDER BY a.id FOR UPDATE OF a)
+        UPDATE api_keys a SET last_used_at = GREATEST(coalesce(a.last_used_at, 0), locked.t) FROM locked WHERE a.id = locked.id`,
+      values: [[...used.keys()], [...used.values()]],
+    })
   }
 
   async revokeKey (id: string): Promise<boolean> {
@@ -180,7 +205,8 @@ export class PostgresAdmin {
   }
 
   async findKeyByHash (hash: string): Promise<KeyRecord | undefined> {
-    const r = await this.pool.query('SELECT * FROM api_keys WHERE hash = $1', [hash])
+    // The current secret, or the one a rotation replaced (auth checks its grace time).
+    const r = await this.pool.query({ name: 'gw_find_key', text: 'SELECT * FROM api_keys WHERE hash = $1 UNION ALL (SELECT * FROM api_keys WHERE previous_hash = $1) LIMIT 1', values: [hash] })
     return r.rows[0] ? keyFromRow(r.rows[0]) : undefined
   }
 

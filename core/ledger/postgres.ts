@@ -8,70 +8,12 @@ import { hostname } from 'node:os'
 import pg from 'pg'
 import { ChargeBatcher, type ChargeItem } from './batch.ts'
 import type { BatchListener, Ledger, LeaseGrant, Micros, ReserveOptions, Reservation, UsageRecord } from './ledger.ts'
-import { USAGE_COLUMNS, usageParams } from './rows.ts'
+import { CHARGE_SQL, chargeParams } from './postgres-charge.ts'
+import { PostgresKeyBudgets } from './postgres-keys.ts'
 import { NOW_MS, type PostgresLedgerOptions } from './postgres-admin.ts'
 import { PostgresJournal } from './postgres-journal.ts'
 
 export type { PostgresLedgerOptions }
-
-/** PostgreSQL types of USAGE_COLUMNS, in order (the arrays the batch insert unnests). */
-const USAGE_TYPES = ['bigint', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'bigint', 'bigint', 'bigint', 'bigint', 'float8', 'float8', 'float8', 'integer', 'float8']
-if (USAGE_TYPES.length !== USAGE_COLUMNS.split(',').length) throw new Error('ledger/postgres: USAGE_TYPES does not match USAGE_COLUMNS')
-
-/**
- * A whole batch of charges in ONE statement, so one implicit transaction and one commit.
- * $1–$3 hold one element per charge: the id of the call's hold (NULL without one), and the
- * organization and amount to debit (NULL when the record has no organization or costs nothing).
- * The holds are deleted and, per organization, balance = balance − Σ debits. The organizations'
- * rows are locked in id order first (`locked` is materialized and read in order by the update),
- * so two replicas' batches touching the same organizations never deadlock; reserve takes the same
- * row lock, so it sees a debit and the deletion of its hold together or neither. $4… are the usage
- * columns, one array each, inserted as one multi-row insert. Any failure (say a NOT NULL record
- * column) fails the statement, and nothing of the batch is written. A record whose trace id is
- * already there (the same charge written before: a retry after a connection lost mid-commit) is
- * skipped with its debit, so writing a charge twice charges it once.
- */
-const TRACE_PARAM = USAGE_COLUMNS.split(',').map(c => c.trim()).indexOf('trace_id') + 4
-const CHARGE_SQL = `WITH recorded AS (
-  INSERT INTO usage_records (${USAGE_COLUMNS})
-  SELECT * FROM unnest(${USAGE_TYPES.map((type, i) => `$${i + 4}::${type}[]`).join(', ')})
-  ON CONFLICT (trace_id) DO NOTHING
-  RETURNING trace_id
-), item AS (
-  SELECT DISTINCT ON (i.trace) i.* FROM unnest($1::text[], $2::text[], $3::bigint[], $${TRACE_PARAM}::text[]) WITH ORDINALITY AS i (hold_id, debit_org, debit, trace, n)
-  WHERE i.trace IN (SELECT trace_id FROM recorded) ORDER BY i.trace, i.n
-), released AS (
-  DELETE FROM holds WHERE id IN (SELECT hold_id FROM item WHERE hold_id IS NOT NULL)
-  RETURNING id
-), delta AS (
-  SELECT debit_org AS org, sum(debit)::bigint AS debit FROM item WHERE debit_org IS NOT NULL GROUP BY debit_org
-), locked AS MATERIALIZED (
-  SELECT o.id, delta.debit FROM organizations o JOIN delta ON delta.org = o.id ORDER BY o.id FOR UPDATE OF o
-), moved AS (
-  UPDATE organizations o SET balance = o.balance - locked.debit
-  FROM locked WHERE o.id = locked.id
-  RETURNING o.id
-)
-SELECT (SELECT count(*) FROM moved) AS organizations, (SELECT count(*) FROM recorded) AS records, (SELECT count(*) FROM released) AS released`
-
-/** The statement's parameters for a batch: the money arrays, then one array per usage column. */
-function chargeParams (items: readonly ChargeItem[]): unknown[] {
-  const n = items.length
-  const holdId = new Array<string | null>(n)
-  const debitOrg = new Array<string | null>(n)
-  const debit = new Array<number | null>(n)
-  const columns = USAGE_TYPES.map(() => new Array<unknown>(n))
-  for (let i = 0; i < n; i++) {
-    const { reservation, record } = items[i]
-    holdId[i] = reservation ? reservation.id : null
-    const debits = Boolean(record.organization) && record.cost > 0
-    debitOrg[i] = debits ? record.organization! : null
-    debit[i] = debits ? record.cost : null
-    const params = usageParams(record)
-    for (let c = 0; c < columns.length; c++) columns[c][i] = params[c] ?? null
-  }
-  return [holdId, debitOrg, debit, ...columns]
-}
 
 /** Renews this replica's live holds ($1) to expire no sooner than now + $2, and deletes every other expired hold. */
 const SWEEP_SQL = `WITH renewed AS (
@@ -141,12 +83,15 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
   #shrinks = new Map<string, number>()
   #shrinkWaiters: Array<{ resolve (): void, reject (err: unknown): void }> = []
   #closed = false
+  /** Ledger keys' budget holds (postgres-keys.ts). */
+  readonly keyBudgets: PostgresKeyBudgets
 
   constructor (opts: PostgresLedgerOptions) {
     super(opts)
     this.#marginMs = opts.holdMarginMs ?? 30_000
     this.#sweepMs = Math.max(10, Math.min(opts.holdSweepMs ?? 5_000, Math.floor(this.#marginMs / 3)))
     this.#owner = opts.owner ?? `${hostname()}:${process.pid}`
+    this.keyBudgets = new PostgresKeyBudgets(this.holdPool, this.pool, { marginMs: this.#marginMs, sweepMs: this.#sweepMs, owner: this.#owner })
   }
 
   async getBalance (organization: string): Promise<{ balance: Micros, reserved: Micros } | undefined> {
@@ -254,8 +199,9 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
 
   async charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
     await this.#batcher.charge(reservation, record)
-    // Its hold went with the charge.
+    // Its holds went with the charge.
     if (reservation) this.#live.delete(reservation.id)
+    if (record.keySpend?.hold) this.keyBudgets.settled(record.keySpend.hold)
   }
 
   /** One statement, so one transaction: every item of the batch is written, or none is. */
@@ -273,6 +219,7 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
     // Charges queued or being written are committed before the connections go.
     this.#closed = true
     clearInterval(this.#sweeper)
+    this.keyBudgets.close()
     await this.#batcher.flush()
     if (this.#resizes.size > 0) await this.#writeResizes()
     if (this.#shrinkWaiters.length > 0) await this.#writeShrinks()

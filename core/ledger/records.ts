@@ -16,9 +16,66 @@ export interface KeyRecord {
   name?: string
   organization?: string
   project?: string
+  /** Allowed model ids; an entry ending in `*` allows every id starting with what precedes it (`*` alone: every model). */
   models?: string[]
   createdAt: number
   revokedAt?: number
+  /** After this time (ms) the key is answered like an unknown key. */
+  expiresAt?: number
+  tags?: string[]
+  /** A spend budget per window; `window`: a UTC day, a UTC calendar month, or a number of seconds (windows aligned to the epoch). */
+  budget?: KeyBudget
+  /** A spend budget over the key's whole life (micro-units). */
+  lifetimeBudget?: Micros
+  /** Most requests per minute, and tokens (input + output) per minute. */
+  rpm?: number
+  tpm?: number
+  /** When the key was last used, written in batches (ms, at most a flush interval behind). */
+  lastUsedAt?: number
+  /** The secret before the last rotation (its sha256), still valid until previousValidUntil. */
+  previousHash?: string
+  previousValidUntil?: number
+  rotatedAt?: number
+  /** What the key has spent since the ledger counts it (micro-units), and in its current budget window. */
+  spent?: Micros
+  windowStart?: number
+  windowSpent?: Micros
+}
+
+/** A budget window: a UTC day, a UTC calendar month, or a number of seconds. */
+export type BudgetWindow = 'day' | 'month' | number
+
+export interface KeyBudget {
+  amount: Micros
+  window: BudgetWindow
+}
+
+/** What an admin update changes on a key: a field given is set, `null` clears it, an absent one stays. */
+export interface KeyPatch {
+  name?: string | null
+  models?: string[] | null
+  expiresAt?: number | null
+  tags?: string[] | null
+  budget?: KeyBudget | null
+  lifetimeBudget?: Micros | null
+  rpm?: number | null
+  tpm?: number | null
+}
+
+/** A call's hold on a ledger key's budgets, from admit to settle. */
+export interface KeyHold {
+  id: string
+  keyId: string
+  amount: Micros
+}
+
+/**
+ * A usage record's ledger key: the charge adds its cost to the key's spend (lifetime, and the
+ * window starting at `windowStart` when the key has a window budget) and drops the key's hold.
+ */
+export interface KeySpend {
+  windowStart?: number
+  hold?: KeyHold
 }
 
 export interface UsageRecord {
@@ -38,6 +95,8 @@ export interface UsageRecord {
   price?: ModelPrice
   /** false when the upstream reported usage; true when the gateway had to estimate it. */
   estimated: boolean
+  /** A ledger key's call: its spend is counted on the key in the charge's transaction (not a column). */
+  keySpend?: KeySpend
 }
 
 export interface OrganizationRecord {

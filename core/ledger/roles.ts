@@ -3,7 +3,7 @@
  * each handed to it as a view holding that role's operations and nothing else: a plugin cannot
  * reach administration (keys made, balances topped up, prices set) even by a cast.
  */
-import type { KeyLookup, Ledger, PriceLookup, UsageReader, Wallet } from './ledger.ts'
+import type { KeyBudgets, KeyLookup, Ledger, PriceLookup, UsageReader, Wallet } from './ledger.ts'
 
 /** The roles a plugin may ask for; administration is never one of them. */
 export const LEDGER_ROLES = ['wallet', 'keys', 'prices', 'usage'] as const
@@ -36,6 +36,7 @@ function walletOf (l: Wallet): Wallet {
     charge: (...a: Parameters<Wallet['charge']>) => l.charge(...a),
     openAccount: (...a: Parameters<Wallet['openAccount']>) => l.openAccount(...a),
     inProcess: l.inProcess,
+    ...(l.keyBudgets !== undefined ? { keyBudgets: keyBudgetsOf(l.keyBudgets) } : {}),
     // Lease mode: both or neither.
     ...(leaseHold !== undefined && shrinkHold !== undefined
       ? { leaseHold: leaseHold.bind(l), shrinkHold: shrinkHold.bind(l) }
@@ -43,9 +44,23 @@ function walletOf (l: Wallet): Wallet {
   })
 }
 
+/** Key budgets' four operations, and nothing else of the object behind them. */
+function keyBudgetsOf (b: KeyBudgets): KeyBudgets {
+  return Object.freeze({
+    reserve: (...a: Parameters<KeyBudgets['reserve']>) => b.reserve(...a),
+    resize: (...a: Parameters<KeyBudgets['resize']>) => b.resize(...a),
+    release: (...a: Parameters<KeyBudgets['release']>) => b.release(...a),
+    exhausted: (...a: Parameters<KeyBudgets['exhausted']>) => b.exhausted(...a),
+  })
+}
+
 const VIEWS: { [R in LedgerRole]: (l: Ledger) => LedgerRoles[R] } = {
   wallet: walletOf,
-  keys: l => Object.freeze({ ping: () => l.ping(), findKeyByHash: (hash: string) => l.findKeyByHash(hash) }),
+  keys: l => Object.freeze({
+    ping: () => l.ping(),
+    findKeyByHash: (hash: string) => l.findKeyByHash(hash),
+    ...(l.touchKeys !== undefined ? { touchKeys: (used: ReadonlyMap<string, number>) => l.touchKeys!(used) } : {}),
+  }),
   prices: l => Object.freeze({ ping: () => l.ping(), getPrice: (model: string) => l.getPrice(model) }),
   usage: l => Object.freeze({
     ping: () => l.ping(),

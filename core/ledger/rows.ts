@@ -1,6 +1,8 @@
 /** @module ledger/rows – row ↔ record mapping shared by the SQLite and PostgreSQL ledgers. */
 import type { ModelPrice } from '../types/model.ts'
-import { SUMMARY_BUCKETS, type Hold, type KeyRecord, type OrganizationRecord, type ProjectRecord, type UsageQuery, type UsageRecord, type UsageSummaryQuery, type UsageSummaryRow } from './records.ts'
+import {
+  SUMMARY_BUCKETS, type Hold, type KeyPatch, type KeyRecord, type OrganizationRecord, type ProjectRecord, type UsageQuery, type UsageRecord, type UsageSummaryQuery, type UsageSummaryRow,
+} from './records.ts'
 
 /**
  * A numeric column as the drivers return it: SQLite gives numbers, PostgreSQL gives BIGINT and
@@ -14,6 +16,10 @@ export interface KeyColumns {
   /** JSON array of model ids, or null for every model. */
   models: string | null
   created_at: NumericColumn, revoked_at: NumericColumn | null
+  /** Migration 5 (SQLite) / 7 (PostgreSQL) on: virtual keys. Tags: a JSON array; budget_window: day, month or seconds. */
+  expires_at?: NumericColumn | null, tags?: string | null, budget_amount?: NumericColumn | null, budget_window?: string | null, lifetime_budget?: NumericColumn | null
+  rpm?: NumericColumn | null, tpm?: NumericColumn | null, last_used_at?: NumericColumn | null, previous_hash?: string | null, previous_valid_until?: NumericColumn | null
+  rotated_at?: NumericColumn | null, spent?: NumericColumn | null, window_start?: NumericColumn | null, window_spent?: NumericColumn | null
 }
 
 /** A row of `prices`. */
@@ -44,11 +50,69 @@ export function keyFromRow (r: KeyColumns): KeyRecord {
   if (r.project !== null && r.project !== undefined) k.project = r.project
   if (r.models !== null && r.models !== undefined) k.models = JSON.parse(r.models) as string[]
   if (r.revoked_at !== null && r.revoked_at !== undefined) k.revokedAt = num(r.revoked_at)
+  const n = (v: NumericColumn | null | undefined): number | undefined => v === null || v === undefined ? undefined : num(v)
+  const set = <F extends keyof KeyRecord>(field: F, v: KeyRecord[F] | undefined): void => { if (v !== undefined) k[field] = v }
+  set('expiresAt', n(r.expires_at))
+  if (r.tags) k.tags = JSON.parse(r.tags) as string[]
+  const amount = n(r.budget_amount)
+  if (amount !== undefined && r.budget_window) k.budget = { amount, window: r.budget_window === 'day' || r.budget_window === 'month' ? r.budget_window : Number(r.budget_window) }
+  set('lifetimeBudget', n(r.lifetime_budget))
+  set('rpm', n(r.rpm))
+  set('tpm', n(r.tpm))
+  set('lastUsedAt', n(r.last_used_at))
+  if (r.previous_hash) k.previousHash = r.previous_hash
+  set('previousValidUntil', n(r.previous_valid_until))
+  set('rotatedAt', n(r.rotated_at))
+  // Nothing spent: absent, as every optional field without a value.
+  if (n(r.spent)) k.spent = n(r.spent)
+  set('windowStart', n(r.window_start))
+  if (n(r.window_spent)) k.windowSpent = n(r.window_spent)
   return k
 }
 
+/**
+ * The SET list of a key update and its parameters (from `first` on; `ph(i)` renders the i-th
+ * placeholder). A budget whose window changes (or goes) restarts the window's count: the spend
+ * counted under another window would not mean the same; an amount changed alone keeps it.
+ */
+export function keyPatchSet (p: KeyPatch, ph: (i: number) => string, first: number): { set: string, params: unknown[] } {
+  const cols = keyPatchColumns(p)
+  const parts = cols.map(([c], i) => `${c} = ${ph(first + i)}`)
+  const params = cols.map(([, v]) => v)
+  if (p.budget !== undefined) {
+    const w = p.budget === null ? '' : String(p.budget.window)
+    params.push(w, w)
+    parts.push(`window_start = CASE WHEN coalesce(budget_window, '') = ${ph(first + params.length - 2)} THEN window_start END`,
+      `window_spent = CASE WHEN coalesce(budget_window, '') = ${ph(first + params.length - 1)} THEN window_spent ELSE 0 END`)
+  }
+  return { set: parts.join(', '), params }
+}
+
+/** The columns a key update sets, with their values, from a patch (only the fields it names). */
+export function keyPatchColumns (p: KeyPatch): Array<[string, unknown]> {
+  const out: Array<[string, unknown]> = []
+  const json = (v: string[] | null): string | null => v === null ? null : JSON.stringify(v)
+  if (p.name !== undefined) out.push(['name', p.name])
+  if (p.models !== undefined) out.push(['models', json(p.models)])
+  if (p.expiresAt !== undefined) out.push(['expires_at', p.expiresAt])
+  if (p.tags !== undefined) out.push(['tags', json(p.tags)])
+  if (p.budget !== undefined) {
+    out.push(['budget_amount', p.budget?.amount ?? null], ['budget_window', p.budget === null ? null : String(p.budget.window)])
+  }
+  if (p.lifetimeBudget !== undefined) out.push(['lifetime_budget', p.lifetimeBudget])
+  if (p.rpm !== undefined) out.push(['rpm', p.rpm])
+  if (p.tpm !== undefined) out.push(['tpm', p.tpm])
+  return out
+}
+
+/** The columns a new key is inserted with, in keyParams' order. */
+export const KEY_INSERT_COLUMNS = 'id, hash, prefix, name, organization, project, models, created_at, expires_at, tags, budget_amount, budget_window, lifetime_budget, rpm, tpm'
+
 export function keyParams (k: Omit<KeyRecord, 'createdAt' | 'revokedAt'>, now: number): unknown[] {
-  return [k.id, k.hash, k.prefix, k.name ?? null, k.organization ?? null, k.project ?? null, k.models ? JSON.stringify(k.models) : null, now]
+  return [
+    k.id, k.hash, k.prefix, k.name ?? null, k.organization ?? null, k.project ?? null, k.models ? JSON.stringify(k.models) : null, now,
+    k.expiresAt ?? null, k.tags ? JSON.stringify(k.tags) : null, k.budget?.amount ?? null, k.budget ? String(k.budget.window) : null, k.lifetimeBudget ?? null, k.rpm ?? null, k.tpm ?? null,
+  ]
 }
 
 export function priceFromRow (r: Pick<PriceColumns, 'input' | 'cached_input' | 'cache_write' | 'output'>): ModelPrice {

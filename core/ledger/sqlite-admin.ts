@@ -9,12 +9,12 @@ import { dirname } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
 import type { ModelPrice } from '../types/model.ts'
-import type { Hold, KeyRecord, OrganizationRecord, ProjectRecord, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
+import type { Hold, KeyPatch, KeyRecord, OrganizationRecord, ProjectRecord, UsageQuery, UsageRecord, UsageRow, UsageSummaryQuery, UsageSummaryRow } from './ledger.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
 import { AUDIT_COLUMNS, auditParams, auditScope, targetRecord, targetSql, type AuditDraft, type AuditEntry, type AuditTarget } from './audit.ts'
 import { carrySql } from './journal.ts'
 import {
-  keyFromRow, keyParams, organizationFromRow, priceFromRow, projectFromRow, summaryFromRows, usageFromRow, usageSummarySql, usageWhere,
+  KEY_INSERT_COLUMNS, keyFromRow, keyParams, keyPatchSet, organizationFromRow, priceFromRow, projectFromRow, summaryFromRows, usageFromRow, usageSummarySql, usageWhere,
   type KeyColumns, type OrganizationColumns, type PriceColumns, type ProjectColumns, type SummaryColumns, type UsageColumns,
 } from './rows.ts'
 
@@ -61,7 +61,7 @@ export interface SqliteLedgerOptions {
 
 /** The read statements of the key and price lookups, prepared once (again after a migration). */
 interface Reads {
-  findKey: Database.Statement<[string], KeyColumns>
+  findKey: Database.Statement<[string, string], KeyColumns>
   getPrice: Database.Statement<[string], PriceColumns>
 }
 
@@ -155,7 +155,8 @@ export class SqliteAdmin {
 
   get #r (): Reads {
     this.#reads ??= {
-      findKey: this.db.prepare<[string], KeyColumns>('SELECT * FROM api_keys WHERE hash = ?'),
+      // The current secret, or the one a rotation replaced (auth checks its grace time).
+      findKey: this.db.prepare<[string, string], KeyColumns>('SELECT * FROM api_keys WHERE hash = ? UNION ALL SELECT * FROM api_keys WHERE previous_hash = ? LIMIT 1'),
       getPrice: this.db.prepare<[string], PriceColumns>('SELECT * FROM prices WHERE model = ?'),
     }
     return this.#reads
@@ -180,8 +181,28 @@ export class SqliteAdmin {
   async createKey (key: Omit<KeyRecord, 'createdAt' | 'revokedAt'>): Promise<KeyRecord> {
     const now = this.now()
     await this.audited({ table: 'api_keys', id: key.id },
-      () => this.db.prepare('INSERT INTO api_keys (id, hash, prefix, name, organization, project, models, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(...keyParams(key, now)))
+      () => this.db.prepare(`INSERT INTO api_keys (${KEY_INSERT_COLUMNS}) VALUES (${KEY_INSERT_COLUMNS.split(',').map(() => '?').join(', ')})`).run(...keyParams(key, now)))
     return { ...key, createdAt: now }
+  }
+
+  async updateKey (id: string, patch: KeyPatch): Promise<boolean> {
+    const { set, params } = keyPatchSet(patch, () => '?', 1)
+    if (params.length === 0) return this.db.prepare('SELECT 1 FROM api_keys WHERE id = ?').get(id) !== undefined
+    return (await this.audited({ table: 'api_keys', id }, () => this.db.prepare(`UPDATE api_keys SET ${set} WHERE id = ?`).run(...params, id), undefined, r => r.changes === 1)).changes === 1
+  }
+
+  async rotateKey (id: string, hash: string, prefix: string, graceMs: number): Promise<boolean> {
+    const now = this.now()
+    const r = await this.audited({ table: 'api_keys', id }, () => this.db.prepare(`UPDATE api_keys SET previous_hash = CASE WHEN @grace > 0 THEN hash END,
+      previous_valid_until = CASE WHEN @grace > 0 THEN @now + @grace END, hash = @hash, prefix = @prefix, rotated_at = @now WHERE id = @id AND revoked_at IS NULL`)
+      .run({ grace: graceMs, now, hash, prefix, id }), undefined, r => r.changes === 1)
+    return r.changes === 1
+  }
+
+  /** Last-used times in one transaction; a time never goes back. */
+  async touchKeys (used: ReadonlyMap<string, number>): Promise<void> {
+    const st = this.db.prepare('UPDATE api_keys SET last_used_at = MAX(coalesce(last_used_at, 0), ?) WHERE id = ?')
+    await this.retryBusy(() => this.db.transaction(() => { for (const [id, t] of used) st.run(t, id) }).immediate(), 250)
   }
 
   async revokeKey (id: string): Promise<boolean> {
@@ -195,7 +216,7 @@ export class SqliteAdmin {
   }
 
   async findKeyByHash (hash: string): Promise<KeyRecord | undefined> {
-    const r = this.#r.findKey.get(hash)
+    const r = this.#r.findKey.get(hash, hash)
     return r ? keyFromRow(r) : undefined
   }
 

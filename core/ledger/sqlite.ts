@@ -14,6 +14,7 @@ import { SqliteJournal } from './sqlite-journal.ts'
 import { ChargeBatcher, type ChargeItem } from './batch.ts'
 import { Checkpointer } from './checkpoint.ts'
 import { ReservationBook } from './book.ts'
+import { MemoryKeyBudgets, SQLITE_KEY_SPEND, type KeySpendRow } from './key-budget.ts'
 
 /**
  * Reservation ids: 96 random bits drawn once per process, then a counter (unique across processes
@@ -43,6 +44,8 @@ interface Statements {
   debit: Database.Statement
   insertUsage: Database.Statement
   balance: Database.Statement<[string], Pick<OrganizationColumns, 'balance' | 'reserved'>>
+  keySpend: Database.Statement
+  keyRow: Database.Statement<[string], KeySpendRow>
 }
 
 /**
@@ -90,6 +93,9 @@ export class SqliteLedger extends SqliteJournal implements Ledger {
     charge: (charge: QueuedCharge): void => this.#batcher.enqueue(charge),
   })
 
+  /** Key budgets: holds in this process, spend in the key's row (key-budget.ts). */
+  readonly keyBudgets: MemoryKeyBudgets = new MemoryKeyBudgets(id => this.#s.keyRow.get(id))
+
   /** Memory reservations live in this process (see Ledger.holdsInProcess). */
   get holdsInProcess (): boolean { return this.#memory }
 
@@ -129,6 +135,8 @@ export class SqliteLedger extends SqliteJournal implements Ledger {
       // A record whose trace id is there already was charged before: nothing to do (see migrations).
       insertUsage: p(`INSERT INTO usage_records (${USAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(trace_id) DO NOTHING`),
       balance: this.db.prepare<[string], Pick<OrganizationColumns, 'balance' | 'reserved'>>('SELECT balance, reserved FROM organizations WHERE id = ?'),
+      keySpend: p(SQLITE_KEY_SPEND),
+      keyRow: this.db.prepare<[string], KeySpendRow>('SELECT spent, window_start, window_spent, budget_amount, lifetime_budget FROM api_keys WHERE id = ?'),
     }
     return this.#stmts
   }
@@ -199,6 +207,7 @@ export class SqliteLedger extends SqliteJournal implements Ledger {
       const s = this.#s
       // One UPDATE per organization and batch, not per call: the sums are the same.
       const debits = new Map<string, Micros>()
+      const keySpends = new Map<string, { id: string, ws: number | null, cost: Micros }>()
       const written = new Array<boolean>(items.length)
       for (let i = 0; i < items.length; i++) {
         const { reservation, record } = items[i]
@@ -207,12 +216,24 @@ export class SqliteLedger extends SqliteJournal implements Ledger {
         if (!written[i]) continue
         if (reservation && !this.#memory) s.release.run(reservation.amount, reservation.organization)
         if (record.organization && record.cost > 0) debits.set(record.organization, (debits.get(record.organization) ?? 0) + record.cost)
+        if (record.keySpend) {
+          const k = `${record.keyId}\0${record.keySpend.windowStart ?? ''}`
+          const spend = keySpends.get(k)
+          if (spend) spend.cost += record.cost
+          else keySpends.set(k, { id: record.keyId, ws: record.keySpend.windowStart ?? null, cost: record.cost })
+        }
       }
       for (const [organization, cost] of debits) s.debit.run(cost, organization)
+      // Likewise one UPDATE per key and window: a busy key's calls share it.
+      for (const spend of keySpends.values()) s.keySpend.run(spend)
       return written
     }).immediate
     const written = this.#chargeTx(items)
     this.#wrote()
+    for (let i = 0; i < items.length; i++) {
+      const hold = items[i].record.keySpend?.hold
+      if (written[i] && hold) this.keyBudgets.dropped(hold)
+    }
     if (!this.#memory) return
     for (let i = 0; i < items.length; i++) {
       if (!written[i]) continue // a duplicate: the first write released and debited already

@@ -7,8 +7,27 @@ export interface Principal {
   name?: string
   organization?: string
   project?: string
-  /** When set, the only model ids the key may use. */
+  /** When set, the only model ids the key may use (with those `modelPrefixes` allows). */
   models?: ReadonlySet<string>
+  /** With `models`: patterns ending in `*`, as what precedes the `*` (`openai/`; '' for `*`): ids starting with one are allowed too. */
+  modelPrefixes?: readonly string[]
+  /** A key of the ledger: its spend is counted on it (the balance plugin marks its charges). */
+  ledgerKey?: boolean
+  /** A ledger key's budgets: a window budget (its window) and whether it has a lifetime budget. The amounts stay in the ledger. */
+  budget?: { window?: 'day' | 'month' | number, lifetime: boolean }
+  /** Most requests and tokens (input + output) per minute (the key-limits plugin). */
+  rpm?: number
+  tpm?: number
+  tags?: readonly string[]
+}
+
+/** Whether the principal may use catalog model `id`: no list, an id on it, or an id a pattern's prefix starts. */
+export function modelAllowed (p: Principal | undefined, id: string): boolean {
+  if (!p?.models || p.models.has(id)) return true
+  const prefixes = p.modelPrefixes
+  if (prefixes === undefined) return false
+  for (const prefix of prefixes) if (id.startsWith(prefix)) return true
+  return false
 }
 
 /**

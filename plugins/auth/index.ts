@@ -2,19 +2,32 @@
  * @module plugins/auth – `sk-gw-` API keys from config or the ledger, held only as hashes.
  */
 import { LRUCache } from 'lru-cache'
-import { definePlugin, gwError, type GatewayContext, type Principal } from '../../index.ts'
+import { definePlugin, gwError, type GatewayContext, type KeyRecord, type Principal } from '../../index.ts'
 import { hashKey, KEY_PREFIX, sameHash } from '../../index.ts'
-import { AuthConfig, type KeyEntryT } from './schema.ts'
+import { AuthConfig } from './schema.ts'
+import { LastUsed, principalOf } from './principal.ts'
 
-type Entry = { hash: string, principal: Principal }
+/**
+ * A key as auth holds it: the hash it was found by, its principal, and until when that hash is
+ * valid (the key's expiry, or the end of a rotated-away secret's grace time; checked on every
+ * request, so a cached entry stops at that time too).
+ */
+type Entry = { hash: string, principal: Principal, validUntil?: number, ledger?: boolean }
 
-function principalOf (k: KeyEntryT, hash: string): Principal {
-  const p: Principal = { keyId: k.id ?? hash.slice(0, 12) }
-  if (k.name) p.name = k.name
-  if (k.organization) p.organization = k.organization
-  if (k.project) p.project = k.project
-  if (k.models) p.models = new Set(k.models)
-  return Object.freeze(p)
+/** A ISO 8601 time (a date alone, or a time without zone, is UTC) in ms. */
+const isoMs = (v: string): number => Date.parse(/T.*(Z|[+-]\d{2}:\d{2})$/.test(v) || !v.includes('T') ? v : `${v}Z`)
+
+/** A ledger key found by `hash` (its current secret, or the previous one in its grace time), as an entry; undefined when refused. */
+function ledgerEntry (rec: KeyRecord, hash: string): Entry | undefined {
+  if (rec.revokedAt !== undefined) return undefined
+  const current = rec.hash === hash
+  if (!current && (rec.previousHash !== hash || rec.previousValidUntil === undefined)) return undefined
+  const until = [rec.expiresAt, current ? undefined : rec.previousValidUntil].filter((t): t is number => t !== undefined)
+  const budget = rec.budget !== undefined || rec.lifetimeBudget !== undefined ? { ...(rec.budget ? { window: rec.budget.window } : {}), lifetime: rec.lifetimeBudget !== undefined } : undefined
+  const principal = principalOf({
+    id: rec.id, name: rec.name, organization: rec.organization, project: rec.project, models: rec.models, tags: rec.tags, rpm: rec.rpm, tpm: rec.tpm, ledgerKey: true, budget,
+  }, rec.hash)
+  return { hash, principal, ledger: true, ...(until.length > 0 ? { validUntil: Math.min(...until) } : {}) }
 }
 
 const BEARER = 'bearer'
@@ -69,6 +82,7 @@ export default definePlugin({
   prepareConfig (config) {
     const keys = config.keys.map((k, i) => {
       if (!k.key === !k.hash) throw new Error(`auth: keys[${i}] needs exactly one of "key" or "hash"`)
+      if (k.expiresAt !== undefined && Number.isNaN(isoMs(k.expiresAt))) throw new Error(`auth: keys[${i}].expiresAt is not a time`)
       const { key, ...rest } = k
       return key === undefined ? k : { ...rest, hash: hashKey(key) }
     })
@@ -78,8 +92,9 @@ export default definePlugin({
     const byHash = new Map<string, Entry>()
     for (const [i, k] of config.keys.entries()) {
       if (!k.hash) throw new Error(`auth: keys[${i}] has no hash`)
-      byHash.set(k.hash, { hash: k.hash, principal: principalOf(k, k.hash) })
+      byHash.set(k.hash, { hash: k.hash, principal: principalOf(k, k.hash), ...(k.expiresAt !== undefined ? { validUntil: isoMs(k.expiresAt) } : {}) })
     }
+    const lastUsed = new LastUsed(deps.ledger.keys, config.ledger ? config.lastUsedFlushMs ?? 10_000 : 0, deps.log)
     const cache = new LRUCache<string, Entry | false>({ max: 10_000, ttl: Math.max(config.ledgerCacheMs, 1) })
 
     async function fromLedger (hash: string): Promise<Entry | undefined> {
@@ -93,15 +108,19 @@ export default definePlugin({
         deps.log.error({ err }, 'auth: ledger lookup failed')
         throw gwError('GW_ERR_NOT_READY', [], { cause: err })
       }
-      const entry = rec && !rec.revokedAt
-        ? { hash: rec.hash, principal: principalOf({ id: rec.id, name: rec.name, organization: rec.organization, project: rec.project, models: rec.models }, rec.hash) }
-        : undefined
+      const entry = rec ? ledgerEntry(rec, hash) : undefined
       if (config.ledgerCacheMs > 0) cache.set(hash, entry ?? false)
       return entry
     }
 
+    // An expired key, or a rotated-away secret past its grace time, is answered as an unknown key.
     function accept (ctx: GatewayContext, entry: Entry | undefined, hash: string): void {
       if (!entry || !sameHash(entry.hash, hash)) throw gwError('GW_ERR_AUTH_INVALID_KEY')
+      if (entry.validUntil !== undefined || entry.ledger) {
+        const now = deps.now()
+        if (entry.validUntil !== undefined && now >= entry.validUntil) throw gwError('GW_ERR_AUTH_INVALID_KEY')
+        if (entry.ledger) lastUsed.used(entry.principal.keyId, now)
+      }
       ctx.setPrincipal(entry.principal)
     }
 
@@ -119,6 +138,7 @@ export default definePlugin({
         if (hit !== undefined) return accept(ctx, hit || undefined, hash)
         return fromLedger(hash).then(found => accept(ctx, found, hash))
       },
+      close: () => lastUsed.close(),
     }
   },
 })

@@ -20,21 +20,21 @@
  * count_tokens is never billed: nothing is held or charged, but an organization with nothing
  * available (balance − live holds ≤ 0, and in lease mode nothing free in this replica's slice)
  * gets 402 there too, as its next call would.
+ * A ledger key's budgets (key-budget.ts) are held and charged the same way, with the same amount.
  */
 import { definePlugin, gwError, PriceBook, type GatewayContext, type ModelPrice } from '../../index.ts'
 import { BalanceConfig } from './schema.ts'
 import { Charges } from './charge.ts'
 import { callCosts, usageRecord } from './cost.ts'
-import type { BalanceMode, Slot } from './mode.ts'
-import { exactMode } from './exact.ts'
-import { inProcessMode } from './in-process.ts'
-import { leaseMode } from './lease.ts'
+import { pickMode, type Slot } from './mode.ts'
+import { keyBudgets, type KeyState } from './key-budget.ts'
+import { solvency } from './solvent.ts'
 
 /** Characters of prompt text tokenized per call when the config did not go through the schema. */
 const DEFAULT_TOKENIZE_MAX_CHARS = 8192
 
 /** Per request: the call's price and hold, from admit to settle. */
-interface State { slot?: Slot }
+interface State { slot?: Slot, key?: KeyState }
 
 /**
  * @example
@@ -55,19 +55,11 @@ export default definePlugin({
     const wallet = deps.ledger.wallet
     // Only the replica whose insert wins credits the initial balance (replicas start together).
     for (const o of config.organizations) await wallet.openAccount(o.id, o.name, Math.round(o.initialBalance * 1e6))
-    // Lease mode needs a ledger that stores holds and grows them (PostgreSQL); elsewhere a
-    // reservation is already an in-process operation, so exact mode costs nothing.
-    const leasing = config.enforce && config.mode === 'lease' && wallet.leaseHold !== undefined && wallet.shrinkHold !== undefined
-    if (config.enforce && config.mode === 'lease' && !leasing) deps.log.warn('balance: lease mode needs the PostgreSQL ledger; reserving per call')
-    // (Defaults again here: create() may be called with a config that did not go through the schema.)
-    const leaseCfg = { horizonMs: 2000, maxSlice: 10, idleMs: 5000, lowMs: 1000, ...(config.lease as Partial<typeof config.lease> | undefined) }
     const spool = deps.spool
     const charges = new Charges(wallet, deps.log, spool)
-    const mode: BalanceMode = leasing
-      ? leaseMode(wallet, charges, { ...leaseCfg, maxSlice: Math.round(leaseCfg.maxSlice * 1e6) }, deps.now, deps.log)
-      : wallet.inProcess !== undefined ? inProcessMode(wallet, wallet.inProcess, charges, deps.log) : exactMode(wallet, charges, deps.log)
-
+    const mode = pickMode(config, wallet, charges, deps.log, deps.now)
     const { amountNow, amountFor, costOf } = callCosts(config.tokenizeMaxChars ?? DEFAULT_TOKENIZE_MAX_CHARS)
+    const keys = keyBudgets(wallet.keyBudgets, deps.log, deps.now)
 
     /** Admit with the price and the amount known. */
     function admit (ctx: GatewayContext, state: State, org: string | undefined, price: ModelPrice, amount: number): void | Promise<void> {
@@ -85,30 +77,28 @@ export default definePlugin({
         deps.log.error({ err }, 'balance: ledger unreachable (price)')
         throw gwError('GW_ERR_NOT_READY', [], { cause: err })
       }
-      return admit(ctx, state, org, price, config.enforce && org ? await amountFor(ctx, price) : 0)
+      const limited = keys.limited(ctx.principal)
+      const amount = (config.enforce && org) || limited ? await amountFor(ctx, price) : 0
+      await admit(ctx, state, org, price, amount)
+      if (!limited) return
+      // The key's budget refusing the call: the organization's hold goes back.
+      return keys.hold(ctx, state.key!, amount, async () => {
+        const slot = state.slot
+        state.slot = undefined
+        if (slot) await mode.dropped(slot)
+      })
     }
 
-    /**
-     * count_tokens: 402 when the organization has nothing available. Read only: a count holds
-     * and costs nothing, so two counts never race for money.
-     */
-    async function solvent (org: string): Promise<void> {
-      if (mode.hasFree(org)) return
-      let b: { balance: number, reserved: number } | undefined
-      try {
-        b = await wallet.getBalance(org)
-      } catch (err) {
-        deps.log.error({ err }, 'balance: ledger unreachable (balance)')
-        throw gwError('GW_ERR_NOT_READY', [], { cause: err })
-      }
-      if (b === undefined || b.balance - b.reserved <= 0) throw gwError('GW_ERR_BALANCE_INSUFFICIENT')
-    }
+    const solvent = solvency(mode, wallet, deps.log)
 
     return {
       onAnswered (ctx, outcome, state) {
         const slot = state.slot
         if (!outcome.usage || !slot) return
-        return mode.answered(slot, costOf(ctx, outcome.usage, slot.price))
+        const cost = costOf(ctx, outcome.usage, slot.price)
+        const key = state.key
+        if (key?.hold === undefined) return mode.answered(slot, cost)
+        return Promise.all([mode.answered(slot, cost), keys.answered(key, cost)]).then(() => {})
       },
       onRequest (ctx, state) {
         const principal = ctx.principal
@@ -117,7 +107,14 @@ export default definePlugin({
         if (spool?.blocked === true) throw gwError('GW_ERR_NOT_READY', [], { headers: { 'retry-after': String(spool.retryAfterSeconds) } })
         const org = principal.organization
         if (config.enforce && !org) throw gwError('GW_ERR_BALANCE_NO_ORGANIZATION')
-        if (ctx.route === 'count_tokens') return config.enforce && org ? solvent(org) : undefined
+        const limited = keys.limited(principal)
+        if (ctx.route === 'count_tokens') {
+          if (limited) return (config.enforce && org ? solvent(org) : Promise.resolve()).then(() => keys.check(ctx))
+          return config.enforce && org ? solvent(org) : undefined
+        }
+        state.key = keys.stateOf(principal)
+        // A key with budgets holds against them in the ledger: the awaited path.
+        if (limited) return admitAsync(ctx, state, org)
         // The price from the cache (no ledger read) keeps an in-process admit synchronous.
         const price = mode.inProcess ? prices.cached(ctx.model) : undefined
         if (price === undefined) return admitAsync(ctx, state, org)
@@ -129,11 +126,16 @@ export default definePlugin({
         const slot = state.slot
         if (!slot) return
         state.slot = undefined
-        if (!outcome.usage) return mode.dropped(slot)
+        const key = state.key
+        state.key = undefined
+        if (!outcome.usage) return key?.hold === undefined ? mode.dropped(slot) : Promise.all([mode.dropped(slot), keys.release(key)]).then(() => {})
         const cost = costOf(ctx, outcome.usage, slot.price)
         // The access log and the metrics carry this amount, the usage record's.
         ctx.reportCharge(cost)
-        return mode.settle(slot, cost, () => usageRecord(ctx, outcome, slot.price, cost, deps.now()))
+        return mode.settle(slot, cost, () => {
+          const record = usageRecord(ctx, outcome, slot.price, cost, deps.now())
+          return key === undefined ? record : keys.mark(record, key)
+        })
       },
       ready: () => wallet.ping(),
       close: () => mode.close(),

@@ -4,8 +4,14 @@
  * same, answered at once by an in-process ledger) and lease (against this replica's lease of the
  * organization's balance).
  */
-import type { GatewayContext, ModelPrice, Reservation, UsageRecord } from '../../index.ts'
+import type { Logger } from 'pino'
+import type { GatewayContext, ModelPrice, Reservation, UsageRecord, Wallet } from '../../index.ts'
 import type { LeaseHold, Ticket } from './lease-hold.ts'
+import type { Charges } from './charge.ts'
+import type { BalanceConfigT } from './schema.ts'
+import { exactMode } from './exact.ts'
+import { inProcessMode } from './in-process.ts'
+import { leaseMode } from './lease.ts'
 
 /** One call's price and hold, from admit to settle. */
 export interface Slot {
@@ -35,4 +41,17 @@ export interface BalanceMode {
   hasFree (organization: string): boolean
   /** Every call has settled: charges finish, leases go back. */
   close (): Promise<void>
+}
+
+/** The mode `config` asks for, on what `wallet` can do. */
+export function pickMode (config: BalanceConfigT, wallet: Wallet, charges: Charges, log: Logger, now: () => number): BalanceMode {
+  // Lease mode needs a ledger that stores holds and grows them (PostgreSQL); elsewhere a
+  // reservation is already an in-process operation, so exact mode costs nothing.
+  const leasing = config.enforce && config.mode === 'lease' && wallet.leaseHold !== undefined && wallet.shrinkHold !== undefined
+  if (config.enforce && config.mode === 'lease' && !leasing) log.warn('balance: lease mode needs the PostgreSQL ledger; reserving per call')
+  // (Defaults again here: create() may be called with a config that did not go through the schema.)
+  const leaseCfg = { horizonMs: 2000, maxSlice: 10, idleMs: 5000, lowMs: 1000, ...(config.lease as Partial<typeof config.lease> | undefined) }
+  return leasing
+    ? leaseMode(wallet, charges, { ...leaseCfg, maxSlice: Math.round(leaseCfg.maxSlice * 1e6) }, now, log)
+    : wallet.inProcess !== undefined ? inProcessMode(wallet, wallet.inProcess, charges, log) : exactMode(wallet, charges, log)
 }

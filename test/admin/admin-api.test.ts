@@ -334,6 +334,7 @@ t.test('circuits, config view, OpenAPI document; no admin listener without admin
     ['get', '/admin/organizations'], ['post', '/admin/organizations'], ['get', '/admin/organizations/{id}'],
     ['get', '/admin/organizations/{id}/balance'], ['post', '/admin/organizations/{id}/topup'],
     ['get', '/admin/projects'], ['post', '/admin/projects'], ['get', '/admin/keys'], ['post', '/admin/keys'], ['post', '/admin/keys/{id}/revoke'],
+    ['get', '/admin/keys/{id}'], ['patch', '/admin/keys/{id}'], ['post', '/admin/keys/{id}/rotate'],
     ['get', '/admin/prices'], ['put', '/admin/prices'], ['get', '/admin/usage'], ['get', '/admin/usage/export'],
     ['get', '/admin/reservations'], ['delete', '/admin/reservations/{id}'], ['get', '/admin/circuits'], ['post', '/admin/circuits/reset'], ['get', '/admin/config'],
     ['get', '/admin/usage/summary'], ['get', '/admin/calls/summary'], ['get', '/admin/providers'],

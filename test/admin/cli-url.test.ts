@@ -54,7 +54,7 @@ t.test('every command over --url, as the ledger mode prints it', async t => {
   r = await run('key', 'list', '--json')
   t.match(JSON.parse(r.out), [{ id: 'ci-key', organization: 'acme', project: 'web', models: ['echo/echo-1', 'echo/echo-text'], revokedAt: null }])
   t.notOk(r.out.includes(secret))
-  t.match((await run('key', 'list')).out, /^id\s+prefix\s+name\s+org\s+project\s+created\s+revoked\nci-key\s+sk-gw-/)
+  t.match((await run('key', 'list')).out, /^id\s+prefix\s+name\s+org\s+project\s+created\s+revoked\s+expires\s+budget\s+spent\s+rpm\s+tpm\s+last used\s+tags\nci-key\s+sk-gw-/)
   t.same(await run('key', 'revoke', 'ci-key'), { code: 0, out: 'revoked key ci-key\n', err: '' })
   t.match((await run('key', 'revoke', 'ci-key')).err, /already revoked/)
 

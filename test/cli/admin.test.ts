@@ -183,8 +183,8 @@ t.test('key create prints the secret once and stores only its hash; list and rev
 
   let list = await cli(args, 'key', 'list')
   t.equal(list.code, 0)
-  t.match(list.out, /^id\s+prefix\s+name\s+org\s+project\s+created\s+revoked$/m)
-  t.match(list.out, /^k1\s+sk-gw-\S{4}\s+ci\s+acme\s+web\s+\d{4}-\d\d-\d\dT\S+Z\s+-$/m)
+  t.match(list.out, /^id\s+prefix\s+name\s+org\s+project\s+created\s+revoked\s+expires\s+budget\s+spent\s+rpm\s+tpm\s+last used\s+tags$/m)
+  t.match(list.out, /^k1\s+sk-gw-\S{4}\s+ci\s+acme\s+web\s+\d{4}-\d\d-\d\dT\S+Z\s+-\s+-\s+-\s+0\.000000\s+-\s+-\s+-\s+-$/m)
   t.notMatch(list.out, secret)
   t.notMatch(list.out, hashKey(secret))
 

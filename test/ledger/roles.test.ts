@@ -7,14 +7,15 @@ import { memoryLedger } from '../../testing.ts'
 import { ledgerRoles, LEDGER_ROLES } from '../../core/ledger/roles.ts'
 import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 
-const ADMIN = ['createOrganization', 'createProject', 'createKey', 'revokeKey', 'listKeys', 'topUp', 'postEntry', 'listJournal', 'verify', 'appendAudit', 'listAudit', 'setPrice', 'listPrices', 'listHolds', 'releaseHold', 'listOrganizations', 'getOrganization', 'listProjects', 'migrate', 'close']
+const ADMIN = ['createOrganization', 'createProject', 'createKey', 'revokeKey', 'updateKey', 'rotateKey', 'listKeys', 'topUp', 'postEntry', 'listJournal', 'verify', 'appendAudit', 'listAudit', 'setPrice', 'listPrices', 'listHolds', 'releaseHold', 'listOrganizations', 'getOrganization', 'listProjects', 'migrate', 'close']
 
 t.test('each view holds its role and nothing of administration', async t => {
   const ledger = await memoryLedger()
   t.teardown(() => ledger.close())
   const roles = ledgerRoles(ledger, LEDGER_ROLES)
   t.same(Object.keys(roles).sort(), ['keys', 'prices', 'usage', 'wallet'])
-  t.same(Object.keys(roles.keys).sort(), ['findKeyByHash', 'ping'])
+  t.same(Object.keys(roles.keys).sort(), ['findKeyByHash', 'ping', 'touchKeys'])
+  t.same(Object.keys(roles.wallet.keyBudgets!).sort(), ['exhausted', 'release', 'reserve', 'resize'], 'key budgets: their four operations only')
   t.same(Object.keys(roles.prices).sort(), ['getPrice', 'ping'])
   t.same(Object.keys(roles.usage).sort(), ['listUsage', 'ping', 'queryUsage', 'summarizeUsage'])
   for (const view of Object.values(roles)) {

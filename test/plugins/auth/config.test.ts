@@ -11,13 +11,13 @@ const HASH = 'a'.repeat(64)
 t.test('auth config – an empty config gets no keys, ledger keys cached 5 s, x-api-key accepted', async t => {
   const config: Record<string, unknown> = {}
   t.ok(validate(config))
-  t.same(config, { keys: [], ledger: true, ledgerCacheMs: 5000, acceptXApiKey: true })
+  t.same(config, { keys: [], ledger: true, ledgerCacheMs: 5000, acceptXApiKey: true, lastUsedFlushMs: 10000 })
 })
 
 t.test('auth config – a full config is accepted as given', async t => {
   const config = {
     keys: [
-      { key: 'sk-gw-one', id: 'k1', name: 'one', organization: 'org', project: 'p', models: ['echo/echo-1'] },
+      { key: 'sk-gw-one', id: 'k1', name: 'one', organization: 'org', project: 'p', models: ['echo/echo-1', 'openai/*', '*'], expiresAt: '2030-01-01T00:00:00Z', tags: ['ci'], rpm: 60, tpm: 1000 },
       { hash: HASH },
     ],
     ledger: false, ledgerCacheMs: 0, acceptXApiKey: false,
@@ -31,6 +31,9 @@ t.test('auth config – bad values are refused with the path named', async t => 
     [{ keys: [{ key: 'not-a-gateway-key' }] }, '/keys/0/key'],
     [{ keys: [{ hash: 'ABC' }] }, '/keys/0/hash'],
     [{ keys: [{ key: 'sk-gw-one', models: ['a', 'a'] }] }, '/keys/0/models'],
+    [{ keys: [{ key: 'sk-gw-one', models: ['op*nai'] }] }, '/keys/0/models/0'],
+    [{ keys: [{ key: 'sk-gw-one', expiresAt: 'soon' }] }, '/keys/0/expiresAt'],
+    [{ keys: [{ key: 'sk-gw-one', rpm: 0 }] }, '/keys/0/rpm'],
     [{ ledger: 'yes' }, '/ledger'],
     [{ ledgerCacheMs: -1 }, '/ledgerCacheMs'],
     [{ ledgerCacheMs: 1.5 }, '/ledgerCacheMs'],

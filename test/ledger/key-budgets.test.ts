@@ -1,0 +1,72 @@
+/**
+ * @module test/ledger/key-budgets – the ledgers' key budget holds (SQLite in process, PostgreSQL
+ * rows): a hold fits when spent + live holds + amount stay within the lifetime budget and, in the
+ * window, the window budget; refusals say which; a resize and a release change what is held; a
+ * charge marked with the key's spend counts it (lifetime and window) and drops the hold; a later
+ * window starts from 0; `exhausted` says what the next call would get. 60 holds raced at once
+ * never hold more than the budget.
+ */
+import t, { type Test } from 'tap'
+import { openLedger } from '../../core/ledger/index.ts'
+import type { KeyBudgets, KeyHold, Ledger, UsageRecord } from '../../core/ledger/ledger.ts'
+import { databaseUrl } from '../helpers/backends.ts'
+import { pgLedgers } from '../helpers/pg-ledgers.ts'
+
+const DAY = 86_400_000
+let n = 0
+const record = (keyId: string, cost: number, ws: number | undefined, hold?: KeyHold): UsageRecord => ({
+  time: Date.now(), keyId, organization: 'acme', model: 'm', provider: 'p', traceId: `kb-${n++}-${Math.random()}`, inputTokens: 1, cachedInputTokens: 0, outputTokens: 1,
+  cost, estimated: false, keySpend: { ...(ws !== undefined ? { windowStart: ws } : {}), ...(hold ? { hold } : {}) },
+})
+
+async function contract (t: Test, l: Ledger): Promise<void> {
+  const kb = l.keyBudgets as KeyBudgets
+  await l.createOrganization('acme')
+  await l.createKey({ id: 'w', hash: 'a'.repeat(64), prefix: 'sk-gw-w', organization: 'acme', budget: { amount: 1000, window: 'day' }, lifetimeBudget: 2500 })
+  const ws = Math.floor(Date.now() / DAY) * DAY
+  t.equal(await kb.reserve('nope', 1, ws), 'unknown')
+  const h1 = await kb.reserve('w', 600, ws) as KeyHold
+  t.match(h1, { keyId: 'w', amount: 600 })
+  t.equal(await kb.reserve('w', 401, ws), 'window', 'held 600 + 401 > 1000')
+  const h2 = await kb.reserve('w', 400, ws) as KeyHold
+  t.equal(await kb.exhausted('w', ws), 'window', 'nothing left in the window')
+  const h1s = await kb.resize(h1, 100)
+  t.equal(await kb.exhausted('w', ws), undefined, 'a resize gives back')
+  await kb.release(h2)
+  await l.charge(undefined, record('w', 100, ws, h1s))
+  let k = (await l.listKeys()).find(x => x.id === 'w')!
+  t.match(k, { spent: 100, windowStart: ws, windowSpent: 100 }, 'the charge counted, its hold dropped')
+  await l.charge(undefined, record('w', 0, ws - DAY))
+  t.match((await l.listKeys()).find(x => x.id === 'w')!, { windowStart: ws, windowSpent: 100 }, 'a charge of a past window leaves the current one')
+  t.type(await kb.reserve('w', 900, ws), 'object', '900 more fits exactly: holds dropped')
+  t.equal(await kb.reserve('w', 1, ws), 'window')
+  t.type(await kb.reserve('w', 100, ws + DAY), 'object', 'the next window starts from 0 (the 900 still held counts in it too)')
+  t.equal(await kb.reserve('w', 1, ws + DAY), 'window')
+  await l.updateKey('w', { budget: null })
+  t.equal(await kb.reserve('w', 1401, undefined), 'lifetime', 'the lifetime budget: 100 spent + 1000 held + 1401 > 2500')
+  t.type(await kb.reserve('w', 1400, undefined), 'object', 'and 1400 fits exactly')
+  t.equal(await kb.exhausted('w', undefined), 'lifetime')
+  await l.charge(undefined, record('w', 50, undefined))
+  k = (await l.listKeys()).find(x => x.id === 'w')!
+  t.match(k, { spent: 150 }, 'a charge without the window budget counts in the lifetime')
+
+  // Racing holds never hold more than the budget.
+  await l.createKey({ id: 'race', hash: 'b'.repeat(64), prefix: 'sk-gw-r', organization: 'acme', lifetimeBudget: 10_000 })
+  const got = await Promise.all(Array.from({ length: 60 }, () => kb.reserve('race', 300, undefined)))
+  const held = got.filter(g => typeof g === 'object')
+  t.equal(held.length, 33, '33 × 300 ≤ 10000 < 34 × 300')
+  t.ok(got.every(g => typeof g === 'object' || g === 'lifetime'))
+}
+
+t.test('SQLite', async t => {
+  const l = await openLedger({ backend: 'sqlite', path: ':memory:' })
+  await l.migrate()
+  t.teardown(() => l.close())
+  await contract(t, l)
+})
+
+t.test('PostgreSQL', async t => {
+  const url = await databaseUrl(t)
+  if (!url) return
+  await contract(t, await pgLedgers(t, url, 'key_budgets_ledger')(t))
+})
