@@ -147,3 +147,6 @@ export default definePlugin({
     }
   },
 })
+
+// The per-key rates plugin (key-limits) counts as quota counts: it lives beside it.
+export { default as keyLimits } from './key-limits.ts'

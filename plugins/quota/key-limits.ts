@@ -1,5 +1,5 @@
 /**
- * @module plugins/key-limits – each key's own rates: `rpm` (requests per minute) and `tpm` (tokens,
+ * @module plugins/quota/key-limits – each key's own rates: `rpm` (requests per minute) and `tpm` (tokens,
  * input + output, per minute), from the key's settings (a ledger key's, set with the admin API or
  * CLI, or a config key's), counted in the shared store (Redis when configured: every replica
  * counts in the same window; memory otherwise). 429 with Retry-After until the minute ends.
@@ -10,12 +10,12 @@
  * organization and id together, as every per-key state).
  */
 import { definePlugin, keyScope, requestedChoices, requestedOutputCap, reservationInputTokens, reservationInputTokensNow, type GatewayContext, type Principal } from '../../index.ts'
-import { KeyLimitsConfig } from './schema.ts'
-import { NOTHING, windowAt, type Need, type WindowKeys } from '../quota/windows.ts'
-import { refusalsOf, type QuotaMode, type State } from '../quota/mode.ts'
-import { exactMode } from '../quota/exact.ts'
-import { inProcessMode } from '../quota/in-process.ts'
-import type { QuotaLimitT } from '../quota/schema.ts'
+import { KeyLimitsConfig } from './key-limits-schema.ts'
+import { NOTHING, windowAt, type Need, type WindowKeys } from './windows.ts'
+import { refusalsOf, type QuotaMode, type State } from './mode.ts'
+import { exactMode } from './exact.ts'
+import { inProcessMode } from './in-process.ts'
+import type { QuotaLimitT } from './schema.ts'
 
 /** Characters of prompt text tokenized per call for the worst case (as the balance plugin's default). */
 const TOKENIZE_MAX_CHARS = 8192

@@ -1,4 +1,4 @@
-/** @module plugins/key-limits/schema – config of per-key request and token rates. */
+/** @module plugins/quota/key-limits-schema – config of per-key request and token rates. */
 import { Type, type Static } from '../../index.ts'
 
 export const KeyLimitsConfig = Type.Object({
