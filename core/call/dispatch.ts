@@ -62,83 +62,88 @@ export async function dispatch (gw: CallServices, call: Call, reply: FastifyRepl
     for (const d of order) {
       // Settled exactly once however this attempt ends: explicitly below, by its own headers bound
       // (no headers within ttfbMs is a failure), or on leaving the iteration (a release: a call
-      // cut by its deadline or by the client says nothing about the upstream).
-      using circuit = gw.circuits.allow(d)
+      // cut by its deadline or by the client says nothing about the upstream). try/finally, not
+      // `using`: Node 22 runs this source as it is (type stripping) and has no `using` yet.
+      const circuit = gw.circuits.allow(d)
       if (!circuit) continue
-      const provider = gw.providers.get(d.provider)!
-      const translator = gw.translators[`${clientProtocol}-to-${provider.protocol}`]
-      const opts: TranslateOptions = { model, clientModel: String(body.model), upstreamModel: d.upstreamModel, estimatedInputTokens, upstream: provider.translate }
-      const attempt: Attempt = { d, provider, translator, opts, circuit, outputCap }
-      // A body the translator refuses is the client's fault: no failover (throws 400).
-      const upstreamBody = translator.request(body, opts)
-      // Same protocol: the client's text with the model name spliced in, when that is exact.
-      const bodyText = translator.requestText?.(body, opts)
-      let req = provider.prepare({ model, deployment: d, body: upstreamBody, bodyText, stream: wantsStream, clientHeaders: call.headers, requestId: call.requestId })
-      tried++
-      if (call.obs !== null) req.headers = call.obs.attempt(d.provider, d.upstreamModel, req.headers)
-      let res: UpstreamResponse
       try {
-        const unsigned = req
-        if (provider.sign !== undefined) req = await provider.sign(unsigned)
-        if (provider.invoke) {
-          // In-process: the adapter has the whole request at once.
-          controller.sent = true
-          res = await provider.invoke(req, controller.toSignal())
-        } else {
-          res = await gw.upstream.send(req, controller)
-          // A 401 to a signed request: the adapter may renew its credentials, then the request is
-          // signed and sent once more (an expired or revoked token is not the upstream failing).
-          if (res.status === 401 && provider.renewAuth !== undefined && provider.sign !== undefined) {
-            const refusal = await readText(res.body, MAX_ERROR_BODY).catch(() => '')
-            // Answered: nothing is being generated for it while the credentials renew.
-            controller.sent = false
-            if (await provider.renewAuth(req)) {
-              call.log.warn({ provider: d.provider }, 'upstream refused the provider credentials; renewed them and sending again')
-              req = await provider.sign(unsigned)
-              res = await gw.upstream.send(req, controller)
-            } else {
-              res = { ...res, body: Readable.from([Buffer.from(refusal)]) }
+        const provider = gw.providers.get(d.provider)!
+        const translator = gw.translators[`${clientProtocol}-to-${provider.protocol}`]
+        const opts: TranslateOptions = { model, clientModel: String(body.model), upstreamModel: d.upstreamModel, estimatedInputTokens, upstream: provider.translate }
+        const attempt: Attempt = { d, provider, translator, opts, circuit, outputCap }
+        // A body the translator refuses is the client's fault: no failover (throws 400).
+        const upstreamBody = translator.request(body, opts)
+        // Same protocol: the client's text with the model name spliced in, when that is exact.
+        const bodyText = translator.requestText?.(body, opts)
+        let req = provider.prepare({ model, deployment: d, body: upstreamBody, bodyText, stream: wantsStream, clientHeaders: call.headers, requestId: call.requestId })
+        tried++
+        if (call.obs !== null) req.headers = call.obs.attempt(d.provider, d.upstreamModel, req.headers)
+        let res: UpstreamResponse
+        try {
+          const unsigned = req
+          if (provider.sign !== undefined) req = await provider.sign(unsigned)
+          if (provider.invoke) {
+            // In-process: the adapter has the whole request at once.
+            controller.sent = true
+            res = await provider.invoke(req, controller.toSignal())
+          } else {
+            res = await gw.upstream.send(req, controller)
+            // A 401 to a signed request: the adapter may renew its credentials, then the request is
+            // signed and sent once more (an expired or revoked token is not the upstream failing).
+            if (res.status === 401 && provider.renewAuth !== undefined && provider.sign !== undefined) {
+              const refusal = await readText(res.body, MAX_ERROR_BODY).catch(() => '')
+              // Answered: nothing is being generated for it while the credentials renew.
+              controller.sent = false
+              if (await provider.renewAuth(req)) {
+                call.log.warn({ provider: d.provider }, 'upstream refused the provider credentials; renewed them and sending again')
+                req = await provider.sign(unsigned)
+                res = await gw.upstream.send(req, controller)
+              } else {
+                res = { ...res, body: Readable.from([Buffer.from(refusal)]) }
+              }
             }
           }
+          circuit.headers()
+          if (call.obs !== null) call.obs.attemptAnswered(res.status)
+        } catch (err) {
+          if (deadline.expired || call.aborted) {
+            // Cut while the upstream had the whole request (no answer yet): it may be generating it.
+            if (controller.sent) billCut(call, attempt, estimateUsage(estimatedInputTokens))
+            if (deadline.expired) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
+            throw err
+          }
+          circuit.failure()
+          call.log.warn({ err, provider: d.provider }, 'upstream unreachable; trying the next deployment')
+          lastError = gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err })
+          continue
         }
-        circuit.headers()
-        if (call.obs !== null) call.obs.attemptAnswered(res.status)
-      } catch (err) {
-        if (deadline.expired || call.aborted) {
-          // Cut while the upstream had the whole request (no answer yet): it may be generating it.
-          if (controller.sent) billCut(call, attempt, estimateUsage(estimatedInputTokens))
-          if (deadline.expired) throw gwError('GW_ERR_TIMEOUT', [], { cause: err })
-          throw err
+        if (res.status < 200 || res.status >= 300) {
+          const text = await readText(res.body, MAX_ERROR_BODY).catch(() => '')
+          const mapped = provider.mapError?.(res.status, res.headers, text) ?? defaultMapError(res.status, res.headers, text)
+          const loud = res.status === 401 || res.status === 403
+          call.log[loud ? 'error' : 'warn']({ provider: d.provider, status: res.status, upstreamBody: text.slice(0, 2000) }, loud ? 'upstream refused our provider credentials' : 'upstream error')
+          if (isFinal(mapped)) throw mapped
+          if (countsForCircuit(res.status)) circuit.failure()
+          lastError = mapped
+          continue
         }
-        circuit.failure()
-        call.log.warn({ err, provider: d.provider }, 'upstream unreachable; trying the next deployment')
-        lastError = gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err })
-        continue
+        if (session !== undefined) {
+          const pinning = gw.affinity.served(session, d, model.deployments)
+          if (pinning !== undefined) await pinning
+        }
+        // An adapter's own stream decoder reads any 2xx stream that is not a JSON answer.
+        if (wantsStream && (provider.decodeStream !== undefined ? !isJsonType(res.headers) : isSse(res.headers))) {
+          const result = await streamResponse(gw, call, reply, res, attempt, controller, deadline)
+          if (result === 'served') return
+          lastError = attempt.failure ?? gwError('GW_ERR_UPSTREAM_FAILED')
+          continue
+        }
+        const served = await serveJson(gw, call, reply, res, attempt, deadline)
+        if (served) return
+        lastError = gwError('GW_ERR_UPSTREAM_FAILED')
+      } finally {
+        circuit[Symbol.dispose]()
       }
-      if (res.status < 200 || res.status >= 300) {
-        const text = await readText(res.body, MAX_ERROR_BODY).catch(() => '')
-        const mapped = provider.mapError?.(res.status, res.headers, text) ?? defaultMapError(res.status, res.headers, text)
-        const loud = res.status === 401 || res.status === 403
-        call.log[loud ? 'error' : 'warn']({ provider: d.provider, status: res.status, upstreamBody: text.slice(0, 2000) }, loud ? 'upstream refused our provider credentials' : 'upstream error')
-        if (isFinal(mapped)) throw mapped
-        if (countsForCircuit(res.status)) circuit.failure()
-        lastError = mapped
-        continue
-      }
-      if (session !== undefined) {
-        const pinning = gw.affinity.served(session, d, model.deployments)
-        if (pinning !== undefined) await pinning
-      }
-      // An adapter's own stream decoder reads any 2xx stream that is not a JSON answer.
-      if (wantsStream && (provider.decodeStream !== undefined ? !isJsonType(res.headers) : isSse(res.headers))) {
-        const result = await streamResponse(gw, call, reply, res, attempt, controller, deadline)
-        if (result === 'served') return
-        lastError = attempt.failure ?? gwError('GW_ERR_UPSTREAM_FAILED')
-        continue
-      }
-      const served = await serveJson(gw, call, reply, res, attempt, deadline)
-      if (served) return
-      lastError = gwError('GW_ERR_UPSTREAM_FAILED')
     }
     if (tried === 0) throw gwError('GW_ERR_UPSTREAM_UNAVAILABLE')
     throw lastError ?? gwError('GW_ERR_UPSTREAM_FAILED')
