@@ -147,6 +147,5 @@ export default definePlugin({
     }
   },
 })
-
-// The per-key rates plugin (key-limits) counts as quota counts: it lives beside it.
+// key-limits (each key's own rates) counts as quota counts: it lives beside it.
 export { default as keyLimits } from './key-limits.ts'
