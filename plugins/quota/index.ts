@@ -147,5 +147,4 @@ export default definePlugin({
     }
   },
 })
-// key-limits (each key's own rates) counts as quota counts: it lives beside it.
-export { default as keyLimits } from './key-limits.ts'
+export { default as keyLimits } from './key-limits.ts' // each key's own rates, counted as quota counts
