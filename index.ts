@@ -104,8 +104,8 @@ export { costMicros, reserveMicros } from './money/billing.ts'
 export type { PerUseTerms } from './money/billing.ts'
 // The input tokens a reservation covers (the byte floor, else the tokenizer's count), the choices
 // a call asks for, and the per-use terms (service tier, server tool uses) it reserves and settles at.
-export { reservationInputTokens, reservationInputTokensNow } from './core/tokens/reservation.ts'
-export { requestedChoices } from './core/tokens/estimate.ts'
+export { reservationBoundTokens, reservationInputTokens, reservationInputTokensNow } from './core/tokens/reservation.ts'
+export { requestedChoices, reservedInputTokens } from './core/tokens/estimate.ts'
 export { reserveTerms, settleTerms } from './core/dispatch/per-use.ts'
 
 // ── client addresses (ip-limit): the client behind server.trustedProxies, resolved as core does ──

@@ -21,7 +21,7 @@
  * available (balance − live holds ≤ 0, and in lease mode nothing free in this replica's slice)
  * gets 402 there too, as its next call would.
  */
-import { definePlugin, gwError, PriceBook, type GatewayContext, type ModelPrice } from '../../index.ts'
+import { definePlugin, gwError, isGatewayError, PriceBook, type GatewayContext, type ModelPrice } from '../../index.ts'
 import { BalanceConfig } from './schema.ts'
 import { Charges } from './charge.ts'
 import { callCosts, usageRecord } from './cost.ts'
@@ -67,14 +67,36 @@ export default definePlugin({
       ? leaseMode(wallet, charges, { ...leaseCfg, maxSlice: Math.round(leaseCfg.maxSlice * 1e6) }, deps.now, deps.log)
       : wallet.inProcess !== undefined ? inProcessMode(wallet, wallet.inProcess, charges, deps.log) : exactMode(wallet, charges, deps.log)
 
-    const { amountNow, amountFor, costOf } = callCosts(config.tokenizeMaxChars ?? DEFAULT_TOKENIZE_MAX_CHARS)
+    const { amountNow, amountFloor, amountCountedNow, amountCounted, costOf } = callCosts(config.tokenizeMaxChars ?? DEFAULT_TOKENIZE_MAX_CHARS)
 
-    /** Admit with the price and the amount known. */
+    /** Admit with the price and the amount known (the bound: amountNow); a refused bound is counted again (holdCounted). */
     function admit (ctx: GatewayContext, state: State, org: string | undefined, price: ModelPrice, amount: number): void | Promise<void> {
       const slot: Slot = { price }
       state.slot = slot
       if (!config.enforce || !org) return
-      return mode.hold(ctx, slot, org, amount)
+      let held: void | Promise<void>
+      try {
+        held = mode.hold(ctx, slot, org, amount)
+      } catch (err) {
+        return holdCounted(err, ctx, slot, org, price, amount)
+      }
+      return held instanceof Promise ? held.catch((err: unknown) => holdCounted(err, ctx, slot, org, price, amount)) : held
+    }
+
+    /**
+     * The balance is tight: the bound (no tokenizer) was refused. The prompt counted with the
+     * tokenizer is held instead when it is less; otherwise the refusal stands (at once when the
+     * bound is already the 4-bytes floor, which no count goes below). A refused hold holds
+     * nothing, so the second one is the call's only hold.
+     */
+    function holdCounted (err: unknown, ctx: GatewayContext, slot: Slot, org: string, price: ModelPrice, bound: number): void | Promise<void> {
+      if (!isGatewayError(err) || err.code !== 'GW_ERR_BALANCE_INSUFFICIENT' || amountFloor(ctx, price) >= bound) throw err
+      const again = (counted: number): void | Promise<void> => {
+        if (counted >= bound) throw err
+        return mode.hold(ctx, slot, org, counted)
+      }
+      const now = amountCountedNow(ctx, price)
+      return now === undefined ? amountCounted(ctx, price).then(again) : again(now)
     }
 
     async function admitAsync (ctx: GatewayContext, state: State, org: string | undefined): Promise<void> {
@@ -85,7 +107,7 @@ export default definePlugin({
         deps.log.error({ err }, 'balance: ledger unreachable (price)')
         throw gwError('GW_ERR_NOT_READY', [], { cause: err })
       }
-      return admit(ctx, state, org, price, config.enforce && org ? await amountFor(ctx, price) : 0)
+      return admit(ctx, state, org, price, config.enforce && org ? amountNow(ctx, price) : 0)
     }
 
     /**
@@ -121,9 +143,7 @@ export default definePlugin({
         // The price from the cache (no ledger read) keeps an in-process admit synchronous.
         const price = mode.inProcess ? prices.cached(ctx.model) : undefined
         if (price === undefined) return admitAsync(ctx, state, org)
-        const amount = config.enforce && org ? amountNow(ctx, price) : 0
-        if (amount === undefined) return admitAsync(ctx, state, org)
-        return admit(ctx, state, org, price, amount)
+        return admit(ctx, state, org, price, config.enforce && org ? amountNow(ctx, price) : 0)
       },
       onSettle (ctx, outcome, state) {
         const slot = state.slot
