@@ -29,6 +29,7 @@ import type { BalanceMode, Slot } from './mode.ts'
 import { exactMode } from './exact.ts'
 import { inProcessMode } from './in-process.ts'
 import { leaseMode } from './lease.ts'
+import { Headroom } from './headroom.ts'
 
 /** Characters of prompt text tokenized per call when the config did not go through the schema. */
 const DEFAULT_TOKENIZE_MAX_CHARS = 8192
@@ -68,6 +69,16 @@ export default definePlugin({
       : wallet.inProcess !== undefined ? inProcessMode(wallet, wallet.inProcess, charges, deps.log) : exactMode(wallet, charges, deps.log)
 
     const { amountNow, amountFloor, amountCountedNow, amountCounted, costOf } = callCosts(config.tokenizeMaxChars ?? DEFAULT_TOKENIZE_MAX_CHARS)
+    const headroom = new Headroom(wallet, deps.now)
+
+    /**
+     * What the call holds: its input's bound (no tokenizer) while the organization has room for
+     * many of them, else the tokenizer's count (undefined while the tokenizer loads: admitAsync).
+     */
+    function amountOf (ctx: GatewayContext, org: string, price: ModelPrice): number | undefined {
+      const bound = amountNow(ctx, price)
+      return headroom.roomFor(org, bound) ? bound : amountCountedNow(ctx, price)
+    }
 
     /** Admit with the price and the amount known (the bound: amountNow); a refused bound is counted again (holdCounted). */
     function admit (ctx: GatewayContext, state: State, org: string | undefined, price: ModelPrice, amount: number): void | Promise<void> {
@@ -90,7 +101,9 @@ export default definePlugin({
      * nothing, so the second one is the call's only hold.
      */
     function holdCounted (err: unknown, ctx: GatewayContext, slot: Slot, org: string, price: ModelPrice, bound: number): void | Promise<void> {
-      if (!isGatewayError(err) || err.code !== 'GW_ERR_BALANCE_INSUFFICIENT' || amountFloor(ctx, price) >= bound) throw err
+      if (!isGatewayError(err) || err.code !== 'GW_ERR_BALANCE_INSUFFICIENT') throw err
+      headroom.tight(org)
+      if (amountFloor(ctx, price) >= bound) throw err
       const again = (counted: number): void | Promise<void> => {
         if (counted >= bound) throw err
         return mode.hold(ctx, slot, org, counted)
@@ -107,7 +120,7 @@ export default definePlugin({
         deps.log.error({ err }, 'balance: ledger unreachable (price)')
         throw gwError('GW_ERR_NOT_READY', [], { cause: err })
       }
-      return admit(ctx, state, org, price, config.enforce && org ? amountNow(ctx, price) : 0)
+      return admit(ctx, state, org, price, config.enforce && org ? amountOf(ctx, org, price) ?? await amountCounted(ctx, price) : 0)
     }
 
     /**
@@ -143,7 +156,9 @@ export default definePlugin({
         // The price from the cache (no ledger read) keeps an in-process admit synchronous.
         const price = mode.inProcess ? prices.cached(ctx.model) : undefined
         if (price === undefined) return admitAsync(ctx, state, org)
-        return admit(ctx, state, org, price, config.enforce && org ? amountNow(ctx, price) : 0)
+        const amount = config.enforce && org ? amountOf(ctx, org, price) : 0
+        if (amount === undefined) return admitAsync(ctx, state, org)
+        return admit(ctx, state, org, price, amount)
       },
       onSettle (ctx, outcome, state) {
         const slot = state.slot
