@@ -73,11 +73,13 @@ export default definePlugin({
 
     /**
      * What the call holds: its input's bound (no tokenizer) while the organization has room for
-     * many of them, else the tokenizer's count (undefined while the tokenizer loads: admitAsync).
+     * many of them, else the tokenizer's count. Undefined when that needs a wait (the
+     * organization's first balance reading, or the tokenizer loading): admitAsync.
      */
     function amountOf (ctx: GatewayContext, org: string, price: ModelPrice): number | undefined {
       const bound = amountNow(ctx, price)
-      return headroom.roomFor(org, bound) ? bound : amountCountedNow(ctx, price)
+      const room = headroom.roomFor(org, bound)
+      return room === true ? bound : room === false ? amountCountedNow(ctx, price) : undefined
     }
 
     /** Admit with the price and the amount known (the bound: amountNow); a refused bound is counted again (holdCounted). */
@@ -120,6 +122,7 @@ export default definePlugin({
         deps.log.error({ err }, 'balance: ledger unreachable (price)')
         throw gwError('GW_ERR_NOT_READY', [], { cause: err })
       }
+      if (config.enforce && org) await headroom.ready(org)
       return admit(ctx, state, org, price, config.enforce && org ? amountOf(ctx, org, price) ?? await amountCounted(ctx, price) : 0)
     }
 

@@ -113,5 +113,5 @@ t.test('the bound when the body is empty of text, has an unsized part, or passes
   t.equal(reservationBoundTokens({ messages: [{ role: 'user', content: [{ type: 'video_url', video_url: { url: 'https://x/v.mp4' } }] }] }, 80, 128_000), 128_000, 'a part the gateway cannot size: the whole window')
   t.equal(reservationBoundTokens({ messages: [{ role: 'user', content: '中'.repeat(100_000) }] }, 300_030, 128_000), 128_000, 'capped by the window')
   const cjk = { messages: [{ role: 'user', content: '中'.repeat(1000) }] }
-  t.equal(reservationBoundTokens(cjk, 3030, 1_000_000), 3000 + 4 + 3, 'CJK: three bytes a character, plus "user" and the message overhead')
+  t.equal(reservationBoundTokens(cjk, 3030, 1_000_000), 3000 + 3 * 4 + 3, 'CJK: three bytes a character, plus "user" (short: 3 bytes a unit) and the message overhead')
 })
