@@ -19,7 +19,8 @@
 // agent-sized ones agent-json-c1, agent-json-c8, agent-sse-c1, agent-sse-c8 on chat completions and
 // agent-msg-json-c1, agent-msg-json-c8, agent-msg-sse-c1, agent-msg-sse-c8 on messages; see
 // bench/agent-body.mjs), BENCH_INSTALL_NGINX=0 (never install nginx; the nginx system is then
-// skipped when it is missing).
+// skipped when it is missing), BENCH_BASE_DIST (the dist/ of another build: the opt-in system
+// embedded-base runs it beside this one, for before/after figures).
 // `node bench/run.mjs --render [results.json]` rewrites the report from bench/results/last-run.json (or the file given).
 //
 // Load generator: wrk (native). When it is not on PATH and this process is root, it is installed
@@ -315,10 +316,10 @@ async function main () {
   const scaleout = { prefix: `gwbench:${runId}:`, schema: `gwbench_${runId}`, redis: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379', pg: undefined }
 
   const gatewayEnv = port => ({ PORT: String(port), BENCH_MOCK_PORT: String(mockPort), BENCH_DATA_DIR: dataDir })
-  const startGateway = async (name, config, extraEnv = {}, nodeArgs = []) => {
+  const startGateway = async (name, config, extraEnv = {}, nodeArgs = [], dist = join(root, 'dist')) => {
     const port = await freePort()
     const env = { ...gatewayEnv(port), GATEWAY_CONFIG: join(here, 'configs', config), NODE_ENV: 'production', ...extraEnv }
-    return start(name, 0, NODE, [...GATEWAY_NODE_FLAGS, ...nodeArgs, join(root, 'dist/server.js')], env, port, '/healthz')
+    return start(name, 0, NODE, [...GATEWAY_NODE_FLAGS, ...nodeArgs, join(dist, 'server.js')], env, port, '/healthz')
   }
   const gwHeaders = { authorization: `Bearer ${KEY}` }
   const scaleoutEnv = () => ({ BENCH_REDIS_URL: scaleout.redis, BENCH_KV_PREFIX: scaleout.prefix, BENCH_PG_URL: scaleout.pg, BENCH_PG_SCHEMA: scaleout.schema })
@@ -352,6 +353,9 @@ async function main () {
     // Opt-in (BENCH_SYSTEMS): the same gateway with a 16 MB young generation instead of npm start's 4 MB:
     // 4× fewer scavenges per call (each stalls every call in flight), for the p99 vs peak RSS trade.
     { id: 'embedded-young16', optIn: true, label: 'gateway, embedded, --max-semi-space-size=16', gateway: true, headers: gwHeaders, run: () => startGateway('embedded gateway, young generation 16 MB', 'embedded.yaml', {}, ['--max-semi-space-size=16']) },
+    // Opt-in (BENCH_SYSTEMS, with BENCH_BASE_DIST=<dist/ of another build>): that build, embedded, in
+    // the same run, for before/after figures against the same bare proxy.
+    { id: 'embedded-base', optIn: true, label: `gateway, embedded, build at ${process.env.BENCH_BASE_DIST ?? '(BENCH_BASE_DIST unset)'}`, gateway: true, headers: gwHeaders, run: () => startGateway('embedded gateway (base build)', 'embedded.yaml', {}, [], process.env.BENCH_BASE_DIST ?? join(root, 'dist')) },
     {
       id: 'scaleout', label: 'gateway, scale-out (full pipeline, Redis KV, PostgreSQL ledger)', gateway: true, headers: gwHeaders,
       run: async () => {

@@ -26,7 +26,10 @@ export function callCosts (maxChars: number) {
   }
   return {
     amountNow (ctx: GatewayContext, price: ModelPrice): number {
-      return amount(ctx, price, reservationBoundTokens(ctx.body as Record<string, unknown>, ctx.bodyBytes, ctx.model!.public.context_length))
+      const body = ctx.body as Record<string, unknown>
+      const context = ctx.model!.public.context_length
+      // tokenizeMaxChars 0: the operator's choice of the 4-bytes floor alone, bound or not.
+      return amount(ctx, price, maxChars <= 0 ? reservedInputTokens(body, ctx.bodyBytes, context) : reservationBoundTokens(body, ctx.bodyBytes, context))
     },
     /** The least any count can reserve (4 bytes per token, no tokenizer): when the bound is no more, counting cannot help. */
     amountFloor (ctx: GatewayContext, price: ModelPrice): number {
