@@ -2,7 +2,8 @@
  * @module plugins/balance/cost – what a call holds back at admit (its worst-case cost), what it
  * costs at settle, and the usage record its charge writes.
  */
-import { costMicros, reserveMicros, requestedChoices, requestedOutputCap, reservationBoundTokens, reservationInputTokens, reservationInputTokensNow, reservedInputTokens, reserveTerms, settleTerms } from '../../index.ts'
+import { costMicros, reserveMicros, requestedChoices, requestedOutputCap, reserveTerms, settleTerms } from '../../index.ts'
+import { reservationBoundTokens, reservationInputTokens, reservationInputTokensNow, reservedInputTokens } from '../../index.ts'
 import type { ClientProtocol, GatewayContext, ModelPrice, Outcome, Usage, UsageRecord } from '../../index.ts'
 
 const upstreamName = (ctx: GatewayContext): string => ctx.model!.deployments[0]?.upstreamModel ?? ctx.model!.id

@@ -14,7 +14,8 @@
  * (mode lease, Redis: each replica leases slices of the windows and counts in memory).
  */
 import { definePlugin, gwError, type GatewayContext, type ModelPrice, type ClientProtocol } from '../../index.ts'
-import { PriceBook, costMicros, isGatewayError, reserveMicros, requestedChoices, requestedOutputCap, reservationBoundTokens, reservationInputTokens, reservationInputTokensNow, reservedInputTokens, reserveTerms, settleTerms } from '../../index.ts'
+import { PriceBook, costMicros, isGatewayError, reserveMicros, requestedChoices, requestedOutputCap, reserveTerms, settleTerms } from '../../index.ts'
+import { reservationBoundTokens, reservationInputTokens, reservationInputTokensNow, reservedInputTokens } from '../../index.ts'
 import { QuotaConfig } from './schema.ts'
 import { NOTHING, windowsOf, type Need, type WindowKeys } from './windows.ts'
 import { refusalsOf, type QuotaMode, type State } from './mode.ts'

@@ -8,7 +8,8 @@
  * the output relayed (deltas) and the end. A stream that ends without a final event, or fails,
  * ends with `response.failed` and `error`, numbered after the last event seen.
  */
-import { sanitizeUpstreamMessage, streamUsage, requestedOutputCap, modelSpanOf, spliceBody, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
+import { modelSpanOf, spliceBody } from '../../index.ts'
+import { sanitizeUpstreamMessage, streamUsage, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
   type Usage } from '../../index.ts'
 import { serverToolUsesFromResponses, usageFromResponses, usageToResponses } from '../../index.ts'
 import { responsesDeltaChars } from './chat-to-responses.ts'
