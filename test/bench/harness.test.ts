@@ -19,6 +19,10 @@ const AGENT_CASES = ['### agent chat (145 KB), JSON, c=1', '### agent chat (145 
 
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..')
 
+// Four systems on seven cases (three agent-sized) plus the allocation and hooks sections: about
+// 100 s on a loaded machine, longer than the default file timeout.
+t.setTimeout(300_000)
+
 function runHarness (out: string): Promise<{ code: number | null, log: string }> {
   return new Promise(res => {
     const child = spawn(process.execPath, [join(root, 'bench/run.mjs')], {
