@@ -74,9 +74,12 @@ export default definePlugin({
     /**
      * What the call holds: its input's bound (no tokenizer) while the organization has room for
      * many of them, else the tokenizer's count. Undefined when that needs a wait (the
-     * organization's first balance reading, or the tokenizer loading): admitAsync.
+     * organization's first balance reading, or the tokenizer loading): admitAsync. Lease mode
+     * holds the count, as before: a slice is sized in calls' worth of money (at most maxSlice),
+     * and a bound several times the count would leave it holding a few calls at most.
      */
     function amountOf (ctx: GatewayContext, org: string, price: ModelPrice): number | undefined {
+      if (leasing) return amountCountedNow(ctx, price)
       const bound = amountNow(ctx, price)
       const room = headroom.roomFor(org, bound)
       return room === true ? bound : room === false ? amountCountedNow(ctx, price) : undefined
@@ -122,7 +125,7 @@ export default definePlugin({
         deps.log.error({ err }, 'balance: ledger unreachable (price)')
         throw gwError('GW_ERR_NOT_READY', [], { cause: err })
       }
-      if (config.enforce && org) await headroom.ready(org)
+      if (config.enforce && org && !leasing) await headroom.ready(org)
       return admit(ctx, state, org, price, config.enforce && org ? amountOf(ctx, org, price) ?? await amountCounted(ctx, price) : 0)
     }
 

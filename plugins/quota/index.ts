@@ -59,7 +59,8 @@ export default definePlugin({
 
     const refusals = refusalsOf(deps.log, config.onStoreError)
     // Leasing needs a store shared with other replicas; in memory every call is local already.
-    const mode: QuotaMode = config.mode === 'lease' && store.shared === true
+    const leasing = config.mode === 'lease' && store.shared === true
+    const mode: QuotaMode = leasing
       ? leaseMode(store, config.lease, refusals, deps.log, deps.now)
       : store.inProcess !== undefined ? inProcessMode(store, store.inProcess, refusals, deps.log, deps.now) : exactMode(store, refusals, deps.log, deps.now)
 
@@ -74,10 +75,17 @@ export default definePlugin({
      * Counts the call with its input bound (reservationBoundTokens: no tokenizer). A token or spend
      * window that refuses the bound is tight: the input counted with the tokenizer is tried
      * instead when it is less (a refused count holds nothing); otherwise the refusal stands, at
-     * once when the bound is already the 4-bytes floor (no count goes below it).
+     * once when the bound is already the 4-bytes floor (no count goes below it). Lease mode
+     * counts with the tokenizer, as before: its slices are sized in calls' worth.
      */
     function countBound (ctx: GatewayContext, state: State, list: WindowKeys[], price: ModelPrice | undefined, now: number): void | Promise<void> {
       const model = ctx.model!
+      if (leasing) {
+        const args = [ctx.body as Record<string, unknown>, ctx.bodyBytes, model.public.context_length, upstreamName(ctx), TOKENIZE_MAX_CHARS] as const
+        const counted = reservationInputTokensNow(...args)
+        if (counted !== undefined) return mode.count(ctx, state, list, needOf(ctx, counted, price), now)
+        return reservationInputTokens(...args).then(n => mode.count(ctx, state, list, needOf(ctx, n, price), deps.now()))
+      }
       const bound = reservationBoundTokens(ctx.body as Record<string, unknown>, ctx.bodyBytes, model.public.context_length)
       const body = ctx.body as Record<string, unknown>
       const recount = (err: unknown): void | Promise<void> => {
