@@ -63,7 +63,7 @@ export { sanitizeUpstreamMessage } from './core/dispatch/upstream-errors.ts'
 export { defaultMapError } from './core/dispatch/upstream-errors.ts'
 // Same-protocol fast path: where the client's body text holds its model, to send that text with
 // only the model name replaced (`Translator.requestText`).
-export { modelSpanOf, spliceModel, spliceBody } from './core/http/body.ts'
+export { modelSpanOf, spliceModel, spliceBody, membersInPlace } from './core/http/body.ts'
 export type { ModelSpan, ValueSpan } from './core/http/body.ts'
 // An adapter's configured base URL split into an origin (one connection pool) and a path prefix.
 export { splitBaseUrl } from './core/dispatch/base-url.ts'

@@ -202,6 +202,16 @@ export function spliceBody (span: ModelSpan, model: string, insert = '', set?: R
 }
 
 /**
+ * true when none of `keys` is a top-level member that cannot be replaced in place: one written
+ * twice (JSON.parse kept the last, an upstream's parser may keep the first) or with a value that
+ * is not a literal. A same-protocol request whose cap or `store` is such a member is rebuilt.
+ */
+export function membersInPlace (span: ModelSpan, keys: readonly string[]): boolean {
+  for (const k of keys) if (span.members[k]?.start === -1) return false
+  return true
+}
+
+/**
  * spliceBody's result as text (the public form for a plugin's own translator): the client's text
  * with the model's value replaced and `insert` placed before the `"model"` key.
  */

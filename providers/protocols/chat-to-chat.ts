@@ -7,7 +7,7 @@
  * event (each chunk is parsed for usage, finish and the output relayed, never re-serialized; an
  * upstream error chunk is rebuilt with its text sanitized).
  */
-import { modelSpanOf, spliceBody, requestedOutputCap, SSE_DONE, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
+import { modelSpanOf, membersInPlace, spliceBody, requestedOutputCap, SSE_DONE, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
   type Usage } from '../../index.ts'
 import { usageFromChat } from '../../index.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
@@ -17,6 +17,9 @@ import { chatErrorChunk, upstreamErrorChunk } from './chat-chunks.ts'
 
 /** Put before the model key of a stream request that has no `stream_options`: usage is what the call is billed on. */
 const ASK_USAGE = '"stream_options":{"include_usage":true},'
+
+/** The cap members, each of which must be replaceable in place (written once, a literal) for a splice. */
+const CAP_MEMBERS = ['max_tokens', 'max_completion_tokens']
 
 class ChatPassStream implements StreamTranslator {
   usage: Usage | undefined
@@ -124,7 +127,7 @@ export const chatToChat: Translator = {
   },
   requestText (body: ChatRequestWire, opts: TranslateOptions): Buffer | undefined {
     const span = modelSpanOf(body)
-    if (span === undefined || !parametersUnchanged(body, opts.model, CHAT_STANDARD)) return undefined
+    if (span === undefined || !membersInPlace(span, CAP_MEMBERS) || !parametersUnchanged(body, opts.model, CHAT_STANDARD)) return undefined
     const cap = requestedOutputCap(body, opts.model.maxOutputTokens)
     // A cap above the call's is lowered in place; none at all gets the provider's field.
     const caps = chatCapEdits(body, cap)

@@ -6,7 +6,7 @@
  * forwarded as received; only `message_start`, `message_delta` (usage), content deltas (output
  * relayed, for a stream cut before its final usage) and `error` (rebuilt, sanitized) are parsed.
  */
-import { sanitizeUpstreamMessage, modelSpanOf, spliceBody, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
+import { sanitizeUpstreamMessage, membersInPlace, modelSpanOf, spliceBody, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
   type Usage } from '../../index.ts'
 import { serverToolUsesFromMessages, usageFromMessages } from '../../index.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
@@ -102,7 +102,7 @@ export const messagesToMessages: Translator = {
   },
   requestText (body: JsonObject, opts: TranslateOptions): Buffer | undefined {
     const span = modelSpanOf(body)
-    if (span === undefined || !parametersUnchanged(body, opts.model, MESSAGES_STANDARD)) return undefined
+    if (span === undefined || !membersInPlace(span, MAX_TOKENS) || !parametersUnchanged(body, opts.model, MESSAGES_STANDARD)) return undefined
     const cap = requestedOutputCap(body, opts.model.maxOutputTokens)
     // A max_tokens above the call's cap is lowered in place; none at all is added.
     const caps = capEdits(body, cap, MAX_TOKENS)

@@ -8,7 +8,7 @@
  * the output relayed (deltas) and the end. A stream that ends without a final event, or fails,
  * ends with `response.failed` and `error`, numbered after the last event seen.
  */
-import { modelSpanOf, spliceBody } from '../../index.ts'
+import { membersInPlace, modelSpanOf, spliceBody } from '../../index.ts'
 import { sanitizeUpstreamMessage, streamUsage, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
   type Usage } from '../../index.ts'
 import { serverToolUsesFromResponses, usageFromResponses, usageToResponses } from '../../index.ts'
@@ -88,6 +88,8 @@ class ResponsesPassStream implements StreamTranslator {
 }
 
 const MAX_OUTPUT_TOKENS = ['max_output_tokens']
+/** Members a splice may replace: each must be written once, as a literal. */
+const IN_PLACE = ['max_output_tokens', 'store']
 
 export const responsesToResponses: Translator = {
   passthrough: true,
@@ -101,7 +103,7 @@ export const responsesToResponses: Translator = {
   /** request()'s result as the client's bytes with the model, `store` and the cap changed in place (or added before the model), when that is exact. */
   requestText (body: JsonObject, opts: TranslateOptions): Buffer | undefined {
     const span = modelSpanOf(body)
-    if (span === undefined) return undefined
+    if (span === undefined || !membersInPlace(span, IN_PLACE)) return undefined
     const defaults = opts.model.public.default_parameters
     for (const k in defaults) if (body[k] === undefined) return undefined
     const cap = requestedOutputCap(body, opts.model.maxOutputTokens)

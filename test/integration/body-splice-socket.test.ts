@@ -136,6 +136,15 @@ t.test('same protocol on real sockets: the upstream receives the client bytes ex
   const dup = up.seen.at(-1)!.bytes.toString('utf8')
   t.same(JSON.parse(dup), { model: 'up-model', max_tokens: 4096, messages: [{ role: 'user', content: 'hi' }] }, 'duplicate cap keys: the last one (what JSON.parse read) is what is capped')
   t.equal(dup.match(/max_tokens/g)!.length, 1, 'one cap key reaches the upstream')
+  // The last within the cap, the first above it: an upstream keeping the first must not see it.
+  res = await post(base, '/v1/messages', Buffer.from('{"model":"msgvendor/msg-model","max_tokens":90000,"max_tokens":10,"messages":[{"role":"user","content":"hi"}]}'))
+  t.equal(res.status, 200)
+  t.same(JSON.parse(up.seen.at(-1)!.bytes.toString('utf8')), { model: 'up-model', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
+  t.equal(up.seen.at(-1)!.bytes.toString('utf8').match(/max_tokens/g)!.length, 1, 'a duplicate cap within the cap is rebuilt too: one key')
+  res = await post(base, '/v1/responses', Buffer.from('{"model":"vendor/resp-model","store":true,"store":false,"input":"hi"}'))
+  t.equal(res.status, 200)
+  t.equal(up.seen.at(-1)!.bytes.toString('utf8').match(/"store"/g)!.length, 1, 'a duplicate store: rebuilt, one key, false')
+  t.equal(JSON.parse(up.seen.at(-1)!.bytes.toString('utf8')).store, false)
 
   // Invalid UTF-8 from the client: JSON.parse read U+FFFD, so the bytes are not sent as they came.
   const invalid = Buffer.concat([Buffer.from('{"model":"vendor/chat-model","messages":[{"role":"user","content":"a'), Buffer.from([0xff, 0xfe]), Buffer.from('b"}]}')])
