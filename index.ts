@@ -63,8 +63,8 @@ export { sanitizeUpstreamMessage } from './core/dispatch/upstream-errors.ts'
 export { defaultMapError } from './core/dispatch/upstream-errors.ts'
 // Same-protocol fast path: where the client's body text holds its model, to send that text with
 // only the model name replaced (`Translator.requestText`).
-export { modelSpanOf, spliceModel } from './core/http/body.ts'
-export type { ModelSpan } from './core/http/body.ts'
+export { modelSpanOf, spliceModel, spliceBody, membersInPlace } from './core/http/body.ts'
+export type { ModelSpan, ValueSpan } from './core/http/body.ts'
 // An adapter's configured base URL split into an origin (one connection pool) and a path prefix.
 export { splitBaseUrl } from './core/dispatch/base-url.ts'
 
@@ -107,8 +107,8 @@ export { costMicros, reserveMicros } from './money/billing.ts'
 export type { PerUseTerms } from './money/billing.ts'
 // The input tokens a reservation covers (the byte floor, else the tokenizer's count), the choices
 // a call asks for, and the per-use terms (service tier, server tool uses) it reserves and settles at.
-export { reservationInputTokens, reservationInputTokensNow } from './core/tokens/reservation.ts'
-export { requestedChoices } from './core/tokens/estimate.ts'
+export { reservationBoundTokens, reservationInputTokens, reservationInputTokensNow } from './core/tokens/reservation.ts'
+export { requestedChoices, reservedInputTokens } from './core/tokens/estimate.ts'
 export { reserveTerms, settleTerms } from './core/dispatch/per-use.ts'
 
 // ── client addresses (ip-limit): the client behind server.trustedProxies, resolved as core does ──

@@ -1,9 +1,11 @@
 // Bytes allocated, GCs and CPU time per call in a listening embedded gateway (bench/configs/
 // embedded.yaml: the full pipeline, memory KV, SQLite ledger) against bench/mock-upstream.mjs, for
-// JSON and streamed chat calls. Repeatable on a busy machine: it counts bytes and CPU time of the
+// JSON and streamed chat calls, short or agent-sized (bench/agent-body.mjs, ~145 KB). Repeatable on a busy machine: it counts bytes and CPU time of the
 // gateway process, not wall time. How the bytes are counted: bench/alloc-probe.mjs.
 //
-// Usage: node bench/alloc.mjs [calls=3000] [connections=8] [--json] [--profile] [--no-idempotency] [--bare] [--survivors] [--node-flags="..."]   (npm run bench:alloc; needs dist/: npm run build)
+// Usage: node bench/alloc.mjs [calls=3000] [connections=8] [--json] [--profile] [--no-idempotency] [--bare] [--survivors] [--node-flags="..."] [--kinds=json,stream,agent-json,agent-stream]   (npm run bench:alloc; needs dist/: npm run build)
+// --kinds: which calls to count (default json,stream): short chat JSON and streamed, and the agent-sized chat
+// request JSON and streamed (agent-json, agent-stream).
 // Prints one line per kind of call; with --json, also one JSON line at the end (bench/run.mjs reads it).
 // --profile: also a sampling allocation profile per kind (bench/profiles/alloc-<kind>.heapprofile,
 // openable in Chrome DevTools) and its top allocating functions; the profiler's own cost then
@@ -15,6 +17,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Pool } from 'undici'
+import { agentChatBody } from './agent-body.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = resolve(here, '..')
@@ -116,10 +119,19 @@ function printTop (profile, calls) {
 }
 
 const chat = { model: 'bench/chat', messages: [{ role: 'user', content: 'Say twenty words.' }], max_tokens: 64 }
-const KINDS = [
+const agent = agentChatBody('bench/chat')
+const ALL_KINDS = [
   { id: 'json', label: 'JSON chat', path: '/v1/chat/completions', body: JSON.stringify(chat) },
   { id: 'stream', label: 'streamed chat', path: '/v1/chat/completions', body: JSON.stringify({ ...chat, stream: true }) },
+  { id: 'agent-json', label: 'agent JSON', path: '/v1/chat/completions', body: JSON.stringify(agent) },
+  { id: 'agent-stream', label: 'agent streamed', path: '/v1/chat/completions', body: JSON.stringify({ ...agent, stream: true }) },
 ]
+const kindsArg = process.argv.find(a => a.startsWith('--kinds='))
+const KINDS = (kindsArg ? kindsArg.slice('--kinds='.length) : 'json,stream').split(',').map(id => {
+  const k = ALL_KINDS.find(x => x.id === id.trim())
+  if (!k) throw new Error(`--kinds: unknown kind ${id} (known: ${ALL_KINDS.map(x => x.id).join(', ')})`)
+  return k
+})
 
 async function main () {
   const dataDir = mkdtempSync(join(tmpdir(), 'gw-alloc-'))

@@ -1,5 +1,7 @@
 // One load run; prints a JSON line {rps, p50, p99, requests, errors, non2xx, statuses, loader}.
-// Usage: node load.mjs '<json spec>' where spec = {url, body, headers, connections, duration, idempotency, loader?}
+// Usage: node load.mjs '<json spec>' where spec = {url, body | bodyFile, headers, connections, duration, idempotency, loader?}
+// A large body (an agent-sized request) comes as `bodyFile`, the path of a file holding the exact bytes
+// to send: an argument or environment string over 128 KB is refused by exec (E2BIG) on Linux.
 //
 // Loaders (spec.loader, else BENCH_LOADER, else the first available):
 // - wrk: the native load generator (C, one event loop per thread), driven by bench/wrk/post.lua.
@@ -17,6 +19,7 @@
 // percentiles are computed here from every 2xx response time (float ms), not from autocannon's
 // integer-ms histogram, so sub-millisecond differences are visible.
 import { spawn, execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -112,7 +115,8 @@ function withWrk () {
   const script = join(dirname(fileURLToPath(import.meta.url)), 'wrk', 'post.lua')
   const env = {
     ...process.env,
-    WRK_BODY: body,
+    // A large body goes by file (post.lua reads it): an environment string is limited to 128 KB.
+    ...(spec.bodyFile ? { WRK_BODY_FILE: spec.bodyFile } : { WRK_BODY: body }),
     WRK_HEADERS: Object.entries(spec.headers ?? {}).map(([k, v]) => `${k}: ${v}`).join('\n'),
     WRK_IDEMPOTENCY: spec.idempotency ? '1' : '0',
     WRK_NONCE: `bench-${process.pid}-${Date.now().toString(36)}`,
@@ -164,6 +168,6 @@ async function main () {
 }
 
 const spec = process.argv[2] ? JSON.parse(process.argv[2]) : undefined
-const body = spec ? JSON.stringify(spec.body) : undefined
+const body = spec ? (spec.bodyFile ? readFileSync(spec.bodyFile) : JSON.stringify(spec.body)) : undefined
 const headers = spec ? { 'content-type': 'application/json', ...spec.headers } : undefined
 if (spec) process.stdout.write(JSON.stringify(await main()) + '\n')

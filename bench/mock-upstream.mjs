@@ -30,8 +30,18 @@ const server = createServer((req, res) => {
   const parts = []
   req.on('data', d => parts.push(d))
   req.on('end', () => {
+    // A small body is parsed; a large one (an agent-sized request) is searched for the two members
+    // the answer depends on, so the mock's cost stays flat with the body's size (it shares a core
+    // with the load generator). In JSON text, a quote inside a string value is escaped, so
+    // `"stream": true` found unescaped is the member (the agent bodies have no other).
+    const raw = Buffer.concat(parts)
     let body = {}
-    try { body = JSON.parse(Buffer.concat(parts).toString()) } catch {}
+    if (raw.length <= 8192) {
+      try { body = JSON.parse(raw.toString()) } catch {}
+    } else {
+      const text = raw.toString('latin1')
+      body = { stream: /"stream"\s*:\s*true/.test(text), stream_options: { include_usage: /"include_usage"\s*:\s*true/.test(text) } }
+    }
     const messages = req.url.endsWith('/messages')
     if (body.stream) {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })

@@ -14,13 +14,24 @@
 // BENCH_ALLOC_CALLS (calls per kind for the allocation section, bench/alloc.mjs; default 3000),
 // BENCH_HOOKS (0 = skip the response-hooks section, bench/hooks-cost.mjs; it runs whenever the
 // embedded gateway is measured), BENCH_HOOKS_SECONDS (default BENCH_DURATION), BENCH_HOOKS_ROUNDS (default BENCH_RUNS),
-// BENCH_HOOKS_BASELINE (dist/ of a build from before response hooks, measured beside this one).
+// BENCH_HOOKS_BASELINE (dist/ of a build from before response hooks, measured beside this one),
+// BENCH_CASES (comma list of case ids, default all: json-c1,json-c16,json-c64,sse-c16,xsse-c16 and the
+// agent-sized ones agent-json-c1, agent-json-c8, agent-sse-c1, agent-sse-c8 on chat completions and
+// agent-msg-json-c1, agent-msg-json-c8, agent-msg-sse-c1, agent-msg-sse-c8 on messages; see
+// bench/agent-body.mjs), BENCH_INSTALL_NGINX=0 (never install nginx; the nginx system is then
+// skipped when it is missing), BENCH_BASE_DIST (the dist/ of another build: the opt-in system
+// embedded-base runs it beside this one, for before/after figures).
 // `node bench/run.mjs --render [results.json]` rewrites the report from bench/results/last-run.json (or the file given).
 //
 // Load generator: wrk (native). When it is not on PATH and this process is root, it is installed
 // from the Debian packages (apt-get update && apt-get install -y wrk); otherwise the harness says
 // how to install it and falls back to autocannon (or, without bench/node_modules, the builtin undici
 // loop), labelled "fallback: ratios may be inflated" in the console and the report.
+//
+// Node: every Node-based system (bare proxy, gateways, Portkey) and every helper runs on the project's
+// Node (node_modules/node, the `node` package npm scripts put first on PATH) whatever node started this
+// script, with the node flags of `npm start`. nginx (Debian package, one worker process, pinned like the
+// others) is the floor of any proxy.
 //
 // Validity: the load generator and the mock share core 1, so they must have room to spare when a
 // proxy is measured. Direct-to-mock must be at least 2x the bare proxy at the same concurrency in
@@ -32,6 +43,7 @@ import { tmpdir, cpus, totalmem } from 'node:os'
 import { join, resolve, dirname, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { summarize } from './cpuprofile-summary.mjs'
+import { agentChatBody, agentMessagesBody } from './agent-body.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = resolve(here, '..')
@@ -42,11 +54,14 @@ const OUT = resolve(root, process.env.BENCH_OUT ?? 'BENCHMARKS.md')
 const ONLY = process.env.BENCH_SYSTEMS ? process.env.BENCH_SYSTEMS.split(',').map(s => s.trim()) : undefined
 const PROFILE = process.env.BENCH_PROFILE ? process.env.BENCH_PROFILE === '1' : !ONLY
 // Entries are `<system>:<case>` (embedded or scaleout) or a bare case id (embedded).
-const PROFILE_CASES = (process.env.BENCH_PROFILE_CASES ?? 'bare:json-c16,embedded:json-c16,scaleout:json-c16,bare:sse-c16,embedded:sse-c16').split(',').map(s => s.trim())
+const PROFILE_CASES = (process.env.BENCH_PROFILE_CASES ?? 'bare:json-c16,embedded:json-c16,scaleout:json-c16,bare:sse-c16,embedded:sse-c16,bare:agent-json-c8,embedded:agent-json-c8').split(',').map(s => s.trim())
   .map(x => x.includes(':') ? { sys: x.split(':')[0], id: x.split(':')[1] } : { sys: 'embedded', id: x })
 const PROFILE_SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? Math.max(DURATION, 5))
 const KEY = 'sk-gw-bench-key-0001'
-/** The gateway runs with the node flags of `npm start` (package.json), as an operator would run it. */
+/** The project's Node 24 (node_modules/node), else the node running this script. */
+const NODE = (() => { const p = join(root, 'node_modules/node/bin/node'); return existsSync(p) ? p : process.execPath })()
+const NODE_VERSION = (() => { try { return execFileSync(NODE, ['--version'], { encoding: 'utf8' }).trim() } catch { return process.version } })()
+/** Every Node-based system runs with the node flags of `npm start` (package.json), as an operator would run the gateway. */
 const GATEWAY_NODE_FLAGS = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start.match(/^node\s+(.*?)\s*dist\/server\.js$/)?.[1] ?? '').split(/\s+/).filter(Boolean)
 const hasTaskset = (() => { try { execFileSync('taskset', ['-c', '0', 'true'], { stdio: 'ignore' }); return cpus().length > 1 } catch { return false } })()
 const pin = (core, cmd, args) => hasTaskset ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args]
@@ -80,6 +95,61 @@ function chooseLoader () {
   return { loader: fallbackTo, fallback: true, why: `wrk is not installed; ${HOW_TO_INSTALL_WRK}` }
 }
 const fallbackLabel = info => `${info.loader === 'builtin' ? 'builtin undici loop' : info.loader} fallback: ratios may be inflated`
+
+// ---------------------------------------------------------------------------------------------
+// nginx (the floor of any proxy)
+
+const HOW_TO_INSTALL_NGINX = 'install it and rerun: `sudo apt-get install nginx`; BENCH_INSTALL_NGINX=0 never installs it'
+
+/** The nginx binary: on PATH or /usr/sbin; installed from the Debian packages when missing and root (unless BENCH_INSTALL_NGINX=0). */
+function nginxBinary () {
+  const find = () => ['nginx', '/usr/sbin/nginx'].find(b => spawnSync(b, ['-v'], { stdio: 'ignore' }).status === 0)
+  let bin = find()
+  if (!bin && process.getuid?.() === 0 && process.env.BENCH_INSTALL_NGINX !== '0') {
+    log('nginx is not installed; installing it: apt-get update && apt-get install -y nginx')
+    const r = spawnSync('sh', ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx'], { stdio: ['ignore', 2, 2] })
+    if (r.status !== 0) log(`installing nginx failed (exit ${r.status})`)
+    bin = find()
+  }
+  return bin
+}
+
+/**
+ * One nginx process (master_process off: the process that serves is the one pinned and measured),
+ * keep-alive to the client and to the mock, the request body buffered in memory (1 MB: an
+ * agent-sized body never goes to a temp file), the response relayed unbuffered (streams as they come).
+ */
+function nginxConf (dir, port, mockPort) {
+  return `master_process off;
+worker_processes 1;
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/client_body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  client_max_body_size 64m;
+  client_body_buffer_size 1m;
+  keepalive_requests 10000000;
+  keepalive_timeout 60s;
+  upstream mock { server 127.0.0.1:${mockPort}; keepalive 256; keepalive_requests 10000000; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://mock;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+`
+}
 
 // ---------------------------------------------------------------------------------------------
 // Processes
@@ -147,9 +217,28 @@ function cpuMs (pid) {
   } catch { return NaN }
 }
 
+/** Large bodies written once to files (an argument over 128 KB is refused by exec): JSON text → path. */
+const bodyFiles = new Map()
+let bodyDir
+/** The spec with a large body replaced by the path of a file holding its bytes (bench/load.mjs reads it). */
+function bodyByFile (spec) {
+  const text = JSON.stringify(spec.body)
+  if (text.length <= 16_384) return spec
+  let file = bodyFiles.get(text)
+  if (file === undefined) {
+    bodyDir ??= mkdtempSync(join(tmpdir(), 'gw-bench-body-'))
+    file = join(bodyDir, `body-${bodyFiles.size}.json`)
+    writeFileSync(file, text)
+    bodyFiles.set(text, file)
+  }
+  const { body: _body, ...rest } = spec
+  return { ...rest, bodyFile: file }
+}
+process.on('exit', () => { if (bodyDir) rmSync(bodyDir, { recursive: true, force: true }) })
+
 /** One load run (bench/load.mjs) on core 1; resolves its JSON summary. */
 function load (spec) {
-  const [c, a] = pin(1, process.execPath, [join(here, 'load.mjs'), JSON.stringify({ loader: LOADER.loader, ...spec })])
+  const [c, a] = pin(1, NODE, [join(here, 'load.mjs'), JSON.stringify({ loader: LOADER.loader, ...bodyByFile(spec) })])
   return new Promise((res, rej) => {
     const child = spawn(c, a, { cwd: here, stdio: ['ignore', 'pipe', 'pipe'] })
     children.add(child)
@@ -182,6 +271,8 @@ const median = xs => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 // What is measured
 
 const chatBody = { model: 'bench/chat', messages: [{ role: 'user', content: 'Say twenty words.' }], max_tokens: 64 }
+const agentChat = agentChatBody('bench/chat')
+const agentMessages = agentMessagesBody('bench/messages')
 const CASES = [
   { id: 'json-c1', label: 'JSON chat, c=1', connections: 1, path: '/v1/chat/completions', body: chatBody, expect: /"choices"/ },
   { id: 'json-c16', label: 'JSON chat, c=16', connections: 16, path: '/v1/chat/completions', body: chatBody, expect: /"choices"/ },
@@ -189,7 +280,15 @@ const CASES = [
   { id: 'sse-c16', label: 'streaming chat, c=16', connections: 16, path: '/v1/chat/completions', body: { ...chatBody, stream: true }, expect: /data: \[DONE\]/ },
   // POST /v1/messages on a model whose upstream speaks chat completions: the gateway translates both ways.
   { id: 'xsse-c16', label: 'cross-protocol streaming (POST /v1/messages → chat upstream), c=16', connections: 16, path: '/v1/messages', body: { ...chatBody, stream: true }, expect: /event: message_stop/, cross: true },
-]
+  // Agent-sized requests (bench/agent-body.mjs, ~145 KB): same protocol on both routes, so every
+  // proxy passes them through; what a coding agent sends on every turn.
+  ...[1, 8].flatMap(n => [
+    { id: `agent-json-c${n}`, label: `agent chat (145 KB), JSON, c=${n}`, connections: n, path: '/v1/chat/completions', body: agentChat, expect: /"choices"/, agent: true },
+    { id: `agent-sse-c${n}`, label: `agent chat (145 KB), streaming, c=${n}`, connections: n, path: '/v1/chat/completions', body: { ...agentChat, stream: true }, expect: /data: \[DONE\]/, agent: true },
+    { id: `agent-msg-json-c${n}`, label: `agent messages (145 KB), JSON, c=${n}`, connections: n, path: '/v1/messages', body: agentMessages, expect: /"content"/, agent: true, messages: true },
+    { id: `agent-msg-sse-c${n}`, label: `agent messages (145 KB), streaming, c=${n}`, connections: n, path: '/v1/messages', body: { ...agentMessages, stream: true }, expect: /event: message_stop/, agent: true, messages: true },
+  ]),
+].filter(c => !process.env.BENCH_CASES || process.env.BENCH_CASES.split(',').map(x => x.trim()).includes(c.id))
 
 async function pgUrl () {
   if (process.env.BENCH_PG_URL) return process.env.BENCH_PG_URL
@@ -212,27 +311,37 @@ async function main () {
   const runId = `${Date.now().toString(36)}_${process.pid}`
   const dataDir = mkdtempSync(join(tmpdir(), 'gw-bench-'))
   const mockPort = await freePort()
-  const mock = await start('mock upstream', 1, process.execPath, [join(here, 'mock-upstream.mjs')], { PORT: String(mockPort) }, mockPort)
+  const mock = await start('mock upstream', 1, NODE, [join(here, 'mock-upstream.mjs')], { PORT: String(mockPort) }, mockPort)
   const upstream = `http://127.0.0.1:${mockPort}`
   const scaleout = { prefix: `gwbench:${runId}:`, schema: `gwbench_${runId}`, redis: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379', pg: undefined }
 
   const gatewayEnv = port => ({ PORT: String(port), BENCH_MOCK_PORT: String(mockPort), BENCH_DATA_DIR: dataDir })
-  const startGateway = async (name, config, extraEnv = {}, nodeArgs = []) => {
+  const startGateway = async (name, config, extraEnv = {}, nodeArgs = [], dist = join(root, 'dist')) => {
     const port = await freePort()
     const env = { ...gatewayEnv(port), GATEWAY_CONFIG: join(here, 'configs', config), NODE_ENV: 'production', ...extraEnv }
-    return start(name, 0, process.execPath, [...GATEWAY_NODE_FLAGS, ...nodeArgs, join(root, 'dist/server.js')], env, port, '/healthz')
+    return start(name, 0, NODE, [...GATEWAY_NODE_FLAGS, ...nodeArgs, join(dist, 'server.js')], env, port, '/healthz')
   }
   const gwHeaders = { authorization: `Bearer ${KEY}` }
   const scaleoutEnv = () => ({ BENCH_REDIS_URL: scaleout.redis, BENCH_KV_PREFIX: scaleout.prefix, BENCH_PG_URL: scaleout.pg, BENCH_PG_SCHEMA: scaleout.schema })
   const startBare = async (name, nodeArgs = []) => {
     const port = await freePort()
-    return start(name, 0, process.execPath, [...nodeArgs, join(here, 'bare-proxy.mjs')], { UPSTREAM: upstream, PORT: String(port) }, port)
+    return start(name, 0, NODE, [...GATEWAY_NODE_FLAGS, ...nodeArgs, join(here, 'bare-proxy.mjs')], { UPSTREAM: upstream, PORT: String(port) }, port)
+  }
+  const startNginx = async () => {
+    const nginx = nginxBinary()
+    if (!nginx) throw Object.assign(new Error(`nginx is not installed (${HOW_TO_INSTALL_NGINX})`), { skip: true })
+    const port = await freePort()
+    const dir = mkdtempSync(join(dataDir, 'nginx-'))
+    writeFileSync(join(dir, 'nginx.conf'), nginxConf(dir, port, mockPort))
+    return start('nginx', 0, nginx, ['-p', dir, '-e', join(dir, 'error.log'), '-c', join(dir, 'nginx.conf')], {}, port)
   }
   const portkeyHeaders = { authorization: 'Bearer sk-dummy', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstream}/v1` }
   const portkeyServer = join(here, 'node_modules/@portkey-ai/gateway/build/start-server.js')
 
   const systems = [
     { id: 'direct', label: 'direct to mock (no proxy)', headers: {}, run: async () => ({ port: mockPort, child: null }) },
+    // The floor of any proxy: nginx from the Debian package, one process, keep-alive to the mock.
+    { id: 'nginx', label: 'nginx pass-through (C, 1 worker)', headers: {}, noCross: 'a pass-through cannot translate protocols', run: startNginx },
     {
       id: 'bare', label: 'bare fastify+undici proxy', headers: {}, noCross: 'a pass-through cannot translate protocols',
       run: () => startBare('bare proxy'),
@@ -244,6 +353,9 @@ async function main () {
     // Opt-in (BENCH_SYSTEMS): the same gateway with a 16 MB young generation instead of npm start's 4 MB:
     // 4× fewer scavenges per call (each stalls every call in flight), for the p99 vs peak RSS trade.
     { id: 'embedded-young16', optIn: true, label: 'gateway, embedded, --max-semi-space-size=16', gateway: true, headers: gwHeaders, run: () => startGateway('embedded gateway, young generation 16 MB', 'embedded.yaml', {}, ['--max-semi-space-size=16']) },
+    // Opt-in (BENCH_SYSTEMS, with BENCH_BASE_DIST=<dist/ of another build>): that build, embedded, in
+    // the same run, for before/after figures against the same bare proxy.
+    { id: 'embedded-base', optIn: true, label: `gateway, embedded, build at ${process.env.BENCH_BASE_DIST ?? '(BENCH_BASE_DIST unset)'}`, gateway: true, headers: gwHeaders, run: () => startGateway('embedded gateway (base build)', 'embedded.yaml', {}, [], process.env.BENCH_BASE_DIST ?? join(root, 'dist')) },
     {
       id: 'scaleout', label: 'gateway, scale-out (full pipeline, Redis KV, PostgreSQL ledger)', gateway: true, headers: gwHeaders,
       run: async () => {
@@ -252,11 +364,11 @@ async function main () {
       },
     },
     {
-      id: 'portkey', label: 'Portkey gateway 1.15.2 (OSS, node server)', headers: portkeyHeaders, noCross: 'Portkey answers 500 "messages is not supported by openai"',
+      id: 'portkey', label: 'Portkey gateway 1.15.2 (OSS, node server)', headers: portkeyHeaders, noCross: 'Portkey answers 500 "messages is not supported by openai"', noMessages: 'Portkey answers 500 "messages is not supported by openai"',
       run: async () => {
         if (!existsSync(portkeyServer)) throw new Error('bench/node_modules/@portkey-ai/gateway is not installed (npm --prefix bench install)')
         const port = await freePort()
-        return start('portkey', 0, process.execPath, [portkeyServer, `--port=${port}`, '--headless'], { NODE_ENV: 'production' }, port)
+        return start('portkey', 0, NODE, [...GATEWAY_NODE_FLAGS, portkeyServer, `--port=${port}`, '--headless'], { NODE_ENV: 'production' }, port)
       },
     },
   ].filter(s => ONLY ? ONLY.includes(s.id) : !s.optIn)
@@ -265,10 +377,23 @@ async function main () {
   for (const sys of systems) {
     log(`starting ${sys.id}`)
     let proc
-    try { proc = await sys.run() } catch (err) { results[sys.id] = { error: err.message.split('\n')[0] }; log(`${sys.id} failed: ${err.message}`); continue }
+    try { proc = await sys.run() } catch (err) {
+      // A system that cannot run here (nginx not installed) is reported as skipped, not as a failure.
+      results[sys.id] = err.skip ? { skipped: err.message } : { error: err.message.split('\n')[0] }
+      log(`${sys.id} ${err.skip ? 'skipped' : 'failed'}: ${err.message}`)
+      continue
+    }
     results[sys.id] = { cases: {} }
     let rssMb = NaN
-    const keepRss = p => { if (p?.child) { const r = peakRssMb(p.child.pid); if (!(r <= rssMb)) rssMb = r } }
+    // A gateway's process serves one case: its peak is also that case's (for the agent RSS target).
+    const keepRss = (p, caseId) => {
+      if (!p?.child) return
+      const r = peakRssMb(p.child.pid)
+      if (!(r <= rssMb)) rssMb = r
+      const x = caseId && sys.gateway ? results[sys.id].cases[caseId] : undefined
+      if (x && !x.na) x.rssMb = r
+    }
+    let prevCase
     // JIT warm-up of the whole system before its first case (each case also gets its own warm-up).
     const warmUp = async p => {
       if (WARMUP <= 0) return
@@ -280,18 +405,20 @@ async function main () {
     let first = true
     for (const c of CASES) {
       if (c.cross && !sys.gateway) { results[sys.id].cases[c.id] = { na: sys.noCross ?? 'no protocol translation' }; continue }
+      if (c.messages && sys.noMessages) { results[sys.id].cases[c.id] = { na: sys.noMessages }; continue }
       // A gateway runs each case in a fresh process: every request carries a unique
       // Idempotency-Key, the claims stay held for their TTL (24 h), and the memory store refuses
       // new ones with 503 once stores.kv.maxClaims are held. One process for every case ran out
       // of claims after ~100,000 calls and later cases measured 503s. A fresh process per case
       // also keeps one case's heap (claims, caches) out of the next one's numbers.
       if (sys.gateway && !first) {
-        keepRss(proc)
+        keepRss(proc, prevCase)
         await stop(proc)
         try { proc = await sys.run() } catch (err) { results[sys.id].cases[c.id] = { invalid: `failed to restart: ${err.message.split('\n')[0]}` }; log(`${sys.id} ${c.id}: restart failed: ${err.message}`); proc = undefined; break }
         await warmUp(proc)
       }
       first = false
+      prevCase = c.id
       const base = `http://127.0.0.1:${proc.port}`
       const url = base + c.path
       const check = await probe(url, c.body, sys.headers)
@@ -315,7 +442,7 @@ async function main () {
       results[sys.id].cases[c.id] = { ...pick, cpuUs, runs: runs.map(r => r.rps), errors, non2xx, statuses, invalid: errors + non2xx > 0 ? `${errors} errors, ${non2xx} non-2xx (${JSON.stringify(statuses)})` : undefined }
       log(`${sys.id} ${c.id}: ${pick.rps.toFixed(0)} req/s, p50 ${pick.p50.toFixed(3)} ms, p99 ${pick.p99.toFixed(3)} ms, errors ${errors}, non-2xx ${non2xx} [${pick.loader}]`)
     }
-    keepRss(proc)
+    keepRss(proc, prevCase)
     results[sys.id].rssMb = rssMb
     if (proc?.child) await stop(proc)
   }
@@ -366,7 +493,7 @@ async function main () {
   else log(`validity not checked: ${check.why}`)
   const extra = {
     mockRss, profiles, alloc, allocBare, hooksCost, loaders: [...loaders], loader: LOADER, seconds: (Date.now() - started) / 1000,
-    meta: { date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), DURATION, RUNS, WARMUP, PROFILE_SECONDS, hasTaskset },
+    meta: { date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), DURATION, RUNS, WARMUP, PROFILE_SECONDS, hasTaskset, node: NODE_VERSION },
   }
   // Raw results, so the report can be re-rendered (node bench/run.mjs --render) after editing bench/analysis.md.
   const { mkdirSync } = await import('node:fs')
@@ -426,12 +553,16 @@ function runHooksCost () {
   const base = process.env.BENCH_HOOKS_BASELINE
   const dist = join(here, '..', 'dist')
   const variants = base ? [`before-hooks=${base}:none`, `no-hooks=${dist}:none`, `noop-hooks=${dist}:noop-hooks`] : []
-  return runJson(process.execPath, [join(here, 'hooks-cost.mjs'), seconds, rounds, ...variants, '--json'], 'hooks-cost.mjs')
+  return runJson(NODE, [join(here, 'hooks-cost.mjs'), seconds, rounds, ...variants, '--json'], 'hooks-cost.mjs')
 }
 
+/** The kinds of call the allocation section counts (bench/alloc.mjs --kinds): short and agent-sized chat, JSON and streamed. */
+const ALLOC_KINDS = 'json,stream,agent-json,agent-stream'
+/** The allocation section's rows: alloc.mjs kind → label. */
+const ALLOC_LABELS = [['json', 'JSON chat'], ['stream', 'streamed chat'], ['agent-json', 'agent chat (145 KB), JSON'], ['agent-stream', 'agent chat (145 KB), streamed']]
 /** bench/alloc.mjs on core 0 (the gateway inherits the pinning); resolves its JSON line. BENCH_ALLOC_CALLS (default 3000). */
 function runAlloc (extra) {
-  const [c, a] = pin(0, process.execPath, [join(here, 'alloc.mjs'), String(Number(process.env.BENCH_ALLOC_CALLS ?? 3000)), '8', '--json', '--survivors', ...extra])
+  const [c, a] = pin(0, NODE, [join(here, 'alloc.mjs'), String(Number(process.env.BENCH_ALLOC_CALLS ?? 3000)), '8', '--json', '--survivors', `--kinds=${ALLOC_KINDS}`, ...extra])
   return runJson(c, a, 'alloc.mjs')
 }
 
@@ -517,14 +648,16 @@ function report (systems, results, extra) {
     ...(invalidCells(results, extra).length
       ? [`**INVALID CELLS: ${invalidCells(results, extra).map(b => `${b.sys} ${b.id} (${b.why.replace(/\|/g, '/')})`).join('; ')}. They are marked INVALID below and not used for targets.**`, '']
       : []),
-    `- Machine: ${cpu}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Linux ${readOs()}, Node ${process.version}.`,
+    `- Machine: ${cpu}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Linux ${readOs()}, Node ${extra.meta.node ?? process.version}.`,
     `- Pinning: ${hasTaskset ? 'system under test on core 0 (`taskset -c 0`); load generator and mock upstream on core 1.' : 'none (taskset unavailable or one core): numbers are not comparable with pinned runs.'}`,
     `- Load: ${loader}, closed loop (each connection sends its next request when the previous response has been read to its end), keep-alive, loopback.`,
     `- Each cell: the median (by req/s) of ${RUNS} run(s) of ${DURATION} s after a ${WARMUP} s warm-up. Latency in ms, ${info.loader === 'wrk' ? 'from wrk\'s latency histogram (every response) of that run' : 'computed from every 2xx response time of that run'}.`,
     '- Validity: the load generator and the mock share core 1; a run is valid only when calling the mock directly is at least 2× as fast as through the bare proxy at the same concurrency, in every case measured on both (so core 1 had room to spare when the proxies were measured).',
-    '- Mock upstream: plain node:http, JSON answer (~450 B) or ~22 SSE events written one by one, with usage; it answers immediately, so the numbers measure proxy overhead only.',
+    '- Mock upstream: plain node:http, JSON answer (~450 B) or ~22 SSE events written one by one, with usage; it answers immediately, so the numbers measure proxy overhead only. It parses bodies up to 8 KB and searches larger ones for `"stream": true`, so its cost stays flat with the body size.',
+    '- Agent cases: `bench/agent-body.mjs`, a coding-agent request of about 145 KB as Claude Code and Codex send on every turn (a 15 KB system prompt, 24 tools with rich JSON schemas, 15 turns of tool calls answered with ~5 KB file contents), on chat completions (`bench/chat`) and messages (`bench/messages`), both same-protocol deployments; generated deterministically, the same bytes on every run.',
+    '- nginx: the Debian package, one process (`master_process off`), pinned to core 0 like every system under test, keep-alive both sides, request bodies buffered in memory, responses unbuffered: the floor of any proxy.',
     '- Gateway configs: `bench/configs/embedded.yaml` and `bench/configs/scaleout.yaml` — pipeline ip-limit (limit 1e9), size-limit, timeout, auth (config key bound to organization `bench`), media-validation, idempotency (a unique `Idempotency-Key` on every request), quota (1e9 requests/minute), balance (huge initial balance; every call reserves, then charges and writes a usage record).',
-    `- The gateway runs with the node flags of \`npm start\`: \`${GATEWAY_NODE_FLAGS.join(' ') || '(none)'}\` (see README, Deployment: a smaller young generation, same throughput, far less RSS). The bare proxy and Portkey run with node's defaults.`,
+    `- Every Node-based system (the bare proxy, the gateways, Portkey) runs on the project's Node (${extra.meta.node ?? process.version}, node_modules/node) with the node flags of \`npm start\`: \`${GATEWAY_NODE_FLAGS.join(' ') || '(none)'}\` (see README, Deployment: a smaller young generation, same throughput, far less RSS).`,
     '- "+p50 vs direct": median latency added over calling the mock directly. "× bare": throughput relative to the bare fastify+undici proxy (for the cross-protocol case, relative to the bare proxy\'s streaming chat at c=16, the nearest thing a pass-through can do).',
     '- "CPU µs/req": user+system CPU time of the system-under-test process (from /proc/<pid>/stat, 10 ms ticks) over all measured runs of the case, divided by the requests served; the inverse is roughly the req/s one core could sustain for that process alone. Not given for direct (the mock is shared).',
     `- A cell marked INVALID had transport errors or non-2xx answers during the measured runs and is not used for targets${info.loader === 'wrk' && !info.countStatus ? ' (with wrk, non-2xx is its count of status > 399; BENCH_WRK_STATUS=1 counts every status)' : ''}.`, '')
@@ -537,6 +670,7 @@ function report (systems, results, extra) {
     for (const s of systems) {
       const r = results[s.id]
       if (r?.error) { lines.push(`| ${s.label} | failed to start: ${r.error.replace(/\|/g, '/')} | | | | | | | |`); continue }
+      if (r?.skipped) { lines.push(`| ${s.label} | not run: ${r.skipped.replace(/\|/g, '/')} | | | | | | | |`); continue }
       const x = r?.cases?.[c.id]
       if (!x) { lines.push(`| ${s.label} | n/a | | | | | | | |`); continue }
       if (x.na) { lines.push(`| ${s.label} | n/a (${x.na}) | | | | | | | |`); continue }
@@ -547,7 +681,7 @@ function report (systems, results, extra) {
     lines.push('')
   }
   lines.push('### Peak RSS (VmHWM of each process over its whole run; a gateway runs each case in a fresh process, and the highest of those is given)', '', '| process | peak RSS (MB) |', '|---|--:|')
-  for (const s of systems) if (s.id !== 'direct') lines.push(`| ${s.label} | ${results[s.id]?.error ? 'failed to start' : f(results[s.id]?.rssMb, 1)} |`)
+  for (const s of systems) if (s.id !== 'direct') lines.push(`| ${s.label} | ${results[s.id]?.error ? 'failed to start' : results[s.id]?.skipped ? 'not run' : f(results[s.id]?.rssMb, 1)} |`)
   lines.push(`| mock upstream (shared by all) | ${f(extra.mockRss, 1)} |`, '')
 
   if (extra.alloc) {
@@ -560,13 +694,13 @@ function report (systems, results, extra) {
       lines.push('| process | call | KB allocated / call | survived scavenges B / call | promoted B / call | scavenges / 1000 calls | mark-sweeps | GC pause µs / call | longest GC pause µs | CPU µs / call |', '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|')
       for (const [who, x] of [['gateway', a], ['bare proxy', b]]) {
         if (!x) continue
-        for (const [id, label] of [['json', 'JSON chat'], ['stream', 'streamed chat']]) {
+        for (const [id, label] of ALLOC_LABELS) {
           const r = x.results?.[id]
           if (r) lines.push(`| ${who} | ${label} | ${f(r.bytesPerCall / 1024, 1)} | ${f(r.survivedBytesPerCall)} | ${f(r.promotedBytesPerCall)} | ${f(r.scavengesPer1000, 1)} | ${r.markSweeps} | ${f(r.gcPauseUsPerCall, 1)} | ${f(r.maxGcPauseUs)} | ${f(r.cpuUsPerCall)} |`)
         }
       }
       if (b) {
-        for (const [id, label] of [['json', 'JSON chat'], ['stream', 'streamed chat']]) {
+        for (const [id, label] of ALLOC_LABELS) {
           const g = a.results?.[id]
           const x = b.results?.[id]
           if (g && x) lines.push('', `${label}: the gateway allocates ${f((g.bytesPerCall - x.bytesPerCall) / 1024, 1)} KB per call more than the bare proxy (${f(g.bytesPerCall / 1024, 1)} vs ${f(x.bytesPerCall / 1024, 1)} KB).`)
@@ -686,6 +820,25 @@ function targets (results) {
     if (!g || !b) { out.push({ name, measured: 'n/a', status: 'not measured' }); continue }
     const v = g.p99 / b.p99
     out.push({ name, measured: `${g.p99.toFixed(3)} vs ${b.p99.toFixed(3)} ms (${v.toFixed(2)}×)`, status: v <= 2 ? 'met' : `missed by ${(v - 2).toFixed(2)}×` })
+  }
+  // Agent-sized requests (issue 32): throughput, added latency and memory against the bare proxy.
+  for (const id of ['agent-json-c8', 'agent-sse-c8', 'agent-msg-json-c8', 'agent-msg-sse-c8']) ratio(`embedded ≥ 0.9× bare, ${id}`, 'embedded', id, id, 0.9)
+  for (const id of ['agent-json-c1', 'agent-msg-json-c1']) {
+    const g = x('embedded', id); const b = x('bare', id); const d = x('direct', id)
+    const name = `embedded added p50 within 0.5 ms of bare's, ${id}`
+    if (!g || !b || !d) { out.push({ name, measured: 'n/a', status: 'not measured' }); continue }
+    const diff = g.p50 - b.p50
+    out.push({ name, measured: `+${(g.p50 - d.p50).toFixed(3)} ms vs bare +${(b.p50 - d.p50).toFixed(3)} ms (difference ${diff.toFixed(3)} ms)`, status: diff <= 0.5 ? 'met' : `missed by ${(diff - 0.5).toFixed(3)} ms` })
+  }
+  {
+    const agentRss = Math.max(...Object.entries(results.embedded?.cases ?? {}).filter(([id, c]) => id.startsWith('agent-') && Number.isFinite(c.rssMb)).map(([, c]) => c.rssMb))
+    const bareRss = results.bare?.rssMb
+    const name = 'embedded peak RSS under agent load ≤ 1.2× bare\'s'
+    if (!Number.isFinite(agentRss) || !Number.isFinite(bareRss)) out.push({ name, measured: 'n/a', status: 'not measured' })
+    else {
+      const v = agentRss / bareRss
+      out.push({ name, measured: `${agentRss.toFixed(1)} vs ${bareRss.toFixed(1)} MB (${v.toFixed(2)}×)`, status: v <= 1.2 ? 'met' : `missed by ${(v - 1.2).toFixed(2)}×` })
+    }
   }
   for (const sys of ['embedded', 'scaleout']) {
     const r = results[sys]

@@ -3,6 +3,7 @@
 --
 -- Configured through the environment (set by bench/load.mjs):
 --   WRK_BODY         request body (sent as is)
+--   WRK_BODY_FILE    or the path of a file holding it (a body over 128 KB: the environment's limit)
 --   WRK_HEADERS      extra headers, one `name: value` per line
 --   WRK_IDEMPOTENCY  1 = a unique Idempotency-Key on every request (builds each request in Lua;
 --                    otherwise the request is built once and wrk sends the same bytes every time)
@@ -15,7 +16,14 @@
 -- (only with WRK_STATUS=1), errors {connect, read, write, timeout, status}.
 
 wrk.method = "POST"
-wrk.body = os.getenv("WRK_BODY") or ""
+local body_file = os.getenv("WRK_BODY_FILE")
+if body_file and body_file ~= "" then
+  local f = assert(io.open(body_file, "rb"))
+  wrk.body = f:read("*a")
+  f:close()
+else
+  wrk.body = os.getenv("WRK_BODY") or ""
+end
 wrk.headers["Content-Type"] = "application/json"
 for line in (os.getenv("WRK_HEADERS") or ""):gmatch("[^\n]+") do
   local name, value = line:match("^([^:]+):%s*(.*)$")

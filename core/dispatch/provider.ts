@@ -13,11 +13,12 @@ export interface UpstreamCall {
   /** Body in the upstream's protocol, `model` already set to the upstream model name. */
   body: Record<string, unknown>
   /**
-   * The same body already serialized, when core could build it from the client's own text (same
-   * protocol: only the model name changed). An adapter that sends `body` unchanged sends this
-   * instead of `JSON.stringify(body)`; one that changes the body ignores it.
+   * The same body already serialized, when core could build it from the client's own bytes (same
+   * protocol: only the model name, the output cap and a few members changed; a Buffer from the
+   * built-in translators). An adapter that sends `body` unchanged sends this instead of
+   * `JSON.stringify(body)`; one that changes the body ignores it.
    */
-  bodyText?: string
+  bodyText?: string | Buffer
   stream: boolean
   /** Client headers an upstream may need (e.g. `anthropic-beta`), lower-case names. */
   clientHeaders: Readonly<Record<string, string | string[] | undefined>>
@@ -249,10 +250,10 @@ export interface Translator {
   /** Client body (client protocol) → upstream body (upstream protocol). Throws GatewayError 400. */
   request (body: { [key: string]: unknown }, opts: TranslateOptions): Record<string, unknown>
   /**
-   * Optional: the JSON text `request()`'s result stands for, built from the client's text, or
-   * undefined when that is not exact (then the adapter serializes `request()`'s result).
+   * Optional: the JSON text (or its UTF-8 bytes) `request()`'s result stands for, built from the
+   * client's bytes, or undefined when that is not exact (then the adapter serializes `request()`'s result).
    */
-  requestText? (body: { [key: string]: unknown }, opts: TranslateOptions): string | undefined
+  requestText? (body: { [key: string]: unknown }, opts: TranslateOptions): string | Buffer | undefined
   /**
    * Upstream JSON answer (any JSON value, unchecked) → client JSON answer plus normalized usage
    * (undefined when the answer has none). `fallback` is what the call is billed when the answer

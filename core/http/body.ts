@@ -1,6 +1,7 @@
 /** @module body – the JSON body parser: size limit while the body streams in, nesting limit before parsing. */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { IncomingMessage } from 'node:http'
+import { isUtf8 } from 'node:buffer'
 import type { Readable } from 'node:stream'
 import type { Call } from '../call/call.ts'
 import { gwError, type GatewayError } from '../errors/errors.ts'
@@ -30,18 +31,30 @@ const CR = 0x0d
 
 const isWs = (c: number): boolean => c === SPACE || c === LF || c === CR || c === TAB
 
-/** Where the body's one top-level `"model"` member's string value lies in its text: [start, end). */
-export interface ModelSpan {
-  text: string
-  /** Offset of the key's opening quote. */
-  keyStart: number
-  start: number
-  end: number
+/** Where a top-level member's value lies in the body's bytes: [start, end); start -1 when it cannot be replaced in place. */
+export interface ValueSpan {
+  readonly start: number
+  readonly end: number
 }
 
 /**
- * What one pass over the body's text found: whether it nests deeper than the limit, and where the
- * top-level `"model"` value is. `model` is undefined whenever splicing into this text would not
+ * Where the body's one top-level `"model"` member's string value lies in the client's bytes:
+ * [start, end), byte offsets into `bytes` (valid UTF-8: the text JSON.parse read is exactly these
+ * bytes decoded). `members` holds the top-level output-cap and `store` members (see MEMBERS).
+ */
+export interface ModelSpan {
+  readonly bytes: Buffer
+  /** Byte offset of the model key's opening quote. */
+  readonly keyStart: number
+  readonly start: number
+  readonly end: number
+  /** MEMBERS found at the top level: a literal value's span, or start -1 (a string, object, array, or a duplicate key). */
+  readonly members: Readonly<Record<string, ValueSpan>>
+}
+
+/**
+ * What one pass over the body's bytes found: whether it nests deeper than the limit, and where the
+ * top-level `"model"` value is. `model` is undefined whenever splicing into these bytes would not
  * be exact: no top-level object, no `"model"` key or more than one (JSON.parse keeps the last), a
  * top-level key written with escapes (it may spell "model"), or a value that is not a string.
  */
@@ -52,42 +65,57 @@ export interface BodyScan {
 
 const NOT_FOUND: BodyScan = Object.freeze({ tooDeep: false, model: undefined })
 const TOO_DEEP: BodyScan = Object.freeze({ tooDeep: true, model: undefined })
+/**
+ * The top-level members whose literal value a same-protocol request may replace in the client's
+ * bytes: the output caps (lowered to the call's cap) and Responses' `store` (always false upstream).
+ */
+const MEMBERS: ReadonlySet<string> = new Set(['max_tokens', 'max_completion_tokens', 'max_output_tokens', 'store'])
+const LONGEST_MEMBER = 21
+const NOT_IN_PLACE: ValueSpan = Object.freeze({ start: -1, end: -1 })
+const EMPTY_MEMBERS: Readonly<Record<string, ValueSpan>> = Object.freeze({})
+
+/** A byte that ends a literal (number, true, false, null): whitespace, comma or a closing bracket. */
+const endsLiteral = (c: number): boolean => isWs(c) || c === 0x2c || c === CLOSE_OBJECT || c === CLOSE_ARRAY
 
 /**
- * One iterative pass over the JSON text before JSON.parse: a deep body must neither overflow a
+ * One iterative pass over the JSON bytes before JSON.parse: a deep body must neither overflow a
  * recursive walk later nor make the parser build millions of nested containers. Strings are
- * skipped with indexOf (native), so long base64 payloads cost little. Malformed text is left for
- * JSON.parse to refuse. On the way it locates the top-level `"model"` member, for a same-protocol
- * call to send the client's text with only the model name changed.
+ * skipped with indexOf (native), so long payloads (file contents, base64) cost little; every
+ * structural byte is ASCII, and no byte of a multi-byte UTF-8 character is, so bytes are scanned
+ * as they are. Malformed text is left for JSON.parse to refuse. On the way it locates the
+ * top-level `"model"` member and MEMBERS, for a same-protocol call to send the client's bytes with
+ * only those values changed.
  */
-export function scanBody (s: string, max: number): BodyScan {
+export function scanBody (input: string | Buffer, max: number): BodyScan {
+  const b = typeof input === 'string' ? Buffer.from(input, 'utf8') : input
   let depth = 0
-  const n = s.length
+  const n = b.length
   let first = 0
-  while (first < n && isWs(s.charCodeAt(first))) first++
-  let unusual = s.charCodeAt(first) !== OPEN_OBJECT
+  while (first < n && isWs(b[first])) first++
+  let unusual = b[first] !== OPEN_OBJECT
   let modelKeys = 0
   let keyStart = -1
   let valueStart = -1
   let valueEnd = -1
+  let members: Record<string, ValueSpan> | undefined
   for (let i = first; i < n; i++) {
-    const c = s.charCodeAt(i)
+    const c = b[i]
     if (c === QUOTE) {
-      // Short strings char by char; a long one (base64) jumps from quote to quote natively.
+      // Short strings byte by byte; a long one jumps from quote to quote natively.
       let j = i + 1
       let escaped = false
       const stop = Math.min(n, j + SHORT_STRING)
-      while (j < stop && s.charCodeAt(j) !== QUOTE) {
-        if (s.charCodeAt(j) === BACKSLASH) { j++; escaped = true }
+      while (j < stop && b[j] !== QUOTE) {
+        if (b[j] === BACKSLASH) { j++; escaped = true }
         j++
       }
       if (j >= stop && j < n) {
-        escaped = true // not looked at char by char: treated as if it had escapes
+        escaped = true // not looked at byte by byte: treated as if it had escapes
         for (;;) {
-          j = s.indexOf('"', j)
+          j = b.indexOf(QUOTE, j)
           if (j < 0) return NOT_FOUND
           let k = j - 1
-          while (s.charCodeAt(k) === BACKSLASH) k--
+          while (b[k] === BACKSLASH) k--
           if ((j - 1 - k) % 2 === 0) break // an even run of backslashes: the quote is not escaped
           j++
         }
@@ -97,17 +125,26 @@ export function scanBody (s: string, max: number): BodyScan {
           valueEnd = j + 1
         } else {
           let k = j + 1
-          while (k < n && isWs(s.charCodeAt(k))) k++
-          if (s.charCodeAt(k) === COLON) {
+          while (k < n && isWs(b[k])) k++
+          if (b[k] === COLON) {
             // A top-level key.
+            k++
+            while (k < n && isWs(b[k])) k++
             if (escaped) unusual = true
-            else if (j - i === 6 && s.startsWith('model', i + 1)) {
+            else if (j - i === 6 && b[i + 1] === 0x6d && b[i + 2] === 0x6f && b[i + 3] === 0x64 && b[i + 4] === 0x65 && b[i + 5] === 0x6c) { // model
               if (++modelKeys > 1) unusual = true
               keyStart = i
-              k++
-              while (k < n && isWs(s.charCodeAt(k))) k++
-              if (s.charCodeAt(k) === QUOTE) valueStart = k
+              if (b[k] === QUOTE) valueStart = k
               else unusual = true
+            } else if (j - i - 1 <= LONGEST_MEMBER) {
+              const key = b.toString('latin1', i + 1, j)
+              if (MEMBERS.has(key)) {
+                members ??= {}
+                let e = k
+                while (e < n && !endsLiteral(b[e])) e++
+                const literal = b[k] !== QUOTE && b[k] !== OPEN_OBJECT && b[k] !== OPEN_ARRAY && e > k
+                members[key] = Object.hasOwn(members, key) || !literal ? NOT_IN_PLACE : { start: k, end: e }
+              }
             }
           }
         }
@@ -120,15 +157,15 @@ export function scanBody (s: string, max: number): BodyScan {
     }
   }
   if (unusual || modelKeys !== 1 || valueEnd < 0) return NOT_FOUND
-  return { tooDeep: false, model: { text: s, keyStart, start: valueStart, end: valueEnd } }
+  return { tooDeep: false, model: { bytes: b, keyStart, start: valueStart, end: valueEnd, members: members ?? EMPTY_MEMBERS } }
 }
 
 /** true when arrays and objects in the JSON text nest deeper than `max` (see scanBody). */
 export function nestedDeeperThan (buf: Buffer, max: number): boolean {
-  return scanBody(buf.toString('utf8'), max).tooDeep
+  return scanBody(buf, max).tooDeep
 }
 
-/** Parsed body → where its model lies in the text it was parsed from (a body replaced by a plugin has none). */
+/** Parsed body → where its model lies in the bytes it was parsed from (a body replaced by a plugin has none). */
 const spans = new WeakMap<object, ModelSpan>()
 
 /** The model span of a body object as parsed by our JSON parser, if splicing is exact for it. */
@@ -137,14 +174,49 @@ export function modelSpanOf (body: unknown): ModelSpan | undefined {
 }
 
 /**
- * The client's text with the top-level model's value replaced by `model` (JSON-encoded), and
- * `insert` (complete members, each followed by a comma) placed just before the `"model"` key.
- * Only for a span from modelSpanOf; the text is the client's in every other place.
+ * The client's bytes with the top-level model's value replaced by `model` (JSON-encoded), each
+ * member of `set` (a key of MEMBERS) given the value text it maps to, and `insert` (complete
+ * members, each followed by a comma) placed just before the `"model"` key. Every other byte is
+ * the client's. Undefined when a member to set is not in the body with a literal value.
+ * One copy of the body: the unchanged runs are views of the client's buffer.
+ */
+export function spliceBody (span: ModelSpan, model: string, insert = '', set?: Readonly<Record<string, string>>): Buffer | undefined {
+  const edits: { start: number, end: number, text: string }[] = [{ start: span.start, end: span.end, text: JSON.stringify(model) }]
+  if (insert !== '') edits.push({ start: span.keyStart, end: span.keyStart, text: insert })
+  if (set !== undefined) {
+    for (const k in set) {
+      const m = span.members[k]
+      if (m === undefined || m.start < 0) return undefined
+      edits.push({ start: m.start, end: m.end, text: set[k] })
+    }
+  }
+  edits.sort((x, y) => x.start - y.start)
+  const parts: Buffer[] = []
+  let at = 0
+  for (const e of edits) {
+    parts.push(span.bytes.subarray(at, e.start), Buffer.from(e.text, 'utf8'))
+    at = e.end
+  }
+  parts.push(span.bytes.subarray(at))
+  return Buffer.concat(parts)
+}
+
+/**
+ * true when none of `keys` is a top-level member that cannot be replaced in place: one written
+ * twice (JSON.parse kept the last, an upstream's parser may keep the first) or with a value that
+ * is not a literal. A same-protocol request whose cap or `store` is such a member is rebuilt.
+ */
+export function membersInPlace (span: ModelSpan, keys: readonly string[]): boolean {
+  for (const k of keys) if (span.members[k]?.start === -1) return false
+  return true
+}
+
+/**
+ * spliceBody's result as text (the public form for a plugin's own translator): the client's text
+ * with the model's value replaced and `insert` placed before the `"model"` key.
  */
 export function spliceModel (span: ModelSpan, model: string, insert = ''): string {
-  const { text, keyStart, start, end } = span
-  const head = insert === '' ? text.slice(0, start) : text.slice(0, keyStart) + insert + text.slice(keyStart, start)
-  return head + JSON.stringify(model) + text.slice(end)
+  return spliceBody(span, model, insert)!.toString('utf8')
 }
 
 export interface BodyLimits {
@@ -208,16 +280,17 @@ class BodyReader {
     if (this.call) this.call.bodyBytes = size
     if (size === 0) return this.finish(gwError('GW_ERR_INVALID_JSON'))
     const buf = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, size)
-    const text = buf.toString('utf8')
-    const scan = scanBody(text, this.maxDepth)
+    const scan = scanBody(buf, this.maxDepth)
     if (scan.tooDeep) return this.finish(gwError('GW_ERR_JSON_TOO_DEEP', [this.maxDepth]))
     let body: unknown
     try {
-      body = JSON.parse(text)
+      body = JSON.parse(buf.toString('utf8'))
     } catch {
       return this.finish(gwError('GW_ERR_INVALID_JSON'))
     }
-    if (scan.model !== undefined && body !== null && typeof body === 'object') spans.set(body, scan.model)
+    // Splicing sends these bytes: only when they are exactly what JSON.parse read (valid UTF-8; an
+    // invalid sequence was read as U+FFFD, which the upstream would not see).
+    if (scan.model !== undefined && body !== null && typeof body === 'object' && isUtf8(buf)) spans.set(body, scan.model)
     this.finish(null, body)
   }
 }

@@ -5,6 +5,8 @@
  * tokenizer, which is the higher one for text that tokenizes at fewer than 4 bytes per token
  * (CJK scripts, code, numbers, random strings). Counting is bounded: about `maxChars`
  * characters are tokenized per call; a longer prompt is sampled (see tokenizer.ts countSampled).
+ * reservationBoundTokens needs no tokenizer: the plugins reserve it first, and this count only
+ * when the bound is refused.
  */
 import { IMAGE_TOKENS, reservedInputTokens } from './estimate.ts'
 import { MESSAGE_OVERHEAD, TOOL_OVERHEAD } from './local-count.ts'
@@ -48,6 +50,61 @@ function collect (body: Record<string, unknown>): Texts {
   acc.strings = strings
   return acc
 }
+
+/** Strings up to this many UTF-16 units are bounded at 3 bytes each; longer ones are measured. */
+const MEASURED_STRING = 64
+
+/**
+ * An upper bound of the prompt's tokens with no tokenizer: the UTF-8 bytes of every string
+ * collect() would count (no tokenizer's token is shorter than one byte, so a text has at most as
+ * many tokens as bytes), plus the same IMAGE_TOKENS, MESSAGE_OVERHEAD and TOOL_OVERHEAD. Never below
+ * countWith() of any counter over the same body, sampled or not. One walk; a long string's bytes
+ * are counted natively (Buffer.byteLength), a short one is taken at 3 bytes per UTF-16 unit (the
+ * most any unit takes in UTF-8), which saves a native call per short string for a few tokens.
+ */
+function textBytesBound (body: Record<string, unknown>): number {
+  const list = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : undefined
+  let n = MESSAGE_OVERHEAD * (list?.length ?? 1) + TOOL_OVERHEAD * (Array.isArray(body.tools) ? body.tools.length : 0)
+  const stack: unknown[] = [body]
+  while (stack.length > 0) {
+    const v = stack.pop()
+    if (typeof v === 'string') {
+      if (v.length <= MEASURED_STRING) n += 3 * v.length
+      else if (!v.startsWith('data:')) n += Buffer.byteLength(v, 'utf8')
+      continue
+    }
+    if (!isObject(v)) continue
+    if (Array.isArray(v)) { for (let i = 0; i < v.length; i++) stack.push(v[i]); continue }
+    const t = v.type
+    if (t === 'image_url' || t === 'image' || t === 'input_image') n += IMAGE_TOKENS
+    const inline = t === 'base64' || 'format' in v
+    for (const k in v) {
+      if (k === 'cache_control' || k === 'file_data' || (k === 'data' && inline)) continue
+      stack.push(v[k])
+    }
+  }
+  return n
+}
+
+/**
+ * The input tokens a reservation covers without a tokenizer: the larger of the byte rule
+ * (reservedInputTokens) and textBytesBound, capped by the model's context length. An upper bound
+ * of the prompt as any byte-level tokenizer counts it, so the work per call is a walk of the
+ * parsed body, not a tokenization. Higher than reservationInputTokens (about four times on
+ * English text): a plugin reserves this first and counts with the tokenizer only when this much
+ * is refused (a tight balance or quota), where the tokenizer's count may still fit.
+ */
+export function reservationBoundTokens (body: Record<string, unknown>, bodyBytes: number, contextLength: number): number {
+  // Once per call: the balance and quota plugins both hold it for the same body.
+  const known = bounded.get(body)
+  if (known !== undefined && known.bodyBytes === bodyBytes && known.contextLength === contextLength) return known.tokens
+  const floor = reservedInputTokens(body, bodyBytes, contextLength)
+  const cap = contextLength > 0 ? contextLength : Number.POSITIVE_INFINITY
+  const tokens = floor >= cap ? floor : Math.min(cap, Math.max(floor, textBytesBound(body)))
+  bounded.set(body, { bodyBytes, contextLength, tokens })
+  return tokens
+}
+const bounded = new WeakMap<object, { bodyBytes: number, contextLength: number, tokens: number }>()
 
 /** The prompt's count with `counter`: the text of every string plus images, messages and tools. */
 function countWith (counter: TokenCounter, body: Record<string, unknown>, maxChars: number): number {

@@ -2,7 +2,8 @@
  * @module plugins/balance/cost – what a call holds back at admit (its worst-case cost), what it
  * costs at settle, and the usage record its charge writes.
  */
-import { costMicros, reserveMicros, requestedChoices, requestedOutputCap, reservationInputTokens, reservationInputTokensNow, reserveTerms, settleTerms } from '../../index.ts'
+import { costMicros, reserveMicros, requestedChoices, requestedOutputCap, reserveTerms, settleTerms } from '../../index.ts'
+import { reservationBoundTokens, reservationInputTokens, reservationInputTokensNow, reservedInputTokens } from '../../index.ts'
 import type { ClientProtocol, GatewayContext, ModelPrice, Outcome, Usage, UsageRecord } from '../../index.ts'
 
 const upstreamName = (ctx: GatewayContext): string => ctx.model!.deployments[0]?.upstreamModel ?? ctx.model!.id
@@ -12,23 +13,36 @@ const upstreamName = (ctx: GatewayContext): string => ctx.model!.deployments[0]?
 const termsAtAdmit = (ctx: GatewayContext) => reserveTerms(ctx.protocol as ClientProtocol, ctx.body as Record<string, unknown>)
 
 /**
- * What a call holds back: its worst-case cost. Input: the whole body as received at 4 bytes per
- * token, or the prompt's tokens when the tokenizer counts more (at most `maxChars` characters
- * tokenized), capped by the context window; output: the cap for each of the `n` completions asked
- * for. `amountNow` is undefined while the model's tokenizer is still loading (the first call of an
- * encoding takes the async path, `amountFor`).
+ * What a call holds back: its worst-case cost. Input: an upper bound of the prompt's tokens that
+ * needs no tokenizer (reservationBoundTokens: its text's UTF-8 bytes, at least the whole body at
+ * 4 bytes per token), capped by the context window; output: the cap for each of the `n`
+ * completions asked for. `amountCounted` is the tight-balance amount: the input counted with the
+ * model's tokenizer (the larger of that and 4 bytes per token; at most `maxChars` characters
+ * tokenized), reserved only when the bound is refused.
  */
 export function callCosts (maxChars: number) {
+  const amount = (ctx: GatewayContext, price: ModelPrice, input: number): number => {
+    const body = ctx.body as Record<string, unknown>
+    return reserveMicros(input, requestedOutputCap(body, ctx.model!.maxOutputTokens) * requestedChoices(body), price, termsAtAdmit(ctx))
+  }
   return {
-    amountNow (ctx: GatewayContext, price: ModelPrice): number | undefined {
+    amountNow (ctx: GatewayContext, price: ModelPrice): number {
       const body = ctx.body as Record<string, unknown>
-      const input = reservationInputTokensNow(body, ctx.bodyBytes, ctx.model!.public.context_length, upstreamName(ctx), maxChars)
-      return input === undefined ? undefined : reserveMicros(input, requestedOutputCap(body, ctx.model!.maxOutputTokens) * requestedChoices(body), price, termsAtAdmit(ctx))
+      const context = ctx.model!.public.context_length
+      // tokenizeMaxChars 0: the operator's choice of the 4-bytes floor alone, bound or not.
+      return amount(ctx, price, maxChars <= 0 ? reservedInputTokens(body, ctx.bodyBytes, context) : reservationBoundTokens(body, ctx.bodyBytes, context))
     },
-    async amountFor (ctx: GatewayContext, price: ModelPrice): Promise<number> {
-      const body = ctx.body as Record<string, unknown>
-      const input = await reservationInputTokens(body, ctx.bodyBytes, ctx.model!.public.context_length, upstreamName(ctx), maxChars)
-      return reserveMicros(input, requestedOutputCap(body, ctx.model!.maxOutputTokens) * requestedChoices(body), price, termsAtAdmit(ctx))
+    /** The least any count can reserve (4 bytes per token, no tokenizer): when the bound is no more, counting cannot help. */
+    amountFloor (ctx: GatewayContext, price: ModelPrice): number {
+      return amount(ctx, price, reservedInputTokens(ctx.body as Record<string, unknown>, ctx.bodyBytes, ctx.model!.public.context_length))
+    },
+    /** amountCounted without a promise: undefined while the model's tokenizer is loading. */
+    amountCountedNow (ctx: GatewayContext, price: ModelPrice): number | undefined {
+      const input = reservationInputTokensNow(ctx.body as Record<string, unknown>, ctx.bodyBytes, ctx.model!.public.context_length, upstreamName(ctx), maxChars)
+      return input === undefined ? undefined : amount(ctx, price, input)
+    },
+    async amountCounted (ctx: GatewayContext, price: ModelPrice): Promise<number> {
+      return amount(ctx, price, await reservationInputTokens(ctx.body as Record<string, unknown>, ctx.bodyBytes, ctx.model!.public.context_length, upstreamName(ctx), maxChars))
     },
     /** The call's real cost, at the tier asked for. */
     costOf: (ctx: GatewayContext, u: Usage, price: ModelPrice): number => costMicros(u, price, settleTerms(ctx.protocol as ClientProtocol, ctx.body as Record<string, unknown>)),

@@ -5,8 +5,8 @@ export const BalanceConfig = Type.Object({
   enforce: Type.Boolean({ default: true, description: 'Reserve the estimated cost at admit: 402 when it does not fit, 403 for a key without organization. false: only bill and record usage.' }),
   priceCacheMs: Type.Integer({ minimum: 0, default: 30000, description: 'How long ledger prices are cached.' }),
   tokenizeMaxChars: Type.Integer({ minimum: 0, default: 8192,
-    description: 'Reservations: the prompt text is also counted with the model\'s tokenizer (the larger of that and 4 bytes per token is reserved); at most this many characters are tokenized per ' +
-      'call, a longer prompt is sampled. 0: 4 bytes per token alone.' }),
+    description: 'Reservations: while the balance is roomy a bound needing no tokenizer is held (the prompt text\'s UTF-8 bytes); when it is tight the prompt text is counted with the ' +
+      'model\'s tokenizer (the larger of that and 4 bytes per token is reserved); at most this many characters are tokenized per call, a longer prompt is sampled. 0: 4 bytes per token alone.' }),
   organizations: Type.Array(Type.Object({
     id: Type.String({ minLength: 1, description: 'The organization id keys name (`organization` of a key).' }),
     name: Type.Optional(Type.String({ description: 'Display name shown by the admin API and console (default: none).' })),

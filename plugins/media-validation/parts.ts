@@ -6,7 +6,17 @@
 import { gwError, type ModelEntry } from '../../index.ts'
 import type { PendingHosts } from './url-policy.ts'
 
-const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/
+/**
+ * Base64 (standard or URL-safe alphabet, up to two `=`), whitespace allowed anywhere: one linear
+ * scan of the client's string, no copy of it (a payload can be megabytes). The class excludes
+ * `=`, so there is no backtracking.
+ */
+const BASE64 = /^[A-Za-z0-9+/_\s-]*(?:=\s*){0,2}$/
+
+/** true when `data` is base64 once its whitespace is removed (see BASE64). */
+export function isBase64 (data: string): boolean {
+  return BASE64.test(data)
+}
 
 export function bad (where: string, why: string): never {
   throw gwError('GW_ERR_MEDIA_INVALID', [where, why])
@@ -25,7 +35,7 @@ export function fields (v: unknown): Readonly<Record<string, unknown>> {
 }
 
 function checkBase64 (data: unknown, where: string): void {
-  if (typeof data !== 'string' || data.length === 0 || !BASE64.test(data.replace(/\s+/g, ''))) bad(where, 'the data is not valid base64')
+  if (typeof data !== 'string' || data.length === 0 || !isBase64(data)) bad(where, 'the data is not valid base64')
 }
 
 /** Checks a URL an upstream would fetch (throws GW_ERR_MEDIA_INVALID naming the part when refused). */

@@ -14,7 +14,8 @@
  * (mode lease, Redis: each replica leases slices of the windows and counts in memory).
  */
 import { definePlugin, gwError, type GatewayContext, type ModelPrice, type ClientProtocol } from '../../index.ts'
-import { PriceBook, costMicros, reserveMicros, requestedChoices, requestedOutputCap, reservationInputTokens, reservationInputTokensNow, reserveTerms, settleTerms } from '../../index.ts'
+import { PriceBook, costMicros, isGatewayError, reserveMicros, requestedChoices, requestedOutputCap, reserveTerms, settleTerms } from '../../index.ts'
+import { reservationBoundTokens, reservationInputTokens, reservationInputTokensNow, reservedInputTokens } from '../../index.ts'
 import { QuotaConfig } from './schema.ts'
 import { NOTHING, windowsOf, type Need, type WindowKeys } from './windows.ts'
 import { refusalsOf, type QuotaMode, type State } from './mode.ts'
@@ -58,7 +59,8 @@ export default definePlugin({
 
     const refusals = refusalsOf(deps.log, config.onStoreError)
     // Leasing needs a store shared with other replicas; in memory every call is local already.
-    const mode: QuotaMode = config.mode === 'lease' && store.shared === true
+    const leasing = config.mode === 'lease' && store.shared === true
+    const mode: QuotaMode = leasing
       ? leaseMode(store, config.lease, refusals, deps.log, deps.now)
       : store.inProcess !== undefined ? inProcessMode(store, store.inProcess, refusals, deps.log, deps.now) : exactMode(store, refusals, deps.log, deps.now)
 
@@ -69,7 +71,42 @@ export default definePlugin({
       return { tokens: input + output, spend: price === undefined ? 0 : reserveMicros(input, output, price, holdTerms(ctx)) }
     }
 
-    /** The slow path: the price from the ledger or the tokenizer still loading; then counted. */
+    /**
+     * Counts the call with its input bound (reservationBoundTokens: no tokenizer). A token or spend
+     * window that refuses the bound is tight: the input counted with the tokenizer is tried
+     * instead when it is less (a refused count holds nothing); otherwise the refusal stands, at
+     * once when the bound is already the 4-bytes floor (no count goes below it). Lease mode
+     * counts with the tokenizer, as before: its slices are sized in calls' worth.
+     */
+    function countBound (ctx: GatewayContext, state: State, list: WindowKeys[], price: ModelPrice | undefined, now: number): void | Promise<void> {
+      const model = ctx.model!
+      if (leasing) {
+        const args = [ctx.body as Record<string, unknown>, ctx.bodyBytes, model.public.context_length, upstreamName(ctx), TOKENIZE_MAX_CHARS] as const
+        const counted = reservationInputTokensNow(...args)
+        if (counted !== undefined) return mode.count(ctx, state, list, needOf(ctx, counted, price), now)
+        return reservationInputTokens(...args).then(n => mode.count(ctx, state, list, needOf(ctx, n, price), deps.now()))
+      }
+      const bound = reservationBoundTokens(ctx.body as Record<string, unknown>, ctx.bodyBytes, model.public.context_length)
+      const body = ctx.body as Record<string, unknown>
+      const recount = (err: unknown): void | Promise<void> => {
+        if (!isGatewayError(err) || err.code !== 'GW_ERR_QUOTA_EXCEEDED' || reservedInputTokens(body, ctx.bodyBytes, model.public.context_length) >= bound) throw err
+        const again = (counted: number): void | Promise<void> => {
+          if (counted >= bound) throw err
+          return mode.count(ctx, state, list, needOf(ctx, counted, price), deps.now())
+        }
+        const now = reservationInputTokensNow(body, ctx.bodyBytes, model.public.context_length, upstreamName(ctx), TOKENIZE_MAX_CHARS)
+        return now === undefined ? reservationInputTokens(body, ctx.bodyBytes, model.public.context_length, upstreamName(ctx), TOKENIZE_MAX_CHARS).then(again) : again(now)
+      }
+      let r: void | Promise<void>
+      try {
+        r = mode.count(ctx, state, list, needOf(ctx, bound, price), now)
+      } catch (err) {
+        return recount(err)
+      }
+      return r instanceof Promise ? r.catch(recount) : r
+    }
+
+    /** The slow path: the price from the ledger; then counted. */
     async function admitAsync (ctx: GatewayContext, state: State, list: WindowKeys[], spend: boolean, now: number): Promise<void> {
       let price: ModelPrice | undefined
       if (spend) {
@@ -80,10 +117,8 @@ export default definePlugin({
           throw gwError('GW_ERR_NOT_READY', [], { cause: err })
         }
       }
-      const model = ctx.model!
-      const input = await reservationInputTokens(ctx.body as Record<string, unknown>, ctx.bodyBytes, model.public.context_length, upstreamName(ctx), TOKENIZE_MAX_CHARS)
       state.price = price
-      return mode.count(ctx, state, list, needOf(ctx, input, price), now)
+      return countBound(ctx, state, list, price, now)
     }
 
     return {
@@ -104,12 +139,9 @@ export default definePlugin({
         if (!tokens && !spend) return mode.count(ctx, state, list, NOTHING, now)
         if (mode.inProcess) {
           const price = spend ? prices.cached(ctx.model!) : undefined
-          const model = ctx.model!
-          const input = spend && price === undefined ? undefined : reservationInputTokensNow(ctx.body as Record<string, unknown>, ctx.bodyBytes, model.public.context_length, upstreamName(ctx),
-            TOKENIZE_MAX_CHARS)
-          if (input !== undefined) {
+          if (!spend || price !== undefined) {
             state.price = price
-            return mode.count(ctx, state, list, needOf(ctx, input, price), now)
+            return countBound(ctx, state, list, price, now)
           }
         }
         return admitAsync(ctx, state, list, spend, now)

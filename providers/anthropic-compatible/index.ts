@@ -49,7 +49,7 @@ export default defineProvider({
       return headers
     }
     /** Headers and body text for a call, its system turns in the form this upstream accepts. */
-    function request (call: UpstreamCall, text: string | undefined): { headers: Record<string, string>, body: string } {
+    function request (call: UpstreamCall, text: string | Buffer | undefined): { headers: Record<string, string>, body: string | Buffer } {
       const systemTurn = hasSystemMessage(call.body)
       // Thinking another vendor signed never reaches Claude; the client's text goes as it came otherwise.
       const own = withoutCarriedThinking(call.body)

@@ -30,7 +30,7 @@ export default defineProvider({
       // Opt-in SigV4 (the Responses API of Bedrock Mantle or Bedrock Runtime): only a configured `aws` block signs.
       sign: config.aws === undefined ? undefined : awsSigner(config.aws),
       prepare (call) {
-        return { origin, path, headers: call.stream ? sseHeaders : jsonHeaders, body: JSON.stringify(call.body) }
+        return { origin, path, headers: call.stream ? sseHeaders : jsonHeaders, body: call.bodyText ?? JSON.stringify(call.body) }
       },
     }
   },

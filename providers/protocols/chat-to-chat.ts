@@ -7,16 +7,19 @@
  * event (each chunk is parsed for usage, finish and the output relayed, never re-serialized; an
  * upstream error chunk is rebuilt with its text sanitized).
  */
-import { modelSpanOf, spliceModel, requestedOutputCap, SSE_DONE, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
+import { modelSpanOf, membersInPlace, spliceBody, requestedOutputCap, SSE_DONE, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
   type Usage } from '../../index.ts'
 import { usageFromChat } from '../../index.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { ChatChunkWire, ChatCompletionWire, ChatRequestWire } from './wire-chat.ts'
-import { applyModelParameters, CHAT_STANDARD, chatCapInText, chatChunkChars, chatDeltaChars, DeferredCount, enforceChatCap, parametersUnchanged, plainChatChunk } from './common.ts'
+import { applyModelParameters, CHAT_STANDARD, chatCapEdits, chatChunkChars, chatDeltaChars, DeferredCount, enforceChatCap, parametersUnchanged, plainChatChunk } from './common.ts'
 import { chatErrorChunk, upstreamErrorChunk } from './chat-chunks.ts'
 
 /** Put before the model key of a stream request that has no `stream_options`: usage is what the call is billed on. */
 const ASK_USAGE = '"stream_options":{"include_usage":true},'
+
+/** The cap members, each of which must be replaceable in place (written once, a literal) for a splice. */
+const CAP_MEMBERS = ['max_tokens', 'max_completion_tokens']
 
 class ChatPassStream implements StreamTranslator {
   usage: Usage | undefined
@@ -122,19 +125,20 @@ export const chatToChat: Translator = {
     enforceChatCap(out, requestedOutputCap(body, opts.model.maxOutputTokens), opts.upstream?.maxTokensField ?? 'max_tokens')
     return out
   },
-  requestText (body: ChatRequestWire, opts: TranslateOptions): string | undefined {
+  requestText (body: ChatRequestWire, opts: TranslateOptions): Buffer | undefined {
     const span = modelSpanOf(body)
-    if (span === undefined || !parametersUnchanged(body, opts.model, CHAT_STANDARD)) return undefined
+    if (span === undefined || !membersInPlace(span, CAP_MEMBERS) || !parametersUnchanged(body, opts.model, CHAT_STANDARD)) return undefined
     const cap = requestedOutputCap(body, opts.model.maxOutputTokens)
-    const capText = chatCapInText(body, cap)
-    if (capText === undefined) return undefined
-    let insert = capText === 'insert' ? `"${opts.upstream?.maxTokensField ?? 'max_tokens'}":${cap},` : ''
+    // A cap above the call's is lowered in place; none at all gets the provider's field.
+    const caps = chatCapEdits(body, cap)
+    if (caps === undefined) return undefined
+    let insert = caps.insert ? `"${opts.upstream?.maxTokensField ?? 'max_tokens'}":${cap},` : ''
     // No stream_options member at all (JSON.parse would have kept any spelling of it): add one.
     if (body.stream === true && body.stream_options?.include_usage !== true) {
       if (Object.hasOwn(body, 'stream_options')) return undefined
       insert = ASK_USAGE + insert
     }
-    return spliceModel(span, opts.upstreamModel, insert)
+    return spliceBody(span, opts.upstreamModel, insert, caps.lower)
   },
   response (body: unknown, opts: TranslateOptions) {
     const answer: ChatCompletionWire = isObject(body) ? body : {}

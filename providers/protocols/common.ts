@@ -127,6 +127,29 @@ export function capInText (body: Record<string, unknown>, cap: number, fields: r
   return has ? 'as-is' : 'insert'
 }
 
+/**
+ * What a same-protocol request's own bytes need to carry `cap` (see enforceCap), or undefined when
+ * they must be rebuilt (a cap field that is not a number): `insert` when none of `fields` is a
+ * member, and the fields whose number is above `cap`, each to be set to it in place.
+ */
+export function capEdits (body: Record<string, unknown>, cap: number, fields: readonly string[]): { insert: boolean, lower: Record<string, string> | undefined } | undefined {
+  let has = false
+  let lower: Record<string, string> | undefined
+  for (const k of fields) {
+    if (!Object.hasOwn(body, k)) continue
+    const v = body[k]
+    if (typeof v !== 'number') return undefined
+    if (v > cap) (lower ??= {})[k] = String(cap)
+    has = true
+  }
+  return { insert: !has, lower }
+}
+
+/** capEdits over a chat body's cap fields. */
+export function chatCapEdits (body: Record<string, unknown>, cap: number): ReturnType<typeof capEdits> {
+  return capEdits(body, cap, CHAT_CAP_FIELDS)
+}
+
 /** capInText over a chat body's cap fields. */
 export function chatCapInText (body: Record<string, unknown>, cap: number): 'as-is' | 'insert' | undefined {
   return capInText(body, cap, CHAT_CAP_FIELDS)

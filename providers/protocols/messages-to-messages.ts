@@ -6,12 +6,13 @@
  * forwarded as received; only `message_start`, `message_delta` (usage), content deltas (output
  * relayed, for a stream cut before its final usage) and `error` (rebuilt, sanitized) are parsed.
  */
-import { sanitizeUpstreamMessage, modelSpanOf, spliceModel, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
+import { membersInPlace, modelSpanOf, spliceBody } from '../../index.ts'
+import { sanitizeUpstreamMessage, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
   type Usage } from '../../index.ts'
 import { serverToolUsesFromMessages, usageFromMessages } from '../../index.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { MessagesAnswerWire, MessagesEventWire } from './wire-messages.ts'
-import { applyModelParameters, capInText, DeferredCount, enforceCap, messagesError, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged,
+import { applyModelParameters, capEdits, DeferredCount, enforceCap, messagesError, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged,
   safeErrorType } from './common.ts'
 
 /** The one field of a messages request that carries its output cap. */
@@ -100,13 +101,14 @@ export const messagesToMessages: Translator = {
     enforceCap(out, requestedOutputCap(body, opts.model.maxOutputTokens), 'max_tokens')
     return out
   },
-  requestText (body: JsonObject, opts: TranslateOptions): string | undefined {
+  requestText (body: JsonObject, opts: TranslateOptions): Buffer | undefined {
     const span = modelSpanOf(body)
-    if (span === undefined || !parametersUnchanged(body, opts.model, MESSAGES_STANDARD)) return undefined
+    if (span === undefined || !membersInPlace(span, MAX_TOKENS) || !parametersUnchanged(body, opts.model, MESSAGES_STANDARD)) return undefined
     const cap = requestedOutputCap(body, opts.model.maxOutputTokens)
-    const capText = capInText(body, cap, MAX_TOKENS)
-    if (capText === undefined) return undefined
-    return spliceModel(span, opts.upstreamModel, capText === 'insert' ? `"max_tokens":${cap},` : '')
+    // A max_tokens above the call's cap is lowered in place; none at all is added.
+    const caps = capEdits(body, cap, MAX_TOKENS)
+    if (caps === undefined) return undefined
+    return spliceBody(span, opts.upstreamModel, caps.insert ? `"max_tokens":${cap},` : '', caps.lower)
   },
   response (body: unknown, opts: TranslateOptions) {
     const answer: MessagesAnswerWire = isObject(body) ? body : {}

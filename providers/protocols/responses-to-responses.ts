@@ -8,13 +8,14 @@
  * the output relayed (deltas) and the end. A stream that ends without a final event, or fails,
  * ends with `response.failed` and `error`, numbered after the last event seen.
  */
+import { membersInPlace, modelSpanOf, spliceBody } from '../../index.ts'
 import { sanitizeUpstreamMessage, streamUsage, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
   type Usage } from '../../index.ts'
 import { serverToolUsesFromResponses, usageFromResponses, usageToResponses } from '../../index.ts'
 import { responsesDeltaChars } from './chat-to-responses.ts'
 import { responsesError } from './responses-answer.ts'
 import { isObject, parseWire, type JsonObject } from './wire.ts'
-import { enforceCap } from './common.ts'
+import { capEdits, enforceCap } from './common.ts'
 import type { ResponsesEventWire, ResponseWire } from './wire-responses.ts'
 
 /** `u` with the server-tool uses of the answer's output items (billed per use). */
@@ -86,6 +87,10 @@ class ResponsesPassStream implements StreamTranslator {
   }
 }
 
+const MAX_OUTPUT_TOKENS = ['max_output_tokens']
+/** Members a splice may replace: each must be written once, as a literal. */
+const IN_PLACE = ['max_output_tokens', 'store']
+
 export const responsesToResponses: Translator = {
   passthrough: true,
   request (body: JsonObject, opts: TranslateOptions): Record<string, unknown> {
@@ -94,6 +99,21 @@ export const responsesToResponses: Translator = {
     for (const k in defaults) if (out[k] === undefined) out[k] = defaults[k]
     enforceCap(out, requestedOutputCap(body, opts.model.maxOutputTokens), 'max_output_tokens')
     return out
+  },
+  /** request()'s result as the client's bytes with the model, `store` and the cap changed in place (or added before the model), when that is exact. */
+  requestText (body: JsonObject, opts: TranslateOptions): Buffer | undefined {
+    const span = modelSpanOf(body)
+    if (span === undefined || !membersInPlace(span, IN_PLACE)) return undefined
+    const defaults = opts.model.public.default_parameters
+    for (const k in defaults) if (body[k] === undefined) return undefined
+    const cap = requestedOutputCap(body, opts.model.maxOutputTokens)
+    const caps = capEdits(body, cap, MAX_OUTPUT_TOKENS)
+    if (caps === undefined) return undefined
+    let insert = caps.insert ? `"max_output_tokens":${cap},` : ''
+    const set: Record<string, string> = { ...caps.lower }
+    if (!Object.hasOwn(body, 'store')) insert = '"store":false,' + insert
+    else if (body.store !== false) set.store = 'false'
+    return spliceBody(span, opts.upstreamModel, insert, set)
   },
   response (body: unknown, opts: TranslateOptions) {
     const answer: ResponseWire = isObject(body) ? body : {}

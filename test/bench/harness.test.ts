@@ -1,6 +1,8 @@
-// Smoke test of the benchmark harness (bench/run.mjs): one tiny run over direct, bare and the
-// embedded gateway, then checks that the report has a results table with those rows and numbers,
-// and the allocation and response-hooks sections.
+// Smoke test of the benchmark harness (bench/run.mjs): one tiny run over direct, nginx (when it is
+// installed), bare and the embedded gateway, on the short cases and three agent-sized ones (chat
+// JSON c=1, chat stream c=8, messages JSON c=8), then checks that the report has a results table
+// with those rows and numbers, and the allocation (short and agent-sized calls) and response-hooks
+// sections.
 // It asserts nothing about speed. It uses whichever load generator is there: wrk when it is on PATH,
 // else autocannon (bench/node_modules), else bench/load.mjs's built-in undici loop, so it runs on a
 // plain `npm install`. It never installs anything (BENCH_INSTALL_WRK=0).
@@ -11,7 +13,15 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
+/** nginx is measured when the Debian package is there (the test never installs it). */
+const NGINX = ['nginx', '/usr/sbin/nginx'].some(b => spawnSync(b, ['-v'], { stdio: 'ignore' }).status === 0)
+const AGENT_CASES = ['### agent chat (145 KB), JSON, c=1', '### agent chat (145 KB), streaming, c=8', '### agent messages (145 KB), JSON, c=8']
+
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..')
+
+// Four systems on seven cases (three agent-sized) plus the allocation and hooks sections: about
+// 100 s on a loaded machine, longer than the default file timeout.
+t.setTimeout(300_000)
 
 function runHarness (out: string): Promise<{ code: number | null, log: string }> {
   return new Promise(res => {
@@ -22,7 +32,9 @@ function runHarness (out: string): Promise<{ code: number | null, log: string }>
         BENCH_DURATION: '1',
         BENCH_RUNS: '1',
         BENCH_WARMUP: '0',
-        BENCH_SYSTEMS: 'direct,bare,embedded',
+        BENCH_SYSTEMS: NGINX ? 'direct,nginx,bare,embedded' : 'direct,bare,embedded',
+        BENCH_CASES: 'json-c1,json-c16,sse-c16,xsse-c16,agent-json-c1,agent-sse-c8,agent-msg-json-c8',
+        BENCH_INSTALL_NGINX: '0',
         BENCH_PROFILE: '0',
         BENCH_OUT: out,
         BENCH_INSTALL_WRK: '0',
@@ -65,14 +77,15 @@ t.test('bench harness runs once and writes a results table', async t => {
   t.ok(existsSync(out), 'report written')
   const md = readFileSync(out, 'utf8')
 
-  const labels = {
+  const labels: Record<string, string> = {
     direct: 'direct to mock (no proxy)',
+    ...(NGINX ? { nginx: 'nginx pass-through (C, 1 worker)' } : {}),
     bare: 'bare fastify+undici proxy',
     embedded: 'gateway, embedded (full pipeline, memory KV, SQLite ledger)',
   }
-  for (const heading of ['### JSON chat, c=1', '### JSON chat, c=16', '### streaming chat, c=16']) {
+  for (const heading of ['### JSON chat, c=1', '### JSON chat, c=16', '### streaming chat, c=16', ...AGENT_CASES]) {
     const rows = tableAfter(md, heading)
-    t.equal(rows.length, 3, `${heading}: one row per system`)
+    t.equal(rows.length, Object.keys(labels).length, `${heading}: one row per system`)
     for (const label of Object.values(labels)) {
       const row = rows.find(r => r[0] === label)
       t.ok(row, `${heading}: row for ${label}`)
@@ -91,10 +104,11 @@ t.test('bench harness runs once and writes a results table', async t => {
   t.match(md, /- Load: (wrk \(|\*\*(autocannon|builtin undici loop) fallback: ratios may be inflated\*\*)/, 'the load generator is named, a fallback labelled')
   t.match(md, /## Targets/)
   t.match(md, /Node v\d+/, 'machine description')
-  // The allocation section: the gateway and the bare proxy, both kinds of call, in KB.
+  t.match(md, /\| embedded ≥ 0\.9× bare, agent-json-c8 \|/, 'the agent targets are in the Targets table')
+  // The allocation section: the gateway and the bare proxy, every kind of call, in KB.
   const alloc = tableAfter(md, '## Allocation per call')
   for (const who of ['gateway', 'bare proxy']) {
-    for (const call of ['JSON chat', 'streamed chat']) {
+    for (const call of ['JSON chat', 'streamed chat', 'agent chat (145 KB), JSON', 'agent chat (145 KB), streamed']) {
       const row = alloc.find(r => r[0] === who && r[1] === call)
       t.ok(row && Number(row[2]) > 0, `allocation: ${who}, ${call}`)
     }

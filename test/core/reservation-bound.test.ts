@@ -1,0 +1,117 @@
+/**
+ * reservationBoundTokens, the input a reservation holds without a tokenizer, is never below the
+ * prompt's real token count: the exact count (no sampling) with both public tokenizers
+ * (o200k_base and cl100k_base) of the text the reservation counts, plus the same image, message
+ * and tool overheads, over many generated bodies of every protocol: English, code, digits, CJK,
+ * emoji, lone surrogates, escapes, and inline base64 media. And never below the 4-bytes floor,
+ * never above the context window.
+ */
+import t from 'tap'
+import { reservationBoundTokens, countedInputTokens, reservationInputTokens } from '../../core/tokens/reservation.ts'
+import { reservedInputTokens } from '../../core/tokens/estimate.ts'
+
+/** mulberry32: the same bodies on every run. */
+function rng (seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let x = a
+    x = Math.imul(x ^ (x >>> 15), x | 1)
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+const ALPHABETS = [
+  'the quick brown fox jumps over a lazy dog and then some more words ',
+  'const x = (a) => { return a?.b ?? [1, 2, 3]; } // TODO: fix\n\t',
+  '0123456789 3.14159 -42 1e10 0x1F ',
+  '编码代理现在是模型网关最重要的用户之一。日本語のテキストも。에이전트는 로그를 읽고 ',
+  '😀🎉👩‍💻🇫🇷✨🔥💡 ',
+  '!@#$%^&*()_+-=[]{}|;:\'",.<>/?`~\\ ',
+  'ÀÉÎÕÜßñçøåæœ ',
+]
+
+function text (r: () => number, max: number): string {
+  const n = Math.floor(r() * max)
+  const alpha = ALPHABETS[Math.floor(r() * ALPHABETS.length)]
+  const chars = [...alpha]
+  let s = ''
+  for (let i = 0; i < n; i++) {
+    const p = r()
+    if (p < 0.002) s += String.fromCharCode(0xd800 + Math.floor(r() * 0x400)) // a lone surrogate
+    else if (p < 0.01) s += String.fromCharCode(Math.floor(r() * 0x10000))
+    else s += chars[Math.floor(r() * chars.length)]
+  }
+  return s
+}
+
+const base64 = (r: () => number, n: number): string => Buffer.from(Array.from({ length: n }, () => Math.floor(r() * 256))).toString('base64')
+
+function chatBody (r: () => number): Record<string, unknown> {
+  const messages: unknown[] = [{ role: 'system', content: text(r, 800) }]
+  const turns = 1 + Math.floor(r() * 5)
+  for (let i = 0; i < turns; i++) {
+    const parts: unknown[] = [{ type: 'text', text: text(r, 600) }]
+    if (r() < 0.3) parts.push({ type: 'image_url', image_url: { url: `data:image/png;base64,${base64(r, 300)}`, detail: 'high' } })
+    if (r() < 0.2) parts.push({ type: 'input_audio', input_audio: { data: base64(r, 200), format: 'wav' } })
+    messages.push({ role: 'user', content: r() < 0.5 ? text(r, 400) : parts })
+    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'read', arguments: JSON.stringify({ path: text(r, 40) }) } }] })
+    messages.push({ role: 'tool', tool_call_id: `c${i}`, content: text(r, 900) })
+  }
+  return { model: 'm', messages, tools: [{ type: 'function', function: { name: 'read', description: text(r, 200), parameters: { type: 'object', properties: { path: { type: 'string', description: text(r, 80) } } } } }], max_tokens: 100 }
+}
+
+function messagesBody (r: () => number): Record<string, unknown> {
+  const content: unknown[] = [{ type: 'text', text: text(r, 700), cache_control: { type: 'ephemeral' } }]
+  if (r() < 0.4) content.push({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: base64(r, 400) } })
+  if (r() < 0.2) content.push({ type: 'document', source: { type: 'text', media_type: 'text/plain', data: text(r, 300) } })
+  return {
+    model: 'm',
+    max_tokens: 100,
+    system: [{ type: 'text', text: text(r, 600) }],
+    messages: [{ role: 'user', content }, { role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'grep', input: { q: text(r, 50) } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: text(r, 900) }] }],
+    tools: [{ name: 'grep', description: text(r, 300), input_schema: { type: 'object', properties: { q: { type: 'string' } } } }],
+  }
+}
+
+function responsesBody (r: () => number): Record<string, unknown> {
+  return {
+    model: 'm',
+    instructions: text(r, 500),
+    input: [{ role: 'user', content: [{ type: 'input_text', text: text(r, 800) }, ...(r() < 0.4 ? [{ type: 'input_image', image_url: `data:image/jpeg;base64,${base64(r, 300)}` }] : [])] },
+      { type: 'function_call_output', call_id: 'x', output: text(r, 600) }],
+    max_output_tokens: 50,
+  }
+}
+
+t.test('the bound is never below the exact token count, the 4-bytes floor, nor above the context window', async t => {
+  const r = rng(20261128)
+  const CONTEXT = 10_000_000
+  let checked = 0
+  let tightest = Infinity
+  for (let i = 0; i < 240; i++) {
+    const body = [chatBody, messagesBody, responsesBody][i % 3](r)
+    const bytes = Buffer.byteLength(JSON.stringify(body))
+    const bound = reservationBoundTokens(body, bytes, CONTEXT)
+    for (const model of ['gpt-4o', 'claude-sonnet-4']) { // o200k_base, cl100k_base
+      const exact = await countedInputTokens(body, model, Number.MAX_SAFE_INTEGER)
+      if (bound < exact) t.fail(`body ${i} (${model}): bound ${bound} < exact ${exact}`)
+      tightest = Math.min(tightest, bound / exact)
+      checked++
+    }
+    if (bound < reservedInputTokens(body, bytes, CONTEXT)) t.fail(`body ${i}: below the 4-bytes floor`)
+    if (bound < await reservationInputTokens(body, bytes, CONTEXT, 'claude-sonnet-4', 0)) t.fail(`body ${i}: below the byte rule`)
+  }
+  t.equal(checked, 480, 'every body counted with both tokenizers')
+  t.ok(tightest >= 1, `the bound over the exact count: at least ${tightest.toFixed(2)}×`)
+})
+
+t.test('the bound when the body is empty of text, has an unsized part, or passes the context window', async t => {
+  t.equal(reservationBoundTokens({ messages: [] }, 15, 1000), 4, 'the 4-bytes floor of the body')
+  t.equal(reservationBoundTokens({ messages: [{ role: 'user', content: [{ type: 'video_url', video_url: { url: 'https://x/v.mp4' } }] }] }, 80, 128_000), 128_000, 'a part the gateway cannot size: the whole window')
+  t.equal(reservationBoundTokens({ messages: [{ role: 'user', content: '中'.repeat(100_000) }] }, 300_030, 128_000), 128_000, 'capped by the window')
+  const cjk = { messages: [{ role: 'user', content: '中'.repeat(1000) }] }
+  t.equal(reservationBoundTokens(cjk, 3030, 1_000_000), 3000 + 3 * 4 + 3, 'CJK: three bytes a character, plus "user" (short: 3 bytes a unit) and the message overhead')
+})
