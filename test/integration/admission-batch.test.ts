@@ -13,6 +13,7 @@ import { redisUrl, databaseUrl, randomId } from '../helpers/backends.ts'
 import { pgLedgers } from '../helpers/pg-ledgers.ts'
 import { RedisStore } from '../../core/stores/redis.ts'
 import { until } from '../helpers/until.ts'
+import { startTcpProxy } from '../helpers/tcp-proxy.ts'
 
 const IP_LIMIT = 60
 const REQUESTS = 30
@@ -77,4 +78,42 @@ t.test('100 calls in flight on two gateways: the limits hold exactly, refusals l
   t.equal(usage.length, REQUESTS, 'one usage record per admitted call')
   const charged = usage.reduce((s, u) => s + u.cost, 0)
   t.equal((await ledger.getBalance('org-test'))?.balance, INITIAL * 1e6 - charged, 'the balance is the opening balance less what the admitted calls were charged')
+})
+
+t.test('Redis down: each plugin of the failed batch decides as its onStoreError says, in order', async t => {
+  const rurl = await redisUrl(t)
+  if (!rurl) return
+  const u = new URL(rurl)
+  const proxy = await startTcpProxy(u.hostname, Number(u.port || 6379))
+  t.teardown(() => proxy.close())
+  const store = await RedisStore.open({ url: `redis://127.0.0.1:${proxy.port}`, prefix: `test:admission-batch:${randomId()}:`, commandTimeoutMs: 500 })
+  t.teardown(() => store.close())
+  const make = async (quota: 'open' | 'closed', idempotency: boolean): Promise<string> => {
+    const app = await buildTestApp({
+      store,
+      pipeline: [
+        { plugin: 'ip-limit', config: { limit: 1000, onStoreError: 'open' } },
+        AUTH_ENTRY,
+        ...(idempotency ? [{ plugin: 'idempotency' }] : []),
+        { plugin: 'quota', config: { onStoreError: quota, limits: [{ scope: 'organization', window: 'minute', requests: 1000 }] } },
+      ],
+    })
+    t.teardown(() => app.close())
+    return listen(app)
+  }
+  const open = await make('open', false)
+  const closed = await make('closed', false)
+  const claims = await make('open', true)
+  const call = async (url: string, key?: string) => (await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { ...auth(), 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
+    body: JSON.stringify({ model: 'echo/echo-1', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }),
+  })).status
+  t.equal(await call(open), 200, 'Redis up: served')
+  await proxy.down()
+  t.equal(await call(open), 200, 'ip-limit and quota open: served uncounted')
+  t.equal(await call(closed), 503, 'quota closed: 503')
+  t.equal(await call(claims, 'k1'), 503, 'idempotency in the batch fails closed whatever quota says')
+  t.equal(await call(claims), 200, 'without an Idempotency-Key nothing fails closed')
+  await proxy.up()
 })
