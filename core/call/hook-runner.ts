@@ -81,6 +81,7 @@ export abstract class HookRunner extends CallLifecycle {
   }
 
   #entry (p: PluginInstance, w: PreparedWork): Entry {
+    if (isPromise(w)) throw new TypeError(`plugin "${p.name}": prepare and prepareSettle answer synchronously (await in done)`)
     const runner = w.steps !== undefined && w.steps.length > 0 ? w.store?.steps : undefined
     if (w.steps !== undefined && w.steps.length > 0 && runner === undefined) throw new TypeError(`plugin "${p.name}" prepared store steps on a store without steps`)
     return { p, w, runner }
