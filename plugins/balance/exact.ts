@@ -3,7 +3,7 @@
  * call, each step awaited; the charge written and waited for, retried (charge.ts).
  */
 import type { Logger } from 'pino'
-import { gwError, type GatewayContext, type ModelPrice, type PreparedWork, type Reservation, type Wallet } from '../../index.ts'
+import { gwError, type GatewayContext, type ModelPrice, type PreparedWork, type PriceBook, type Reservation, type Wallet } from '../../index.ts'
 import type { Charges } from './charge.ts'
 import type { BalanceMode, Slot } from './mode.ts'
 
@@ -43,6 +43,19 @@ export function holdWork (wallet: Wallet, log: Logger, ctx: GatewayContext, stat
       state.slot = { price, reservation: r }
     },
   }
+}
+
+/**
+ * `prepare` of exact mode on a network ledger: the hold started at once when the price is cached
+ * and the amount known without a promise; undefined otherwise (onRequest takes the call).
+ */
+export function holdEarly (wallet: Wallet, log: Logger, ctx: GatewayContext, state: { slot?: Slot, pending?: Pending }, prices: PriceBook,
+  amountNow: (ctx: GatewayContext, price: ModelPrice) => number | undefined): PreparedWork | undefined {
+  const org = ctx.principal?.organization
+  if (!ctx.model || !org || ctx.route === 'count_tokens') return undefined
+  const price = prices.cached(ctx.model)
+  const amount = price === undefined ? undefined : amountNow(ctx, price)
+  return price === undefined || amount === undefined ? undefined : holdWork(wallet, log, ctx, state, price, org, amount)
 }
 
 export function exactMode (wallet: Wallet, charges: Charges, log: Logger): BalanceMode {

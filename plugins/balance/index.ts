@@ -26,15 +26,14 @@ import { BalanceConfig } from './schema.ts'
 import { Charges } from './charge.ts'
 import { callCosts, usageRecord } from './cost.ts'
 import type { BalanceMode, Slot } from './mode.ts'
-import { exactMode, holdWork, type Pending } from './exact.ts'
-import { solvent } from './solvent.ts'
+import { exactMode, holdEarly, type Pending } from './exact.ts'
 import { inProcessMode } from './in-process.ts'
 import { leaseMode } from './lease.ts'
 
 /** Characters of prompt text tokenized per call when the config did not go through the schema. */
 const DEFAULT_TOKENIZE_MAX_CHARS = 8192
 
-/** Per request: the call's price and hold, from admit to settle (exact mode: the hold started in prepare, until taken over). */
+/** Per request: the call's price and hold, from admit to settle (exact mode: a hold started in prepare, until taken over). */
 interface State { slot?: Slot, pending?: Pending }
 
 /**
@@ -89,18 +88,26 @@ export default definePlugin({
       return admit(ctx, state, org, price, config.enforce && org ? await amountFor(ctx, price) : 0)
     }
 
-    // Exact mode on a network ledger (PostgreSQL): the hold starts in prepare, beside the store batch.
-    const overlapped = config.enforce && !leasing && wallet.inProcess === undefined
+    /**
+     * count_tokens: 402 when the organization has nothing available. Read only: a count holds
+     * and costs nothing, so two counts never race for money.
+     */
+    async function solvent (org: string): Promise<void> {
+      if (mode.hasFree(org)) return
+      let b: { balance: number, reserved: number } | undefined
+      try {
+        b = await wallet.getBalance(org)
+      } catch (err) {
+        deps.log.error({ err }, 'balance: ledger unreachable (balance)')
+        throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+      }
+      if (b === undefined || b.balance - b.reserved <= 0) throw gwError('GW_ERR_BALANCE_INSUFFICIENT')
+    }
 
+    // Exact mode on a network ledger (PostgreSQL): the hold starts in prepare, beside the store batch.
+    const early = config.enforce && !leasing && wallet.inProcess === undefined
     return {
-      prepare (ctx, state) {
-        const org = ctx.principal?.organization
-        if (!overlapped || !ctx.model || !org || ctx.route === 'count_tokens' || spool?.blocked === true) return undefined
-        const price = prices.cached(ctx.model)
-        const amount = price === undefined ? undefined : amountNow(ctx, price)
-        if (price === undefined || amount === undefined) return undefined
-        return holdWork(wallet, deps.log, ctx, state, price, org, amount)
-      },
+      prepare: (ctx, state) => early && spool?.blocked !== true ? holdEarly(wallet, deps.log, ctx, state, prices, amountNow) : undefined,
       onAnswered (ctx, outcome, state) {
         const slot = state.slot
         if (!outcome.usage || !slot) return
@@ -113,7 +120,7 @@ export default definePlugin({
         if (spool?.blocked === true) throw gwError('GW_ERR_NOT_READY', [], { headers: { 'retry-after': String(spool.retryAfterSeconds) } })
         const org = principal.organization
         if (config.enforce && !org) throw gwError('GW_ERR_BALANCE_NO_ORGANIZATION')
-        if (ctx.route === 'count_tokens') return config.enforce && org ? solvent(mode, wallet, deps.log, org) : undefined
+        if (ctx.route === 'count_tokens') return config.enforce && org ? solvent(org) : undefined
         // The price from the cache (no ledger read) keeps an in-process admit synchronous.
         const price = mode.inProcess ? prices.cached(ctx.model) : undefined
         if (price === undefined) return admitAsync(ctx, state, org)
@@ -123,9 +130,7 @@ export default definePlugin({
       },
       onSettle (ctx, outcome, state) {
         // Prepared, but another plugin refused the call first: the hold goes back.
-        const pending = state.pending
-        state.pending = undefined
-        if (pending) return pending.then(({ r }) => r && charges.release(r))
+        if (state.pending) return state.pending.then(({ r }) => { state.pending = undefined; return r && charges.release(r) })
         const slot = state.slot
         if (!slot) return
         state.slot = undefined
