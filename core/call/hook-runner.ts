@@ -9,12 +9,11 @@
  *   prepared. A plugin that declares no `prepare`, or whose `prepare` returns undefined, ends the
  *   batch: the batch runs first, then that plugin's `onRequest`, as the order of the pipeline says.
  *   Steps of a store with another backend end the batch too.
- * - The batch's outcome goes to each plugin's `done` in pipeline order: a step that refused undid
- *   every step of the batch, and only its plugin's `done` runs (and must throw its refusal); a store
- *   error goes to the `done` of every plugin with steps, in order, until one throws.
- * - Every plugin whose `prepare` ran counts as having run (its `onSettle` runs).
- * - Settle: plugins whose `prepareSettle` returns work, in settle order (reverse), share a batch the
- *   same way; their `done` gets the outcome; errors are logged, never thrown.
+ * - The outcome goes to each plugin's `done` in pipeline order. A refused step undid every step of
+ *   the batch: only its plugin's `done` runs, and refuses (or returns new work: the batch runs again).
+ *   A store error goes to the `done` of every plugin with steps, in order, until one throws.
+ * - Every plugin whose `prepare` ran counts as having run (its `onSettle` runs). Settle: plugins
+ *   whose `prepareSettle` returns work share a batch the same way (in settle order); errors logged.
  * - Hooks answer synchronously when they can: a phase with no batch and no promise runs with no promise.
  */
 import { gwError } from '../errors/errors.ts'
@@ -27,6 +26,8 @@ import { CallLifecycle } from './lifecycle.ts'
 import { isPromise, joins, runBatch, type Entry } from './batch.ts'
 
 const NONE_RAN: readonly PluginInstance[] = Object.freeze([])
+/** Most times one batch runs again with new work from a refused step's plugin. */
+const MAX_AGAIN = 2
 
 /**
  * The hook runner of one call: the GatewayContext side lives in Call (call.ts), which extends
@@ -58,7 +59,7 @@ export abstract class HookRunner extends CallLifecycle {
     return s
   }
 
-  /** Calls `fn` as plugin `p` (its hooks see it as the current plugin); a throw rejects the call in its name. */
+  /** Calls `fn` as plugin `p` (the current plugin for its hooks); a throw rejects the call in its name. */
   #as<T> (p: PluginInstance, fn: () => T): T {
     this.current = p
     try {
@@ -118,15 +119,7 @@ export abstract class HookRunner extends CallLifecycle {
   /** The rest of a phase once hook `i` returned a promise `pending` or work to batch; later hooks still run sync when they can. */
   async #resume (list: readonly PluginInstance[], start: number, i: number, pending: Promise<void> | undefined, batch: Entry[]): Promise<void> {
     if (pending !== undefined) {
-      this.current = list[i]
-      try {
-        await pending
-      } catch (err) {
-        this.rejectedBy = list[i].name
-        throw err
-      } finally {
-        this.current = undefined
-      }
+      await this.#awaitAs(list[i], pending)
       if (this.aborted) throw gwError('GW_ERR_BAD_REQUEST', ['the client closed the connection'])
     }
     for (i++; i < list.length; i++) {
@@ -142,41 +135,49 @@ export abstract class HookRunner extends CallLifecycle {
       const hook = p.hooks.onRequest
       if (hook === undefined) continue
       const r = this.#as(p, () => hook(this.#ctx, p.makeState === undefined ? undefined : this.stateOf(p)))
-      if (isPromise(r)) {
-        this.current = p
-        try {
-          await r
-        } catch (err) {
-          this.rejectedBy = p.name
-          throw err
-        } finally {
-          this.current = undefined
-        }
-      }
+      if (isPromise(r)) await this.#awaitAs(p, r)
       if (this.aborted) throw gwError('GW_ERR_BAD_REQUEST', ['the client closed the connection'])
     }
     if (batch.length > 0) await this.#admitBatch(batch)
   }
 
-  /** Runs a batch of admission work; throws the first refusal. Returns an empty batch. */
+  /** Awaits `r`, what plugin `p`'s hook returned, as `p`; a rejection rejects the call in its name. */
+  async #awaitAs<T> (p: PluginInstance, r: Promise<T>): Promise<T> {
+    this.current = p
+    try {
+      return await r
+    } catch (err) {
+      this.rejectedBy = p.name
+      throw err
+    } finally {
+      this.current = undefined
+    }
+  }
+
+  /**
+   * Runs a batch of admission work; throws the first refusal. A refused step undid every plugin's
+   * steps: its plugin's `done` refuses, or returns new work, and the whole batch runs again with it
+   * (at most MAX_AGAIN times). Returns an empty batch.
+   */
   async #admitBatch (batch: readonly Entry[]): Promise<Entry[]> {
-    await runBatch(batch, async (e, o) => {
-      const done = e.w.done
-      this.current = e.p
-      try {
-        if (done !== undefined) {
-          const r = done(o)
-          if (isPromise(r)) await r
+    for (let attempt = 0; ; attempt++) {
+      const retry: { entry?: Entry } = {}
+      await runBatch(batch, async (e, o) => {
+        const r = e.w.done === undefined ? undefined : this.#as(e.p, () => e.w.done!(o))
+        const w = (isPromise(r) ? await this.#awaitAs(e.p, r as Promise<void | PreparedWork>) : r) as void | PreparedWork | undefined
+        if (o.refused === undefined) return
+        if (w !== undefined && w !== null && attempt < MAX_AGAIN) {
+          retry.entry = this.#entry(e.p, w)
+          return
         }
-        // A refused step undid every plugin's steps: the call cannot go on as if it had not.
-        if (o.refused !== undefined) throw gwError('GW_ERR_INTERNAL', [this.requestId], { cause: new Error(`plugin "${e.p.name}" did not refuse for its refused step`) })
-      } catch (err) {
         this.rejectedBy = e.p.name
-        throw err
-      } finally {
-        this.current = undefined
-      }
-    })
+        throw gwError('GW_ERR_INTERNAL', [this.requestId], { cause: new Error(`plugin "${e.p.name}" did not refuse for its refused step`) })
+      })
+      const next = retry.entry
+      if (next === undefined) break
+      batch = batch.map(e => e.p === next.p ? next : e)
+      if (!batch.every(e => joins([next], e))) throw new TypeError(`plugin "${next.p.name}" tried again on another store`)
+    }
     if (this.aborted) throw gwError('GW_ERR_BAD_REQUEST', ['the client closed the connection'])
     return []
   }
@@ -186,10 +187,7 @@ export abstract class HookRunner extends CallLifecycle {
     return this.#runOutcomeHooks(this.#ran - 1, 'onAnswered', 'answered hook failed')
   }
 
-  /**
-   * `onSettle` in reverse for every plugin whose request hook ran. Errors are logged, never
-   * thrown: settling must not break the response already sent.
-   */
+  /** `onSettle` in reverse for every plugin whose request hook ran; errors logged, never thrown (the response went). */
   protected runSettleHooks (): Promise<void> | undefined {
     return this.#runOutcomeHooks(this.#ran - 1, 'onSettle', 'settle failed')
   }

@@ -20,8 +20,10 @@ export interface PreparedWork {
   readonly steps?: readonly StoreStep[]
   /**
    * After the batch ran: takes its outcome (results, the refused step, or a store error). In
-   * `prepare`, throw a GatewayError to refuse the call (a refused step must be refused: the batch
-   * undid every plugin's steps); await here what the plugin started in `prepare`.
+   * `prepare`, throw a GatewayError to refuse the call; await here what the plugin started in
+   * `prepare`. For its own refused step (the batch undid every plugin's steps) it refuses, or
+   * returns new work (on the same store) to have the whole batch run again with it, at most twice
+   * (for example a smaller worst case, counted exactly once a cheap bound was refused).
    */
-  done? (outcome: StepsOutcome): void | Promise<void>
+  done? (outcome: StepsOutcome): void | PreparedWork | Promise<void | PreparedWork>
 }

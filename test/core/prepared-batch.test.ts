@@ -7,7 +7,7 @@
  * every plugin whose `prepare` ran.
  */
 import t, { type Test } from 'tap'
-import { definePlugin, Type, type KvStore, type StoreStep } from '../../index.ts'
+import { definePlugin, gwError, Type, type KvStore, type PreparedWork, type StoreStep } from '../../index.ts'
 import { runPrepared, memoryStore, pluginDeps, fakeContext } from '../../testing.ts'
 import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 
@@ -131,4 +131,40 @@ t.test('runPrepared: a plugin\'s prepared work in a unit test', async t => {
   t.same((await runPrepared(hooks.prepare!(ctx, undefined)))?.results.map(r => r.value), [1])
   await t.rejects(runPrepared(hooks.prepare!(ctx, undefined)), { code: 'SOLO_FULL' } as never, 'past the limit: its refusal')
   t.equal(await store.get('n'), '1', 'the refused count undone')
+})
+
+t.test('a refused step\'s plugin may try again with new work: the whole batch runs again', async t => {
+  const seen: Seen = { batches: [], events: [], stores: new Map() }
+  const shrinking = definePlugin({
+    name: 'shrinking',
+    phase: 'admit',
+    storePurpose: 'windows',
+    configSchema: Type.Object({}),
+    create (_config, deps) {
+      seen.stores.set('shrinking', deps.store)
+      // A cheap bound first (5), refused by the cap of 3; then the exact amount (2).
+      const work = (by: number, retry: boolean): PreparedWork => ({
+        store: deps.store,
+        steps: [{ op: 'incr', key: 'held', by, ttlMs: 60_000, max: 3 }],
+        done (o) {
+          seen.events.push(`shrinking.done(${by})${o.refused !== undefined ? ':refused' : ''}`)
+          if (o.refused === undefined) return
+          if (retry) return work(2, false)
+          throw gwError('GW_ERR_QUOTA_EXCEEDED', ['3 held'])
+        },
+      })
+      return { prepare: () => work(5, true) }
+    },
+  })
+  const url = await gateway(t, ['a', 'shrinking'], [counter('a', seen, { limit: 5 }), shrinking])
+  const res = await chat(url)
+  t.equal(res.status, 200, 'admitted with the smaller amount')
+  await res.text()
+  await settled()
+  t.same(seen.events.filter(e => e.includes('done')), ['shrinking.done(5):refused', 'a.done', 'shrinking.done(2)'], 'a\'s done ran once, after the batch that applied')
+  t.same(seen.batches.slice(0, 2), [['a:n', 'shrinking:held'], ['a:n', 'shrinking:held']], 'the whole batch ran twice')
+  t.equal(await seen.stores.get('a')!.get('n'), '1', 'a counted once: the refused run was undone')
+  t.equal(await seen.stores.get('shrinking')!.get('held'), '2', 'the new work applied')
+  const again = await chat(url)
+  t.equal(again.status, 429, 'then the cap: bound and exact amount refused')
 })
