@@ -7,7 +7,7 @@
 
 // ── plugins ───────────────────────────────────────────────────────────────────────────────────
 export { definePlugin, isGatewayPlugin, PLUGIN_OUTPUTS } from './core/pipeline/plugin.ts'
-export type { GatewayPlugin, PluginHooks, PluginDeps, PluginOutput, PluginOutputs, OutputOf, PluginErrorSpec, HostResolver } from './core/pipeline/plugin.ts'
+export type { GatewayPlugin, PluginHooks, PluginDeps, PluginOutput, PluginOutputs, OutputOf, PluginErrorSpec, HostResolver, PreparedWork, StepsOutcome } from './core/pipeline/plugin.ts'
 export type { ClientAnswer, ClientStreamEvent, JsonObject } from './core/pipeline/plugin.ts'
 export { PHASES } from './core/types/phases.ts'
 export type { Phase } from './core/types/phases.ts'
@@ -91,7 +91,7 @@ export type { Catalog } from './core/dispatch/catalog.ts'
 
 // ── services handed to create() ───────────────────────────────────────────────────────────────
 export { isStoreFull, STORE_PURPOSES } from './core/stores/kv.ts'
-export type { KvStore, InProcessKv, CounterResult, StorePurpose } from './core/stores/kv.ts'
+export type { KvStore, InProcessKv, CounterResult, StorePurpose, StoreStep, StepResult, BatchResult, StepRunner } from './core/stores/kv.ts'
 export type { Ledger, Reservation, Hold, ReserveOptions, KeyRecord, UsageRecord, Micros, QueuedCharge, LeaseGrant, KeyBudgets, KeyHold, KeyRefusal, BudgetWindow } from './core/ledger/ledger.ts'
 // The ledger's roles: a plugin declares the ones it uses (`ledger: [...]`) and gets a view of each
 // in `deps.ledger`; administration (LedgerAdmin) is for the admin API and CLI only.

@@ -38,7 +38,7 @@ export type {
   FakeGemini, FakeGeminiOptions, GeminiRecorded, GeminiAnswer, GeminiScriptPart, GeminiUsage, GeminiErrorReply, GeminiReply,
   GeminiRecordedScript, GeminiCountScript, GeminiMethodName, GeminiCheckOptions,
 } from './testing/fake-gemini.ts'
-export { memoryStore, memoryLedger } from './testing/backends.ts'
+export { memoryStore, memoryLedger, runPrepared } from './testing/backends.ts'
 export type { MemoryStoreOptions } from './testing/backends.ts'
 export { outcomeSpy } from './testing/outcome-spy.ts'
 export type { SpyRecord } from './testing/outcome-spy.ts'

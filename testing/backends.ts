@@ -1,9 +1,11 @@
 /**
  * @module testing/backends – the gateway's own embedded backends for unit tests of plugins that need
  * `deps.store` or `deps.ledger`: a memory key-value store of a given purpose and a migrated
- * in-memory SQLite ledger. Hand them to `pluginDeps(plugin, { store, ledger })`.
+ * in-memory SQLite ledger. Hand them to `pluginDeps(plugin, { store, ledger })`. And `runPrepared`,
+ * a plugin's prepared store work run as the pipeline runs it.
  */
 import type { KvStore, StorePurpose } from '../core/stores/kv.ts'
+import type { PreparedWork, StepsOutcome } from '../core/pipeline/prepared.ts'
 import { memoryStores } from '../core/stores/index.ts'
 import type { Ledger } from '../core/ledger/ledger.ts'
 import { openLedger } from '../core/ledger/index.ts'
@@ -29,4 +31,27 @@ export async function memoryLedger (opts: { now?: () => number } = {}): Promise<
   const ledger = await openLedger({ backend: 'sqlite', path: ':memory:' }, opts)
   await ledger.migrate()
   return ledger
+}
+
+/**
+ * Runs a plugin's prepared work (`prepare` or `prepareSettle`) as the pipeline would with no other
+ * plugin in its batch: its steps as one batch on its store, then its `done` (which throws the
+ * plugin's refusal). Returns the outcome `done` got; undefined when there was no work.
+ */
+export async function runPrepared (work: PreparedWork | undefined | void): Promise<StepsOutcome | undefined> {
+  if (!work) return undefined
+  const steps = work.steps ?? []
+  let outcome: StepsOutcome = { results: [], refused: undefined, error: undefined }
+  if (steps.length > 0) {
+    const runner = work.store?.steps
+    if (runner === undefined) throw new TypeError('prepared store steps need a store with steps (deps.store)')
+    try {
+      const r = await runner.run(steps.map(s => ({ ...s, key: runner.keyOf(s.key) })))
+      outcome = { results: r.results, refused: r.refused, error: undefined }
+    } catch (err) {
+      outcome = { results: [], refused: undefined, error: err }
+    }
+  }
+  await work.done?.(outcome)
+  return outcome
 }

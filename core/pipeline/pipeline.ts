@@ -169,7 +169,7 @@ export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeli
     const byPhase = {} as Record<Phase, readonly PluginInstance[]>
     // Only plugins with a request, answered or settle hook take part in a call: the runner loops over
     // these lists with no per-call filtering.
-    for (const phase of PHASES) byPhase[phase] = Object.freeze(ordered.filter(p => p.phase === phase && p.routes.has(route) && (p.hooks.onRequest || p.hooks.onSettle || p.hooks.onAnswered)))
+    for (const phase of PHASES) byPhase[phase] = Object.freeze(ordered.filter(p => p.phase === phase && p.routes.has(route) && takesPart(p.hooks)))
     plan[route] = Object.freeze(byPhase)
   }
   const order = {} as Record<RouteName, { list: readonly PluginInstance[], start: Record<Phase, number> }>
@@ -206,6 +206,11 @@ export async function buildPipeline (opts: BuildPipelineOptions): Promise<Pipeli
       }
     },
   }
+}
+
+/** A plugin with a request, answered or settle hook (or prepared work) takes part in a call. */
+function takesPart (h: PluginHooks<unknown>): boolean {
+  return h.onRequest !== undefined || h.prepare !== undefined || h.onSettle !== undefined || h.prepareSettle !== undefined || h.onAnswered !== undefined
 }
 
 type Resolved = { plugin: GatewayPlugin, routes: readonly RouteName[] }

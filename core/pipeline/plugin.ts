@@ -5,6 +5,9 @@ import type { Phase } from '../types/phases.ts'
 import type { Headers, Outcome, RouteName } from '../types/context.ts'
 import type { ClientProtocol, ModelEntry } from '../types/model.ts'
 import type { KvStore, StorePurpose } from '../stores/kv.ts'
+import type { PreparedWork } from './prepared.ts'
+
+export type { PreparedWork, StepsOutcome } from './prepared.ts'
 import type { LedgerRole, LedgerRolesOf } from '../ledger/roles.ts'
 import type { ChargeSpool } from '../ledger/spool.ts'
 import type { Catalog } from '../dispatch/catalog.ts'
@@ -182,6 +185,23 @@ export interface PluginDeps<E extends string = string, R extends LedgerRole = Le
 export interface PluginHooks<L = undefined> {
   /** Runs in the plugin's phase; throw a GatewayError to reject. */
   onRequest? (ctx: GatewayContext, state: L): void | Promise<void>
+  /**
+   * Optional, synchronous: this call's store work declared instead of done, so that the plugins
+   * of a phase that follow each other and declare it share one batch (one round trip to Redis).
+   * Return the steps and a `done` that reads their outcome (and throws to refuse), or undefined to
+   * have `onRequest` run instead for this call. When `prepare` returns work, `onRequest` does not
+   * run. May start other I/O at once (balance starts its ledger hold here, so it overlaps the
+   * batch) and await it in `done`. Throw a GatewayError to refuse at once. `onSettle` runs for
+   * every plugin whose `prepare` ran, also when another plugin's step refused the batch before
+   * its `done` ran (nothing of its steps is applied then).
+   */
+  prepare? (ctx: GatewayContext, state: L): PreparedWork | undefined | void
+  /**
+   * Optional, synchronous: `onSettle`'s store work declared instead of done, batched with the
+   * other settling plugins' (their steps apply; `done` may log what failed). Undefined: `onSettle`
+   * runs instead for this call. When it returns work, `onSettle` does not run.
+   */
+  prepareSettle? (ctx: GatewayContext, outcome: Outcome, state: L): PreparedWork | undefined | void
   /**
    * Non-streamed answers: sees the answer in the client's protocol before it is serialized, in
    * reverse pipeline order, before `onAnswered`. Change `answer.body` in place, or return a

@@ -2,7 +2,8 @@
  * @module stores/expiring – the embedded store for exact state (idempotency claims, quota and
  * spend windows): bounded, and a key leaves only when it expires or is deleted, never to make room.
  */
-import type { CounterResult, InProcessKv, KvStore } from './kv.ts'
+import type { CounterResult, InProcessKv, KvStore, StepRunner } from './kv.ts'
+import { runInProcess } from './steps.ts'
 import { StoreFullError } from './kv.ts'
 
 /**
@@ -51,6 +52,9 @@ export class ExpiringMemoryStore implements KvStore {
     delIfValue: (key, value) => this.#delIfValueNow(key, value),
     get: key => this.#getNow(key),
   }
+
+  /** Steps run in one loop with no other call between them (steps.ts). */
+  readonly steps: StepRunner = { backend: this, keyOf: k => k, run: async steps => runInProcess(this.inProcess, steps) }
 
   constructor (opts: { maxKeys: number, now?: () => number, purpose?: string, bound?: string }) {
     this.#max = opts.maxKeys

@@ -7,6 +7,7 @@ export type { KvStore, InProcessKv, CounterResult, StorePurpose, StoreSet } from
 export { STORE_PURPOSES, StoreFullError, isStoreFull } from './kv.ts'
 export { MemoryStore } from './memory.ts'
 export { ExpiringMemoryStore } from './expiring.ts'
+export type { StoreStep, StepResult, BatchResult, StepRunner } from './kv.ts'
 
 export interface KvConfig {
   backend: 'memory' | 'redis'
@@ -70,8 +71,10 @@ export function namespaced (store: KvStore, ns: string): KvStore {
   const p = ns + ':'
   // The in-process facet is offered only when the backend has it (memory stores).
   const now = store.inProcess
+  const steps = store.steps
   return {
     shared: store.shared,
+    steps: steps && { backend: steps.backend, keyOf: (k: string) => steps.keyOf(p + k), run: s => steps.run(s) },
     incr: (k: string, by: number, w: number): Promise<CounterResult> => store.incr(p + k, by, w),
     inProcess: now && {
       incr: (k, by, w) => now.incr(p + k, by, w),

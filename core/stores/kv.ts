@@ -25,6 +25,12 @@ export interface KvStore {
    * Callers without it use the asynchronous operations.
    */
   readonly inProcess?: InProcessKv
+  /**
+   * Runs store steps (steps.ts) as one atomic batch: one Lua script on Redis, one loop in process.
+   * The pipeline puts the steps plugins declare in `prepare()` into it; absent on a store that
+   * cannot (the plugin's `onRequest` then runs instead).
+   */
+  readonly steps?: StepRunner
   /** Current counter value and time to reset, or value 0 when absent. */
   peek (key: string): Promise<CounterResult>
   /** Sets `key` to `value` only if absent; true when this call set it. */
@@ -89,4 +95,35 @@ export interface StoreSet {
   /** Reachability for /readyz. */
   ping (): Promise<boolean>
   close (): Promise<void>
+}
+
+/* Store steps: the rules of a batch are in steps.ts. */
+
+/** Adds `by` to a counter; a new key lives `ttlMs`. With `max`: refused when the new value is above it. */
+export interface IncrStep { readonly op: 'incr', readonly key: string, readonly by: number, readonly ttlMs: number, readonly max?: number, readonly if?: number }
+/** Sets `key` to `value` only when absent (living `ttlMs`); refused when the key is held. */
+export interface ClaimStep { readonly op: 'claim', readonly key: string, readonly value: string, readonly ttlMs: number, readonly if?: number }
+/** Sets `key` to `value`, living `ttlMs`. */
+export interface SetStep { readonly op: 'set', readonly key: string, readonly value: string, readonly ttlMs: number, readonly if?: number }
+/** Deletes `key` while it still holds `value`. */
+export interface DelIfValueStep { readonly op: 'delIfValue', readonly key: string, readonly value: string, readonly if?: number }
+
+export type StoreStep = IncrStep | ClaimStep | SetStep | DelIfValueStep
+
+export interface StepResult { readonly value: number, readonly ttlMs: number }
+
+/** A batch's answer: every step's result, or the index of the step that refused (results up to it; nothing applied). */
+export interface BatchResult {
+  readonly refused: number | undefined
+  readonly results: readonly StepResult[]
+}
+
+/** Runs steps as one atomic batch on a backend; steps of views over the same `backend` may share one batch. */
+export interface StepRunner {
+  /** The backend: views whose runners have the same one may put their steps in one batch. */
+  readonly backend: object
+  /** The key `key` of this view as the backend names it. */
+  keyOf (key: string): string
+  /** Runs steps whose keys are already the backend's (see keyOf). */
+  run (steps: readonly StoreStep[]): Promise<BatchResult>
 }

@@ -1,6 +1,7 @@
 /** @module stores/memory – the embedded key-value store: lru-cache, bounded however many keys arrive. */
 import { LRUCache } from 'lru-cache'
-import type { CounterResult, InProcessKv, KvStore } from './kv.ts'
+import type { CounterResult, InProcessKv, KvStore, StepRunner } from './kv.ts'
+import { runInProcess } from './steps.ts'
 
 interface Entry { v: string | number, exp: number }
 
@@ -24,6 +25,9 @@ export class MemoryStore implements KvStore {
     delIfValue: (key, value) => this.#delIfValueNow(key, value),
     get: key => this.#getNow(key),
   }
+
+  /** Steps run in one loop with no other call between them (steps.ts). */
+  readonly steps: StepRunner = { backend: this, keyOf: k => k, run: async steps => runInProcess(this.inProcess, steps) }
 
   constructor (opts: { maxKeys?: number, now?: () => number } = {}) {
     this.#cache = new LRUCache<string, Entry>({ max: opts.maxKeys ?? 100_000 })

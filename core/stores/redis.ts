@@ -1,6 +1,8 @@
 /** @module stores/redis – the shared key-value store for many replicas: one atomic command or script per operation. */
 import { Redis } from 'ioredis'
 import type { CounterResult, KvStore } from './kv.ts'
+import type { StepRunner } from './kv.ts'
+import { STEPS_LUA, parseSteps, stepsArgs } from './steps.ts'
 
 /** INCRBY, and a new key gets its window's TTL; returns {value, pttl}. */
 const INCR = `local v = redis.call('INCRBY', KEYS[1], ARGV[1])
@@ -20,6 +22,8 @@ type ScriptedRedis = Redis & {
   gwPeek (key: string): Promise<[number, number]>
   /** DEL_IF: 1 when the key held `value` and was deleted, else 0. */
   gwDelIf (key: string, value: string): Promise<number>
+  /** STEPS_LUA (steps.ts): numkeys, keys, then the steps' fields. */
+  gwSteps (...args: Array<string | number>): Promise<unknown[]>
 }
 
 export interface RedisStoreOptions {
@@ -43,8 +47,17 @@ export class RedisStore implements KvStore {
     r.defineCommand('gwIncr', { numberOfKeys: 1, lua: INCR })
     r.defineCommand('gwPeek', { numberOfKeys: 1, lua: PEEK })
     r.defineCommand('gwDelIf', { numberOfKeys: 1, lua: DEL_IF })
+    // Its number of keys comes first in each call (EVALSHA, and EVAL again on NOSCRIPT).
+    r.defineCommand('gwSteps', { lua: STEPS_LUA })
     this.#r = r as ScriptedRedis
     this.#p = prefix
+  }
+
+  /** A batch of steps is one script: one round trip, atomic (steps.ts). */
+  readonly steps: StepRunner = {
+    backend: this,
+    keyOf: k => k,
+    run: async steps => parseSteps(await this.#r.gwSteps(...stepsArgs(steps, this.#p)), steps.length),
   }
 
   static async open (opts: RedisStoreOptions): Promise<RedisStore> {

@@ -3,7 +3,7 @@
  * call, each step awaited; the charge written and waited for, retried (charge.ts).
  */
 import type { Logger } from 'pino'
-import { gwError, type GatewayContext, type Reservation, type Wallet } from '../../index.ts'
+import { gwError, type GatewayContext, type ModelPrice, type PreparedWork, type Reservation, type Wallet } from '../../index.ts'
 import type { Charges } from './charge.ts'
 import type { BalanceMode, Slot } from './mode.ts'
 
@@ -18,6 +18,35 @@ export async function reserveOrRefuse (wallet: Wallet, log: Logger, ctx: Gateway
   }
   if (!r) throw gwError('GW_ERR_BALANCE_INSUFFICIENT')
   slot.reservation = r
+}
+
+/** A hold started in `prepare`, not yet taken over by its call (`done`): settle releases it. */
+export type Pending = Promise<{ r?: Reservation, err?: unknown }>
+
+/**
+ * The hold started at once, so that its statement runs while the pipeline's store batch is in
+ * flight; `done` takes it over (503 as `reserveOrRefuse` when the ledger fails). Refused, the
+ * call goes to `refused` with a slot of its own (402 there, or a smaller hold). Until `done` it
+ * is the state's `pending`: when another plugin refused the call first, settle releases it.
+ */
+export function holdWork (wallet: Wallet, log: Logger, ctx: GatewayContext, state: { slot?: Slot, pending?: Pending }, price: ModelPrice, organization: string, amount: number,
+  refused: (err: unknown, slot: Slot) => void | Promise<void>): PreparedWork {
+  const pending: Pending = wallet.reserve(organization, amount, { deadlineMs: ctx.deadlineMs, traceId: ctx.requestId }).then(r => ({ r }), (err: unknown) => ({ err }))
+  state.pending = pending
+  return {
+    async done () {
+      const { r, err } = await pending
+      state.pending = undefined
+      if (err !== undefined) {
+        log.error({ err }, 'balance: ledger unreachable (reserve)')
+        throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+      }
+      const slot: Slot = { price }
+      state.slot = slot
+      if (!r) return refused(gwError('GW_ERR_BALANCE_INSUFFICIENT'), slot)
+      slot.reservation = r
+    },
+  }
 }
 
 export function exactMode (wallet: Wallet, charges: Charges, log: Logger): BalanceMode {

@@ -22,20 +22,20 @@
  * gets 402 there too, as its next call would.
  * A ledger key's budgets (key-budget.ts) are held and charged the same way, with the same amount.
  */
-import { definePlugin, gwError, isGatewayError, PriceBook, type GatewayContext, type ModelPrice } from '../../index.ts'
+import { definePlugin, gwError, PriceBook } from '../../index.ts'
 import { BalanceConfig } from './schema.ts'
 import { Charges } from './charge.ts'
 import { callCosts, usageRecord } from './cost.ts'
-import { pickMode, type Slot } from './mode.ts'
-import { keyBudgets, type KeyState } from './key-budget.ts'
+import { pickMode } from './mode.ts'
+import { holdWork } from './exact.ts'
+import { keyBudgets } from './key-budget.ts'
+import { admission, type State } from './admit.ts'
 import { solvency } from './solvent.ts'
 import { Headroom } from './headroom.ts'
 
 /** Characters of prompt text tokenized per call when the config did not go through the schema. */
 const DEFAULT_TOKENIZE_MAX_CHARS = 8192
 
-/** Per request: the call's price and hold, from admit to settle. */
-interface State { slot?: Slot, key?: KeyState }
 
 /**
  * @example
@@ -61,87 +61,30 @@ export default definePlugin({
     const mode = pickMode(config, wallet, charges, deps.log, deps.now)
     // As pickMode decides it: lease mode holds the tokenizer's count (see amountOf).
     const leasing = config.enforce && config.mode === 'lease' && wallet.leaseHold !== undefined && wallet.shrinkHold !== undefined
-    const { amountNow, amountFloor, amountCountedNow, amountCounted, costOf } = callCosts(config.tokenizeMaxChars ?? DEFAULT_TOKENIZE_MAX_CHARS)
+    const costs = callCosts(config.tokenizeMaxChars ?? DEFAULT_TOKENIZE_MAX_CHARS)
+    const { costOf } = costs
     const keys = keyBudgets(wallet.keyBudgets, deps.log, deps.now)
     const headroom = new Headroom(wallet, deps.now)
 
-    /**
-     * What the call holds: its input's bound (no tokenizer) while the organization has room for
-     * many of them, else the tokenizer's count. Undefined when that needs a wait (the
-     * organization's first balance reading, or the tokenizer loading): admitAsync. Lease mode
-     * holds the count, as before: a slice is sized in calls' worth of money (at most maxSlice),
-     * and a bound several times the count would leave it holding a few calls at most.
-     */
-    function amountOf (ctx: GatewayContext, org: string, price: ModelPrice): number | undefined {
-      if (leasing) return amountCountedNow(ctx, price)
-      const bound = amountNow(ctx, price)
-      const room = headroom.roomFor(org, bound)
-      return room === true ? bound : room === false ? amountCountedNow(ctx, price) : undefined
-    }
-
-    /** Admit with the price and the amount known (the bound: amountNow); a refused bound is counted again (holdCounted). */
-    function admit (ctx: GatewayContext, state: State, org: string | undefined, price: ModelPrice, amount: number): void | Promise<void> {
-      const slot: Slot = { price }
-      state.slot = slot
-      if (!config.enforce || !org) return
-      let held: void | Promise<void>
-      try {
-        held = mode.hold(ctx, slot, org, amount)
-      } catch (err) {
-        return holdCounted(err, ctx, slot, org, price, amount)
-      }
-      return held instanceof Promise ? held.catch((err: unknown) => holdCounted(err, ctx, slot, org, price, amount)) : held
-    }
-
-    /**
-     * The balance is tight: the bound (no tokenizer) was refused. The prompt counted with the
-     * tokenizer is held instead when it is less; otherwise the refusal stands (at once when the
-     * bound is already the 4-bytes floor, which no count goes below). A refused hold holds
-     * nothing, so the second one is the call's only hold.
-     */
-    function holdCounted (err: unknown, ctx: GatewayContext, slot: Slot, org: string, price: ModelPrice, bound: number): void | Promise<void> {
-      if (!isGatewayError(err) || err.code !== 'GW_ERR_BALANCE_INSUFFICIENT') throw err
-      headroom.tight(org)
-      if (amountFloor(ctx, price) >= bound) throw err
-      const again = (counted: number): void | Promise<void> => {
-        if (counted >= bound) throw err
-        return mode.hold(ctx, slot, org, counted)
-      }
-      const now = amountCountedNow(ctx, price)
-      return now === undefined ? amountCounted(ctx, price).then(again) : again(now)
-    }
-
-    async function admitAsync (ctx: GatewayContext, state: State, org: string | undefined): Promise<void> {
-      let price: ModelPrice
-      try {
-        price = await prices.price(ctx.model!)
-      } catch (err) {
-        deps.log.error({ err }, 'balance: ledger unreachable (price)')
-        throw gwError('GW_ERR_NOT_READY', [], { cause: err })
-      }
-      const limited = keys.limited(ctx.principal)
-      // A key's budgets hold the same amount as the organization: the tokenizer's count, as
-      // before the bound (a budget is small by design, so a bound would be refused where the
-      // count fits).
-      let amount = 0
-      if (limited) amount = await amountCounted(ctx, price)
-      else if (config.enforce && org) {
-        if (!leasing) await headroom.ready(org)
-        amount = amountOf(ctx, org, price) ?? await amountCounted(ctx, price)
-      }
-      await admit(ctx, state, org, price, amount)
-      if (!limited) return
-      // The key's budget refusing the call: the organization's hold goes back.
-      return keys.hold(ctx, state.key!, amount, async () => {
-        const slot = state.slot
-        state.slot = undefined
-        if (slot) await mode.dropped(slot)
-      })
-    }
+    const { amountOf, admit, holdCounted, admitAsync } = admission({ enforce: config.enforce, leasing, mode, keys, headroom, prices, costs, log: deps.log })
 
     const solvent = solvency(mode, wallet, deps.log)
 
+    // Exact mode on a network ledger (PostgreSQL): the hold starts in prepare, beside the store
+    // batch, when its amount is known without a wait (price cached, headroom read) and the key
+    // has no budgets; otherwise onRequest takes the call.
+    const early = config.enforce && !leasing && wallet.inProcess === undefined
     return {
+      prepare (ctx, state) {
+        const principal = ctx.principal
+        const org = principal?.organization
+        if (!early || spool?.blocked === true || !ctx.model || !principal || !org || ctx.route === 'count_tokens' || keys.limited(principal)) return undefined
+        const price = prices.cached(ctx.model)
+        const amount = price === undefined ? undefined : amountOf(ctx, org, price)
+        if (price === undefined || amount === undefined) return undefined
+        state.key = keys.stateOf(principal)
+        return holdWork(wallet, deps.log, ctx, state, price, org, amount, (err, slot) => holdCounted(err, ctx, slot, org, price, amount))
+      },
       onAnswered (ctx, outcome, state) {
         const slot = state.slot
         if (!outcome.usage || !slot) return
@@ -173,6 +116,8 @@ export default definePlugin({
         return admit(ctx, state, org, price, amount)
       },
       onSettle (ctx, outcome, state) {
+        // Prepared, but another plugin refused the call first: the hold goes back.
+        if (state.pending) return state.pending.then(({ r }) => { state.pending = undefined; return r && charges.release(r) })
         const slot = state.slot
         if (!slot) return
         state.slot = undefined

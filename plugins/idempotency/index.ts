@@ -14,6 +14,7 @@
 import { definePlugin, gwError, isStoreFull, keyScope, type GatewayContext, type GatewayError } from '../../index.ts'
 import { IdempotencyConfig } from './schema.ts'
 import { DONE, claimNow, finishNow, newClaim, type Claim } from './claim.ts'
+import { claimWork, finishWork } from './batch.ts'
 
 /** Per request: the claim this call holds, from admit to settle. */
 interface State { claim?: Claim }
@@ -98,7 +99,25 @@ export default definePlugin({
       }
     }
 
+    // A network store that batches (Redis): claim and finish as steps of the phase's one script.
+    const batched = fast === undefined && store.steps !== undefined
+    const rules = { ttlMs: config.ttlMs, maxClaimsPerKey: config.maxClaimsPerKey, overShare, refused }
+
     return {
+      prepare (ctx, state) {
+        if (!batched) return undefined
+        const value = claimValue(ctx)
+        // Nothing to claim: no steps, and the batch goes on.
+        if (value === undefined) return {}
+        const claim = newClaim(ctx.principal === undefined ? '' : keyScope(ctx.principal), value)
+        return claimWork(store, claim, rules, () => { state.claim = claim })
+      },
+      prepareSettle (_ctx, outcome, state) {
+        const claim = state.claim
+        if (!claim || !batched) return undefined
+        state.claim = undefined
+        return finishWork(store, claim, outcome.upstreamSucceeded, config.ttlMs, deps.log)
+      },
       onRequest (ctx, state) {
         const value = claimValue(ctx)
         if (value === undefined) return

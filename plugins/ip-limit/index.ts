@@ -7,7 +7,7 @@
  * window can be passed by at most lease.maxUnsynced requests per replica.
  */
 import { blockListOf, clientIp, definePlugin, gwError, ROUTE_NAMES } from '../../index.ts'
-import type { GatewayContext } from '../../index.ts'
+import type { GatewayContext, PreparedWork, StepsOutcome } from '../../index.ts'
 import { clientSubject } from './net.ts'
 import { IpLimitConfig } from './schema.ts'
 import { LeaseCounters } from './lease.ts'
@@ -53,8 +53,34 @@ export default definePlugin({
       }
       return k
     }
-    const hooks: { close: () => void | Promise<void>, onRequest: (ctx: GatewayContext) => void | Promise<void> } = {
+    /** Exact mode on a store that batches (Redis): the count is a step of the phase's one script. */
+    const batched = leases === undefined && fast === undefined && store.steps !== undefined
+    const retryAfter = (ctx: GatewayContext, window: number, now: number): void => {
+      ctx.setHeader('retry-after', String(Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))))
+    }
+    const hooks: { close: () => void | Promise<void>, onRequest: (ctx: GatewayContext) => void | Promise<void>, prepare: (ctx: GatewayContext) => PreparedWork | undefined } = {
       close: () => leases?.close(),
+      // A refused count is undone with the batch: the counter holds the requests admitted.
+      prepare (ctx) {
+        if (!batched) return undefined
+        const now = deps.now()
+        const window = Math.floor(now / windowMs)
+        const key = keyOf(clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted), window)
+        return {
+          store,
+          steps: [{ op: 'incr', key, by: 1, ttlMs: windowMs + 5000, max: limit }],
+          done (o: StepsOutcome) {
+            if (o.error !== undefined) {
+              deps.log.error({ err: o.error }, 'ip-limit: store unreachable')
+              if (config.onStoreError === 'open') return
+              throw gwError('GW_ERR_NOT_READY', [], { cause: o.error })
+            }
+            if (o.refused === undefined) return
+            retryAfter(ctx, window, now)
+            throw gwError('GW_ERR_RATE_LIMITED')
+          },
+        }
+      },
       onRequest (ctx) {
         // Synchronous when the store is in-process (store.inProcess): the pipeline then runs this phase
         // without a promise. Lease mode and network stores take the async path.

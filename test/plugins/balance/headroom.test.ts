@@ -23,7 +23,7 @@ async function setup (t: Test, funds: number) {
   t.teardown(() => ledger.close())
   await ledger.createOrganization('acme')
   await ledger.topUp('acme', funds)
-  const hooks = await balance.create({ enforce: true, priceCacheMs: 30000, organizations: [] } as any, pluginDeps(balance, { ledger }))
+  const hooks = await balance.create({ enforce: true, priceCacheMs: 30000, organizations: [] } as unknown as Parameters<typeof balance.create>[0], pluginDeps(balance, { ledger }))
   const admit = async () => {
     const body = structuredClone(BODY)
     await hooks.onRequest!(fakeContext({ principal: ACME, model: MODEL, body, bodyBytes: BYTES, requestId: `trace-${Math.random()}` }), balance.state!())

@@ -1,0 +1,29 @@
+/** @module pipeline/prepared – store work a plugin declares instead of doing it (`prepare`, `prepareSettle`), run in batches by core/call/hook-runner.ts. */
+import type { KvStore, StepResult, StoreStep } from '../stores/kv.ts'
+
+/**
+ * What a plugin's store work comes to in a batch (see `PluginHooks.prepare`): its steps' results
+ * (all applied); or `refused`, the index of its own step that refused (results up to it; the
+ * batch applied nothing); or `error`, the store failed (nothing applied).
+ */
+export interface StepsOutcome {
+  readonly results: readonly StepResult[]
+  readonly refused: number | undefined
+  readonly error: unknown
+}
+
+/** Work a plugin declares instead of doing it (`prepare`, `prepareSettle`). */
+export interface PreparedWork {
+  /** The store the steps run on: the plugin's `deps.store` (it has `steps` when it can batch). */
+  readonly store?: KvStore
+  /** Store steps, run with the other plugins' of the batch as one atomic batch (one round trip). */
+  readonly steps?: readonly StoreStep[]
+  /**
+   * After the batch ran: takes its outcome (results, the refused step, or a store error). In
+   * `prepare`, throw a GatewayError to refuse the call; await here what the plugin started in
+   * `prepare`. For its own refused step (the batch undid every plugin's steps) it refuses, or
+   * returns new work (on the same store) to have the whole batch run again with it, at most twice
+   * (for example a smaller worst case, counted exactly once a cheap bound was refused).
+   */
+  done? (outcome: StepsOutcome): void | PreparedWork | Promise<void | PreparedWork>
+}

@@ -1,0 +1,65 @@
+/**
+ * @module plugins/quota/need – what a call holds in its token and spend windows from admit to
+ * settle: its worst case (the input estimate + the output cap × n; spend: that priced, as the
+ * balance plugin reserves it).
+ */
+import type { Logger } from 'pino'
+import { gwError, requestedChoices, requestedOutputCap, reservationInputTokens, reservationInputTokensNow, reserveMicros, reserveTerms } from '../../index.ts'
+import type { ClientProtocol, GatewayContext, ModelPrice, PriceBook } from '../../index.ts'
+import type { State } from './mode.ts'
+import type { Need, WindowKeys } from './windows.ts'
+
+/** Characters of prompt text tokenized per call for the worst case (as the balance plugin's default). */
+const TOKENIZE_MAX_CHARS = 8192
+
+const upstreamName = (ctx: GatewayContext): string => ctx.model!.deployments[0]?.upstreamModel ?? ctx.model!.id
+
+export function worstCases (prices: PriceBook, log: Logger) {
+  /** The call's worst case from its input estimate; spend 0 without a price (no spend window). */
+  function needOf (ctx: GatewayContext, input: number, price: ModelPrice | undefined): Need {
+    const body = ctx.body as Record<string, unknown>
+    const output = requestedOutputCap(body, ctx.model!.maxOutputTokens) * requestedChoices(body)
+    const terms = reserveTerms(ctx.protocol as ClientProtocol, body)
+    return { tokens: input + output, spend: price === undefined ? 0 : reserveMicros(input, output, price, terms) }
+  }
+
+  return {
+    /** What the call's worst case must cover: 0 nothing (requests only), 1 tokens, 2 spend too. */
+    wants (ctx: GatewayContext, list: readonly WindowKeys[]): 0 | 1 | 2 {
+      // Token and spend windows hold the call's worst case (an inference call: count_tokens generates nothing).
+      if (ctx.route === 'count_tokens' || ctx.model === undefined || typeof ctx.body !== 'object' || ctx.body === null) return 0
+      let w: 0 | 1 | 2 = 0
+      for (const a of list) {
+        if (a.limit.spend !== undefined) return 2
+        if (a.limit.tokens !== undefined) w = 1
+      }
+      return w
+    },
+
+    /** The worst case without a promise: undefined while the price (spend) or the tokenizer is not loaded. */
+    needNow (ctx: GatewayContext, state: State, spend: boolean): Need | undefined {
+      const price = spend ? prices.cached(ctx.model!) : undefined
+      if (spend && price === undefined) return undefined
+      const input = reservationInputTokensNow(ctx.body as Record<string, unknown>, ctx.bodyBytes, ctx.model!.public.context_length, upstreamName(ctx), TOKENIZE_MAX_CHARS)
+      if (input === undefined) return undefined
+      state.price = price
+      return needOf(ctx, input, price)
+    },
+
+    /** The slow path: the price from the ledger, the tokenizer loaded. */
+    async needLater (ctx: GatewayContext, state: State, spend: boolean): Promise<Need> {
+      let price: ModelPrice | undefined
+      if (spend) {
+        try {
+          price = await prices.price(ctx.model!)
+        } catch (err) {
+          log.error({ err }, 'quota: ledger unreachable (price)')
+          throw gwError('GW_ERR_NOT_READY', [], { cause: err })
+        }
+      }
+      const input = await reservationInputTokens(ctx.body as Record<string, unknown>, ctx.bodyBytes, ctx.model!.public.context_length, upstreamName(ctx), TOKENIZE_MAX_CHARS)
+      state.price = price
+      return needOf(ctx, input, price)
+    },
+  }
+}
