@@ -73,11 +73,12 @@ async function chat (base: string, i: number): Promise<{ status: number, trace: 
 interface Raced { served: string[], statuses: number[], applied: number, writes: number[] }
 
 /** 100 calls and the admin writes, all started together, spread over the replicas. */
-async function race (replicas: readonly Replica[]): Promise<Raced> {
+/** `spreadMs`: the gap between two calls' starts (1 ms: all 100 in flight together). */
+async function race (replicas: readonly Replica[], spreadMs = 1): Promise<Raced> {
   const sleep = (ms: number): Promise<void> => new Promise(resolve => setTimeout(resolve, ms))
   const [calls, writes] = await Promise.all([
     Promise.all(Array.from({ length: CALLS }, async (_, i) => {
-      await sleep(i) // all in flight together, starting over 100 ms
+      await sleep(i * spreadMs) // by default all in flight together, starting over 100 ms
       return chat(replicas[i % replicas.length]!.gateway, i)
     })),
     Promise.all(WRITES.map(async ([route, body, micros], i) => {
@@ -221,7 +222,9 @@ if (url !== undefined) {
     const dir = mkdtempSync(join(tmpdir(), 'gw-invariant-'))
     t.teardown(() => rmSync(dir, { recursive: true, force: true }))
     const rep = await replica(t, cut, {}, { ledger: { spool: { path: join(dir, 'spool.jsonl'), retryMs: 100 } } })
-    const racing = race([rep])
+    // Starts spread over 500 ms (each call takes 100 ms): when the database goes, the first charges
+    // have committed and calls are still in flight, however fast admission is.
+    const racing = race([rep], 5)
     t.ok(await until(async () => (await direct.listUsage({})).length >= 5, 15_000), 'charges committing')
     await proxy.down()
     t.ok(await until(() => rep.app.gateway.spool.size > 0, 15_000), 'charges of calls in flight went to the spool')
