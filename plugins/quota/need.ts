@@ -4,9 +4,10 @@
  * balance plugin reserves it).
  */
 import type { Logger } from 'pino'
-import { gwError, requestedChoices, requestedOutputCap, reservationInputTokens, reservationInputTokensNow, reserveMicros, reserveTerms } from '../../index.ts'
+import { gwError, isGatewayError, requestedChoices, requestedOutputCap, reservationBoundTokens, reservationInputTokens, reservationInputTokensNow, reserveMicros, reserveTerms,
+  reservedInputTokens } from '../../index.ts'
 import type { ClientProtocol, GatewayContext, ModelPrice, PriceBook } from '../../index.ts'
-import type { State } from './mode.ts'
+import type { QuotaMode, State } from './mode.ts'
 import type { Need, WindowKeys } from './windows.ts'
 
 /** Characters of prompt text tokenized per call for the worst case (as the balance plugin's default). */
@@ -44,6 +45,34 @@ export function worstCases (prices: PriceBook, log: Logger) {
       if (input === undefined) return undefined
       state.price = price
       return needOf(ctx, input, price)
+    },
+
+    /**
+     * Counts a call in process with its input's bound (reservationBoundTokens: its text's UTF-8
+     * bytes, no tokenizer). A token or spend window that refuses the bound is tight: the input
+     * counted with the tokenizer is tried instead when it is less (a refused count holds
+     * nothing); otherwise the refusal stands, at once when the bound is already the 4-bytes floor.
+     */
+    countBounded (mode: QuotaMode, ctx: GatewayContext, state: State, list: WindowKeys[], price: ModelPrice | undefined, now: number, clock: () => number): void | Promise<void> {
+      const body = ctx.body as Record<string, unknown>
+      const context = ctx.model!.public.context_length
+      const bound = reservationBoundTokens(body, ctx.bodyBytes, context)
+      const recount = (err: unknown): void | Promise<void> => {
+        if (!isGatewayError(err) || err.code !== 'GW_ERR_QUOTA_EXCEEDED' || reservedInputTokens(body, ctx.bodyBytes, context) >= bound) throw err
+        const again = (counted: number): void | Promise<void> => {
+          if (counted >= bound) throw err
+          return mode.count(ctx, state, list, needOf(ctx, counted, price), clock())
+        }
+        const n = reservationInputTokensNow(body, ctx.bodyBytes, context, upstreamName(ctx), TOKENIZE_MAX_CHARS)
+        return n === undefined ? reservationInputTokens(body, ctx.bodyBytes, context, upstreamName(ctx), TOKENIZE_MAX_CHARS).then(again) : again(n)
+      }
+      let r: void | Promise<void>
+      try {
+        r = mode.count(ctx, state, list, needOf(ctx, bound, price), now)
+      } catch (err) {
+        return recount(err)
+      }
+      return r instanceof Promise ? r.catch(recount) : r
     },
 
     /** The slow path: the price from the ledger, the tokenizer loaded. */

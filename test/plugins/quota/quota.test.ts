@@ -184,3 +184,29 @@ t.test('quota – a store without the synchronous facet (a network store) counts
   t.equal((await call({ ...ACME, project: 'p2' })).error, undefined, 'the refused call was not counted: the second request')
   t.match((await call({ ...ACME, project: 'p3' })).error, { message: /2 requests per minute/ })
 })
+
+t.test('quota – in process, a token window holds the input\'s bound while roomy, the tokenizer\'s count when the bound does not fit', async t => {
+  const text = 'The quick brown fox jumps over the lazy dog. '.repeat(100) // 4500 bytes, about 1000 tokens
+  const body = { max_tokens: 10, messages: [{ role: 'user', content: text }] }
+  const bodyBytes = Buffer.byteLength(JSON.stringify(body))
+  // A context long enough that it does not cap the bound.
+  const model = { ...MODEL, public: { ...MODEL.public, context_length: 200_000 } }
+  const admit = async (limit: number) => {
+    const { hooks } = await setup(t, [{ scope: 'organization', window: 'minute', tokens: limit }])
+    const state = quota.state!()
+    const ctx = fakeContext({ principal: ACME, model, now: () => START, body: structuredClone(body), bodyBytes })
+    try {
+      await hooks.onRequest!(ctx, state)
+      return { error: undefined, held: state.need?.tokens }
+    } catch (error) {
+      return { error, held: undefined }
+    }
+  }
+  const roomy = await admit(1_000_000)
+  t.equal(roomy.error, undefined)
+  t.ok(roomy.held! >= text.length + 10, `roomy: the bound held (${roomy.held} ≥ the text's bytes + the cap)`)
+  const tight = await admit(2500)
+  t.equal(tight.error, undefined, 'a window the bound does not fit but the count does admits the call')
+  t.ok(tight.held! < 2500 && tight.held! > 500, `tight: the tokenizer's count held (${tight.held})`)
+  t.match((await admit(500)).error, { code: 'GW_ERR_QUOTA_EXCEEDED' }, 'neither fits: refused')
+})
