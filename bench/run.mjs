@@ -3,7 +3,7 @@
 //
 // Env: BENCH_DURATION (s per measured run, default 5), BENCH_RUNS (default 3; the median run by req/s
 // is reported), BENCH_WARMUP (s, default 1), BENCH_OUT (default BENCHMARKS.md), BENCH_SYSTEMS (comma
-// list of system ids: direct,bare,embedded,embedded-obs-off,embedded-obs-on,scaleout,portkey; the
+// list of system ids: direct,bare,embedded,embedded-obs-off,embedded-obs-on,scaleout,scaleout-exact,portkey; the
 // two obs systems are the embedded gateway with observability off and fully on; the opt-in
 // embedded-young16 is the embedded gateway with a 16 MB young generation), BENCH_PROFILE (1 = also profile the
 // gateways with --cpu-prof and add their top self-time functions; default 1 for a full run, 0
@@ -361,6 +361,13 @@ async function main () {
       run: async () => {
         scaleout.pg = await pgUrl()
         return startGateway('scale-out gateway', 'scaleout.yaml', scaleoutEnv())
+      },
+    },
+    {
+      id: 'scaleout-exact', label: 'gateway, scale-out, exact mode (every call\'s counts and hold in Redis and PostgreSQL)', gateway: true, headers: gwHeaders,
+      run: async () => {
+        scaleout.pg ??= await pgUrl()
+        return startGateway('scale-out gateway, exact mode', 'scaleout-exact.yaml', scaleoutEnv())
       },
     },
     {
