@@ -117,9 +117,16 @@ export class LeaseCounters {
         this.#entries.delete(k)
         continue
       }
-      if (e.pending > 0) work.push(this.#flush(k, e).catch(this.onError))
+      if (e.pending > 0 || e.flushing) work.push(this.#flushAfter(k, e).catch(this.onError))
     }
     await Promise.all(work)
+  }
+
+  /** A sync in flight sends only what was pending when it started: what came since goes after it. */
+  async #flushAfter (k: string, e: Entry): Promise<void> {
+    // Its failure is its own caller's to report; its count is pending again and goes below.
+    if (e.flushing) await e.flushing.catch(() => {})
+    if (e.pending > 0) await this.#flush(k, e)
   }
 
   async close (): Promise<void> {

@@ -41,3 +41,27 @@ t.test('two replicas counting one client', async t => {
   for (let i = 0; i < 10; i++) await a.hit(`198.51.100.${i}`, window)
   t.equal(await a.hit('198.51.100.200', window), 'direct')
 })
+
+t.test('flushAll sends what came while a sync was in flight (close loses no count)', async t => {
+  let release: () => void = () => {}
+  let total = 0
+  let calls = 0
+  const store = {
+    async incr (_k: string, n: number) {
+      // The first sync waits until released: a hit arrives meanwhile.
+      if (++calls === 1) await new Promise<void>(resolve => { release = resolve })
+      total += n
+      return { value: total }
+    },
+  }
+  const c = new LeaseCounters(store as never, 100, 3_600_000, { intervalMs: 60_000, maxUnsynced: 10, maxClients: 10 }, err => { throw err }, Date.now)
+  const window = Math.floor(Date.now() / 3_600_000)
+  t.equal(await c.hit('203.0.113.9', window), 'admit')
+  const first = c.flushAll()
+  t.equal(await c.hit('203.0.113.9', window), 'admit', 'counted while the first sync is in flight')
+  const second = c.flushAll()
+  release()
+  await Promise.all([first, second])
+  t.equal(total, 2, 'both counts reached the store')
+  await c.close()
+})
