@@ -87,8 +87,8 @@ export function required (v: string | undefined, flag: string, command: string):
   return v
 }
 
-/** A positive amount in currency units → micro-units. */
-export function amountArg (s: string): number {
+/** An amount in currency units → micro-units, any sign (a usage error when it does not parse or is too large). */
+export function amountMicros (s: string): number {
   let m: number
   try {
     m = parseAmount(s)
@@ -96,6 +96,12 @@ export function amountArg (s: string): number {
     throw usageError((err as Error).message)
   }
   if (!Number.isSafeInteger(m)) throw usageError(`amount "${s}" is too large`)
+  return m
+}
+
+/** A positive amount in currency units → micro-units. */
+export function amountArg (s: string): number {
+  const m = amountMicros(s)
   if (m <= 0) throw usageError(`amount must be positive: "${s}"`)
   return m
 }

@@ -6,11 +6,10 @@
  */
 import { gwError } from '../core/errors/errors.ts'
 import type { AuditQuery } from '../core/ledger/ledger.ts'
-import { parseAmount } from '../money/billing.ts'
 import type { AdminService } from '../admin/service.ts'
 import { BalanceService, journalView, MAX_REASON, type AuditView, type JournalView, type VerifyView } from '../admin/balances.ts'
 import { cliActor } from '../admin/audit.ts'
-import { options, positionals, required, timeArg, usageError, type Parsed } from './args.ts'
+import { amountMicros, options, positionals, required, timeArg, usageError, type Parsed } from './args.ts'
 import { table, type Writer } from './print.ts'
 import type { AdminClient, Remote } from './remote.ts'
 
@@ -44,13 +43,7 @@ export function writeOf (p: Parsed): { action: string, target: string } | undefi
 
 /** A signed amount, not 0, in currency units → micro-units. */
 function signedAmountArg (s: string): number {
-  let m: number
-  try {
-    m = parseAmount(s)
-  } catch (err) {
-    throw usageError((err as Error).message)
-  }
-  if (!Number.isSafeInteger(m)) throw usageError(`amount "${s}" is too large`)
+  const m = amountMicros(s)
   if (m === 0) throw usageError('amount must not be 0')
   return m
 }
