@@ -73,11 +73,14 @@ const endsLiteral = (c: number): boolean => isWs(c) || c === 0x2c || c === CLOSE
  * structural byte is ASCII, and no byte of a multi-byte UTF-8 character is, so bytes are scanned
  * as they are. Malformed text is left for JSON.parse to refuse. On the way it locates the
  * top-level `"model"` member and MEMBERS, for a same-protocol call to send the client's bytes with
- * only those values changed.
+ * only those values changed. Given `spans`, it also appends every container's open and close
+ * offsets to it, in the order they open (close -1 while unclosed), for parseSplit.
  */
-export function scanBody (input: string | Buffer, max: number): BodyScan {
+export function scanBody (input: string | Buffer, max: number, spans?: number[]): BodyScan {
   const b = typeof input === 'string' ? Buffer.from(input, 'utf8') : input
   let depth = 0
+  // With `spans`: where each container's [open, close] pair sits in it, by depth.
+  const at: number[] | undefined = spans === undefined ? undefined : []
   const n = b.length
   let first = 0
   while (first < n && isWs(b[first])) first++
@@ -141,7 +144,12 @@ export function scanBody (input: string | Buffer, max: number): BodyScan {
       i = j
     } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
       if (++depth > max) return TOO_DEEP
+      if (at !== undefined && depth > 0) {
+        at[depth] = spans!.length
+        spans!.push(i, -1)
+      }
     } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
+      if (at !== undefined && depth > 0) spans![at[depth] + 1] = i
       depth--
     }
   }

@@ -17,6 +17,7 @@ type RawWithAbort = IncomingMessage & { [ABORT_BODY]?: BodyAbort }
 export { scanBody, nestedDeeperThan } from './body-scan.ts'
 export type { ValueSpan, ModelSpan, BodyScan } from './body-scan.ts'
 import { scanBody, type ModelSpan } from './body-scan.ts'
+import { parseSplit, PIECE_BYTES } from './json-split.ts'
 
 /** Parsed body → where its model lies in the bytes it was parsed from (a body replaced by a plugin has none). */
 const spans = new WeakMap<object, ModelSpan>()
@@ -133,19 +134,35 @@ class BodyReader {
     if (this.call) this.call.bodyBytes = size
     if (size === 0) return this.finish(gwError('GW_ERR_INVALID_JSON'))
     const buf = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, size)
-    const scan = scanBody(buf, this.maxDepth)
+    // A large body is parsed in pieces (see parseSplit): its containers' places are noted on the scan.
+    const containers = size > PIECE_BYTES ? [] : undefined
+    const scan = scanBody(buf, this.maxDepth, containers)
     if (scan.tooDeep) return this.finish(gwError('GW_ERR_JSON_TOO_DEEP', [this.maxDepth]))
+    const utf8 = isUtf8(buf)
     let body: unknown
     try {
-      body = JSON.parse(buf.toString('utf8'))
+      body = parseBody(buf, utf8 ? containers : undefined)
     } catch {
       return this.finish(gwError('GW_ERR_INVALID_JSON'))
     }
     // Splicing sends these bytes: only when they are exactly what JSON.parse read (valid UTF-8; an
     // invalid sequence was read as U+FFFD, which the upstream would not see).
-    if (scan.model !== undefined && body !== null && typeof body === 'object' && isUtf8(buf)) spans.set(body, scan.model)
+    if (scan.model !== undefined && body !== null && typeof body === 'object' && utf8) spans.set(body, scan.model)
     this.finish(null, body)
   }
+}
+
+/**
+ * The body's value, as JSON.parse gives it for the text; in pieces when `containers` (valid UTF-8
+ * only) are given. Should the piecewise walk refuse, JSON.parse of the whole text has the last word.
+ */
+function parseBody (buf: Buffer, containers: number[] | undefined): unknown {
+  if (containers !== undefined) {
+    try {
+      return parseSplit(buf, containers)
+    } catch {}
+  }
+  return JSON.parse(buf.toString('utf8'))
 }
 
 const READER = Symbol('gw.bodyReader')

@@ -189,3 +189,29 @@ t.test('cross protocol and many calls in flight at once', async t => {
   const seen = new Set([...chatUp.requests, ...msgUp.requests].map(r => r.text))
   for (const { text, chat } of all) t.ok(seen.has(text.replace(/"model":"(vendor\/chat-model|msgvendor\/msg-model)"/, (chat ? CAP : '') + '"model":"up-model"')), text)
 })
+
+t.test('an agent-sized body (parsed in pieces) reaches the upstream as sent; a broken one is refused', async t => {
+  const { chatUp, post } = await setup(t)
+  const messages = []
+  for (let i = 0; i < 40; i++) messages.push({ role: i % 2 ? 'assistant' : 'user', content: `turn ${i} — “${'word '.repeat(800)}” 编码 😀` })
+  const text = JSON.stringify({ messages, model: 'vendor/chat-model', tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }], max_tokens: 10 }, null, 1)
+  t.ok(Buffer.byteLength(text) > 150_000, 'above the piece size, so split')
+  let res = await post('/v1/chat/completions', text)
+  t.equal(res.statusCode, 200)
+  const up = chatUp.requests.at(-1)!
+  t.ok(up.text === text.replace('"model": "vendor/chat-model"', '"model": "up-model"'), 'the client\'s bytes, model changed')
+  t.same(up.body.messages, messages)
+  const sent = chatUp.requests.length
+  for (const broken of [
+    text.replace('"max_tokens": 10', '"max_tokens": 10,'), // a trailing comma in the top-level object
+    text.replace('}\n ],\n "model"', '}\n ,\n "model"'), // the messages array never closed
+    text.replace('"role": "assistant"', '"role" "assistant"'), // a missing colon inside a piece
+    text.replace(/\n}$/, '\n}}'), // one bracket too many
+  ]) {
+    t.not(broken, text)
+    res = await post('/v1/chat/completions', broken)
+    t.equal(res.statusCode, 400)
+    t.equal(res.json().error.message, 'The request body is not valid JSON.')
+  }
+  t.equal(chatUp.requests.length, sent, 'nothing refused reached the upstream')
+})
