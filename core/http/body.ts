@@ -18,6 +18,7 @@ export { scanBody, nestedDeeperThan } from './body-scan.ts'
 export type { ValueSpan, ModelSpan, BodyScan } from './body-scan.ts'
 import { scanBody, type ModelSpan } from './body-scan.ts'
 import { parseSplit, PIECE_BYTES } from './json-split.ts'
+import { noteRawBytes } from '../tokens/raw-bytes.ts'
 
 /** Parsed body → where its model lies in the bytes it was parsed from (a body replaced by a plugin has none). */
 const spans = new WeakMap<object, ModelSpan>()
@@ -147,7 +148,10 @@ class BodyReader {
     }
     // Splicing sends these bytes: only when they are exactly what JSON.parse read (valid UTF-8; an
     // invalid sequence was read as U+FFFD, which the upstream would not see).
-    if (scan.model !== undefined && body !== null && typeof body === 'object' && utf8) spans.set(body, scan.model)
+    if (body !== null && typeof body === 'object' && utf8) {
+      if (scan.model !== undefined) spans.set(body, scan.model)
+      noteRawBytes(body, size)
+    }
     this.finish(null, body)
   }
 }

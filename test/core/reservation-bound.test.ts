@@ -9,6 +9,7 @@
 import t from 'tap'
 import { reservationBoundTokens, countedInputTokens, reservationInputTokens } from '../../core/tokens/reservation.ts'
 import { reservedInputTokens } from '../../core/tokens/estimate.ts'
+import { noteRawBytes } from '../../core/tokens/raw-bytes.ts'
 
 /** mulberry32: the same bodies on every run. */
 function rng (seed: number): () => number {
@@ -93,12 +94,20 @@ t.test('the bound is never below the exact token count, the 4-bytes floor, nor a
   let tightest = Infinity
   for (let i = 0; i < 240; i++) {
     const body = [chatBody, messagesBody, responsesBody][i % 3](r)
-    const bytes = Buffer.byteLength(JSON.stringify(body))
+    const textOf = JSON.stringify(body)
+    const bytes = Buffer.byteLength(textOf)
     const bound = reservationBoundTokens(body, bytes, CONTEXT)
+    // The same body as the body parser hands it over: its bound comes from the text's size. Every
+    // other body is written with non-ASCII escaped, as Python's json.dumps does by default.
+    const text = i % 2 === 0 ? textOf : textOf.replace(/[\u0080-\uffff]/g, c => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'))
+    const parsed = JSON.parse(text) as Record<string, unknown>
+    noteRawBytes(parsed, Buffer.byteLength(text))
+    const rawBound = reservationBoundTokens(parsed, Buffer.byteLength(text), CONTEXT)
     for (const model of ['gpt-4o', 'claude-sonnet-4']) { // o200k_base, cl100k_base
       const exact = await countedInputTokens(body, model, Number.MAX_SAFE_INTEGER)
       if (bound < exact) t.fail(`body ${i} (${model}): bound ${bound} < exact ${exact}`)
-      tightest = Math.min(tightest, bound / exact)
+      if (rawBound < exact) t.fail(`body ${i} (${model}), from the text's size: bound ${rawBound} < exact ${exact}`)
+      tightest = Math.min(tightest, bound / exact, rawBound / exact)
       checked++
     }
     if (bound < reservedInputTokens(body, bytes, CONTEXT)) t.fail(`body ${i}: below the 4-bytes floor`)
@@ -114,4 +123,17 @@ t.test('the bound when the body is empty of text, has an unsized part, or passes
   t.equal(reservationBoundTokens({ messages: [{ role: 'user', content: '中'.repeat(100_000) }] }, 300_030, 128_000), 128_000, 'capped by the window')
   const cjk = { messages: [{ role: 'user', content: '中'.repeat(1000) }] }
   t.equal(reservationBoundTokens(cjk, 3030, 1_000_000), 3000 + 3 * 4 + 3, 'CJK: three bytes a character, plus "user" (short: 3 bytes a unit) and the message overhead')
+})
+
+t.test('from the text\'s size: inline media is taken off, short strings cost their bytes only', async t => {
+  const image = `data:image/png;base64,${'A'.repeat(100_000)}`
+  const body = { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'image_url', image_url: { url: image } }] }] }
+  const text = JSON.stringify(body)
+  const parsed = JSON.parse(text) as Record<string, unknown>
+  noteRawBytes(parsed, Buffer.byteLength(text))
+  const bound = reservationBoundTokens(parsed, Buffer.byteLength(text), 10_000_000)
+  const measured = reservationBoundTokens(body, Buffer.byteLength(text), 10_000_000)
+  t.ok(bound < 100_000 / 4, `the image's payload is not text (bound ${bound})`)
+  t.equal(bound, Buffer.byteLength(text) - image.length + 1600 + 3, 'the text\'s bytes, less the payload, plus one image and one message')
+  t.ok(measured <= bound + 40 && measured >= bound - 100, `close to the measured bound (${measured})`)
 })

@@ -222,9 +222,10 @@ if (url !== undefined) {
     const dir = mkdtempSync(join(tmpdir(), 'gw-invariant-'))
     t.teardown(() => rmSync(dir, { recursive: true, force: true }))
     const rep = await replica(t, cut, {}, { ledger: { spool: { path: join(dir, 'spool.jsonl'), retryMs: 100 } } })
-    // Starts spread over 500 ms (each call takes 100 ms): when the database goes, the first charges
-    // have committed and calls are still in flight, however fast admission is.
-    const racing = race([rep], 5)
+    // Starts spread over 2 s (each call takes 100 ms): when the database goes, the first charges
+    // have committed and calls are still in flight, however fast admission is and however slowly
+    // a loaded machine polls the usage records (over 500 ms, every call could settle first).
+    const racing = race([rep], 20)
     t.ok(await until(async () => (await direct.listUsage({})).length >= 5, 15_000), 'charges committing')
     await proxy.down()
     t.ok(await until(() => rep.app.gateway.spool.size > 0, 15_000), 'charges of calls in flight went to the spool')
