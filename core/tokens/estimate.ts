@@ -84,6 +84,49 @@ function scan (roots: readonly unknown[]): Scan {
   return acc
 }
 
+/** The top-level members estimateInputTokens reads as the prompt. */
+const PROMPT_KEYS: ReadonlySet<string> = new Set(['messages', 'system', 'tools', 'input', 'instructions'])
+
+/** scan() of a whole body (`all`) and of its prompt members (`roots`). */
+interface Scanned { all: Scan, roots: Scan }
+
+/** One walk per body: a call's estimate and its reservation read the same request. */
+const scans = new WeakMap<object, Scanned>()
+
+function addScan (to: Scan, from: Scan): void {
+  to.chars += from.chars
+  to.images += from.images
+  to.imagePayload += from.imagePayload
+  to.unsized += from.unsized
+}
+
+/**
+ * scan([body]) and scan() of its PROMPT_KEYS members, from one walk: member by member, each
+ * member's counts going to both when it is a prompt member (a body that is itself a media part,
+ * which scan() treats as one, is walked twice instead).
+ */
+function scanned (body: Record<string, unknown>): Scanned {
+  const known = scans.get(body)
+  if (known !== undefined) return known
+  let out: Scanned
+  if (partKind(body) !== undefined) {
+    out = { all: scan([body]), roots: scan([body.messages, body.system, body.tools, body.input, body.instructions]) }
+  } else {
+    const all: Scan = { chars: 0, images: 0, imagePayload: 0, unsized: 0 }
+    const roots: Scan = { chars: 0, images: 0, imagePayload: 0, unsized: 0 }
+    for (const k in body) {
+      if (k === 'cache_control') continue
+      all.chars += k.length
+      const member = scan([body[k]])
+      addScan(all, member)
+      if (PROMPT_KEYS.has(k)) addScan(roots, member)
+    }
+    out = { all, roots }
+  }
+  scans.set(body, out)
+  return out
+}
+
 /** Output tokens for generated characters a stream relayed before its final usage came: 4 per token, rounded up. */
 export function estimateOutputTokens (chars: number): number {
   return Math.ceil(chars / CHARS_PER_TOKEN)
@@ -123,7 +166,7 @@ export function streamUsage (st: StreamUsageSoFar, estimatedInputTokens: number)
  * IMAGE_TOKENS per image, video or file by reference. Not a reservation: see reservation.ts.
  */
 export function estimateInputTokens (body: Record<string, unknown>): number {
-  const acc = scan([body.messages, body.system, body.tools, body.input, body.instructions])
+  const acc = scanned(body).roots
   const messages = Array.isArray(body.messages) ? body.messages.length : Array.isArray(body.input) ? body.input.length : 0
   const text = Math.max(0, acc.chars - acc.imagePayload)
   return Math.max(1, Math.ceil(text / CHARS_PER_TOKEN) + MESSAGE_TOKENS * messages + IMAGE_TOKENS * (acc.images + acc.unsized))
@@ -140,7 +183,7 @@ export function estimateInputTokens (body: Record<string, unknown>): number {
  */
 export function reservedInputTokens (body: Record<string, unknown>, bodyBytes: number, contextLength: number): number {
   const cap = contextLength > 0 ? contextLength : Number.POSITIVE_INFINITY
-  const acc = scan([body])
+  const acc = scanned(body).all
   if (acc.unsized > 0 && Number.isFinite(cap)) return cap
   const text = Math.max(0, Math.max(bodyBytes, acc.chars) - acc.imagePayload)
   return Math.min(cap, Math.max(1, Math.ceil(text / CHARS_PER_TOKEN) + IMAGE_TOKENS * acc.images))

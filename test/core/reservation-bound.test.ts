@@ -8,7 +8,7 @@
  */
 import t from 'tap'
 import { reservationBoundTokens, countedInputTokens, reservationInputTokens } from '../../core/tokens/reservation.ts'
-import { reservedInputTokens } from '../../core/tokens/estimate.ts'
+import { estimateInputTokens, reservedInputTokens } from '../../core/tokens/estimate.ts'
 import { noteRawBytes } from '../../core/tokens/raw-bytes.ts'
 
 /** mulberry32: the same bodies on every run. */
@@ -136,4 +136,59 @@ t.test('from the text\'s size: inline media is taken off, short strings cost the
   t.ok(bound < 100_000 / 4, `the image's payload is not text (bound ${bound})`)
   t.equal(bound, Buffer.byteLength(text) - image.length + 1600 + 3, 'the text\'s bytes, less the payload, plus one image and one message')
   t.ok(measured <= bound + 40 && measured >= bound - 100, `close to the measured bound (${measured})`)
+})
+
+/** The rules of the estimate's walk, written out plainly: characters of text and keys, images, their inline payloads, unsized parts. */
+function referenceScan (roots: unknown[]): { chars: number, images: number, payload: number, unsized: number } {
+  const acc = { chars: 0, images: 0, payload: 0, unsized: 0 }
+  const visit = (v: unknown): void => {
+    if (typeof v === 'string') { acc.chars += v.length; return }
+    if (typeof v !== 'object' || v === null) return
+    if (Array.isArray(v)) { v.forEach(visit); return }
+    const o = v as Record<string, unknown>
+    const field = (x: unknown, k: string): unknown => typeof x === 'object' && x !== null ? (x as Record<string, unknown>)[k] : undefined
+    const type = o.type
+    const unsized = type === 'video_url' || type === 'video' ||
+      (type === 'file' && typeof field(o.file, 'file_data') !== 'string') ||
+      (type === 'document' && (field(o.source, 'type') === 'url' || field(o.source, 'type') === 'file'))
+    if (unsized) { acc.unsized++; return }
+    if (type === 'image_url' || type === 'image' || type === 'input_image') {
+      acc.images++
+      const url = typeof o.image_url === 'string' ? o.image_url : field(o.image_url, 'url')
+      const data = field(o.source, 'data')
+      if (typeof url === 'string' && url.startsWith('data:')) acc.payload += url.length
+      else if (field(o.source, 'type') === 'base64' && typeof data === 'string') acc.payload += data.length
+    }
+    for (const k of Object.keys(o)) {
+      if (k === 'cache_control') continue
+      acc.chars += k.length
+      visit(o[k])
+    }
+  }
+  roots.forEach(visit)
+  return acc
+}
+
+t.test('one walk serves the prompt estimate and the byte rule: both as their rules say', async t => {
+  const r = rng(7)
+  const extra = [
+    { type: 'video', source: 'x' }, // a body that is itself an unsized part
+    { type: 'image', source: { type: 'base64', data: 'AAAA' } }, // itself an image
+    { cache_control: { type: 'ephemeral' }, metadata: { user_id: 'u' } },
+    { messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: 'f' } }] }] },
+  ]
+  for (let i = 0; i < 150; i++) {
+    const body = i < extra.length ? extra[i] as Record<string, unknown> : [chatBody, messagesBody, responsesBody][i % 3](r)
+    const roots = referenceScan([body.messages, body.system, body.tools, body.input, body.instructions])
+    const messages = Array.isArray(body.messages) ? body.messages.length : Array.isArray(body.input) ? body.input.length : 0
+    const estimate = Math.max(1, Math.ceil(Math.max(0, roots.chars - roots.payload) / 4) + 3 * messages + 1600 * (roots.images + roots.unsized))
+    if (estimateInputTokens(body) !== estimate) t.fail(`body ${i}: estimate ${estimateInputTokens(body)} ≠ ${estimate}`)
+    const all = referenceScan([body])
+    // With the body's byte count, and without (0: the characters of its strings and keys instead).
+    for (const bytes of [Buffer.byteLength(JSON.stringify(body)), 0]) {
+      const rule = all.unsized > 0 ? 128_000 : Math.min(128_000, Math.max(1, Math.ceil(Math.max(0, Math.max(bytes, all.chars) - all.payload) / 4) + 1600 * all.images))
+      if (reservedInputTokens(body, bytes, 128_000) !== rule) t.fail(`body ${i}: byte rule ${reservedInputTokens(body, bytes, 128_000)} ≠ ${rule}`)
+    }
+    t.equal(estimateInputTokens(body), estimate, 'the same again (remembered)')
+  }
 })
