@@ -44,4 +44,4 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # SIGTERM drains in-flight calls before exiting; SIGHUP reloads GATEWAY_CONFIG.
 STOPSIGNAL SIGTERM
-CMD ["node", "--max-semi-space-size=4", "dist/server.js"]
+CMD ["node", "--max-semi-space-size=8", "dist/server.js"]

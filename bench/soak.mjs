@@ -49,7 +49,7 @@ const mockPort = await freePort()
 const gwPort = await freePort()
 const mock = launch('mock', [join(here, 'mock-upstream.mjs')], { PORT: String(mockPort) })
 await waitHttp(mockPort, '/')
-const gw = launch('gateway', ['--max-semi-space-size=4', join(root, 'dist', 'server.js')], {
+const gw = launch('gateway', ['--max-semi-space-size=8', join(root, 'dist', 'server.js')], {
   GATEWAY_CONFIG: join(here, 'configs', 'embedded.yaml'), PORT: String(gwPort), BENCH_MOCK_PORT: String(mockPort), BENCH_DATA_DIR: dataDir,
 })
 let died = null

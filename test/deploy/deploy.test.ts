@@ -44,7 +44,7 @@ t.test('Dockerfile: two stages, an unprivileged user, a data volume and a /ready
   t.match(text, /^USER node$/m, 'runs as the image\'s unprivileged user')
   t.match(text, /^VOLUME \["\/app\/data"\]$/m, 'the embedded ledger\'s directory is a volume')
   t.match(text, /^HEALTHCHECK [\s\S]*\/readyz/m, 'the health check asks /readyz')
-  t.match(text, /CMD \["node", "--max-semi-space-size=4", "dist\/server\.js"\]/, 'starts as npm start does')
+  t.match(text, /CMD \["node", "--max-semi-space-size=8", "dist\/server\.js"\]/, 'starts as npm start does')
   // Every path the build stage copies exists in the repository (a renamed directory breaks the build).
   for (const m of text.matchAll(/^COPY (?!--from)(.+) \S+$/gm)) {
     for (const path of (m[1] as string).split(/\s+/)) t.ok(existsSync(path), `COPY source ${path} exists`)

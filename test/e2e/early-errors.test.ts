@@ -63,7 +63,7 @@ t.test('60 MB bodies to an unknown route or with a bad key are never buffered (g
     models: [{ id: 'echo/echo-1', deployments: [{ provider: 'echo' }] }],
     pipeline: [{ plugin: 'size-limit' }, AUTH_ENTRY],
   }))
-  const child = spawn(process.execPath, ['--max-semi-space-size=4', SERVER], { cwd: dir, env: { ...process.env, GATEWAY_CONFIG: config, PORT: '0', GATEWAY_OPENAPI_MAX_REQUEST_BODY_BYTES: '' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--max-semi-space-size=8', SERVER], { cwd: dir, env: { ...process.env, GATEWAY_CONFIG: config, PORT: '0', GATEWAY_OPENAPI_MAX_REQUEST_BODY_BYTES: '' }, stdio: ['ignore', 'pipe', 'pipe'] })
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
   let out = ''
   child.stdout.on('data', d => { out += d })
