@@ -74,13 +74,18 @@ const endsLiteral = (c: number): boolean => isWs(c) || c === 0x2c || c === CLOSE
  * as they are. Malformed text is left for JSON.parse to refuse. On the way it locates the
  * top-level `"model"` member and MEMBERS, for a same-protocol call to send the client's bytes with
  * only those values changed. Given `spans`, it also appends every container's open and close
- * offsets to it, in the order they open (close -1 while unclosed), for parseSplit.
+ * offsets to it, in the order they open (close -1 while unclosed), for parseSplit; or leaves it
+ * [-1] when it would take more than `maxSpans` entries (by default, one container per 16 bytes).
  */
-export function scanBody (input: string | Buffer, max: number, spans?: number[]): BodyScan {
+export function scanBody (input: string | Buffer, max: number, spans?: number[], maxSpans?: number): BodyScan {
   const b = typeof input === 'string' ? Buffer.from(input, 'utf8') : input
   let depth = 0
   // With `spans`: where each container's [open, close] pair sits in it, by depth.
-  const at: number[] | undefined = spans === undefined ? undefined : []
+  let at: number[] | undefined = spans === undefined ? undefined : []
+  // At most `maxSpans` entries, by default one per 8 bytes of body (a body of tiny containers
+  // would otherwise cost more here than its text): past it, spans is left as [-1], which
+  // parseSplit refuses (the body is then parsed whole).
+  const spanLimit = maxSpans ?? b.length >> 3
   const n = b.length
   let first = 0
   while (first < n && isWs(b[first])) first++
@@ -145,8 +150,14 @@ export function scanBody (input: string | Buffer, max: number, spans?: number[])
     } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
       if (++depth > max) return TOO_DEEP
       if (at !== undefined && depth > 0) {
-        at[depth] = spans!.length
-        spans!.push(i, -1)
+        if (spans!.length >= spanLimit) {
+          at = undefined
+          spans!.length = 0
+          spans!.push(-1)
+        } else {
+          at[depth] = spans!.length
+          spans!.push(i, -1)
+        }
       }
     } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
       if (at !== undefined && depth > 0) spans![at[depth] + 1] = i

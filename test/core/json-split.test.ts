@@ -82,7 +82,7 @@ function whole (text: string): Outcome {
 function split (text: string, piece: number): Outcome {
   const b = Buffer.from(text, 'utf8')
   const spans: number[] = []
-  if (scanBody(b, 1000, spans).tooDeep) throw new Error('unexpected depth')
+  if (scanBody(b, 1000, spans, Infinity).tooDeep) throw new Error('unexpected depth')
   try {
     return { ok: true, value: parseSplit(b, spans, piece) }
   } catch (err) {
@@ -178,4 +178,17 @@ t.test('an agent-sized body: no piece above the limit, the same value', async t 
   t.ok(text.length > 150_000)
   t.ok(agree(text, 60_000))
   t.ok(agree(text, 2_000))
+})
+
+t.test('a body of tiny containers: no more than one span per 8 bytes is noted, and it is parsed whole', async t => {
+  const text = '[' + Array.from({ length: 20_000 }, () => '[]').join(',') + ']'
+  const b = Buffer.from(text)
+  const spans: number[] = []
+  scanBody(b, 64, spans)
+  t.same(spans, [-1], 'given up: the containers are denser than one per 16 bytes')
+  t.throws(() => parseSplit(b, spans, 1000), SyntaxError, 'the walk refuses, so the body parser falls back to JSON.parse of the whole text')
+  const roomy: number[] = []
+  scanBody(b, 64, roomy, Infinity)
+  t.equal(roomy.length, 2 * 20_001)
+  t.ok(sameShape(parseSplit(b, roomy, 1000), JSON.parse(text)))
 })
