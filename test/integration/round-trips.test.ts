@@ -20,7 +20,8 @@ const CALLS = 20
 function pipeline (mode: 'exact' | 'lease'): unknown[] {
   const lease = mode === 'lease' ? { mode: 'lease' } : {}
   return [
-    { plugin: 'ip-limit', config: { limit: 1_000_000, windowMs: 60_000, ...(mode === 'lease' ? { mode: 'lease', lease: { maxUnsynced: 1000 } } : {}) } },
+    // Lease mode: ip-limit's timed sync set past the test, so that what is counted is each call's own.
+    { plugin: 'ip-limit', config: { limit: 1_000_000, windowMs: 60_000, ...(mode === 'lease' ? { mode: 'lease', lease: { maxUnsynced: 1000, intervalMs: 60_000 } } : {}) } },
     AUTH_ENTRY,
     { plugin: 'idempotency' },
     { plugin: 'quota', config: { limits: [{ scope: 'organization', window: 'minute', requests: 1_000_000, tokens: 1_000_000_000 }], ...lease } },
@@ -110,5 +111,7 @@ t.test('lease mode: idempotency\'s claim and finish are the only Redis round tri
   const r = await run(t, 'lease')
   if (!r) return
   t.comment(`lease: ${r.redis} Redis commands per call ${JSON.stringify([...r.names])}; PostgreSQL ${JSON.stringify([...r.pg])}`)
-  t.ok(r.redis <= 2.2, `${r.redis} per call: two scripts, and now and then a lease's sync`)
+  // ip-limit's lease syncs on a timer (set past the test in pipeline()), not per call: with its
+  // 100 ms default, a slow machine saw more syncs within the 20 calls than a fast one.
+  t.equal(r.redis, 2, 'two scripts per call: idempotency\'s claim and finish')
 })
