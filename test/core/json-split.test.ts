@@ -10,17 +10,7 @@ import t from 'tap'
 import { parseSplit } from '../../core/http/json-split.ts'
 import { scanBody } from '../../core/http/body-scan.ts'
 import { isUtf8 } from 'node:buffer'
-
-function rng (seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = a
-    x = Math.imul(x ^ (x >>> 15), x | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { mulberry32 as rng } from '../helpers/rng.ts'
 
 const WS = [' ', '\n', '\r', '\t', '', '', '']
 const KEYS = ['model', 'messages', 'a', '__proto__', 'constructor', 'toString', '0', '1', '10', '-1', 'é', '😀', 'k"q', 'k\\b', '', 'model']

@@ -10,18 +10,7 @@ import t from 'tap'
 import { reservationBoundTokens, countedInputTokens, reservationInputTokens } from '../../core/tokens/reservation.ts'
 import { estimateInputTokens, reservedInputTokens } from '../../core/tokens/estimate.ts'
 import { noteRawBytes } from '../../core/tokens/raw-bytes.ts'
-
-/** mulberry32: the same bodies on every run. */
-function rng (seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = a
-    x = Math.imul(x ^ (x >>> 15), x | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { mulberry32 as rng } from '../helpers/rng.ts'
 
 const ALPHABETS = [
   'the quick brown fox jumps over a lazy dog and then some more words ',

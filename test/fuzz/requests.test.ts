@@ -8,21 +8,10 @@ import t from 'tap'
 import { buildTestApp, listen, AUTH_ENTRY, TEST_KEY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, json, sse, chatCompletion, chatTextStream, messagesResponse, messagesTextStream } from '../helpers/fake-upstream.ts'
 import { rawRequest, head } from '../helpers/raw-http.ts'
+import { mulberry32 as prng } from '../helpers/rng.ts'
 
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31))
 const CASES = Number(process.env.FUZZ_CASES ?? 300)
-
-/** mulberry32: small, fast, good enough to pick cases; the same seed gives the same run. */
-function prng (seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = a
-    x = Math.imul(x ^ (x >>> 15), x | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const CHAT_BODY = {
   model: 'vendor/chat-model',

@@ -12,21 +12,11 @@ import { buildTestApp, listen, AUTH_ENTRY, TEST_KEY, NO_ORG_KEY, auth } from '..
 import { startFakeUpstream, json, sse, chatCompletion, messagesResponse, messagesTextStream, type FakeUpstream } from '../helpers/fake-upstream.ts'
 import { RedisStore } from '../../core/stores/redis.ts'
 import { redisUrl } from '../helpers/backends.ts'
+import { mulberry32 as seeded } from '../helpers/rng.ts'
 
 /** Tokens each system prompt or message counts for, in the fake upstream's usage. */
 const PER_PART = 100
 const N = 3
-
-/** mulberry32: a small seeded PRNG, so the draws among equal deployments repeat run after run. */
-function seeded (seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = Math.imul(a ^ (a >>> 15), 1 | a)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** A deployment with its own prompt cache (chat and messages on one origin). */
 async function cachingUpstream (): Promise<FakeUpstream & { fail: boolean }> {
