@@ -4,6 +4,8 @@
  */
 import { openingRowsSql } from './journal.ts'
 
+import { PG_HOLDS, PG_KEY_HOLDS, PG_LEASE, PG_ORG_LOCK } from './migrations-postgres.ts'
+
 export interface Migration { version: number, name: string, sql: string }
 
 const common = (money: string, big: string, real: string, autoId: string): string => `
@@ -67,83 +69,6 @@ CREATE INDEX usage_records_org_time ON usage_records(organization, time);
  */
 const TRACE_UNIQUE = 'CREATE UNIQUE INDEX usage_records_trace ON usage_records(trace_id);'
 
-/**
- * PostgreSQL holds: one row per reservation with an expiry (ms on the database's clock), instead
- * of one `reserved` counter per organization that a crashed replica could strand. What is
- * available = balance − Σ unexpired holds. `gw_reserve` checks and inserts under the organization's
- * row lock; it sums after taking the lock, in a statement of its own (so on a snapshot that sees
- * every hold committed before the lock was granted), which one SQL statement could not do. The
- * old counter is zeroed: holds of calls in flight during the upgrade are forgotten.
- */
-const PG_HOLDS = `
-CREATE TABLE holds (
-  id TEXT PRIMARY KEY,
-  organization TEXT NOT NULL,
-  amount BIGINT NOT NULL,
-  created_at BIGINT NOT NULL,
-  expires_at BIGINT NOT NULL,
-  owner TEXT,
-  trace_id TEXT
-);
-CREATE INDEX holds_org_expiry ON holds (organization, expires_at) INCLUDE (amount);
-CREATE INDEX holds_expiry ON holds (expires_at);
-UPDATE organizations SET reserved = 0 WHERE reserved <> 0;
-CREATE FUNCTION gw_reserve (p_id TEXT, p_org TEXT, p_amount BIGINT, p_ttl_ms BIGINT, p_owner TEXT, p_trace TEXT) RETURNS BOOLEAN
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-DECLARE
-  v_balance BIGINT;
-  v_held BIGINT;
-  v_now BIGINT;
-BEGIN
-  SELECT balance INTO v_balance FROM organizations WHERE id = p_org FOR UPDATE;
-  IF NOT FOUND THEN RETURN FALSE; END IF;
-  v_now := (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
-  SELECT coalesce(sum(amount), 0) INTO v_held FROM holds WHERE organization = p_org AND expires_at > v_now;
-  IF v_balance - v_held < p_amount THEN RETURN FALSE; END IF;
-  INSERT INTO holds (id, organization, amount, created_at, expires_at, owner, trace_id)
-  VALUES (p_id, p_org, p_amount, v_now, v_now + p_ttl_ms, p_owner, p_trace);
-  RETURN TRUE;
-END
-$$;
-`
-
-/**
- * Slices (the balance plugin's lease mode): one hold row per replica and organization that the
- * replica grows and shrinks, instead of one row per call. `gw_lease` grows hold `p_id` (creating
- * it when missing, restarting it when it has expired) under the organization's row lock, like
- * gw_reserve: it grants nothing when less than `p_min` is available, else the least of `p_want`
- * and half of what is available, but never less than `p_min`, so each replica's slice leaves
- * money for the others and the sum of holds never exceeds the balance. Returns
- * [granted, the hold's amount after, what is still available after].
- */
-const PG_LEASE = `
-CREATE FUNCTION gw_lease (p_id TEXT, p_org TEXT, p_want BIGINT, p_min BIGINT, p_ttl_ms BIGINT, p_owner TEXT) RETURNS BIGINT[]
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-DECLARE
-  v_balance BIGINT;
-  v_held BIGINT;
-  v_now BIGINT;
-  v_avail BIGINT;
-  v_grant BIGINT;
-  v_total BIGINT;
-BEGIN
-  SELECT balance INTO v_balance FROM organizations WHERE id = p_org FOR UPDATE;
-  IF NOT FOUND THEN RETURN NULL; END IF;
-  v_now := (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
-  SELECT coalesce(sum(amount), 0) INTO v_held FROM holds WHERE organization = p_org AND expires_at > v_now;
-  v_avail := v_balance - v_held;
-  IF v_avail < p_min OR p_want <= 0 THEN RETURN ARRAY[0, coalesce((SELECT amount FROM holds WHERE id = p_id AND expires_at > v_now), 0), v_avail]; END IF;
-  v_grant := GREATEST(p_min, LEAST(p_want, v_avail / 2));
-  INSERT INTO holds AS h (id, organization, amount, created_at, expires_at, owner, trace_id)
-  VALUES (p_id, p_org, v_grant, v_now, v_now + p_ttl_ms, p_owner, 'slice')
-  ON CONFLICT (id) DO UPDATE SET
-    amount = CASE WHEN h.expires_at > v_now THEN h.amount + EXCLUDED.amount ELSE EXCLUDED.amount END,
-    expires_at = GREATEST(h.expires_at, EXCLUDED.expires_at)
-  RETURNING amount INTO v_total;
-  RETURN ARRAY[v_grant, v_total, v_avail - v_grant];
-END
-$$;
-`
 
 /**
  * Cache writes get their own rate (a price's `cacheWrite`; NULL: the input rate), in the prices and
@@ -219,47 +144,6 @@ CREATE INDEX api_keys_previous_hash ON api_keys(previous_hash);
 UPDATE api_keys SET spent = coalesce((SELECT sum(u.cost) FROM usage_records u WHERE u.key_id = api_keys.id AND ${same.replace('$a', 'u.organization').replace('$b', 'api_keys.organization')}), 0);
 `
 
-/**
- * PostgreSQL key holds: one row per call on a key with a budget, like `holds` (expiry, renewed by
- * the replica running the call, swept once expired). `gw_key_reserve` locks the key's row, sums
- * its live holds after the lock (a statement of its own, as gw_reserve) and inserts the hold when
- * spent + held + amount stays within the lifetime budget and, in the window starting at `p_ws`,
- * within the window budget (a window the row has not reached yet counts 0). Returns ok, lifetime,
- * window or unknown.
- */
-const PG_KEY_HOLDS = `
-CREATE TABLE key_holds (
-  id TEXT PRIMARY KEY,
-  key_id TEXT NOT NULL,
-  amount BIGINT NOT NULL,
-  created_at BIGINT NOT NULL,
-  expires_at BIGINT NOT NULL,
-  owner TEXT,
-  trace_id TEXT
-);
-CREATE INDEX key_holds_key_expiry ON key_holds (key_id, expires_at) INCLUDE (amount);
-CREATE INDEX key_holds_expiry ON key_holds (expires_at);
-CREATE FUNCTION gw_key_reserve (p_id TEXT, p_key TEXT, p_amount BIGINT, p_ttl_ms BIGINT, p_owner TEXT, p_trace TEXT, p_ws BIGINT) RETURNS TEXT
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-DECLARE
-  k RECORD;
-  v_held BIGINT;
-  v_now BIGINT;
-  v_window BIGINT;
-BEGIN
-  SELECT spent, window_start, window_spent, budget_amount, lifetime_budget INTO k FROM api_keys WHERE id = p_key FOR UPDATE;
-  IF NOT FOUND THEN RETURN 'unknown'; END IF;
-  v_now := (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
-  SELECT coalesce(sum(amount), 0) INTO v_held FROM key_holds WHERE key_id = p_key AND expires_at > v_now;
-  IF k.lifetime_budget IS NOT NULL AND k.spent + v_held + p_amount > k.lifetime_budget THEN RETURN 'lifetime'; END IF;
-  v_window := CASE WHEN k.window_start IS NULL OR k.window_start < p_ws THEN 0 ELSE k.window_spent END;
-  IF k.budget_amount IS NOT NULL AND p_ws IS NOT NULL AND v_window + v_held + p_amount > k.budget_amount THEN RETURN 'window'; END IF;
-  INSERT INTO key_holds (id, key_id, amount, created_at, expires_at, owner, trace_id) VALUES (p_id, p_key, p_amount, v_now, v_now + p_ttl_ms, p_owner, p_trace);
-  RETURN 'ok';
-END
-$$;
-`
-
 /** The databases' clocks in ms. */
 const SQLITE_NOW = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 const PG_NOW = '(extract(epoch from clock_timestamp()) * 1000)::bigint'
@@ -286,4 +170,5 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
     version: 7, name: 'virtual keys: expiry, tags, budgets, rate limits, last use, rotation, key holds',
     sql: 'LOCK TABLE usage_records IN SHARE MODE;' + KEY_SETTINGS('BIGINT', 'BIGINT', '$a IS NOT DISTINCT FROM $b') + PG_KEY_HOLDS,
   },
+  { version: 8, name: 'holds: decided under a lock of their own, not the organization row charges take; the reserves of one turn in one statement', sql: PG_ORG_LOCK },
 ]

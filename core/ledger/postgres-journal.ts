@@ -15,12 +15,15 @@ export class PostgresJournal extends PostgresAdmin {
   /**
    * The UPDATE holds the organization's row lock until the journal row is written and both
    * commit, so the row's balance is exactly the one this change left, whatever charges (which
-   * take the same lock) run on other replicas.
+   * take the same lock) run on other replicas. An entry that lowers the balance first takes the
+   * organization's hold lock (gw_org_lock, ledger migration 8), so a reserve never decides on the
+   * balance before it while it commits.
    */
   async postEntry (organization: string, amount: Micros, draft: JournalDraft): Promise<JournalEntry> {
     checkMicros(amount)
     return this.audited({ table: 'organizations', id: organization }, async c => {
       if (draft.kind === 'refund' && draft.traceId !== undefined) await this.#refundable(c, organization, draft.traceId, amount)
+      if (amount < 0) await c.query('SELECT gw_org_lock($1)', [organization])
       // The bound in the statement itself: changes in flight at once cannot pass it together.
       const r = await c.query('UPDATE organizations SET balance = balance + $1 WHERE id = $2 AND balance + $1 BETWEEN $3 AND $4 RETURNING balance',
         [amount, organization, -MAX_MICROS, MAX_MICROS])

@@ -15,6 +15,8 @@ import { PostgresJournal } from './postgres-journal.ts'
 
 export type { PostgresLedgerOptions }
 
+const noop = (): void => {}
+
 /** Renews this replica's live holds ($1) to expire no sooner than now + $2, and deletes every other expired hold. */
 const SWEEP_SQL = `WITH renewed AS (
   UPDATE holds SET expires_at = GREATEST(expires_at, ${NOW_MS} + $2) WHERE id = ANY($1::text[]) RETURNING id
@@ -45,7 +47,9 @@ const rolledBack = (err: unknown): boolean =>
  * Holds: one row per reservation in `holds`, with an expiry on the database's clock. What is
  * available to an organization is its balance minus the sum of its unexpired holds; `gw_reserve`
  * (migration 3) locks the organization's row, sums its live holds and inserts the new one in one
- * call, so concurrent reserves on any replicas never hold more than the balance. A hold is deleted
+ * call, so concurrent reserves on any replicas never hold more than the balance; the reserves a
+ * replica makes in the same turn of the event loop share one statement (`gw_reserve_many`,
+ * migration 8: one lock and one sum per organization, the same decisions). A hold is deleted
  * by its call's charge or release, or by any replica's sweep once it expired; the replica running
  * the call renews it meanwhile, so only the holds of a replica that died (or lost the database for
  * longer than the margin) expire. Each of those statements touches one hold by id, so a retry, or
@@ -79,6 +83,13 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
   /** Resizes waiting for the next statement: hold id → amount, and who waits. */
   #resizes = new Map<string, number>()
   #resizeWaiters: Array<{ resolve (): void, reject (err: unknown): void }> = []
+  /** Reserves waiting for the next statement, in the order asked. */
+  #reserves: Array<{ id: string, organization: string, amount: Micros, ttl: number, trace: string | null, resolve (ok: boolean): void, reject (err: unknown): void }> = []
+  /**
+   * Resizes not yet answered, by organization (settled either way): a reserve of that
+   * organization waits for them, so it never misses a shrink this process already made.
+   */
+  readonly #resizing = new Map<string, Promise<void>>()
   /** Lease shrinks waiting for the next statement: hold id → amount to take off, and who waits. */
   #shrinks = new Map<string, number>()
   #shrinkWaiters: Array<{ resolve (): void, reject (err: unknown): void }> = []
@@ -104,10 +115,15 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
   }
 
   async reserve (organization: string, amount: Micros, opts: ReserveOptions = {}): Promise<Reservation | undefined> {
+    const resizing = this.#resizing.get(organization)
+    if (resizing !== undefined) await resizing
     const id = randomUUID()
     const ttl = Math.max(0, Math.ceil(opts.deadlineMs ?? 0)) + this.#marginMs
-    const r = await this.holdPool.query({ name: 'gw_reserve', text: 'SELECT gw_reserve($1, $2, $3, $4, $5, $6) AS ok', values: [id, organization, amount, ttl, this.#owner, opts.traceId ?? null] })
-    if (r.rows[0]?.ok !== true) return undefined
+    const ok = await new Promise<boolean>((resolve, reject) => {
+      this.#reserves.push({ id, organization, amount, ttl, trace: opts.traceId ?? null, resolve, reject })
+      if (this.#reserves.length === 1) setImmediate(() => { void this.#writeReserves() })
+    })
+    if (!ok) return undefined
     if (!this.#closed) {
       this.#live.add(id)
       this.#sweeper ??= setInterval(() => { void this.sweep().catch(() => {}) }, this.#sweepMs).unref()
@@ -116,15 +132,50 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
   }
 
   /**
+   * The reserves of this turn of the event loop, in one statement: gw_reserve for one,
+   * gw_reserve_many (the same decisions, in the order asked) for more.
+   */
+  async #writeReserves (): Promise<void> {
+    const batch = this.#reserves
+    this.#reserves = []
+    try {
+      let oks: boolean[]
+      if (batch.length === 1) {
+        const [b] = batch
+        const r = await this.holdPool.query({ name: 'gw_reserve', text: 'SELECT gw_reserve($1, $2, $3, $4, $5, $6) AS ok', values: [b.id, b.organization, b.amount, b.ttl, this.#owner, b.trace] })
+        oks = [r.rows[0]?.ok === true]
+      } else {
+        const r = await this.holdPool.query({
+          name: 'gw_reserve_many',
+          text: 'SELECT gw_reserve_many($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5, $6::text[]) AS ok',
+          values: [batch.map(b => b.id), batch.map(b => b.organization), batch.map(b => b.amount), batch.map(b => b.ttl), this.#owner, batch.map(b => b.trace)],
+        })
+        oks = (r.rows[0]?.ok as boolean[] | null | undefined) ?? []
+      }
+      for (let i = 0; i < batch.length; i++) batch[i].resolve(oks[i] === true)
+    } catch (err) {
+      for (const b of batch) b.reject(err)
+    }
+  }
+
+  /**
    * Sets the hold to `amount`. Resizes that arrive in the same turn of the event loop share one
    * statement; like every hold statement it commits asynchronously (see the class comment).
    */
   resize (reservation: Reservation, amount: Micros): Promise<Reservation> {
-    return new Promise<void>((resolve, reject) => {
+    const written = new Promise<void>((resolve, reject) => {
       this.#resizes.set(reservation.id, amount)
       this.#resizeWaiters.push({ resolve, reject })
       if (this.#resizes.size === 1) setImmediate(() => { void this.#writeResizes() })
-    }).then(() => ({ ...reservation, amount }))
+    })
+    // Later reserves of the organization wait for this resize and every earlier one (statements
+    // on different pool connections may land in any order).
+    const org = reservation.organization
+    const before = this.#resizing.get(org)
+    const landed = (before === undefined ? written : before.then(() => written)).then(noop, noop)
+    this.#resizing.set(org, landed)
+    void landed.then(() => { if (this.#resizing.get(org) === landed) this.#resizing.delete(org) })
+    return written.then(() => ({ ...reservation, amount }))
   }
 
   async #writeResizes (): Promise<void> {

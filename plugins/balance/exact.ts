@@ -51,30 +51,32 @@ export function holdWork (wallet: Wallet, log: Logger, ctx: GatewayContext, stat
 
 export function exactMode (wallet: Wallet, charges: Charges, log: Logger): BalanceMode {
   /**
-   * The hold shrinks to the call's real cost before the client has its whole answer, not when
-   * the batched charge commits: a client that calls again at once must see what is really
-   * available (never a 402 while its money covers the next reservation).
+   * The hold shrinks to the call's real cost as soon as it is known, not when the batched charge
+   * commits: a client that calls again at once must see what is really available (never a 402
+   * while its money covers the next reservation). The answer does not wait for it: the wallet
+   * makes every later reserve of the organization in this process wait for a resize still in
+   * flight (Wallet.resize), so the next call's hold sees the shrunk amount either way.
    */
-  async function shrink (slot: Slot, cost: number): Promise<void> {
+  function shrink (slot: Slot, cost: number): void {
     slot.shrunk = true
     const r = slot.reservation
     if (!r || r.amount === cost) return
-    try {
-      slot.reservation = await wallet.resize(r, cost)
-    } catch (err) {
+    slot.shrinking = wallet.resize(r, cost).then(next => { slot.reservation = next }, (err: unknown) => {
       log.warn({ err }, 'balance: could not shrink a hold to the call\'s cost; it is dropped with the charge')
-    }
+    })
   }
 
   return {
     inProcess: false,
     hold: (ctx, slot, organization, amount) => reserveOrRefuse(wallet, log, ctx, slot, organization, amount),
-    answered: (slot, cost) => slot.reservation ? shrink(slot, cost) : undefined,
+    answered: (slot, cost) => { if (slot.reservation) shrink(slot, cost) },
     async dropped (slot) {
+      if (slot.shrinking) await slot.shrinking
       if (slot.reservation) await charges.release(slot.reservation)
     },
     async settle (slot, cost, record) {
-      if (!slot.shrunk) await shrink(slot, cost)
+      if (!slot.shrunk) shrink(slot, cost)
+      if (slot.shrinking) await slot.shrinking
       await charges.write(slot.reservation, record())
     },
     hasFree: () => false,

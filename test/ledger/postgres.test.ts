@@ -6,6 +6,7 @@ import type { Ledger, Reservation, UsageRecord } from '../../core/ledger/ledger.
 import { ledgerContract, usage as contractUsage } from './contract.ts'
 import { databaseUrl, randomId } from '../helpers/backends.ts'
 import { until } from '../helpers/until.ts'
+import { mulberry32 } from '../helpers/rng.ts'
 
 // The contract's record, with this file's smaller counts and no idempotency key.
 const usage = (over: Partial<UsageRecord> = {}): UsageRecord =>
@@ -66,6 +67,104 @@ if (url !== undefined) {
     const got = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).reserve('org', 100)))
     t.equal(got.filter(Boolean).length, 20)
     t.same(await b.getBalance('org'), { balance: 2_000, reserved: 2_000 })
+  })
+
+  t.test('PostgresLedger – a reserve right after a resize nobody awaited sees the resized hold', async t => {
+    // The resize's statement leaves on the next turn of the event loop, the reserve's at once:
+    // without the ledger ordering them, the reserve would be checked against the hold unshrunk.
+    const { l } = await fundedLedger(t, 1_000)
+    for (let round = 0; round < 20; round++) {
+      const first = (await l.reserve('org', 1_000))!
+      t.ok(first, `round ${round}: the whole balance held`)
+      const resized = l.resize(first, 100 + round)
+      const second = await l.reserve('org', 900 - round)
+      t.ok(second, `round ${round}: the room the resize freed is reserved`)
+      t.equal((await resized).amount, 100 + round)
+      t.equal(await l.reserve('org', 1), undefined, `round ${round}: nothing left`)
+      await Promise.all([l.release(first), l.release(second!)])
+    }
+    // Other organizations do not wait for it, and a failed resize does not stop later reserves.
+    await l.createOrganization('other')
+    await l.topUp('other', 10)
+    const r = (await l.reserve('org', 500))!
+    const gone = l.resize({ ...r, id: 'no-such-hold' }, 1)
+    t.ok(await l.reserve('other', 10), 'another organization')
+    t.ok(await l.reserve('org', 500), 'the same organization after a resize of a missing hold')
+    await gone
+  })
+
+  t.test('PostgresLedger – reserves asked in one turn share one statement and get the decisions of reserves made one by one', async t => {
+    const { l } = await fundedLedger(t, 1_000)
+    await l.createOrganization('b')
+    await l.topUp('b', 300)
+    // Which hold statements leave (by prepared name): every reserve of a round in one.
+    const sent: string[] = []
+    const query = pg.Pool.prototype.query
+    pg.Pool.prototype.query = function (this: pg.Pool, ...args: unknown[]) {
+      const name = (args[0] as { name?: string } | undefined)?.name
+      if (name?.startsWith('gw_reserve') === true) sent.push(name)
+      return (query as (...a: unknown[]) => unknown).apply(this, args)
+    } as typeof query
+    t.teardown(() => { pg.Pool.prototype.query = query })
+    const rand = mulberry32(7)
+    const orgs = ['org', 'b', 'nobody']
+    for (let round = 0; round < 25; round++) {
+      const asks = Array.from({ length: 1 + Math.floor(rand() * 12) }, () => ({ org: orgs[Math.floor(rand() * 3)], amount: 1 + Math.floor(rand() * 400) }))
+      // What one reserve after another would decide: in the order asked, each against what is left.
+      const left = new Map([['org', 1_000], ['b', 300]])
+      const expected = asks.map(a => {
+        const room = left.get(a.org)
+        if (room === undefined || a.amount > room) return false
+        left.set(a.org, room - a.amount)
+        return true
+      })
+      sent.length = 0
+      const got = await Promise.all(asks.map(a => l.reserve(a.org, a.amount)))
+      t.same(got.map(Boolean), expected, `round ${round}: ${JSON.stringify(asks)}`)
+      t.same(sent, [asks.length === 1 ? 'gw_reserve' : 'gw_reserve_many'], `round ${round}: one statement`)
+      t.same(await l.getBalance('org'), { balance: 1_000, reserved: 1_000 - left.get('org')! })
+      t.same(await l.getBalance('b'), { balance: 300, reserved: 300 - left.get('b')! })
+      got.forEach((r, i) => { if (r) t.match(r, { organization: asks[i].org, amount: asks[i].amount }) })
+      t.equal(new Set(got.filter(Boolean).map(r => r!.id)).size, got.filter(Boolean).length, 'distinct ids')
+      await Promise.all(got.map(r => r && l.release(r)))
+    }
+  })
+
+  t.test('PostgresLedger – a reserve does not queue behind a charge\'s commit; a debit in flight makes it wait and it sees the debit', async t => {
+    const { s, l } = await fundedLedger(t, 1_000)
+    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 })
+    await c.connect()
+    t.teardown(() => c.end())
+    await c.query(`SET search_path = "${s}"`)
+    const within = <T>(p: Promise<T>, ms: number): Promise<T | 'waiting'> =>
+      Promise.race([p, new Promise<'waiting'>(resolve => setTimeout(() => resolve('waiting'), ms))])
+    // A charge's transaction holds the organization's row until its commit is on disk.
+    await c.query('BEGIN')
+    await c.query("SELECT balance FROM organizations WHERE id = 'org' FOR UPDATE")
+    const r = await within(l.reserve('org', 100), 5_000)
+    t.match(r, { organization: 'org', amount: 100 }, 'reserved while the row is locked')
+    await c.query('ROLLBACK')
+    // A debit in flight (as a journal entry lowering the balance takes the hold lock first).
+    await c.query('BEGIN')
+    await c.query("SELECT gw_org_lock('org')")
+    await c.query("UPDATE organizations SET balance = balance - 850 WHERE id = 'org'")
+    const next = l.reserve('org', 100)
+    t.equal(await within(next, 300), 'waiting', 'the reserve waits for the debit')
+    await c.query('COMMIT')
+    t.equal(await next, undefined, 'and then sees it: 1000 - 850 - 100 held leaves 50')
+    t.ok(await l.reserve('org', 50), 'what is left')
+    // The ledger's own debits take that lock: an adjustment waits for a reserve's transaction.
+    await c.query('BEGIN')
+    await c.query("SELECT gw_org_lock('org')")
+    const adjust = l.postEntry('org', -10, { kind: 'adjustment', actor: 'test' })
+    t.equal(await within(adjust, 300), 'waiting', 'a negative adjustment waits for the lock')
+    await c.query('COMMIT')
+    t.match(await adjust, { amount: -10, balance: 140 })
+    await c.query('BEGIN')
+    await c.query("SELECT gw_org_lock('org')")
+    const credit = await within(l.postEntry('org', 10, { kind: 'adjustment', actor: 'test' }), 5_000)
+    await c.query('COMMIT')
+    t.match(credit, { amount: 10, balance: 150 }, 'a credit does not wait for the lock')
   })
 
   t.test('PostgresLedger – holds are rows that expire: a dead replica\'s holds come back, a live one\'s are renewed', async t => {
