@@ -4,7 +4,9 @@
 import { createRequire } from 'node:module'
 import { writeFileSync } from 'node:fs'
 
-const require = createRequire(import.meta.url)
+// Resolved as the gateway resolves them (the project's node_modules): bench/node_modules has an
+// ioredis of its own (Portkey's), which the gateway never loads.
+const require = createRequire(new URL('../package.json', import.meta.url))
 const counts = { redis: {}, pg: {} }
 const bump = (side, name) => { counts[side][name] = (counts[side][name] ?? 0) + 1 }
 
