@@ -35,8 +35,8 @@ export interface Wallet extends LedgerReachable {
    * Sets what a reservation holds to `amount` (at settle: the call's real cost, so that what is
    * available is exact before its batched charge commits); returns the reservation to charge or
    * release from then on. Call it at most once per reservation. A reserve of the same
-   * organization made by this process after `resize` was called sees the new amount (it waits for
-   * the resize to land when need be), so a caller need not wait for it for that.
+   * organization made by this process after `resize` was called sees the new amount, whether or
+   * not the caller waited for the resize (PostgreSQL carries it in that reserve's statement).
    */
   resize (reservation: Reservation, amount: Micros): Promise<Reservation>
   /** Drops a reservation without charging (dropping one already gone changes nothing on PostgreSQL). */

@@ -136,9 +136,22 @@ $$;
  * organization locked once, in order of id, its live holds summed once, then every reserve of it
  * in the order given, exactly as that many `gw_reserve` calls in a row would decide them (one
  * that does not fit is refused and the next may still fit). Returns one boolean per reserve.
+ * It also carries the replica's resizes not yet in the database (a hold shrunk to its call's
+ * cost), each applied under its organization's lock before that organization's reserves are
+ * decided: a reserve never misses a shrink its replica made before it. Reserves never wait for a
+ * row lock (resizes skip locked holds), so no charge or journal entry can wait for one in a cycle.
  */
 const AVAILABLE = (org: string): string =>
   `SELECT o.balance - (SELECT coalesce(sum(h.amount), 0) FROM holds h WHERE h.organization = o.id AND h.expires_at > v_now) INTO v_avail FROM organizations o WHERE o.id = ${org};`
+/**
+ * Sets the holds of p_resize_ids to p_resize_amounts (those `where` picks). A hold whose row is
+ * locked is skipped: only a charge or release deleting it (then there is nothing to resize) or
+ * another statement setting it to the same amount lock a hold, and waiting for either could only
+ * queue behind its commit.
+ */
+export const RESIZE = (where: string): string => `UPDATE holds h SET amount = v.amount
+    FROM unnest(p_resize_ids, p_resize_orgs, p_resize_amounts) AS v (id, org, amount)
+    WHERE ${where}h.id = v.id AND h.id IN (SELECT l.id FROM holds l WHERE l.id = ANY (p_resize_ids) FOR UPDATE SKIP LOCKED);`
 export const PG_ORG_LOCK = `
 CREATE FUNCTION gw_org_lock (p_org TEXT) RETURNS VOID
 LANGUAGE sql SET search_path FROM CURRENT AS $$ SELECT pg_advisory_xact_lock(hashtextextended('gw_org:' || current_schema() || ':' || p_org, 0)) $$;
@@ -157,7 +170,8 @@ BEGIN
   RETURN TRUE;
 END
 $$;
-CREATE FUNCTION gw_reserve_many (p_ids TEXT[], p_orgs TEXT[], p_amounts BIGINT[], p_ttls_ms BIGINT[], p_owner TEXT, p_traces TEXT[]) RETURNS BOOLEAN[]
+CREATE FUNCTION gw_reserve_many (p_ids TEXT[], p_orgs TEXT[], p_amounts BIGINT[], p_ttls_ms BIGINT[], p_owner TEXT, p_traces TEXT[],
+  p_resize_ids TEXT[], p_resize_orgs TEXT[], p_resize_amounts BIGINT[]) RETURNS BOOLEAN[]
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
   v_org TEXT;
@@ -165,8 +179,10 @@ DECLARE
   v_now BIGINT;
   v_out BOOLEAN[] := array_fill(FALSE, ARRAY[cardinality(p_ids)]);
 BEGIN
-  FOR v_org IN SELECT DISTINCT o FROM unnest(p_orgs) AS o ORDER BY o LOOP
+  FOR v_org IN SELECT o FROM unnest(p_orgs) AS o UNION SELECT o FROM unnest(p_resize_orgs) AS o ORDER BY 1 LOOP
     PERFORM gw_org_lock(v_org);
+    ${RESIZE('v.org = v_org AND ')}
+    CONTINUE WHEN NOT (v_org = ANY (p_orgs));
     v_now := (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
     ${AVAILABLE('v_org')}
     CONTINUE WHEN NOT FOUND;

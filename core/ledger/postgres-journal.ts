@@ -15,15 +15,14 @@ export class PostgresJournal extends PostgresAdmin {
   /**
    * The UPDATE holds the organization's row lock until the journal row is written and both
    * commit, so the row's balance is exactly the one this change left, whatever charges (which
-   * take the same lock) run on other replicas. An entry that lowers the balance first takes the
-   * organization's hold lock (gw_org_lock, ledger migration 8), so a reserve never decides on the
-   * balance before it while it commits.
+   * take the same lock) run on other replicas. An entry that lowers the balance then takes the
+   * organization's hold lock (gw_org_lock, ledger migration 8) until it commits: a reserve either
+   * decided before it (and committed first) or waits and sees it.
    */
   async postEntry (organization: string, amount: Micros, draft: JournalDraft): Promise<JournalEntry> {
     checkMicros(amount)
     return this.audited({ table: 'organizations', id: organization }, async c => {
       if (draft.kind === 'refund' && draft.traceId !== undefined) await this.#refundable(c, organization, draft.traceId, amount)
-      if (amount < 0) await c.query('SELECT gw_org_lock($1)', [organization])
       // The bound in the statement itself: changes in flight at once cannot pass it together.
       const r = await c.query('UPDATE organizations SET balance = balance + $1 WHERE id = $2 AND balance + $1 BETWEEN $3 AND $4 RETURNING balance',
         [amount, organization, -MAX_MICROS, MAX_MICROS])
@@ -31,6 +30,8 @@ export class PostgresJournal extends PostgresAdmin {
         if ((await c.query('SELECT 1 FROM organizations WHERE id = $1', [organization])).rows[0]) throw balanceOutOfRange(organization)
         throw new Error(`unknown organization "${organization}"`)
       }
+      // After the row (as a charge holds it): a reserve waits only for hold locks, so no cycle of waits.
+      if (amount < 0) await c.query('SELECT gw_org_lock($1)', [organization])
       return this.#append(c, organization, amount, Number(r.rows[0].balance), draft)
     }, e => ({ entry: e }))
   }

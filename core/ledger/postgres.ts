@@ -12,10 +12,19 @@ import { CHARGE_SQL, chargeParams } from './postgres-charge.ts'
 import { PostgresKeyBudgets } from './postgres-keys.ts'
 import { NOW_MS, type PostgresLedgerOptions } from './postgres-admin.ts'
 import { PostgresJournal } from './postgres-journal.ts'
+import { PendingResizes } from './postgres-resizes.ts'
 
 export type { PostgresLedgerOptions }
 
-const noop = (): void => {}
+/**
+ * How long a resize waits for a reserve statement to carry it before it gets one of its own: a
+ * client calling again right after its answer brings one in well under this on loopback.
+ */
+const RESIZE_WAIT_MS = 2
+
+/** The pending resizes' own statement: $1 hold ids, $2 amounts; locked holds skipped (see RESIZE in migrations-postgres.ts). */
+const RESIZE_SQL = `UPDATE holds h SET amount = v.amount FROM unnest($1::text[], $2::bigint[]) AS v (id, amount)
+WHERE h.id = v.id AND h.id IN (SELECT l.id FROM holds l WHERE l.id = ANY ($1::text[]) FOR UPDATE SKIP LOCKED)`
 
 /** Renews this replica's live holds ($1) to expire no sooner than now + $2, and deletes every other expired hold. */
 const SWEEP_SQL = `WITH renewed AS (
@@ -46,10 +55,11 @@ const rolledBack = (err: unknown): boolean =>
  *
  * Holds: one row per reservation in `holds`, with an expiry on the database's clock. What is
  * available to an organization is its balance minus the sum of its unexpired holds; `gw_reserve`
- * (migration 3) locks the organization's row, sums its live holds and inserts the new one in one
- * call, so concurrent reserves on any replicas never hold more than the balance; the reserves a
- * replica makes in the same turn of the event loop share one statement (`gw_reserve_many`,
- * migration 8: one lock and one sum per organization, the same decisions). A hold is deleted
+ * takes the organization's hold lock (migration 8; before it, the organization's row), reads what
+ * is available and inserts the new hold in one call, so concurrent reserves on any replicas never
+ * hold more than the balance; the reserves a replica makes in the same turn of the event loop
+ * share one statement (`gw_reserve_many`: one lock and one sum per organization, the same
+ * decisions), which also carries the replica's pending resizes. A hold is deleted
  * by its call's charge or release, or by any replica's sweep once it expired; the replica running
  * the call renews it meanwhile, so only the holds of a replica that died (or lost the database for
  * longer than the margin) expire. Each of those statements touches one hold by id, so a retry, or
@@ -57,7 +67,7 @@ const rolledBack = (err: unknown): boolean =>
  *
  * Hold statements (reserve, resize, release, sweep) commit with synchronous_commit = off, on their
  * own pool: the server acknowledges them without waiting for the WAL flush, so the organization's
- * row lock is held for a moment instead of a disk flush. Why that is safe for money:
+ * hold lock is held for a moment instead of a disk flush. Why that is safe for money:
  * - A hold is not money: it only limits what may be reserved next, and these statements never
  *   touch a balance or a usage record. Only a crash of PostgreSQL itself (not of a gateway) loses
  *   acknowledged asynchronous commits, at most the last few hundred milliseconds of them
@@ -80,16 +90,12 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
   /** Renews and sweeps holds; started by the first reserve (the admin CLI never starts it). */
   #sweeper: NodeJS.Timeout | undefined = undefined
   #sweeping: Promise<void> | undefined = undefined
-  /** Resizes waiting for the next statement: hold id → amount, and who waits. */
-  #resizes = new Map<string, number>()
-  #resizeWaiters: Array<{ resolve (): void, reject (err: unknown): void }> = []
+  /** Resizes not yet in the database: every hold statement carries them (postgres-resizes.ts). */
+  readonly #resizes = new PendingResizes()
+  /** Sends the resizes in a statement of their own when no reserve carried them in time. */
+  #resizeTimer: NodeJS.Timeout | undefined = undefined
   /** Reserves waiting for the next statement, in the order asked. */
   #reserves: Array<{ id: string, organization: string, amount: Micros, ttl: number, trace: string | null, resolve (ok: boolean): void, reject (err: unknown): void }> = []
-  /**
-   * Resizes not yet answered, by organization (settled either way): a reserve of that
-   * organization waits for them, so it never misses a shrink this process already made.
-   */
-  readonly #resizing = new Map<string, Promise<void>>()
   /** Lease shrinks waiting for the next statement: hold id → amount to take off, and who waits. */
   #shrinks = new Map<string, number>()
   #shrinkWaiters: Array<{ resolve (): void, reject (err: unknown): void }> = []
@@ -115,8 +121,6 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
   }
 
   async reserve (organization: string, amount: Micros, opts: ReserveOptions = {}): Promise<Reservation | undefined> {
-    const resizing = this.#resizing.get(organization)
-    if (resizing !== undefined) await resizing
     const id = randomUUID()
     const ttl = Math.max(0, Math.ceil(opts.deadlineMs ?? 0)) + this.#marginMs
     const ok = await new Promise<boolean>((resolve, reject) => {
@@ -133,65 +137,68 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
 
   /**
    * The reserves of this turn of the event loop, in one statement: gw_reserve for one,
-   * gw_reserve_many (the same decisions, in the order asked) for more.
+   * gw_reserve_many (the same decisions, in the order asked) for more, or when it carries resizes.
    */
   async #writeReserves (): Promise<void> {
     const batch = this.#reserves
     this.#reserves = []
+    const carried = this.#resizes.size > 0 ? this.#resizes.carry(true) : undefined
     try {
       let oks: boolean[]
-      if (batch.length === 1) {
+      if (batch.length === 1 && carried === undefined) {
         const [b] = batch
         const r = await this.holdPool.query({ name: 'gw_reserve', text: 'SELECT gw_reserve($1, $2, $3, $4, $5, $6) AS ok', values: [b.id, b.organization, b.amount, b.ttl, this.#owner, b.trace] })
         oks = [r.rows[0]?.ok === true]
       } else {
         const r = await this.holdPool.query({
           name: 'gw_reserve_many',
-          text: 'SELECT gw_reserve_many($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5, $6::text[]) AS ok',
-          values: [batch.map(b => b.id), batch.map(b => b.organization), batch.map(b => b.amount), batch.map(b => b.ttl), this.#owner, batch.map(b => b.trace)],
+          text: 'SELECT gw_reserve_many($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5, $6::text[], $7::text[], $8::text[], $9::bigint[]) AS ok',
+          values: [batch.map(b => b.id), batch.map(b => b.organization), batch.map(b => b.amount), batch.map(b => b.ttl), this.#owner, batch.map(b => b.trace),
+            carried?.ids ?? [], carried?.organizations ?? [], carried?.amounts ?? []],
         })
         oks = (r.rows[0]?.ok as boolean[] | null | undefined) ?? []
       }
+      if (carried !== undefined) this.#resizes.landed(carried)
       for (let i = 0; i < batch.length; i++) batch[i].resolve(oks[i] === true)
     } catch (err) {
+      // The resizes it carried stay pending: the next statement (at the latest their own) carries them.
+      if (carried !== undefined) {
+        this.#resizes.unsend(carried)
+        this.#armResizes()
+      }
       for (const b of batch) b.reject(err)
     }
   }
 
   /**
-   * Sets the hold to `amount`. Resizes that arrive in the same turn of the event loop share one
-   * statement; like every hold statement it commits asynchronously (see the class comment).
+   * Sets the hold to `amount` (it commits asynchronously, as every hold statement: see the class
+   * comment). The resize rides in the next reserve statement of this process, applied under the
+   * organization's lock before its reserves are decided; when none left within RESIZE_WAIT_MS,
+   * the pending resizes go in one statement of their own. Settles once it landed, or its hold
+   * was charged or released meanwhile (nothing left to resize).
    */
   resize (reservation: Reservation, amount: Micros): Promise<Reservation> {
-    const written = new Promise<void>((resolve, reject) => {
-      this.#resizes.set(reservation.id, amount)
-      this.#resizeWaiters.push({ resolve, reject })
-      if (this.#resizes.size === 1) setImmediate(() => { void this.#writeResizes() })
-    })
-    // Later reserves of the organization wait for this resize and every earlier one (statements
-    // on different pool connections may land in any order).
-    const org = reservation.organization
-    const before = this.#resizing.get(org)
-    const landed = (before === undefined ? written : before.then(() => written)).then(noop, noop)
-    this.#resizing.set(org, landed)
-    void landed.then(() => { if (this.#resizing.get(org) === landed) this.#resizing.delete(org) })
-    return written.then(() => ({ ...reservation, amount }))
+    const landed = this.#resizes.add(reservation.id, reservation.organization, amount)
+    this.#armResizes()
+    return landed.then(() => ({ ...reservation, amount }))
   }
 
+  #armResizes (): void {
+    if (this.#closed) void this.#writeResizes()
+    else this.#resizeTimer ??= setTimeout(() => { void this.#writeResizes() }, RESIZE_WAIT_MS)
+  }
+
+  /** The resizes no statement in flight carries, in one statement. */
   async #writeResizes (): Promise<void> {
-    const batch = this.#resizes
-    const waiters = this.#resizeWaiters
-    this.#resizes = new Map()
-    this.#resizeWaiters = []
+    clearTimeout(this.#resizeTimer)
+    this.#resizeTimer = undefined
+    if (!this.#resizes.unsent) return
+    const carried = this.#resizes.carry(false)
     try {
-      await this.holdPool.query({
-        name: 'gw_resize',
-        text: 'UPDATE holds h SET amount = v.amount FROM unnest($1::text[], $2::bigint[]) AS v (id, amount) WHERE h.id = v.id',
-        values: [[...batch.keys()], [...batch.values()]],
-      })
-      for (const w of waiters) w.resolve()
+      await this.holdPool.query({ name: 'gw_resize', text: RESIZE_SQL, values: [carried.ids, carried.amounts] })
+      this.#resizes.landed(carried)
     } catch (err) {
-      for (const w of waiters) w.reject(err)
+      this.#resizes.failed(carried, err)
     }
   }
 
@@ -235,7 +242,11 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
   async release (reservation: Reservation): Promise<void> {
     // No longer renewed from here on: if the delete fails, the hold still expires.
     this.#live.delete(reservation.id)
-    await this.holdPool.query({ name: 'gw_release', text: 'DELETE FROM holds WHERE id = $1', values: [reservation.id] })
+    try {
+      await this.holdPool.query({ name: 'gw_release', text: 'DELETE FROM holds WHERE id = $1', values: [reservation.id] })
+    } finally {
+      this.#resizes.gone(reservation.id)
+    }
   }
 
   /**
@@ -251,7 +262,10 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
   async charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
     await this.#batcher.charge(reservation, record)
     // Its holds went with the charge.
-    if (reservation) this.#live.delete(reservation.id)
+    if (reservation) {
+      this.#live.delete(reservation.id)
+      this.#resizes.gone(reservation.id)
+    }
     if (record.keySpend?.hold) this.keyBudgets.settled(record.keySpend.hold)
   }
 
@@ -272,7 +286,7 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
     clearInterval(this.#sweeper)
     this.keyBudgets.close()
     await this.#batcher.flush()
-    if (this.#resizes.size > 0) await this.#writeResizes()
+    await this.#writeResizes()
     if (this.#shrinkWaiters.length > 0) await this.#writeShrinks()
     await this.#sweeping?.catch(() => {})
     await Promise.all([this.pool.end().catch(() => {}), this.holdPool.end().catch(() => {})])

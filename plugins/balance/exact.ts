@@ -53,15 +53,16 @@ export function exactMode (wallet: Wallet, charges: Charges, log: Logger): Balan
   /**
    * The hold shrinks to the call's real cost as soon as it is known, not when the batched charge
    * commits: a client that calls again at once must see what is really available (never a 402
-   * while its money covers the next reservation). The answer does not wait for it: the wallet
-   * makes every later reserve of the organization in this process wait for a resize still in
-   * flight (Wallet.resize), so the next call's hold sees the shrunk amount either way.
+   * while its money covers the next reservation). Nothing waits for it, neither the answer nor
+   * the charge (which drops the hold whatever it holds then): the wallet sees to it that every
+   * later reserve of the organization in this process sees the shrunk amount (Wallet.resize).
    */
   function shrink (slot: Slot, cost: number): void {
     slot.shrunk = true
     const r = slot.reservation
     if (!r || r.amount === cost) return
-    slot.shrinking = wallet.resize(r, cost).then(next => { slot.reservation = next }, (err: unknown) => {
+    slot.reservation = { ...r, amount: cost }
+    wallet.resize(r, cost).catch((err: unknown) => {
       log.warn({ err }, 'balance: could not shrink a hold to the call\'s cost; it is dropped with the charge')
     })
   }
@@ -71,12 +72,10 @@ export function exactMode (wallet: Wallet, charges: Charges, log: Logger): Balan
     hold: (ctx, slot, organization, amount) => reserveOrRefuse(wallet, log, ctx, slot, organization, amount),
     answered: (slot, cost) => { if (slot.reservation) shrink(slot, cost) },
     async dropped (slot) {
-      if (slot.shrinking) await slot.shrinking
       if (slot.reservation) await charges.release(slot.reservation)
     },
     async settle (slot, cost, record) {
       if (!slot.shrunk) shrink(slot, cost)
-      if (slot.shrinking) await slot.shrinking
       await charges.write(slot.reservation, record())
     },
     hasFree: () => false,

@@ -20,8 +20,6 @@ export interface Slot {
   reservation?: Reservation
   /** true once the hold was shrunk to the call's cost (at most once). */
   shrunk?: boolean
-  /** Exact mode: the shrink in flight (settled either way; it updates `reservation`). */
-  shrinking?: Promise<void>
   /** Lease: the lease the call holds its amount in, and its share. */
   lease?: LeaseHold
   ticket?: Ticket

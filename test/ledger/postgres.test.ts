@@ -108,10 +108,15 @@ if (url !== undefined) {
     t.teardown(() => { pg.Pool.prototype.query = query })
     const rand = mulberry32(7)
     const orgs = ['org', 'b', 'nobody']
-    for (let round = 0; round < 25; round++) {
+    const balances = new Map([['org', 1_000], ['b', 300]])
+    // The holds of the round before, each just resized (nobody awaited it) or about to be released.
+    let kept: Array<{ r: Reservation, amount: number }> = []
+    for (let round = 0; round < 30; round++) {
       const asks = Array.from({ length: 1 + Math.floor(rand() * 12) }, () => ({ org: orgs[Math.floor(rand() * 3)], amount: 1 + Math.floor(rand() * 400) }))
-      // What one reserve after another would decide: in the order asked, each against what is left.
-      const left = new Map([['org', 1_000], ['b', 300]])
+      // What one reserve after another would decide: in the order asked, each against what is
+      // left beside the holds kept from the round before, at their new amounts.
+      const left = new Map(balances)
+      for (const k of kept) left.set(k.r.organization, left.get(k.r.organization)! - k.amount)
       const expected = asks.map(a => {
         const room = left.get(a.org)
         if (room === undefined || a.amount > room) return false
@@ -120,13 +125,23 @@ if (url !== undefined) {
       })
       sent.length = 0
       const got = await Promise.all(asks.map(a => l.reserve(a.org, a.amount)))
-      t.same(got.map(Boolean), expected, `round ${round}: ${JSON.stringify(asks)}`)
-      t.same(sent, [asks.length === 1 ? 'gw_reserve' : 'gw_reserve_many'], `round ${round}: one statement`)
-      t.same(await l.getBalance('org'), { balance: 1_000, reserved: 1_000 - left.get('org')! })
-      t.same(await l.getBalance('b'), { balance: 300, reserved: 300 - left.get('b')! })
+      t.same(got.map(Boolean), expected, `round ${round}: ${JSON.stringify(asks)} beside ${JSON.stringify(kept.map(k => [k.r.organization, k.amount]))}`)
+      // One statement for the round's reserves; gw_reserve_many when it carries resizes.
+      t.same(sent, [asks.length === 1 && kept.length === 0 ? 'gw_reserve' : 'gw_reserve_many'], `round ${round}: one statement`)
+      await Promise.all(kept.map(k => l.release(k.r)))
+      for (const [org, balance] of balances) t.same(await l.getBalance(org), { balance, reserved: balance - left.get(org)! - kept.filter(k => k.r.organization === org).reduce((a, k) => a + k.amount, 0) })
       got.forEach((r, i) => { if (r) t.match(r, { organization: asks[i].org, amount: asks[i].amount }) })
       t.equal(new Set(got.filter(Boolean).map(r => r!.id)).size, got.filter(Boolean).length, 'distinct ids')
-      await Promise.all(got.map(r => r && l.release(r)))
+      // Half the new holds are kept for the next round and resized now, without waiting.
+      kept = []
+      await Promise.all(got.map(r => {
+        if (!r) return undefined
+        if (rand() < 0.5) return l.release(r)
+        const amount = Math.floor(rand() * r.amount)
+        kept.push({ r, amount })
+        void l.resize(r, amount)
+        return undefined
+      }))
     }
   })
 
@@ -144,10 +159,10 @@ if (url !== undefined) {
     const r = await within(l.reserve('org', 100), 5_000)
     t.match(r, { organization: 'org', amount: 100 }, 'reserved while the row is locked')
     await c.query('ROLLBACK')
-    // A debit in flight (as a journal entry lowering the balance takes the hold lock first).
+    // A debit in flight (as a journal entry lowering the balance: the row, then the hold lock).
     await c.query('BEGIN')
-    await c.query("SELECT gw_org_lock('org')")
     await c.query("UPDATE organizations SET balance = balance - 850 WHERE id = 'org'")
+    await c.query("SELECT gw_org_lock('org')")
     const next = l.reserve('org', 100)
     t.equal(await within(next, 300), 'waiting', 'the reserve waits for the debit')
     await c.query('COMMIT')
@@ -165,6 +180,25 @@ if (url !== undefined) {
     const credit = await within(l.postEntry('org', 10, { kind: 'adjustment', actor: 'test' }), 5_000)
     await c.query('COMMIT')
     t.match(credit, { amount: 10, balance: 150 }, 'a credit does not wait for the lock')
+  })
+
+  t.test('PostgresLedger – a resize no reserve carries lands on its own; one of a hold being deleted does not wait for it', async t => {
+    const { s, l } = await fundedLedger(t, 1_000)
+    const r = (await l.reserve('org', 600))!
+    t.match(await l.resize(r, 250), { id: r.id, amount: 250 }, 'settles once written')
+    t.same(await l.getBalance('org'), { balance: 1_000, reserved: 250 })
+    // A charge or release deleting the hold holds its row until it commits: the resize skips it.
+    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 })
+    await c.connect()
+    t.teardown(() => c.end())
+    await c.query(`SET search_path = "${s}"`)
+    await c.query('BEGIN')
+    await c.query('DELETE FROM holds WHERE id = $1', [r.id])
+    const late = await Promise.race([l.resize(r, 100), new Promise<'waiting'>(resolve => setTimeout(() => resolve('waiting'), 5_000))])
+    t.match(late, { amount: 100 }, 'the resize did not wait for the delete')
+    t.ok(await l.reserve('org', 750), 'nor does a reserve carrying it')
+    await c.query('ROLLBACK')
+    t.same(await l.getBalance('org'), { balance: 1_000, reserved: 1_000 }, 'the skipped resize changed nothing: 250 + 750')
   })
 
   t.test('PostgresLedger – holds are rows that expire: a dead replica\'s holds come back, a live one\'s are renewed', async t => {

@@ -1,0 +1,94 @@
+/**
+ * @module ledger/postgres-resizes – the PostgreSQL wallet's resizes not yet known to be in the
+ * database. Every hold statement the wallet sends (a reserve batch, or the resizes' own statement
+ * when no reserve came soon enough) carries all of them: setting a hold's amount is idempotent,
+ * so a resize carried twice changes nothing twice, and a reserve never decides without the
+ * resizes its process made before it, whichever statement lands first.
+ */
+import type { Micros } from './ledger.ts'
+
+interface Waiter { resolve (): void, reject (err: unknown): void }
+
+/** One resize: the hold's organization, its new amount, who waits for it to land, and whether a statement in flight carries it. */
+export interface PendingResize { readonly organization: string, readonly amount: Micros, readonly waiters: Waiter[], sent: boolean }
+
+/** What a statement carries: the resizes as array parameters, and the entries it sent. */
+export interface CarriedResizes {
+  readonly ids: string[]
+  readonly organizations: string[]
+  readonly amounts: Micros[]
+  readonly sent: ReadonlyArray<readonly [string, PendingResize]>
+}
+
+export class PendingResizes {
+  readonly #pending = new Map<string, PendingResize>()
+
+  get size (): number { return this.#pending.size }
+
+  /** Hold `id` is to hold `amount`: settles once a statement carrying it (or a later amount) landed, or the hold went. */
+  add (id: string, organization: string, amount: Micros): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const waiters = this.#pending.get(id)?.waiters ?? []
+      waiters.push({ resolve, reject })
+      this.#pending.set(id, { organization, amount, waiters, sent: false })
+    })
+  }
+
+  /** true when some resize is not carried by a statement in flight. */
+  get unsent (): boolean {
+    for (const r of this.#pending.values()) if (!r.sent) return true
+    return false
+  }
+
+  /**
+   * The pending resizes for the next statement: every one (a reserve statement: it must not decide
+   * before those carried by a statement still in flight, which may land after it), or only those
+   * no statement in flight carries (the resizes' own statement).
+   */
+  carry (all: boolean): CarriedResizes {
+    const ids: string[] = []
+    const organizations: string[] = []
+    const amounts: Micros[] = []
+    const sent: Array<readonly [string, PendingResize]> = []
+    for (const [id, r] of this.#pending) {
+      if (!all && r.sent) continue
+      r.sent = true
+      ids.push(id)
+      organizations.push(r.organization)
+      amounts.push(r.amount)
+      sent.push([id, r])
+    }
+    return { ids, organizations, amounts, sent }
+  }
+
+  /** The statement that carried `c` committed: those resizes (unless replaced since) are done. */
+  landed (c: CarriedResizes): void {
+    for (const [id, r] of c.sent) {
+      if (this.#pending.get(id) !== r) continue
+      this.#pending.delete(id)
+      for (const w of r.waiters) w.resolve()
+    }
+  }
+
+  /** A reserve statement that carried `c` failed: those resizes wait for the next statement again. */
+  unsend (c: CarriedResizes): void {
+    for (const [id, r] of c.sent) if (this.#pending.get(id) === r) r.sent = false
+  }
+
+  /** The resizes' own statement failed: they are given up (their holds keep the amount they had). */
+  failed (c: CarriedResizes, err: unknown): void {
+    for (const [id, r] of c.sent) {
+      if (this.#pending.get(id) !== r) continue
+      this.#pending.delete(id)
+      for (const w of r.waiters) w.reject(err)
+    }
+  }
+
+  /** Hold `id` was charged or released: there is nothing left to resize. */
+  gone (id: string): void {
+    const r = this.#pending.get(id)
+    if (r === undefined) return
+    this.#pending.delete(id)
+    for (const w of r.waiters) w.resolve()
+  }
+}
