@@ -147,11 +147,19 @@ const AVAILABLE = (org: string): string =>
  * Sets the holds of p_resize_ids to p_resize_amounts (those `where` picks). A hold whose row is
  * locked is skipped: only a charge or release deleting it (then there is nothing to resize) or
  * another statement setting it to the same amount lock a hold, and waiting for either could only
- * queue behind its commit.
+ * queue behind its commit (gw_reserve_many counts the carried amounts whatever this applied).
  */
 export const RESIZE = (where: string): string => `UPDATE holds h SET amount = v.amount
     FROM unnest(p_resize_ids, p_resize_orgs, p_resize_amounts) AS v (id, org, amount)
     WHERE ${where}h.id = v.id AND h.id IN (SELECT l.id FROM holds l WHERE l.id = ANY (p_resize_ids) FOR UPDATE SKIP LOCKED);`
+/**
+ * gw_reserve_many's: as AVAILABLE, each carried resize counting at its new amount whether or not
+ * its UPDATE applied: a hold another statement setting it to that amount has locked (its
+ * commit not seen yet) was skipped.
+ */
+const AVAILABLE_RESIZED = `SELECT o.balance - (SELECT coalesce(sum(coalesce(v.amount, h.amount)), 0) FROM holds h
+      LEFT JOIN unnest(p_resize_ids, p_resize_amounts) AS v (id, amount) ON v.id = h.id
+      WHERE h.organization = o.id AND h.expires_at > v_now) INTO v_avail FROM organizations o WHERE o.id = v_org;`
 export const PG_ORG_LOCK = `
 CREATE FUNCTION gw_org_lock (p_org TEXT) RETURNS VOID
 LANGUAGE sql SET search_path FROM CURRENT AS $$ SELECT pg_advisory_xact_lock(hashtextextended('gw_org:' || current_schema() || ':' || p_org, 0)) $$;
@@ -184,7 +192,7 @@ BEGIN
     ${RESIZE('v.org = v_org AND ')}
     CONTINUE WHEN NOT (v_org = ANY (p_orgs));
     v_now := (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
-    ${AVAILABLE('v_org')}
+    ${AVAILABLE_RESIZED}
     CONTINUE WHEN NOT FOUND;
     FOR i IN 1 .. cardinality(p_ids) LOOP
       IF p_orgs[i] = v_org AND p_amounts[i] <= v_avail THEN

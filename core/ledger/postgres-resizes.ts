@@ -22,6 +22,17 @@ export interface CarriedResizes {
 
 export class PendingResizes {
   readonly #pending = new Map<string, PendingResize>()
+  /** Writes the resizes of `c` in a statement of their own. */
+  readonly #write: (c: CarriedResizes) => Promise<unknown>
+  /** How long a resize waits for a reserve statement to carry it before it gets its own. */
+  readonly #waitMs: number
+  #timer: NodeJS.Timeout | undefined = undefined
+  #closed = false
+
+  constructor (write: (c: CarriedResizes) => Promise<unknown>, waitMs: number) {
+    this.#write = write
+    this.#waitMs = waitMs
+  }
 
   get size (): number { return this.#pending.size }
 
@@ -31,7 +42,40 @@ export class PendingResizes {
       const waiters = this.#pending.get(id)?.waiters ?? []
       waiters.push({ resolve, reject })
       this.#pending.set(id, { organization, amount, waiters, sent: false })
+      this.#arm()
     })
+  }
+
+  /** From now on a resize is written at once (the ledger is closing). */
+  close (): Promise<void> {
+    this.#closed = true
+    return this.flush()
+  }
+
+  #arm (): void {
+    if (this.#closed) void this.flush()
+    else this.#timer ??= setTimeout(() => { void this.flush() }, this.#waitMs)
+  }
+
+  /** No resize left: the timer need not wake the process. */
+  #idle (): void {
+    if (this.#pending.size > 0 || this.#timer === undefined) return
+    clearTimeout(this.#timer)
+    this.#timer = undefined
+  }
+
+  /** The resizes no statement in flight carries, in one statement of their own. */
+  async flush (): Promise<void> {
+    clearTimeout(this.#timer)
+    this.#timer = undefined
+    if (!this.unsent) return
+    const c = this.carry(false)
+    try {
+      await this.#write(c)
+      this.landed(c)
+    } catch (err) {
+      this.#failed(c, err)
+    }
   }
 
   /** true when some resize is not carried by a statement in flight. */
@@ -68,20 +112,23 @@ export class PendingResizes {
       this.#pending.delete(id)
       for (const w of r.waiters) w.resolve()
     }
+    this.#idle()
   }
 
   /** A reserve statement that carried `c` failed: those resizes wait for the next statement again. */
   unsend (c: CarriedResizes): void {
     for (const [id, r] of c.sent) if (this.#pending.get(id) === r) r.sent = false
+    if (this.unsent) this.#arm()
   }
 
   /** The resizes' own statement failed: they are given up (their holds keep the amount they had). */
-  failed (c: CarriedResizes, err: unknown): void {
+  #failed (c: CarriedResizes, err: unknown): void {
     for (const [id, r] of c.sent) {
       if (this.#pending.get(id) !== r) continue
       this.#pending.delete(id)
       for (const w of r.waiters) w.reject(err)
     }
+    this.#idle()
   }
 
   /** Hold `id` was charged or released: there is nothing left to resize. */
@@ -90,5 +137,6 @@ export class PendingResizes {
     if (r === undefined) return
     this.#pending.delete(id)
     for (const w of r.waiters) w.resolve()
+    this.#idle()
   }
 }

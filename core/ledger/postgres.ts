@@ -91,9 +91,7 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
   #sweeper: NodeJS.Timeout | undefined = undefined
   #sweeping: Promise<void> | undefined = undefined
   /** Resizes not yet in the database: every hold statement carries them (postgres-resizes.ts). */
-  readonly #resizes = new PendingResizes()
-  /** Sends the resizes in a statement of their own when no reserve carried them in time. */
-  #resizeTimer: NodeJS.Timeout | undefined = undefined
+  readonly #resizes = new PendingResizes(c => this.holdPool.query({ name: 'gw_resize', text: RESIZE_SQL, values: [c.ids, c.amounts] }), RESIZE_WAIT_MS)
   /** Reserves waiting for the next statement, in the order asked. */
   #reserves: Array<{ id: string, organization: string, amount: Micros, ttl: number, trace: string | null, resolve (ok: boolean): void, reject (err: unknown): void }> = []
   /** Lease shrinks waiting for the next statement: hold id → amount to take off, and who waits. */
@@ -162,10 +160,7 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
       for (let i = 0; i < batch.length; i++) batch[i].resolve(oks[i] === true)
     } catch (err) {
       // The resizes it carried stay pending: the next statement (at the latest their own) carries them.
-      if (carried !== undefined) {
-        this.#resizes.unsend(carried)
-        this.#armResizes()
-      }
+      if (carried !== undefined) this.#resizes.unsend(carried)
       for (const b of batch) b.reject(err)
     }
   }
@@ -178,28 +173,7 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
    * was charged or released meanwhile (nothing left to resize).
    */
   resize (reservation: Reservation, amount: Micros): Promise<Reservation> {
-    const landed = this.#resizes.add(reservation.id, reservation.organization, amount)
-    this.#armResizes()
-    return landed.then(() => ({ ...reservation, amount }))
-  }
-
-  #armResizes (): void {
-    if (this.#closed) void this.#writeResizes()
-    else this.#resizeTimer ??= setTimeout(() => { void this.#writeResizes() }, RESIZE_WAIT_MS)
-  }
-
-  /** The resizes no statement in flight carries, in one statement. */
-  async #writeResizes (): Promise<void> {
-    clearTimeout(this.#resizeTimer)
-    this.#resizeTimer = undefined
-    if (!this.#resizes.unsent) return
-    const carried = this.#resizes.carry(false)
-    try {
-      await this.holdPool.query({ name: 'gw_resize', text: RESIZE_SQL, values: [carried.ids, carried.amounts] })
-      this.#resizes.landed(carried)
-    } catch (err) {
-      this.#resizes.failed(carried, err)
-    }
+    return this.#resizes.add(reservation.id, reservation.organization, amount).then(() => ({ ...reservation, amount }))
   }
 
   async leaseHold (id: string, organization: string, want: Micros, min: Micros): Promise<LeaseGrant | undefined> {
@@ -286,7 +260,7 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
     clearInterval(this.#sweeper)
     this.keyBudgets.close()
     await this.#batcher.flush()
-    await this.#writeResizes()
+    await this.#resizes.close()
     if (this.#shrinkWaiters.length > 0) await this.#writeShrinks()
     await this.#sweeping?.catch(() => {})
     await Promise.all([this.pool.end().catch(() => {}), this.holdPool.end().catch(() => {})])

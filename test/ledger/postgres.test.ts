@@ -201,6 +201,25 @@ if (url !== undefined) {
     t.same(await l.getBalance('org'), { balance: 1_000, reserved: 1_000 }, 'the skipped resize changed nothing: 250 + 750')
   })
 
+  t.test('PostgresLedger – a reserve counts the shrinks it carries even when another statement applying them holds the row', async t => {
+    const { s, l } = await fundedLedger(t, 1_000)
+    const r = (await l.reserve('org', 1_000))!
+    // As the resizes' own statement does when it started just before the reserve's: the row is
+    // locked by an UPDATE to the same amount whose commit the reserve cannot see.
+    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 })
+    await c.connect()
+    t.teardown(() => c.end())
+    await c.query(`SET search_path = "${s}"`)
+    await c.query('BEGIN')
+    await c.query('UPDATE holds SET amount = 100 WHERE id = $1', [r.id])
+    const resized = l.resize(r, 100)
+    const next = await Promise.race([l.reserve('org', 900), new Promise<'waiting'>(resolve => setTimeout(() => resolve('waiting'), 5_000))])
+    t.match(next, { amount: 900 }, 'the 900 the shrink freed, without waiting for the row')
+    await c.query('COMMIT')
+    await resized
+    t.same(await l.getBalance('org'), { balance: 1_000, reserved: 1_000 })
+  })
+
   t.test('PostgresLedger – holds are rows that expire: a dead replica\'s holds come back, a live one\'s are renewed', async t => {
     const s = schema()
     // `dead` reserves and is then abandoned (its sweeper stopped, as if the process was killed).
