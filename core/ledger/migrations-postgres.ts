@@ -40,6 +40,20 @@ END
 $$;
 `
 
+/** gw_lease's grant once `v_avail` is known (migrations 4 and 8): the slice grows, or nothing. */
+const LEASE_GRANT = `  IF v_avail < p_min OR p_want <= 0 THEN RETURN ARRAY[0, coalesce((SELECT amount FROM holds WHERE id = p_id AND expires_at > v_now), 0), v_avail]; END IF;
+  v_grant := GREATEST(p_min, LEAST(p_want, v_avail / 2));
+  INSERT INTO holds AS h (id, organization, amount, created_at, expires_at, owner, trace_id)
+  VALUES (p_id, p_org, v_grant, v_now, v_now + p_ttl_ms, p_owner, 'slice')
+  ON CONFLICT (id) DO UPDATE SET
+    amount = CASE WHEN h.expires_at > v_now THEN h.amount + EXCLUDED.amount ELSE EXCLUDED.amount END,
+    expires_at = GREATEST(h.expires_at, EXCLUDED.expires_at)
+  RETURNING amount INTO v_total;
+  RETURN ARRAY[v_grant, v_total, v_avail - v_grant];
+END
+$$;
+`
+
 /**
  * Slices (the balance plugin's lease mode): one hold row per replica and organization that the
  * replica grows and shrinks, instead of one row per call. `gw_lease` grows hold `p_id` (creating
@@ -65,18 +79,7 @@ BEGIN
   v_now := (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
   SELECT coalesce(sum(amount), 0) INTO v_held FROM holds WHERE organization = p_org AND expires_at > v_now;
   v_avail := v_balance - v_held;
-  IF v_avail < p_min OR p_want <= 0 THEN RETURN ARRAY[0, coalesce((SELECT amount FROM holds WHERE id = p_id AND expires_at > v_now), 0), v_avail]; END IF;
-  v_grant := GREATEST(p_min, LEAST(p_want, v_avail / 2));
-  INSERT INTO holds AS h (id, organization, amount, created_at, expires_at, owner, trace_id)
-  VALUES (p_id, p_org, v_grant, v_now, v_now + p_ttl_ms, p_owner, 'slice')
-  ON CONFLICT (id) DO UPDATE SET
-    amount = CASE WHEN h.expires_at > v_now THEN h.amount + EXCLUDED.amount ELSE EXCLUDED.amount END,
-    expires_at = GREATEST(h.expires_at, EXCLUDED.expires_at)
-  RETURNING amount INTO v_total;
-  RETURN ARRAY[v_grant, v_total, v_avail - v_grant];
-END
-$$;
-`
+${LEASE_GRANT}`
 
 /**
  * PostgreSQL key holds: one row per call on a key with a budget, like `holds` (expiry, renewed by
@@ -218,15 +221,4 @@ BEGIN
   v_now := (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
   ${AVAILABLE('p_org')}
   IF NOT FOUND THEN RETURN NULL; END IF;
-  IF v_avail < p_min OR p_want <= 0 THEN RETURN ARRAY[0, coalesce((SELECT amount FROM holds WHERE id = p_id AND expires_at > v_now), 0), v_avail]; END IF;
-  v_grant := GREATEST(p_min, LEAST(p_want, v_avail / 2));
-  INSERT INTO holds AS h (id, organization, amount, created_at, expires_at, owner, trace_id)
-  VALUES (p_id, p_org, v_grant, v_now, v_now + p_ttl_ms, p_owner, 'slice')
-  ON CONFLICT (id) DO UPDATE SET
-    amount = CASE WHEN h.expires_at > v_now THEN h.amount + EXCLUDED.amount ELSE EXCLUDED.amount END,
-    expires_at = GREATEST(h.expires_at, EXCLUDED.expires_at)
-  RETURNING amount INTO v_total;
-  RETURN ARRAY[v_grant, v_total, v_avail - v_grant];
-END
-$$;
-`
+${LEASE_GRANT}`

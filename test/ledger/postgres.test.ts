@@ -45,6 +45,15 @@ if (url !== undefined) {
     return { s, l }
   }
 
+  /** A plain client for checks behind the ledger's back (on schema `s`, if given); ended at teardown. */
+  const client = async (t: Test, s?: string): Promise<pg.Client> => {
+    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 })
+    await c.connect()
+    t.teardown(() => c.end())
+    if (s !== undefined) await c.query(`SET search_path = "${s}"`)
+    return c
+  }
+
   t.test('PostgresLedger – Ledger contract', async t => {
     // each subtest gets its own schema
     ledgerContract(t, async () => new PostgresLedger({ url, schema: schema() }))
@@ -147,10 +156,7 @@ if (url !== undefined) {
 
   t.test('PostgresLedger – a reserve does not queue behind a charge\'s commit; a debit in flight makes it wait and it sees the debit', async t => {
     const { s, l } = await fundedLedger(t, 1_000)
-    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 })
-    await c.connect()
-    t.teardown(() => c.end())
-    await c.query(`SET search_path = "${s}"`)
+    const c = await client(t, s)
     const within = <T>(p: Promise<T>, ms: number): Promise<T | 'waiting'> =>
       Promise.race([p, new Promise<'waiting'>(resolve => setTimeout(() => resolve('waiting'), ms))])
     // A charge's transaction holds the organization's row until its commit is on disk.
@@ -188,10 +194,7 @@ if (url !== undefined) {
     t.match(await l.resize(r, 250), { id: r.id, amount: 250 }, 'settles once written')
     t.same(await l.getBalance('org'), { balance: 1_000, reserved: 250 })
     // A charge or release deleting the hold holds its row until it commits: the resize skips it.
-    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 })
-    await c.connect()
-    t.teardown(() => c.end())
-    await c.query(`SET search_path = "${s}"`)
+    const c = await client(t, s)
     await c.query('BEGIN')
     await c.query('DELETE FROM holds WHERE id = $1', [r.id])
     const late = await Promise.race([l.resize(r, 100), new Promise<'waiting'>(resolve => setTimeout(() => resolve('waiting'), 5_000))])
@@ -206,10 +209,7 @@ if (url !== undefined) {
     const r = (await l.reserve('org', 1_000))!
     // As the resizes' own statement does when it started just before the reserve's: the row is
     // locked by an UPDATE to the same amount whose commit the reserve cannot see.
-    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 })
-    await c.connect()
-    t.teardown(() => c.end())
-    await c.query(`SET search_path = "${s}"`)
+    const c = await client(t, s)
     await c.query('BEGIN')
     await c.query('UPDATE holds SET amount = 100 WHERE id = $1', [r.id])
     const resized = l.resize(r, 100)
@@ -284,14 +284,6 @@ if (url !== undefined) {
     await l.close()
     t.equal(await l.ping(), false)
   })
-
-  /** A plain client for checks behind the ledger's back; ended at teardown. */
-  const client = async (t: Test): Promise<pg.Client> => {
-    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 })
-    await c.connect()
-    t.teardown(() => c.end())
-    return c
-  }
 
   t.test('PostgresLedger – 200 concurrent charges from two replicas for two organizations: every micro accounted for', async t => {
     const s = schema()
