@@ -124,7 +124,7 @@ $$;
 
 /**
  * Migration 8: what decides a hold is serialized per organization by a transaction-level advisory
- * lock (`gw_org_lock`, keyed by schema and organization), no longer by the organization's row
+ * lock (ORG_LOCK: keyed by schema and organization), no longer by the organization's row
  * lock, which charges also take and hold until their synchronous commit reaches the disk: a
  * reserve queued behind that flush for nothing. `gw_reserve`, `gw_reserve_many` and `gw_lease`
  * take it, and so does every journal entry that lowers a balance; charges do not. After the lock
@@ -144,6 +144,11 @@ $$;
  * decided: a reserve never misses a shrink its replica made before it. Reserves never wait for a
  * row lock (resizes skip locked holds), so no charge or journal entry can wait for one in a cycle.
  */
+/**
+ * The organization's hold lock, until the transaction ends (in the functions below, and in the
+ * journal's statement, where the connection's search_path is the ledger's schema as well).
+ */
+export const ORG_LOCK = (org: string): string => `pg_advisory_xact_lock(hashtextextended('gw_org:' || current_schema() || ':' || ${org}, 0))`
 const AVAILABLE = (org: string): string =>
   `SELECT o.balance - (SELECT coalesce(sum(h.amount), 0) FROM holds h WHERE h.organization = o.id AND h.expires_at > v_now) INTO v_avail FROM organizations o WHERE o.id = ${org};`
 /**
@@ -164,15 +169,13 @@ const AVAILABLE_RESIZED = `SELECT o.balance - (SELECT coalesce(sum(coalesce(v.am
       LEFT JOIN unnest(p_resize_ids, p_resize_amounts) AS v (id, amount) ON v.id = h.id
       WHERE h.organization = o.id AND h.expires_at > v_now) INTO v_avail FROM organizations o WHERE o.id = v_org;`
 export const PG_ORG_LOCK = `
-CREATE FUNCTION gw_org_lock (p_org TEXT) RETURNS VOID
-LANGUAGE sql SET search_path FROM CURRENT AS $$ SELECT pg_advisory_xact_lock(hashtextextended('gw_org:' || current_schema() || ':' || p_org, 0)) $$;
 CREATE OR REPLACE FUNCTION gw_reserve (p_id TEXT, p_org TEXT, p_amount BIGINT, p_ttl_ms BIGINT, p_owner TEXT, p_trace TEXT) RETURNS BOOLEAN
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
   v_avail BIGINT;
   v_now BIGINT;
 BEGIN
-  PERFORM gw_org_lock(p_org);
+  PERFORM ${ORG_LOCK('p_org')};
   v_now := (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
   ${AVAILABLE('p_org')}
   IF NOT FOUND OR v_avail < p_amount THEN RETURN FALSE; END IF;
@@ -191,7 +194,7 @@ DECLARE
   v_out BOOLEAN[] := array_fill(FALSE, ARRAY[cardinality(p_ids)]);
 BEGIN
   FOR v_org IN SELECT o FROM unnest(p_orgs) AS o UNION SELECT o FROM unnest(p_resize_orgs) AS o ORDER BY 1 LOOP
-    PERFORM gw_org_lock(v_org);
+    PERFORM ${ORG_LOCK('v_org')};
     ${RESIZE('v.org = v_org AND ')}
     CONTINUE WHEN NOT (v_org = ANY (p_orgs));
     v_now := (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
@@ -217,7 +220,7 @@ DECLARE
   v_grant BIGINT;
   v_total BIGINT;
 BEGIN
-  PERFORM gw_org_lock(p_org);
+  PERFORM ${ORG_LOCK('p_org')};
   v_now := (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
   ${AVAILABLE('p_org')}
   IF NOT FOUND THEN RETURN NULL; END IF;

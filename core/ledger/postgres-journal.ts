@@ -8,6 +8,7 @@ import type { AuditDraft, AuditEntry, AuditQuery } from './audit.ts'
 import { auditFromRow, auditWhere } from './audit.ts'
 import type { BalanceCheck, JournalDraft, JournalEntry, JournalQuery } from './journal.ts'
 import { checkFromRow, JOURNAL_COLUMNS, journalFromRow, journalParams, JournalRefusal, VERIFY_SQL } from './journal.ts'
+import { ORG_LOCK } from './migrations-postgres.ts'
 import { balanceOutOfRange, checkMicros, MAX_MICROS, type Micros } from './records.ts'
 import { PostgresAdmin } from './postgres-admin.ts'
 
@@ -16,7 +17,7 @@ export class PostgresJournal extends PostgresAdmin {
    * The UPDATE holds the organization's row lock until the journal row is written and both
    * commit, so the row's balance is exactly the one this change left, whatever charges (which
    * take the same lock) run on other replicas. An entry that lowers the balance then takes the
-   * organization's hold lock (gw_org_lock, ledger migration 8) until it commits: a reserve either
+   * organization's hold lock (ORG_LOCK, ledger migration 8) until it commits: a reserve either
    * decided before it (and committed first) or waits and sees it.
    */
   async postEntry (organization: string, amount: Micros, draft: JournalDraft): Promise<JournalEntry> {
@@ -31,7 +32,7 @@ export class PostgresJournal extends PostgresAdmin {
         throw new Error(`unknown organization "${organization}"`)
       }
       // After the row (as a charge holds it): a reserve waits only for hold locks, so no cycle of waits.
-      if (amount < 0) await c.query('SELECT gw_org_lock($1)', [organization])
+      if (amount < 0) await c.query(`SELECT ${ORG_LOCK('$1::text')}`, [organization])
       return this.#append(c, organization, amount, Number(r.rows[0].balance), draft)
     }, e => ({ entry: e }))
   }

@@ -1,9 +1,9 @@
 /**
  * @module ledger/postgres-resizes – the PostgreSQL wallet's resizes not yet known to be in the
- * database. Every hold statement the wallet sends (a reserve batch, or the resizes' own statement
- * when no reserve came soon enough) carries all of them: setting a hold's amount is idempotent,
- * so a resize carried twice changes nothing twice, and a reserve never decides without the
- * resizes its process made before it, whichever statement lands first.
+ * database. Every reserve statement the wallet sends carries all of them, and those no reserve
+ * statement of the same turn of the event loop took go in one statement of their own: setting a
+ * hold's amount is idempotent, so a resize carried twice changes nothing twice, and a reserve
+ * never decides without the resizes its process made before it, whichever statement lands first.
  */
 import type { Micros } from './ledger.ts'
 
@@ -24,14 +24,13 @@ export class PendingResizes {
   readonly #pending = new Map<string, PendingResize>()
   /** Writes the resizes of `c` in a statement of their own. */
   readonly #write: (c: CarriedResizes) => Promise<unknown>
-  /** How long a resize waits for a reserve statement to carry it before it gets its own. */
-  readonly #waitMs: number
-  #timer: NodeJS.Timeout | undefined = undefined
-  #closed = false
+  /** true while reserves wait for their statement of this turn, which will carry the resizes. */
+  readonly #reservesQueued: () => boolean
+  #scheduled = false
 
-  constructor (write: (c: CarriedResizes) => Promise<unknown>, waitMs: number) {
+  constructor (write: (c: CarriedResizes) => Promise<unknown>, reservesQueued: () => boolean) {
     this.#write = write
-    this.#waitMs = waitMs
+    this.#reservesQueued = reservesQueued
   }
 
   get size (): number { return this.#pending.size }
@@ -46,28 +45,20 @@ export class PendingResizes {
     })
   }
 
-  /** From now on a resize is written at once (the ledger is closing). */
-  close (): Promise<void> {
-    this.#closed = true
-    return this.flush()
-  }
-
+  /** At the end of this turn of the event loop (after the reserves queued in it took theirs). */
   #arm (): void {
-    if (this.#closed) void this.flush()
-    else this.#timer ??= setTimeout(() => { void this.flush() }, this.#waitMs)
-  }
-
-  /** No resize left: the timer need not wake the process. */
-  #idle (): void {
-    if (this.#pending.size > 0 || this.#timer === undefined) return
-    clearTimeout(this.#timer)
-    this.#timer = undefined
+    if (this.#scheduled) return
+    this.#scheduled = true
+    setImmediate(() => {
+      this.#scheduled = false
+      // A reserve statement queued in this turn (its own setImmediate comes later) carries them.
+      if (this.#reservesQueued()) return
+      void this.flush()
+    })
   }
 
   /** The resizes no statement in flight carries, in one statement of their own. */
   async flush (): Promise<void> {
-    clearTimeout(this.#timer)
-    this.#timer = undefined
     if (!this.unsent) return
     const c = this.carry(false)
     try {
@@ -112,7 +103,6 @@ export class PendingResizes {
       this.#pending.delete(id)
       for (const w of r.waiters) w.resolve()
     }
-    this.#idle()
   }
 
   /** A reserve statement that carried `c` failed: those resizes wait for the next statement again. */
@@ -128,7 +118,6 @@ export class PendingResizes {
       this.#pending.delete(id)
       for (const w of r.waiters) w.reject(err)
     }
-    this.#idle()
   }
 
   /** Hold `id` was charged or released: there is nothing left to resize. */
@@ -137,6 +126,5 @@ export class PendingResizes {
     if (r === undefined) return
     this.#pending.delete(id)
     for (const w of r.waiters) w.resolve()
-    this.#idle()
   }
 }

@@ -16,12 +16,6 @@ import { PendingResizes } from './postgres-resizes.ts'
 
 export type { PostgresLedgerOptions }
 
-/**
- * How long a resize waits for a reserve statement to carry it before it gets one of its own: a
- * client calling again right after its answer brings one in well under this on loopback.
- */
-const RESIZE_WAIT_MS = 2
-
 /** The pending resizes' own statement: $1 hold ids, $2 amounts; locked holds skipped (see RESIZE in migrations-postgres.ts). */
 const RESIZE_SQL = `UPDATE holds h SET amount = v.amount FROM unnest($1::text[], $2::bigint[]) AS v (id, amount)
 WHERE h.id = v.id AND h.id IN (SELECT l.id FROM holds l WHERE l.id = ANY ($1::text[]) FOR UPDATE SKIP LOCKED)`
@@ -91,7 +85,7 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
   #sweeper: NodeJS.Timeout | undefined = undefined
   #sweeping: Promise<void> | undefined = undefined
   /** Resizes not yet in the database: every hold statement carries them (postgres-resizes.ts). */
-  readonly #resizes = new PendingResizes(c => this.holdPool.query({ name: 'gw_resize', text: RESIZE_SQL, values: [c.ids, c.amounts] }), RESIZE_WAIT_MS)
+  readonly #resizes = new PendingResizes(c => this.holdPool.query({ name: 'gw_resize', text: RESIZE_SQL, values: [c.ids, c.amounts] }), () => this.#reserves.length > 0)
   /** Reserves waiting for the next statement, in the order asked. */
   #reserves: Array<{ id: string, organization: string, amount: Micros, ttl: number, trace: string | null, resolve (ok: boolean): void, reject (err: unknown): void }> = []
   /** Lease shrinks waiting for the next statement: hold id → amount to take off, and who waits. */
@@ -159,7 +153,7 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
       if (carried !== undefined) this.#resizes.landed(carried)
       for (let i = 0; i < batch.length; i++) batch[i].resolve(oks[i] === true)
     } catch (err) {
-      // The resizes it carried stay pending: the next statement (at the latest their own) carries them.
+      // The resizes it carried stay pending: their own statement (or the next reserve's) carries them.
       if (carried !== undefined) this.#resizes.unsend(carried)
       for (const b of batch) b.reject(err)
     }
@@ -167,10 +161,10 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
 
   /**
    * Sets the hold to `amount` (it commits asynchronously, as every hold statement: see the class
-   * comment). The resize rides in the next reserve statement of this process, applied under the
-   * organization's lock before its reserves are decided; when none left within RESIZE_WAIT_MS,
-   * the pending resizes go in one statement of their own. Settles once it landed, or its hold
-   * was charged or released meanwhile (nothing left to resize).
+   * comment). The resize rides in the reserve statement of this turn of the event loop, if there
+   * is one, applied under the organization's lock before its reserves are decided; otherwise the
+   * resizes of the turn go in one statement of their own. Settles once it landed, or its hold was
+   * charged or released meanwhile (nothing left to resize).
    */
   resize (reservation: Reservation, amount: Micros): Promise<Reservation> {
     return this.#resizes.add(reservation.id, reservation.organization, amount).then(() => ({ ...reservation, amount }))
@@ -260,7 +254,7 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
     clearInterval(this.#sweeper)
     this.keyBudgets.close()
     await this.#batcher.flush()
-    await this.#resizes.close()
+    await this.#resizes.flush()
     if (this.#shrinkWaiters.length > 0) await this.#writeShrinks()
     await this.#sweeping?.catch(() => {})
     await Promise.all([this.pool.end().catch(() => {}), this.holdPool.end().catch(() => {})])

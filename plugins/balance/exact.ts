@@ -51,31 +51,32 @@ export function holdWork (wallet: Wallet, log: Logger, ctx: GatewayContext, stat
 
 export function exactMode (wallet: Wallet, charges: Charges, log: Logger): BalanceMode {
   /**
-   * The hold shrinks to the call's real cost as soon as it is known, not when the batched charge
-   * commits: a client that calls again at once must see what is really available (never a 402
-   * while its money covers the next reservation). Nothing waits for it, neither the answer nor
-   * the charge (which drops the hold whatever it holds then): the wallet sees to it that every
-   * later reserve of the organization in this process sees the shrunk amount (Wallet.resize).
+   * The hold shrinks to the call's real cost before the client has its whole answer, not when
+   * the batched charge commits: a client that calls again at once, on this replica or another,
+   * must see what is really available (never a 402 while its money covers the next
+   * reservation). On PostgreSQL the shrink rides in a reserve statement of the same turn when
+   * there is one (Wallet.resize).
    */
-  function shrink (slot: Slot, cost: number): void {
+  async function shrink (slot: Slot, cost: number): Promise<void> {
     slot.shrunk = true
     const r = slot.reservation
     if (!r || r.amount === cost) return
-    slot.reservation = { ...r, amount: cost }
-    wallet.resize(r, cost).catch((err: unknown) => {
+    try {
+      slot.reservation = await wallet.resize(r, cost)
+    } catch (err) {
       log.warn({ err }, 'balance: could not shrink a hold to the call\'s cost; it is dropped with the charge')
-    })
+    }
   }
 
   return {
     inProcess: false,
     hold: (ctx, slot, organization, amount) => reserveOrRefuse(wallet, log, ctx, slot, organization, amount),
-    answered: (slot, cost) => { if (slot.reservation) shrink(slot, cost) },
+    answered: (slot, cost) => slot.reservation ? shrink(slot, cost) : undefined,
     async dropped (slot) {
       if (slot.reservation) await charges.release(slot.reservation)
     },
     async settle (slot, cost, record) {
-      if (!slot.shrunk) shrink(slot, cost)
+      if (!slot.shrunk) await shrink(slot, cost)
       await charges.write(slot.reservation, record())
     },
     hasFree: () => false,

@@ -7,6 +7,7 @@ import { ledgerContract, usage as contractUsage } from './contract.ts'
 import { databaseUrl, randomId } from '../helpers/backends.ts'
 import { until } from '../helpers/until.ts'
 import { mulberry32 } from '../helpers/rng.ts'
+import { ORG_LOCK } from '../../core/ledger/migrations-postgres.ts'
 
 // The contract's record, with this file's smaller counts and no idempotency key.
 const usage = (over: Partial<UsageRecord> = {}): UsageRecord =>
@@ -168,7 +169,7 @@ if (url !== undefined) {
     // A debit in flight (as a journal entry lowering the balance: the row, then the hold lock).
     await c.query('BEGIN')
     await c.query("UPDATE organizations SET balance = balance - 850 WHERE id = 'org'")
-    await c.query("SELECT gw_org_lock('org')")
+    await c.query(`SELECT ${ORG_LOCK("'org'")}`)
     const next = l.reserve('org', 100)
     t.equal(await within(next, 300), 'waiting', 'the reserve waits for the debit')
     await c.query('COMMIT')
@@ -176,13 +177,13 @@ if (url !== undefined) {
     t.ok(await l.reserve('org', 50), 'what is left')
     // The ledger's own debits take that lock: an adjustment waits for a reserve's transaction.
     await c.query('BEGIN')
-    await c.query("SELECT gw_org_lock('org')")
+    await c.query(`SELECT ${ORG_LOCK("'org'")}`)
     const adjust = l.postEntry('org', -10, { kind: 'adjustment', actor: 'test' })
     t.equal(await within(adjust, 300), 'waiting', 'a negative adjustment waits for the lock')
     await c.query('COMMIT')
     t.match(await adjust, { amount: -10, balance: 140 })
     await c.query('BEGIN')
-    await c.query("SELECT gw_org_lock('org')")
+    await c.query(`SELECT ${ORG_LOCK("'org'")}`)
     const credit = await within(l.postEntry('org', 10, { kind: 'adjustment', actor: 'test' }), 5_000)
     await c.query('COMMIT')
     t.match(credit, { amount: 10, balance: 150 }, 'a credit does not wait for the lock')
