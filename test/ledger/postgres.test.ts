@@ -136,8 +136,12 @@ if (url !== undefined) {
       sent.length = 0
       const got = await Promise.all(asks.map(a => l.reserve(a.org, a.amount)))
       t.same(got.map(Boolean), expected, `round ${round}: ${JSON.stringify(asks)} beside ${JSON.stringify(kept.map(k => [k.r.organization, k.amount]))}`)
-      // One statement for the round's reserves; gw_reserve_many when it carries resizes.
-      t.same(sent, [asks.length === 1 && kept.length === 0 ? 'gw_reserve' : 'gw_reserve_many'], `round ${round}: one statement`)
+      // One statement for the round's reserves: gw_reserve_many for several; for one, gw_reserve,
+      // or gw_reserve_many when it carries shrinks still in flight (the kept holds' own UPDATE,
+      // sent at the end of the turn before, may or may not have landed by then).
+      t.equal(sent.length, 1, `round ${round}: one statement`)
+      if (asks.length > 1) t.equal(sent[0], 'gw_reserve_many', `round ${round}: several reserves, gw_reserve_many`)
+      else if (kept.length === 0) t.equal(sent[0], 'gw_reserve', `round ${round}: one reserve and nothing to carry, gw_reserve`)
       await Promise.all(kept.map(k => l.release(k.r)))
       for (const [org, balance] of balances) t.same(await l.getBalance(org), { balance, reserved: balance - left.get(org)! - kept.filter(k => k.r.organization === org).reduce((a, k) => a + k.amount, 0) })
       got.forEach((r, i) => { if (r) t.match(r, { organization: asks[i].org, amount: asks[i].amount }) })
