@@ -98,11 +98,7 @@ export class PendingResizes {
 
   /** The statement that carried `c` committed: those resizes (unless replaced since) are done. */
   landed (c: CarriedResizes): void {
-    for (const [id, r] of c.sent) {
-      if (this.#pending.get(id) !== r) continue
-      this.#pending.delete(id)
-      for (const w of r.waiters) w.resolve()
-    }
+    for (const [id, r] of c.sent) this.#finish(id, r, undefined)
   }
 
   /** A reserve statement that carried `c` failed: those resizes wait for the next statement again. */
@@ -113,18 +109,22 @@ export class PendingResizes {
 
   /** The resizes' own statement failed: they are given up (their holds keep the amount they had). */
   #failed (c: CarriedResizes, err: unknown): void {
-    for (const [id, r] of c.sent) {
-      if (this.#pending.get(id) !== r) continue
-      this.#pending.delete(id)
-      for (const w of r.waiters) w.reject(err)
-    }
+    for (const [id, r] of c.sent) this.#finish(id, r, err)
   }
 
   /** Hold `id` was charged or released: there is nothing left to resize. */
   gone (id: string): void {
     const r = this.#pending.get(id)
-    if (r === undefined) return
+    if (r !== undefined) this.#finish(id, r, undefined)
+  }
+
+  /** Resize `r` of hold `id` is done (unless replaced since): its waiters settle, with `err` if it failed. */
+  #finish (id: string, r: PendingResize, err: unknown): void {
+    if (this.#pending.get(id) !== r) return
     this.#pending.delete(id)
-    for (const w of r.waiters) w.resolve()
+    for (const w of r.waiters) {
+      if (err === undefined) w.resolve()
+      else w.reject(err)
+    }
   }
 }
