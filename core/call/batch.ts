@@ -24,8 +24,12 @@ export function joins (batch: readonly Entry[], e: Entry): boolean {
  * Runs the steps of `batch` as one batch and hands each plugin its outcome through `each(entry,
  * outcome)`, in order: to every entry when all applied; to the refusing entry's alone when a step
  * refused; to every entry with steps when the store failed (until `each` throws).
+ *
+ * `head` (0 when absent): the batch's first `head` entries are a batch of their own, run first in
+ * the same round trip (their runner must have `commitsPrefix`). A refusal after them leaves their
+ * steps applied: each of them gets its outcome, then the refusing entry.
  */
-export async function runBatch (batch: readonly Entry[], each: (e: Entry, o: StepsOutcome) => void | Promise<void>): Promise<void> {
+export async function runBatch (batch: readonly Entry[], each: (e: Entry, o: StepsOutcome) => void | Promise<void>, head = 0): Promise<void> {
   const steps: StoreStep[] = []
   const offsets: number[] = []
   let runner: StepRunner | undefined
@@ -40,9 +44,11 @@ export async function runBatch (batch: readonly Entry[], each: (e: Entry, o: Ste
   let error: unknown
   let refused: number | undefined
   let results: readonly StepResult[] = []
+  // The steps of the head entries: applied whatever the rest comes to.
+  const committed = head > 0 && head < batch.length ? offsets[head] : 0
   if (runner !== undefined) {
     try {
-      const r = await runner.run(steps)
+      const r = await runner.run(steps, committed > 0 ? committed : undefined)
       refused = r.refused
       results = r.results
     } catch (err) {
@@ -55,12 +61,19 @@ export async function runBatch (batch: readonly Entry[], each: (e: Entry, o: Ste
     const from = offsets[j]
     let o: StepsOutcome
     if (n === 0) {
-      // No steps of its own: a refusal by another plugin ends the batch before it.
-      if (refused !== undefined) continue
+      // No steps of its own: a refusal by another plugin ends the batch before it (unless it is
+      // in the head and the refusal came after the head).
+      if (refused !== undefined && !(j < head && refused >= committed)) continue
       o = NOTHING
     } else if (error !== undefined) {
       o = { results: [], refused: undefined, error }
     } else if (refused !== undefined) {
+      if (j < head && refused >= committed) {
+        // Applied in the head, before the refusal of a step after it.
+        o = { results: results.slice(from, from + n), refused: undefined, error: undefined }
+        await each(e, o)
+        continue
+      }
       if (refused < from || refused >= from + n) continue
       o = { results: results.slice(from, refused + 1), refused: refused - from, error: undefined }
     } else {

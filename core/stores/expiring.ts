@@ -54,7 +54,7 @@ export class ExpiringMemoryStore implements KvStore {
   }
 
   /** Steps run in one loop with no other call between them (steps.ts). */
-  readonly steps: StepRunner = { backend: this, keyOf: k => k, run: async steps => runInProcess(this.inProcess, steps) }
+  readonly steps: StepRunner = { backend: this, keyOf: k => k, run: async (steps, committed) => runInProcess(this.inProcess, steps, committed), commitsPrefix: true }
 
   constructor (opts: { maxKeys: number, now?: () => number, purpose?: string, bound?: string }) {
     this.#max = opts.maxKeys

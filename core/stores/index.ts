@@ -74,7 +74,7 @@ export function namespaced (store: KvStore, ns: string): KvStore {
   const steps = store.steps
   return {
     shared: store.shared,
-    steps: steps && { backend: steps.backend, keyOf: (k: string) => steps.keyOf(p + k), run: s => steps.run(s) },
+    steps: steps && { backend: steps.backend, keyOf: (k: string) => steps.keyOf(p + k), run: (s, committed) => steps.run(s, committed), commitsPrefix: steps.commitsPrefix },
     incr: (k: string, by: number, w: number): Promise<CounterResult> => store.incr(p + k, by, w),
     inProcess: now && {
       incr: (k, by, w) => now.incr(p + k, by, w),

@@ -112,7 +112,10 @@ export type StoreStep = IncrStep | ClaimStep | SetStep | DelIfValueStep
 
 export interface StepResult { readonly value: number, readonly ttlMs: number }
 
-/** A batch's answer: every step's result, or the index of the step that refused (results up to it; nothing applied). */
+/**
+ * A batch's answer: every step's result, or the index of the step that refused (results up to it;
+ * nothing applied, except the batch's first `committed` steps when the refusal came after them).
+ */
 export interface BatchResult {
   readonly refused: number | undefined
   readonly results: readonly StepResult[]
@@ -124,6 +127,13 @@ export interface StepRunner {
   readonly backend: object
   /** The key `key` of this view as the backend names it. */
   keyOf (key: string): string
-  /** Runs steps whose keys are already the backend's (see keyOf). */
-  run (steps: readonly StoreStep[]): Promise<BatchResult>
+  /**
+   * Runs steps whose keys are already the backend's (see keyOf). `committed` (0 when absent): the
+   * first `committed` steps are a batch of their own that ends before the rest starts, in the same
+   * round trip. A refusal among them undoes them and runs nothing after; a refusal after them undoes
+   * only the steps after them. Only a runner with `commitsPrefix` honours it.
+   */
+  run (steps: readonly StoreStep[], committed?: number): Promise<BatchResult>
+  /** true when `run` honours `committed` (a runner written before it did ignores the argument). */
+  readonly commitsPrefix?: boolean
 }

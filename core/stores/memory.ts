@@ -27,7 +27,7 @@ export class MemoryStore implements KvStore {
   }
 
   /** Steps run in one loop with no other call between them (steps.ts). */
-  readonly steps: StepRunner = { backend: this, keyOf: k => k, run: async steps => runInProcess(this.inProcess, steps) }
+  readonly steps: StepRunner = { backend: this, keyOf: k => k, run: async (steps, committed) => runInProcess(this.inProcess, steps, committed), commitsPrefix: true }
 
   constructor (opts: { maxKeys?: number, now?: () => number } = {}) {
     this.#cache = new LRUCache<string, Entry>({ max: opts.maxKeys ?? 100_000 })

@@ -57,7 +57,8 @@ export class RedisStore implements KvStore {
   readonly steps: StepRunner = {
     backend: this,
     keyOf: k => k,
-    run: async steps => parseSteps(await this.#r.gwSteps(...stepsArgs(steps, this.#p)), steps.length),
+    run: async (steps, committed) => parseSteps(await this.#r.gwSteps(...stepsArgs(steps, this.#p, committed)), steps.length),
+    commitsPrefix: true,
   }
 
   static async open (opts: RedisStoreOptions): Promise<RedisStore> {

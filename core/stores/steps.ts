@@ -7,6 +7,9 @@
  *   when its key is held. The first refusal stops the batch and undoes every step it applied, in
  *   reverse (a counter it created is deleted, one it moved is moved back, a key it set is restored
  *   to its former value and expiry): a refused batch leaves the store as it found it.
+ * - `committed` (when given) splits the batch in two, run one after the other in the same round
+ *   trip: its first `committed` steps, then the rest only if they all applied. A refusal among the
+ *   rest undoes the rest only: the first steps stay applied.
  * - `if` makes a step run only when the step at that index (earlier in the same batch) changed
  *   something (a claim won, a delIfValue deleted); a skipped step answers value 0.
  * - Each step answers `{ value, ttlMs }`: a counter its value after the step and its time to live;
@@ -30,12 +33,15 @@ const DONE: StepResult = Object.freeze({ value: 1, ttlMs: 0 })
  * The batch on an in-process store: no other call runs between its steps, so it is atomic as the
  * Lua script is. A store error (a full store) undoes what the batch did and is thrown.
  */
-export function runInProcess (fast: InProcessKv, steps: readonly StoreStep[]): BatchResult {
+export function runInProcess (fast: InProcessKv, steps: readonly StoreStep[], committed = 0): BatchResult {
   const results: StepResult[] = []
   const undo: Array<() => void> = []
-  const rollback = (): void => { for (let i = undo.length - 1; i >= 0; i--) { try { undo[i]() } catch {} } }
+  /** Undo entries below it belong to the committed steps, once those all applied. */
+  let base = 0
+  const rollback = (): void => { for (let i = undo.length - 1; i >= base; i--) { try { undo[i]() } catch {} } }
   try {
     for (let i = 0; i < steps.length; i++) {
+      if (i === committed) base = undo.length
       const s = steps[i]
       if (s.if !== undefined && results[s.if]?.value !== 1) { results.push(SKIPPED); continue }
       if (s.op === 'incr') {
@@ -61,6 +67,8 @@ export function runInProcess (fast: InProcessKv, steps: readonly StoreStep[]): B
       }
     }
   } catch (err) {
+    // A store error: nothing applied, the committed steps included.
+    base = 0
     rollback()
     throw err
   }
@@ -70,14 +78,17 @@ export function runInProcess (fast: InProcessKv, steps: readonly StoreStep[]): B
 /**
  * The Redis batch: KEYS are the steps' keys in order; ARGV[1] the number of steps, then five
  * fields per step: op (i incr, c claim, s set, d delIfValue), value or amount, ttl ms, max ('' for
- * none), and the 1-based index of the step it depends on ('' for none). Answers
- * {refused (0: none, else the 1-based step), value1, ttl1, value2, ttl2, ...}.
+ * none), and the 1-based index of the step it depends on ('' for none); last, the number of
+ * committed steps (0 for none; absent in an older caller's call). Answers {refused (0: none, else
+ * the 1-based step), value1, ttl1, value2, ttl2, ...}.
  */
 export const STEPS_LUA = `local n = tonumber(ARGV[1])
+local committed = tonumber(ARGV[2 + 5 * n] or '0')
 local out = {0}
 local undo = {}
+local base = 0
 local function rollback()
-  for j = #undo, 1, -1 do
+  for j = #undo, base + 1, -1 do
     local u = undo[j]
     if u[1] == 'del' then redis.call('DEL', u[2])
     elseif u[1] == 'incr' then redis.call('INCRBY', u[2], u[3])
@@ -85,6 +96,7 @@ local function rollback()
   end
 end
 for i = 1, n do
+  if i == committed + 1 then base = #undo end
   local a = 1 + (i - 1) * 5
   local op, k, v, ttl, max, dep = ARGV[a + 1], KEYS[i], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
   if dep ~= '' and out[2 * tonumber(dep)] ~= 1 then
@@ -129,7 +141,7 @@ return out`
 const OPS = { incr: 'i', claim: 'c', set: 's', delIfValue: 'd' } as const
 
 /** The script's arguments for `steps` (keys already the backend's): [numkeys, ...keys, ...argv]. */
-export function stepsArgs (steps: readonly StoreStep[], prefix: string): Array<string | number> {
+export function stepsArgs (steps: readonly StoreStep[], prefix: string, committed = 0): Array<string | number> {
   const keys: string[] = []
   const argv: Array<string | number> = [steps.length]
   for (const s of steps) {
@@ -137,6 +149,7 @@ export function stepsArgs (steps: readonly StoreStep[], prefix: string): Array<s
     const ms = 'ttlMs' in s ? Math.max(1, Math.ceil(s.ttlMs)) : 0
     argv.push(OPS[s.op], s.op === 'incr' ? s.by : s.value, ms, s.op === 'incr' && s.max !== undefined ? s.max : '', s.if === undefined ? '' : s.if + 1)
   }
+  argv.push(committed)
   return [steps.length, ...keys, ...argv]
 }
 

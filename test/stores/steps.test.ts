@@ -1,7 +1,8 @@
 /**
  * @module test/stores/steps – store steps run as one atomic batch (core/stores/steps.ts), on the
  * real Redis (one Lua script) and on both memory stores (one loop), through the namespaced views
- * plugins get: results, bounds, `if`, and a refusal undoing every step the batch applied.
+ * plugins get: results, bounds, `if`, a refusal undoing every step the batch applied, and a
+ * batch split by `committed` (a refusal after its first steps leaves those applied).
  */
 import t, { type Test } from 'tap'
 import { Redis } from 'ioredis'
@@ -13,7 +14,7 @@ import type { KvStore, StoreStep } from '../../core/stores/kv.ts'
 import { randomId, redisUrl } from '../helpers/backends.ts'
 
 /** Runs `steps` through the view's runner, keys named as the view names them (as the pipeline does). */
-const run = (s: KvStore, steps: StoreStep[]) => s.steps!.run(steps.map(x => ({ ...x, key: s.steps!.keyOf(x.key) })))
+const run = (s: KvStore, steps: StoreStep[], committed?: number) => s.steps!.run(steps.map(x => ({ ...x, key: s.steps!.keyOf(x.key) })), committed)
 
 function contract (t: Test, open: () => Promise<{ store: KvStore, close (): Promise<void> }>, deletes: boolean): void {
   t.test('every step applies and answers', async t => {
@@ -62,6 +63,42 @@ function contract (t: Test, open: () => Promise<{ store: KvStore, close (): Prom
     t.equal(await store.get('s'), 'before', 'the key it set holds its former value')
     t.equal(await store.get('d'), 'mine', 'the key it deleted is back')
     t.equal(await store.get('never'), undefined, 'steps after the refusal never ran')
+  })
+
+  t.test('committed: a refusal after the first steps undoes only the rest', async t => {
+    const { store, close } = await open()
+    t.teardown(close)
+    t.equal(store.steps!.commitsPrefix, true, 'the runner honours committed')
+    await store.incr('full', 3, 60_000)
+    const r = await run(store, [
+      { op: 'incr', key: 'ip', by: 1, ttlMs: 60_000, max: 10 },
+      { op: 'claim', key: 'first', value: 'a', ttlMs: 60_000 },
+      { op: 'incr', key: 'quota', by: 1, ttlMs: 60_000 },
+      { op: 'claim', key: 'second', value: 'b', ttlMs: 60_000 },
+      { op: 'incr', key: 'full', by: 1, ttlMs: 60_000, max: 3 },
+    ], 2)
+    t.equal(r.refused, 4, 'the refusal is reported at its index')
+    t.same(r.results.slice(0, 2).map(x => x.value), [1, 1], 'the committed steps answered')
+    t.equal(await store.get('ip'), '1', 'a committed counter stays counted')
+    t.equal(await store.get('first'), 'a', 'a committed claim stays held')
+    t.equal(Number(await store.get('quota') ?? 0), 0, 'a later counter is undone')
+    t.equal(await store.get('second'), undefined, 'a later claim is undone')
+    t.equal(await store.get('full'), '3', 'the refusing counter moved back')
+
+    // A refusal among the committed steps undoes them and runs nothing after.
+    const q = await run(store, [
+      { op: 'incr', key: 'ip', by: 1, ttlMs: 60_000 },
+      { op: 'incr', key: 'full', by: 1, ttlMs: 60_000, max: 3 },
+      { op: 'incr', key: 'quota', by: 1, ttlMs: 60_000 },
+    ], 2)
+    t.equal(q.refused, 1)
+    t.equal(await store.get('ip'), '1', 'the committed group is undone as one batch')
+    t.equal(Number(await store.get('quota') ?? 0), 0, 'the rest never ran')
+
+    // Everything applied: committed changes nothing.
+    const a = await run(store, [{ op: 'incr', key: 'ip', by: 1, ttlMs: 60_000 }, { op: 'incr', key: 'quota', by: 2, ttlMs: 60_000 }], 1)
+    t.equal(a.refused, undefined)
+    t.same(a.results.map(x => x.value), [2, 2])
   })
 
   t.test('a claim held refuses; a bound of 0 refuses any add', async t => {
