@@ -80,6 +80,9 @@ export function registerCallHooks (app: FastifyInstance, versions: ConfigVersion
     if (route === 'probes' && gw.config.server.exemptProbesFromPlugins) return rc.connectAlways === true ? runPhase(pipeline, call, 'connect', done) : done()
     // An unknown route is refused after the connect phase, before its body is read (nobody parses what nobody serves).
     if (route === 'other') return runPhase(pipeline, call, 'connect', done, () => done(gwError('GW_ERR_ROUTE_NOT_FOUND', [request.method, request.url.split('?')[0]])))
+    // The call reaches the admit phase or fails through the error handler (which runs deferred
+    // work first): connect's work may wait to share admit's round trip.
+    call.deferAdmission = true
     runPhases(pipeline, call, 'connect', 'authenticate', done)
   })
 
@@ -108,6 +111,8 @@ export function registerCallHooks (app: FastifyInstance, versions: ConfigVersion
 
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const call: Call | null = request.call
+    // Admission work an earlier phase deferred runs first: its refusal came first.
+    if (call !== null) err = await call.runDeferred(err)
     return sendError(err, request, reply, call, server)
   })
 

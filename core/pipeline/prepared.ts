@@ -19,6 +19,16 @@ export interface PreparedWork {
   /** Store steps, run with the other plugins' of the batch as one atomic batch (one round trip). */
   readonly steps?: readonly StoreStep[]
   /**
+   * true: in a phase before `admit`, the work may wait for the call's next batch on the same
+   * backend and run first in its round trip, as a batch of its own (a later refusal does not undo
+   * it). It still runs before any admit plugin's `onRequest`, the answer or the model's call: at
+   * the latest at the end of the admit phase, or when the call fails first (its refusal is then the
+   * answer instead). The authenticate and inspect plugins run before its outcome is known; the
+   * admit plugins whose `prepare` shares its batch are prepared before it too (their `done` runs
+   * only when it applied). For work whose refusal needs no answer before those (ip-limit's count).
+   */
+  readonly defer?: boolean
+  /**
    * After the batch ran: takes its outcome (results, the refused step, or a store error). In
    * `prepare`, throw a GatewayError to refuse the call; await here what the plugin started in
    * `prepare`. For its own refused step (the batch undid every plugin's steps) it refuses, or

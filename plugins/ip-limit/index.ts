@@ -11,9 +11,7 @@ import type { GatewayContext, PreparedWork, StepsOutcome } from '../../index.ts'
 import { clientSubject } from './net.ts'
 import { IpLimitConfig } from './schema.ts'
 import { LeaseCounters } from './lease.ts'
-
-/** Addresses whose counter key is cached per window. */
-const MAX_CACHED_KEYS = 10_000
+import { RefusedKeys, WindowKeys } from './keys.ts'
 
 /**
  * @example
@@ -35,26 +33,15 @@ export default definePlugin({
       : undefined
     const store = deps.store
     const fast = store.inProcess
+    const keys = new WindowKeys(config.ipv6PrefixLength)
+    const keyOf = (ip: string, window: number): string => keys.keyOf(ip, window)
     /**
-     * Counter keys of the current window by client address as seen (socket address, or the
-     * X-Forwarded-For entry picked): parsing an address and building its key once per window, not
-     * per call. Bounded: a flood of distinct addresses starts it over.
+     * Exact mode on a store that batches (Redis): the count is a step of one script, deferred to
+     * ride ahead of the admit phase's script when the call gets there (one round trip for both).
      */
-    let keysWindow = -1
-    const keys = new Map<string, string>()
-    const keyOf = (ip: string, window: number): string => {
-      if (window !== keysWindow) { keys.clear(); keysWindow = window }
-      let k = keys.get(ip)
-      if (k === undefined) {
-        // The key outlives its window a little so clock skew between replicas cannot reset it early.
-        k = `${clientSubject(ip, config.ipv6PrefixLength)}:${window}`
-        if (keys.size >= MAX_CACHED_KEYS) keys.clear()
-        keys.set(ip, k)
-      }
-      return k
-    }
-    /** Exact mode on a store that batches (Redis): the count is a step of the phase's one script. */
     const batched = leases === undefined && fast === undefined && store.steps !== undefined
+    /** Once refused, a client is refused here to the window's end: no round trip, no auth or body work. */
+    const refused = new RefusedKeys()
     const retryAfter = (ctx: GatewayContext, window: number, now: number): void => {
       ctx.setHeader('retry-after', String(Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))))
     }
@@ -66,9 +53,14 @@ export default definePlugin({
         const now = deps.now()
         const window = Math.floor(now / windowMs)
         const key = keyOf(clientIp(ctx.ip, ctx.headers['x-forwarded-for'], trusted), window)
+        if (refused.has(key, window)) {
+          retryAfter(ctx, window, now)
+          throw gwError('GW_ERR_RATE_LIMITED')
+        }
         return {
           store,
           steps: [{ op: 'incr', key, by: 1, ttlMs: windowMs + 5000, max: limit }],
+          defer: true,
           done (o: StepsOutcome) {
             if (o.error !== undefined) {
               deps.log.error({ err: o.error }, 'ip-limit: store unreachable')
@@ -76,6 +68,7 @@ export default definePlugin({
               throw gwError('GW_ERR_NOT_READY', [], { cause: o.error })
             }
             if (o.refused === undefined) return
+            refused.add(key, window)
             retryAfter(ctx, window, now)
             throw gwError('GW_ERR_RATE_LIMITED')
           },
@@ -96,7 +89,7 @@ export default definePlugin({
             throw gwError('GW_ERR_NOT_READY', [], { cause: err })
           }
           if (count > limit) {
-            ctx.setHeader('retry-after', String(Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))))
+            retryAfter(ctx, window, now)
             throw gwError('GW_ERR_RATE_LIMITED')
           }
           return
@@ -119,7 +112,7 @@ export default definePlugin({
         }
         if (verdict === 'admit') return
         if (verdict === 'refuse') {
-          ctx.setHeader('retry-after', String(Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))))
+          retryAfter(ctx, window, now)
           throw gwError('GW_ERR_RATE_LIMITED')
         }
       }
@@ -133,7 +126,7 @@ export default definePlugin({
         throw gwError('GW_ERR_NOT_READY', [], { cause: err })
       }
       if (count > limit) {
-        ctx.setHeader('retry-after', String(Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))))
+        retryAfter(ctx, window, now)
         throw gwError('GW_ERR_RATE_LIMITED')
       }
     }

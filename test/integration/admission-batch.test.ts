@@ -117,3 +117,54 @@ t.test('Redis down: each plugin of the failed batch decides as its onStoreError 
   t.equal(await call(claims), 200, 'without an Idempotency-Key nothing fails closed')
   await proxy.up()
 })
+
+t.test('ip-limit on Redis: counted in the admit script, first to answer, and a refused client refused here after', async t => {
+  const rurl = await redisUrl(t)
+  if (!rurl) return
+  const prefix = `test:admission-batch:${randomId()}:`
+  const store = await RedisStore.open({ url: rurl, prefix })
+  t.teardown(() => store.close())
+  const app = await buildTestApp({
+    store,
+    pipeline: [
+      { plugin: 'ip-limit', config: { limit: 3, windowMs: 3_600_000 } },
+      AUTH_ENTRY,
+      { plugin: 'quota', config: { limits: [{ scope: 'organization', window: 'hour', requests: 1 }] } },
+    ],
+  })
+  t.teardown(() => app.close())
+  const url = await listen(app)
+  const redis = new Redis(rurl)
+  t.teardown(() => redis.disconnect())
+  const monitor = new Redis(rurl)
+  const m = await monitor.monitor()
+  let commands = 0
+  m.on('monitor', (_time: string, args: string[], source: string) => { if (source !== 'lua' && args.some(a => String(a).startsWith(prefix))) commands++ })
+  t.teardown(() => { m.disconnect(); monitor.disconnect() })
+  const call = async (key?: string, body = JSON.stringify({ model: 'echo/echo-1', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] })) => {
+    const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { ...auth(key), 'content-type': 'application/json' }, body })
+    return { status: res.status, retryAfter: res.headers.get('retry-after'), message: (await res.json() as { error?: { message: string } }).error?.message }
+  }
+  const ipCount = async () => {
+    const keys = await redis.keys(`${prefix}ip-limit:*`)
+    return keys.length === 1 ? redis.get(keys[0]) : `${keys.length} keys`
+  }
+  t.equal((await call()).status, 200, 'first call served')
+  t.equal((await call()).status, 429, 'second: quota refuses (1 request an hour)')
+  t.equal(await ipCount(), '2', 'quota\'s refusal in the same script did not undo the ip count')
+  t.equal((await call('sk-gw-wrong')).status, 401, 'third, a bad key: 401')
+  t.equal(await ipCount(), '3', 'the bad key counted')
+  const settledCommands = async () => { let last = -1; await until(() => { const same = commands === last; last = commands; return same }, 2000, 100) }
+  await settledCommands()
+  const before = commands
+  const past = await call('sk-gw-wrong', '{"model":')
+  t.equal(past.status, 429, 'fourth, bad key and bad body: ip-limit answers first')
+  t.match(past.message, /rate limited/i)
+  t.ok(Number(past.retryAfter) >= 1, 'with its Retry-After')
+  await settledCommands()
+  t.equal(commands - before, 1, 'the refusal cost one script')
+  for (let i = 0; i < 5; i++) t.equal((await call()).status, 429, `refused again (${i})`)
+  await settledCommands()
+  t.equal(commands - before, 1, 'later calls of the refused client in the window are refused with no round trip')
+  t.equal(await ipCount(), '3', 'the counter holds the admitted requests only')
+})
