@@ -225,3 +225,38 @@ BEGIN
   ${AVAILABLE('p_org')}
   IF NOT FOUND THEN RETURN NULL; END IF;
 ${LEASE_GRANT}`
+
+/**
+ * Migration 9: a key's budget holds, as migration 8 did for organizations. `gw_key_reserve` is
+ * serialized per key by a transaction-level advisory lock (KEY_LOCK), no longer by the key's row
+ * lock, which charges take (to count the key's spend) and hold until their synchronous commit
+ * reaches the disk. After the lock it reads the key's spend and budgets and the sum of its live
+ * holds in ONE statement, on one snapshot: a charge (which drops the call's hold and counts its
+ * cost in one transaction) is seen whole or not at all; one not yet seen still counts its hold
+ * instead of its cost. Other reserves of the key, on any replica, are seen: the lock is granted
+ * only once their transaction committed. Nothing else lowers what a key may hold but a budget
+ * edit, which is as though it came just after the reserve.
+ */
+export const KEY_LOCK = (key: string): string => `pg_advisory_xact_lock(hashtextextended('gw_key:' || current_schema() || ':' || ${key}, 0))`
+export const PG_KEY_LOCK = `
+CREATE OR REPLACE FUNCTION gw_key_reserve (p_id TEXT, p_key TEXT, p_amount BIGINT, p_ttl_ms BIGINT, p_owner TEXT, p_trace TEXT, p_ws BIGINT) RETURNS TEXT
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+  k RECORD;
+  v_now BIGINT;
+  v_window BIGINT;
+BEGIN
+  PERFORM ${KEY_LOCK('p_key')};
+  v_now := (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
+  SELECT a.spent, a.window_start, a.window_spent, a.budget_amount, a.lifetime_budget,
+    (SELECT coalesce(sum(h.amount), 0) FROM key_holds h WHERE h.key_id = a.id AND h.expires_at > v_now) AS held
+    INTO k FROM api_keys a WHERE a.id = p_key;
+  IF NOT FOUND THEN RETURN 'unknown'; END IF;
+  IF k.lifetime_budget IS NOT NULL AND k.spent + k.held + p_amount > k.lifetime_budget THEN RETURN 'lifetime'; END IF;
+  v_window := CASE WHEN k.window_start IS NULL OR k.window_start < p_ws THEN 0 ELSE k.window_spent END;
+  IF k.budget_amount IS NOT NULL AND p_ws IS NOT NULL AND v_window + k.held + p_amount > k.budget_amount THEN RETURN 'window'; END IF;
+  INSERT INTO key_holds (id, key_id, amount, created_at, expires_at, owner, trace_id) VALUES (p_id, p_key, p_amount, v_now, v_now + p_ttl_ms, p_owner, p_trace);
+  RETURN 'ok';
+END
+$$;
+`

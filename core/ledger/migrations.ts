@@ -4,7 +4,7 @@
  */
 import { openingRowsSql } from './journal.ts'
 
-import { PG_HOLDS, PG_KEY_HOLDS, PG_LEASE, PG_ORG_LOCK } from './migrations-postgres.ts'
+import { PG_HOLDS, PG_KEY_HOLDS, PG_KEY_LOCK, PG_LEASE, PG_ORG_LOCK } from './migrations-postgres.ts'
 
 export interface Migration { version: number, name: string, sql: string }
 
@@ -171,4 +171,5 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
     sql: 'LOCK TABLE usage_records IN SHARE MODE;' + KEY_SETTINGS('BIGINT', 'BIGINT', '$a IS NOT DISTINCT FROM $b') + PG_KEY_HOLDS,
   },
   { version: 8, name: 'holds: decided under a lock of their own, not the organization row charges take; the reserves of one turn in one statement', sql: PG_ORG_LOCK },
+  { version: 9, name: 'key holds: decided under a lock of their own, not the key row charges take', sql: PG_KEY_LOCK },
 ]

@@ -1,7 +1,8 @@
 /**
  * @module ledger/postgres-keys – ledger keys' budget holds on PostgreSQL: one `key_holds` row per
- * call, taken by `gw_key_reserve` (migration 7) under the key's row lock, so replicas sharing the
- * database never hold more than a key's budget; renewed by the replica running the call and swept
+ * call, taken by `gw_key_reserve` (migration 7; migration 9: under the key's own advisory lock,
+ * not its row, which charges hold through their commit) so replicas sharing the database never
+ * hold more than a key's budget; renewed by the replica running the call and swept
  * once expired, as organizations' holds are (postgres.ts). Like those, the hold statements commit
  * asynchronously (a hold is not money: see PostgresLedger); the charge that drops a hold and
  * counts the key's spend is the batch statement (postgres-charge.ts).

@@ -4,12 +4,15 @@
  * window, the window budget; refusals say which; a resize and a release change what is held; a
  * charge marked with the key's spend counts it (lifetime and window) and drops the hold; a later
  * window starts from 0; `exhausted` says what the next call would get. 60 holds raced at once
- * never hold more than the budget.
+ * never hold more than the budget. On PostgreSQL a hold does not wait for a charge holding the
+ * key's row, and sees a charge whole or not at all.
  */
 import t, { type Test } from 'tap'
+import pg from 'pg'
 import { openLedger } from '../../core/ledger/index.ts'
 import type { KeyBudgets, KeyHold, Ledger, UsageRecord } from '../../core/ledger/ledger.ts'
-import { databaseUrl } from '../helpers/backends.ts'
+import { PostgresLedger } from '../../core/ledger/postgres.ts'
+import { databaseUrl, randomId } from '../helpers/backends.ts'
 import { pgLedgers } from '../helpers/pg-ledgers.ts'
 
 const DAY = 86_400_000
@@ -69,4 +72,40 @@ t.test('PostgreSQL', async t => {
   const url = await databaseUrl(t)
   if (!url) return
   await contract(t, await pgLedgers(t, url, 'key_budgets_ledger')(t))
+})
+
+t.test('PostgreSQL: a key\'s hold does not queue behind a charge\'s commit on the key\'s row', async t => {
+  const url = await databaseUrl(t)
+  if (!url) return
+  const schema = `key_budgets_lock_${randomId()}`
+  const l = new PostgresLedger({ url, schema })
+  const c = new pg.Client({ connectionString: url })
+  await c.connect()
+  t.teardown(async () => {
+    await l.close()
+    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+    await c.end()
+  })
+  await l.migrate()
+  const kb = l.keyBudgets as KeyBudgets
+  await l.createOrganization('acme')
+  await l.createKey({ id: 'k', hash: 'c'.repeat(64), prefix: 'sk-gw-k', organization: 'acme', lifetimeBudget: 1000 })
+  await c.query(`SET search_path = "${schema}"`)
+  const within = <T>(p: Promise<T>, ms: number): Promise<T | 'waiting'> =>
+    Promise.race([p, new Promise<'waiting'>(resolve => setTimeout(() => resolve('waiting'), ms))])
+  // A charge's transaction holds the key's row until its commit is on disk.
+  await c.query('BEGIN')
+  await c.query("SELECT spent FROM api_keys WHERE id = 'k' FOR UPDATE")
+  t.match(await within(kb.reserve('k', 600, undefined), 5_000), { keyId: 'k', amount: 600 }, 'reserved while the row is locked')
+  await c.query('ROLLBACK')
+  // A charge that drops a hold and counts its cost is seen whole by the next reserve.
+  const h = await kb.reserve('k', 300, undefined) as KeyHold
+  t.equal(await kb.reserve('k', 101, undefined), 'lifetime', '600 + 300 held: 100 left')
+  await c.query('BEGIN')
+  await c.query("UPDATE api_keys SET spent = spent + 50 WHERE id = 'k'")
+  await c.query('DELETE FROM key_holds WHERE id = $1', [h.id])
+  const during = await within(kb.reserve('k', 351, undefined), 5_000)
+  t.equal(during, 'lifetime', 'before the charge commits: its hold still counts')
+  await c.query('COMMIT')
+  t.type(await kb.reserve('k', 350, undefined), 'object', 'after: 600 held + 50 spent leaves 350')
 })
