@@ -36,9 +36,14 @@ export async function memoryLedger (opts: { now?: () => number } = {}): Promise<
 /**
  * Runs a plugin's prepared work (`prepare` or `prepareSettle`) as the pipeline would with no other
  * plugin in its batch: its steps as one batch on its store, then its `done` (which throws the
- * plugin's refusal). Returns the outcome `done` got; undefined when there was no work.
+ * plugin's refusal). New work `done` returns for a refused step runs the same way, at most twice,
+ * as the pipeline runs it. Returns the outcome the last `done` got; undefined when there was no work.
  */
-export async function runPrepared (work: PreparedWork | undefined | void): Promise<StepsOutcome | undefined> {
+export function runPrepared (work: PreparedWork | undefined | void): Promise<StepsOutcome | undefined> {
+  return runWork(work, 0)
+}
+
+async function runWork (work: PreparedWork | undefined | void, retries: number): Promise<StepsOutcome | undefined> {
   if (!work) return undefined
   const steps = work.steps ?? []
   let outcome: StepsOutcome = { results: [], refused: undefined, error: undefined }
@@ -52,6 +57,8 @@ export async function runPrepared (work: PreparedWork | undefined | void): Promi
       outcome = { results: [], refused: undefined, error: err }
     }
   }
-  await work.done?.(outcome)
+  const again = await work.done?.(outcome)
+  // New work from a refused step's plugin runs again, as the pipeline runs it (at most twice).
+  if (again !== undefined && again !== null && outcome.refused !== undefined && retries < 2) return runWork(again, retries + 1)
   return outcome
 }

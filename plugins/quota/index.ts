@@ -52,7 +52,7 @@ export default definePlugin({
     const hasSpend = limits.some(l => l.spend !== undefined)
 
     const refusals = refusalsOf(deps.log, config.onStoreError)
-    const { wants, needNow, needLater, countBounded } = worstCases(prices, deps.log)
+    const { wants, needLater, countBounded, boundedWork } = worstCases(prices, deps.log)
     // Exact mode on a network store that batches (Redis): counted and settled as steps of the phase's one script.
     const batched = !(config.mode === 'lease' && store.shared === true) && store.inProcess === undefined && store.steps !== undefined
     // Leasing needs a store shared with other replicas; in memory every call is local already.
@@ -68,9 +68,10 @@ export default definePlugin({
         const list = applicable(ctx, now)
         if (list === undefined) return {}
         const w = wants(ctx, list)
-        const need = w === 0 ? NOTHING : needNow(ctx, state, w === 2)
-        // The price or the tokenizer is not there yet: onRequest reads them, then counts.
-        return need === undefined ? undefined : countWork(store, ctx, state, list, need, now, refusals)
+        if (w === 0) return countWork(store, ctx, state, list, NOTHING, now, refusals)
+        // The input's bound, no tokenizer unless a window is tight; the price not cached yet:
+        // onRequest reads it, then counts.
+        return boundedWork(ctx, state, w === 2, need => countWork(store, ctx, state, list, need, now, refusals))
       },
       prepareSettle (ctx, outcome, state) {
         const list = state.applied

@@ -45,9 +45,9 @@ export function rethrow (err: unknown, refusals: Refusals): void {
 /** The refusals of a quota with store errors handled as `onStoreError` says. */
 export function refusalsOf (log: Logger, onStoreError: 'open' | 'closed'): Refusals {
   return {
-    exceeded (ctx: GatewayContext, a: WindowKeys, what: string, now: number): GatewayError {
-      ctx.setHeader('retry-after', String(Math.max(1, Math.ceil((a.end - now) / 1000))))
-      return gwError('GW_ERR_QUOTA_EXCEEDED', [`${what} per ${a.limit.window} for ${a.limit.scope} "${a.shown}"`])
+    exceeded (_ctx: GatewayContext, a: WindowKeys, what: string, now: number): GatewayError {
+      // On the error, not the call: a refused bound counted again and admitted answers without it.
+      return gwError('GW_ERR_QUOTA_EXCEEDED', [`${what} per ${a.limit.window} for ${a.limit.scope} "${a.shown}"`], { headers: { 'retry-after': String(Math.max(1, Math.ceil((a.end - now) / 1000))) } })
     },
     /** A store error at admit: 503 for a full store whatever onStoreError says, else by onStoreError (undefined: admit). */
     storeFailed (err: unknown): GatewayError | undefined {

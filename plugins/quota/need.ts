@@ -6,7 +6,7 @@
 import type { Logger } from 'pino'
 import { gwError, isGatewayError, requestedChoices, requestedOutputCap, reservationBoundTokens, reservationInputTokens, reservationInputTokensNow, reserveMicros, reserveTerms,
   reservedInputTokens } from '../../index.ts'
-import type { ClientProtocol, GatewayContext, ModelPrice, PriceBook } from '../../index.ts'
+import type { ClientProtocol, GatewayContext, ModelPrice, PreparedWork, PriceBook } from '../../index.ts'
 import type { QuotaMode, State } from './mode.ts'
 import type { Need, WindowKeys } from './windows.ts'
 
@@ -37,16 +37,6 @@ export function worstCases (prices: PriceBook, log: Logger) {
       return w
     },
 
-    /** The worst case without a promise: undefined while the price (spend) or the tokenizer is not loaded. */
-    needNow (ctx: GatewayContext, state: State, spend: boolean): Need | undefined {
-      const price = spend ? prices.cached(ctx.model!) : undefined
-      if (spend && price === undefined) return undefined
-      const input = reservationInputTokensNow(ctx.body as Record<string, unknown>, ctx.bodyBytes, ctx.model!.public.context_length, upstreamName(ctx), TOKENIZE_MAX_CHARS)
-      if (input === undefined) return undefined
-      state.price = price
-      return needOf(ctx, input, price)
-    },
-
     /**
      * Counts a call in process with its input's bound (reservationBoundTokens: its text's UTF-8
      * bytes, no tokenizer). A token or spend window that refuses the bound is tight: the input
@@ -73,6 +63,39 @@ export function worstCases (prices: PriceBook, log: Logger) {
         return recount(err)
       }
       return r instanceof Promise ? r.catch(recount) : r
+    },
+
+    /**
+     * Batched (Redis, exact): the worst case from the input's bound (no tokenizer; undefined while
+     * the price is not cached), counted by `work(need)`. A window that refuses it is tight: the
+     * input counted with the tokenizer is tried instead, once, when it is less (the batch runs
+     * again with it; the refused run held nothing); otherwise the refusal stands.
+     */
+    boundedWork (ctx: GatewayContext, state: State, spend: boolean, work: (need: Need) => PreparedWork): PreparedWork | undefined {
+      const price = spend ? prices.cached(ctx.model!) : undefined
+      if (spend && price === undefined) return undefined
+      state.price = price
+      const body = ctx.body as Record<string, unknown>
+      const context = ctx.model!.public.context_length
+      const bound = reservationBoundTokens(body, ctx.bodyBytes, context)
+      const first = work(needOf(ctx, bound, price))
+      const done = first.done!
+      return {
+        ...first,
+        done (o) {
+          try {
+            return done(o)
+          } catch (err) {
+            if (o.refused === undefined || !isGatewayError(err) || err.code !== 'GW_ERR_QUOTA_EXCEEDED' || reservedInputTokens(body, ctx.bodyBytes, context) >= bound) throw err
+            const again = (counted: number): PreparedWork => {
+              if (counted >= bound) throw err
+              return work(needOf(ctx, counted, price))
+            }
+            const n = reservationInputTokensNow(body, ctx.bodyBytes, context, upstreamName(ctx), TOKENIZE_MAX_CHARS)
+            return n === undefined ? reservationInputTokens(body, ctx.bodyBytes, context, upstreamName(ctx), TOKENIZE_MAX_CHARS).then(again) : again(n)
+          }
+        },
+      }
     },
 
     /** The slow path: the price from the ledger, the tokenizer loaded. */

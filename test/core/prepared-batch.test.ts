@@ -159,13 +159,14 @@ t.test('a refused step\'s plugin may try again with new work: the whole batch ru
       return { prepare: () => work(5, true) }
     },
   })
-  const url = await gateway(t, ['a', 'shrinking'], [counter('a', seen, { limit: 5 }), shrinking])
+  const url = await gateway(t, ['ip', 'a', 'shrinking'], [counter('ip', seen, { limit: 5, connect: true }), counter('a', seen, { limit: 5 }), shrinking])
   const res = await chat(url)
   t.equal(res.status, 200, 'admitted with the smaller amount')
   await res.text()
   await settled()
-  t.same(seen.events.filter(e => e.includes('done')), ['shrinking.done(5):refused', 'a.done', 'shrinking.done(2)'], 'a\'s done ran once, after the batch that applied')
-  t.same(seen.batches.slice(0, 2), [['a:n', 'shrinking:held'], ['a:n', 'shrinking:held']], 'the whole batch ran twice')
+  t.same(seen.events.filter(e => e.includes('done')), ['ip.done', 'shrinking.done(5):refused', 'a.done', 'shrinking.done(2)'], 'a\'s done ran once, after the batch that applied; the deferred plugin\'s once, in the first run')
+  t.same(seen.batches.slice(0, 2), [['ip:n', 'a:n', 'shrinking:held'], ['a:n', 'shrinking:held']], 'the admit batch ran twice, the deferred work (applied in the first run) once')
+  t.equal(await seen.stores.get('ip')!.get('n'), '1', 'the deferred count applied once')
   t.equal(await seen.stores.get('a')!.get('n'), '1', 'a counted once: the refused run was undone')
   t.equal(await seen.stores.get('shrinking')!.get('held'), '2', 'the new work applied')
   const again = await chat(url)
