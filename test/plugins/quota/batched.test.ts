@@ -40,7 +40,7 @@ t.test('quota on Redis, exact: the input\'s bound while roomy, the tokenizer\'s 
     const state = quota.state!()
     const ctx = fakeContext({ principal: ACME, model: MODEL, now: () => START, body: structuredClone(body), bodyBytes })
     const work = hooks.prepare!(ctx, state)
-    t.ok(work && work.steps && work.steps.length > 0, 'batched: steps for the admission script')
+    t.ok((work?.steps?.length ?? 0) > 0, 'batched: steps for the admission script')
     try {
       await runPrepared(work)
       return { error: undefined, held: state.need?.tokens }
