@@ -4,6 +4,7 @@ import t, { type Test } from 'tap'
 import { fakeContext, fakeOutcome, pluginDeps, memoryStore, memoryLedger, translateFixture } from '../../../testing.ts'
 import type { Principal } from '../../../index.ts'
 import quota from '../../../plugins/quota/index.ts'
+import { BOUND_BODY, BOUND_BODY_BYTES, checkBoundThenCount } from '../../helpers/quota-bound.ts'
 
 // 2026-01-01T00:00:20Z: 40 s left in the minute.
 const START = Date.UTC(2026, 0, 1, 0, 0, 20)
@@ -183,27 +184,17 @@ t.test('quota – a store without the synchronous facet (a network store) counts
 })
 
 t.test('quota – in process, a token window holds the input\'s bound while roomy, the tokenizer\'s count when the bound does not fit', async t => {
-  const text = 'The quick brown fox jumps over the lazy dog. '.repeat(100) // 4500 bytes, about 1000 tokens
-  const body = { max_tokens: 10, messages: [{ role: 'user', content: text }] }
-  const bodyBytes = Buffer.byteLength(JSON.stringify(body))
   // A context long enough that it does not cap the bound.
   const model = { ...MODEL, public: { ...MODEL.public, context_length: 200_000 } }
-  const admit = async (limit: number) => {
+  await checkBoundThenCount(t, async limit => {
     const { hooks } = await setup(t, [{ scope: 'organization', window: 'minute', tokens: limit }])
     const state = quota.state!()
-    const ctx = fakeContext({ principal: ACME, model, now: () => START, body: structuredClone(body), bodyBytes })
+    const ctx = fakeContext({ principal: ACME, model, now: () => START, body: structuredClone(BOUND_BODY), bodyBytes: BOUND_BODY_BYTES })
     try {
       await hooks.onRequest!(ctx, state)
       return { error: undefined, held: state.need?.tokens }
     } catch (error) {
       return { error, held: undefined }
     }
-  }
-  const roomy = await admit(1_000_000)
-  t.equal(roomy.error, undefined)
-  t.ok(roomy.held! >= text.length + 10, `roomy: the bound held (${roomy.held} ≥ the text's bytes + the cap)`)
-  const tight = await admit(2500)
-  t.equal(tight.error, undefined, 'a window the bound does not fit but the count does admits the call')
-  t.ok(tight.held! < 2500 && tight.held! > 500, `tight: the tokenizer's count held (${tight.held})`)
-  t.match((await admit(500)).error, { code: 'GW_ERR_QUOTA_EXCEEDED' }, 'neither fits: refused')
+  })
 })
