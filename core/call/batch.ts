@@ -71,11 +71,11 @@ export async function runBatch (batch: readonly Entry[], each: (e: Entry, o: Ste
       if (j < head && refused >= committed) {
         // Applied in the head, before the refusal of a step after it.
         o = { results: results.slice(from, from + n), refused: undefined, error: undefined }
-        await each(e, o)
+      } else if (refused < from || refused >= from + n) {
         continue
+      } else {
+        o = { results: results.slice(from, refused + 1), refused: refused - from, error: undefined }
       }
-      if (refused < from || refused >= from + n) continue
-      o = { results: results.slice(from, refused + 1), refused: refused - from, error: undefined }
     } else {
       o = { results: results.slice(from, from + n), refused: undefined, error: undefined }
     }
