@@ -1,7 +1,8 @@
 /**
  * @module admin/providers – GET /admin/providers: each configured provider instance (adapter,
  * protocol, base URL) with its deployments and their circuits on this replica. Nothing secret is
- * shown: no adapter config besides baseUrl, whose password (if any) is masked.
+ * shown: no adapter config besides baseUrl (or the endpoint the adapter derived), a password in
+ * it masked.
  */
 import type { FastifyInstance } from 'fastify'
 import type { Serving } from '../core/http/gateway.ts'
@@ -19,7 +20,10 @@ export function providerRoutes (app: FastifyInstance, serving: Serving): void {
     const byKey = deployments(gw)
     return {
       data: gw.config.providers.map(p => {
-        const baseUrl = (p.config as { baseUrl?: unknown } | undefined)?.baseUrl
+        // The configured baseUrl as written (masked); else the endpoint the adapter made from its
+        // other settings (a region, a location, a resource name), if it says.
+        const configured = (p.config as { baseUrl?: unknown } | undefined)?.baseUrl
+        const baseUrl = typeof configured === 'string' ? configured : gw.providers.get(p.name)?.baseUrl
         return {
           name: p.name,
           adapter: p.adapter,

@@ -70,7 +70,8 @@ export const ProviderView = Type.Object({
   adapter: Type.String(),
   module: Nullable(Type.String({ description: 'The custom adapter module, when not built in.' })),
   protocol: Type.String({ description: 'The wire protocol the upstream speaks (chat, messages, responses).' }),
-  baseUrl: Nullable(Type.String({ description: 'The adapter config\'s baseUrl, a password in it masked; null: none (built-in or default URL).' })),
+  baseUrl: Nullable(Type.String({ description: 'The adapter config\'s baseUrl, a password in it masked; without one, the endpoint the adapter ' +
+    'made from its other settings (a region, a location, a resource name); null: neither (an in-process adapter).' })),
   deployments: Type.Array(Circuit, { description: 'Each deployment of the catalog on this provider, with its circuit on this replica.' }),
 })
 

@@ -46,6 +46,13 @@ export interface UpstreamResponse {
 export interface ProviderInstance {
   /** What the upstream speaks; picks the translator. */
   readonly protocol: ClientProtocol
+  /**
+   * Optional: where this instance sends its calls (origin and path prefix, no credentials), for
+   * operators (GET /admin/providers and the console show it when the config has no `baseUrl` of
+   * its own: an endpoint made from a region, a location or a resource name). Absent for an
+   * in-process adapter.
+   */
+  readonly baseUrl?: string
   /** Pure: URL, auth header, body bytes. */
   prepare (call: UpstreamCall): UpstreamRequest
   /**

@@ -59,6 +59,7 @@ export default defineProvider({
     }
     return {
       protocol: 'messages',
+      baseUrl: origin + prefix,
       // Opt-in SigV4 (an Anthropic-compatible endpoint hosted on AWS): only a configured `aws` block signs.
       sign: config.aws === undefined ? undefined : awsSigner(config.aws),
       prepare (call) {

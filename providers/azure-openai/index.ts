@@ -55,6 +55,7 @@ export default defineProvider({
 
     return {
       protocol: config.api,
+      baseUrl: origin + prefix,
       translate: config.api === 'chat' ? { maxTokensField: config.maxTokensField, systemRole: config.systemRole } : undefined,
       prepare (call: UpstreamCall): UpstreamRequest {
         const path = fixedPath ?? azurePath(prefix, config.api, config.apiVersion, call.deployment.upstreamModel)

@@ -50,6 +50,7 @@ export default defineProvider({
 
     return {
       protocol: 'messages',
+      baseUrl: origin + prefix,
       // Converse takes images from every client route.
       translate: { chatImages: true },
       prepare (call) {

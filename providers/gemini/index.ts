@@ -34,6 +34,7 @@ export default defineProvider({
     const { origin, prefix } = splitBaseUrl(config.baseUrl, `provider ${deps.name}`)
     return geminiUpstream({
       origin,
+      baseUrl: origin + prefix,
       pathFor: (model: string, method: GeminiMethod) => `${prefix}/${config.apiVersion}/${geminiModelPath(model)}:${method}`,
       headers: { ...config.headers, 'x-goog-api-key': config.apiKey },
       sampling: noSamplingMatcher(config.noSampling),

@@ -17,6 +17,8 @@ export type GeminiMethod = 'generateContent' | 'streamGenerateContent' | 'countT
 export interface GeminiUpstreamOptions {
   /** `http(s)://host:port` – one keep-alive pool. */
   origin: string
+  /** What operators are shown as the instance's endpoint (ProviderInstance.baseUrl). */
+  baseUrl?: string
   /**
    * The path (no query) of `method` for an upstream model name, e.g. Gemini API
    * `/v1beta/models/<m>:generateContent`, Vertex AI
@@ -72,6 +74,7 @@ export function geminiUpstream (o: GeminiUpstreamOptions): ProviderInstance {
   }
   return {
     protocol: 'messages',
+    baseUrl: o.baseUrl,
     translate: { chatImages: true, jsonObject: true },
     prepare (call) {
       const body = geminiRequest(call.body, { sampling: o.sampling(call.deployment.upstreamModel), signatureFallback: o.signatureFallback })

@@ -26,6 +26,7 @@ export default defineProvider({
     const sseHeaders = { ...base, accept: 'text/event-stream' }
     return {
       protocol: 'chat',
+      baseUrl: origin + prefix,
       translate: { maxTokensField: config.maxTokensField, systemRole: config.systemRole },
       // Opt-in SigV4 (Bedrock's OpenAI-compatible endpoint): only a configured `aws` block signs.
       sign: config.aws === undefined ? undefined : awsSigner(config.aws),

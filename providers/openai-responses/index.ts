@@ -27,6 +27,7 @@ export default defineProvider({
     const sseHeaders = { ...base, accept: 'text/event-stream' }
     return {
       protocol: 'responses',
+      baseUrl: origin + prefix,
       // Opt-in SigV4 (the Responses API of Bedrock Mantle or Bedrock Runtime): only a configured `aws` block signs.
       sign: config.aws === undefined ? undefined : awsSigner(config.aws),
       prepare (call) {

@@ -126,6 +126,7 @@ export function vertexAdapter (gemini?: GeminiWire): ProviderAdapter<typeof Vert
 
       return {
         protocol: 'messages',
+        baseUrl: origin + prefix,
         // Claude and Gemini on Vertex take images from every client route; JSON mode without a schema
         // is the Gemini translation's (Claude has none: it is dropped for Claude models).
         translate: google?.translate ?? { chatImages: true },

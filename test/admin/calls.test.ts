@@ -19,7 +19,12 @@ async function gatewayWithAdmin (t: Test) {
     pipeline: [AUTH_ENTRY],
     doc: {
       // A provider nobody answers for (a closed port): its calls fail upstream.
-      providers: [...base.providers, { name: 'down', adapter: 'openai-compatible', config: { baseUrl: 'http://ops:hunter2pass@127.0.0.1:1/v1', apiKey: UPSTREAM_SECRET } }],
+      providers: [...base.providers, { name: 'down', adapter: 'openai-compatible', config: { baseUrl: 'http://ops:hunter2pass@127.0.0.1:1/v1', apiKey: UPSTREAM_SECRET } },
+        // No baseUrl in their config: the endpoint each adapter makes from its other settings.
+        { name: 'azure', adapter: 'azure-openai', config: { resource: 'my-res', apiKey: UPSTREAM_SECRET } },
+        { name: 'aws', adapter: 'bedrock', config: { region: 'eu-west-3', apiKey: UPSTREAM_SECRET } },
+        { name: 'vx', adapter: 'vertex', config: { project: 'p', location: 'europe-west4', credentials: { access_token: UPSTREAM_SECRET } } },
+        { name: 'google', adapter: 'gemini', config: { apiKey: UPSTREAM_SECRET } }],
       models: [...base.models, { id: 'down/model', deployments: [{ provider: 'down', model: 'm' }] }],
       admin: { host: '127.0.0.1', port: 0, keys: [{ id: 'ops', key: '${ADMIN_KEY}' }] },
     },
@@ -113,6 +118,10 @@ t.test('providers: adapter, protocol, masked base URL, circuits and reset; no se
   t.match(byName.echo, { adapter: 'echo', protocol: 'chat', baseUrl: null, module: null })
   t.match(byName['echo-messages'], { adapter: 'echo', protocol: 'messages' })
   t.match(byName.down, { adapter: 'openai-compatible', protocol: 'chat', baseUrl: 'http://ops:***@127.0.0.1:1/v1' })
+  t.match(byName.azure, { adapter: 'azure-openai', protocol: 'chat', baseUrl: 'https://my-res.openai.azure.com' })
+  t.match(byName.aws, { adapter: 'bedrock', protocol: 'messages', baseUrl: 'https://bedrock-runtime.eu-west-3.amazonaws.com' })
+  t.match(byName.vx, { adapter: 'vertex', protocol: 'messages', baseUrl: 'https://europe-west4-aiplatform.googleapis.com' })
+  t.match(byName.google, { adapter: 'gemini', protocol: 'messages', baseUrl: 'https://generativelanguage.googleapis.com' })
   t.strictSame(byName.down.deployments, [{ key: 'down/m', provider: 'down', upstreamModel: 'm', models: ['down/model'], state: 'closed', failures: 0, openedAt: null }])
   t.strictSame(byName.echo.deployments.map((d: { key: string }) => d.key).sort(), ['echo/echo-1', 'echo/echo-text'])
 
