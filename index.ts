@@ -66,7 +66,9 @@ export { defaultMapError } from './core/dispatch/upstream-errors.ts'
 export { modelSpanOf, spliceModel, spliceBody, membersInPlace } from './core/http/body.ts'
 export type { ModelSpan, ValueSpan } from './core/http/body.ts'
 // An adapter's configured base URL split into an origin (one connection pool) and a path prefix.
-export { splitBaseUrl } from './core/dispatch/base-url.ts'
+// A user name and password in it: refused, or (basicAuth) sent as Basic authorization.
+export { splitBaseUrl, addBaseUrlAuthorization } from './core/dispatch/base-url.ts'
+export type { BaseUrlParts } from './core/dispatch/base-url.ts'
 
 // ── errors ────────────────────────────────────────────────────────────────────────────────────
 export { GatewayError, gwError, isGatewayError, ERRORS } from './core/errors/errors.ts'

@@ -3,7 +3,7 @@
  * vendors that expose an Anthropic-compatible endpoint).
  */
 import { defineProvider, type UpstreamCall, awsSigner } from '../../index.ts'
-import { splitBaseUrl, withoutCarriedThinking } from '../../index.ts'
+import { addBaseUrlAuthorization, splitBaseUrl, withoutCarriedThinking } from '../../index.ts'
 import { AnthropicCompatibleConfig } from './schema.ts'
 import { foldSystemMessages, hasSystemMessage, MID_CONVERSATION_SYSTEM_BETA, NATIVE_SYSTEM_VERSION } from './system-messages.ts'
 
@@ -18,7 +18,8 @@ export default defineProvider({
   name: 'anthropic-compatible',
   configSchema: AnthropicCompatibleConfig,
   create (config, deps) {
-    const { origin, prefix } = splitBaseUrl(config.baseUrl, `provider ${deps.name}`)
+    // A user and password in baseUrl (a proxy with Basic auth in front of the server) are sent; not with SigV4.
+    const { origin, prefix, authorization } = splitBaseUrl(config.baseUrl, `provider ${deps.name}`, { basicAuth: config.aws === undefined })
     if (config.aws !== undefined && config.apiKey) throw new Error(`provider ${deps.name}: set either apiKey or aws (SigV4 signing), not both`)
     const path = `${prefix}/v1/messages`
     const base: Record<string, string> = { ...config.headers, 'content-type': 'application/json', 'anthropic-version': config.version }
@@ -26,6 +27,7 @@ export default defineProvider({
       if (config.authHeader === 'bearer') base.authorization = `Bearer ${config.apiKey}`
       else base['x-api-key'] = config.apiKey
     }
+    addBaseUrlAuthorization(base, authorization, `provider ${deps.name}`)
     const allowAll = config.allowedBetas.includes('*')
     const allowed = new Set(config.allowedBetas)
     // A beta can switch on upstream features priced above the configured price: only listed ones pass.

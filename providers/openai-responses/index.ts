@@ -4,7 +4,7 @@
  * its models: /v1/responses passes through, chat and messages clients are translated.
  */
 import { defineProvider, awsSigner } from '../../index.ts'
-import { splitBaseUrl } from '../../index.ts'
+import { addBaseUrlAuthorization, splitBaseUrl } from '../../index.ts'
 import { OpenAIResponsesConfig } from './schema.ts'
 
 /**
@@ -18,11 +18,13 @@ export default defineProvider({
   name: 'openai-responses',
   configSchema: OpenAIResponsesConfig,
   create (config, deps) {
-    const { origin, prefix } = splitBaseUrl(config.baseUrl, `provider ${deps.name}`)
+    // A user and password in baseUrl (a proxy with Basic auth in front of the server) are sent; not with SigV4.
+    const { origin, prefix, authorization } = splitBaseUrl(config.baseUrl, `provider ${deps.name}`, { basicAuth: config.aws === undefined })
     if (config.aws !== undefined && config.apiKey) throw new Error(`provider ${deps.name}: set either apiKey or aws (SigV4 signing), not both`)
     const path = `${prefix}/responses`
     const base: Record<string, string> = { ...config.headers, 'content-type': 'application/json' }
     if (config.apiKey) base.authorization = `Bearer ${config.apiKey}`
+    addBaseUrlAuthorization(base, authorization, `provider ${deps.name}`)
     const jsonHeaders = { ...base, accept: 'application/json' }
     const sseHeaders = { ...base, accept: 'text/event-stream' }
     return {

@@ -19,7 +19,7 @@ async function gatewayWithAdmin (t: Test) {
     pipeline: [AUTH_ENTRY],
     doc: {
       // A provider nobody answers for (a closed port): its calls fail upstream.
-      providers: [...base.providers, { name: 'down', adapter: 'openai-compatible', config: { baseUrl: 'http://ops:hunter2pass@127.0.0.1:1/v1', apiKey: UPSTREAM_SECRET } },
+      providers: [...base.providers, { name: 'down', adapter: 'openai-compatible', config: { baseUrl: 'http://ops:hunter2pass@127.0.0.1:1/v1', headers: { 'x-upstream-key': UPSTREAM_SECRET } } },
         // No baseUrl in their config: the endpoint each adapter makes from its other settings.
         { name: 'azure', adapter: 'azure-openai', config: { resource: 'my-res', apiKey: UPSTREAM_SECRET } },
         { name: 'aws', adapter: 'bedrock', config: { region: 'eu-west-3', apiKey: UPSTREAM_SECRET } },
@@ -112,7 +112,7 @@ t.test('providers: adapter, protocol, masked base URL, circuits and reset; no se
   const { app, admin } = await gatewayWithAdmin(t)
   let r = await call(admin, 'GET', '/admin/providers')
   t.equal(r.status, 200, r.text)
-  t.notMatch(r.text, UPSTREAM_SECRET, 'the upstream API key is never shown')
+  t.notMatch(r.text, UPSTREAM_SECRET, 'no upstream API key or header is ever shown')
   t.notMatch(r.text, 'hunter2pass', 'nor a password in the base URL')
   const byName = Object.fromEntries(r.body.data.map((p: { name: string }) => [p.name, p]))
   t.match(byName.echo, { adapter: 'echo', protocol: 'chat', baseUrl: null, module: null })

@@ -42,7 +42,7 @@ export async function consoleGateway (t: Test): Promise<ConsoleGateway> {
     ledger,
     pipeline: [{ ...AUTH_ENTRY, config: { ...AUTH_ENTRY.config, ledgerCacheMs: 0 } }, { plugin: 'balance', config: {} }],
     doc: {
-      providers: [...base.providers, { name: 'down', adapter: 'openai-compatible', config: { baseUrl: 'http://ops:hunter2pass@127.0.0.1:1/v1', apiKey: UPSTREAM_SECRET } }],
+      providers: [...base.providers, { name: 'down', adapter: 'openai-compatible', config: { baseUrl: 'http://ops:hunter2pass@127.0.0.1:1/v1', headers: { 'x-upstream-key': UPSTREAM_SECRET } } }],
       models: [...base.models, { id: 'down/model', price: { input: 1, output: 1 }, deployments: [{ provider: 'down', model: 'm' }] }],
       admin: { host: '127.0.0.1', port: 0, keys: [{ id: 'ops', key: '${ADMIN_KEY}' }] },
     },
