@@ -9,6 +9,7 @@ import type { Headers, RouteName } from '../types/context.ts'
 import type { PluginInstance } from '../pipeline/pipeline.ts'
 import type { ClientProtocol, ModelEntry } from '../types/model.ts'
 import type { Principal } from '../types/principal.ts'
+import type { AffinityOutcome } from '../dispatch/affinity.ts'
 import { gwError, isGatewayError } from '../errors/errors.ts'
 import { checkCharge, StreamBlocked, type ClientAnswer, type ClientStreamEvent, type GatewayContext, type OutputOf } from '../pipeline/plugin.ts'
 import { CallCounts } from './lifecycle.ts'
@@ -35,6 +36,8 @@ export class Call extends HookRunner implements GatewayContext {
   bodyBytes = 0
   /** What a billing plugin reported the call was charged, in micro-units (`reportCharge`); undefined: no charge reported. */
   charged: number | undefined = undefined
+  /** Session affinity, for the access log: how the deployment that answered stood to the session's pin; undefined when affinity did not apply. */
+  affinity: AffinityOutcome | undefined = undefined
   readonly startedAt: number
   #principal: Principal | undefined = undefined
   /** Outputs published besides the principal; most calls have none. */

@@ -128,6 +128,7 @@ export async function dispatch (gw: CallServices, call: Call, reply: FastifyRepl
           continue
         }
         if (session !== undefined) {
+          call.affinity = Affinity.outcome(session, d)
           const pinning = gw.affinity.served(session, d, model.deployments)
           if (pinning !== undefined) await pinning
         }

@@ -88,6 +88,7 @@ export class Observer {
       model: call.model?.id,
       provider: out.provider ?? last?.provider,
       attempts: o.attempts.length,
+      affinity: call.affinity,
       ip: call.ip,
       keyId: p?.keyId,
       organization: p?.organization,

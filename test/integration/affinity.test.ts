@@ -13,6 +13,7 @@ import { startFakeUpstream, json, sse, chatCompletion, messagesResponse, message
 import { RedisStore } from '../../core/stores/redis.ts'
 import { redisUrl } from '../helpers/backends.ts'
 import { mulberry32 as seeded } from '../helpers/rng.ts'
+import pino from 'pino'
 
 /** Tokens each system prompt or message counts for, in the fake upstream's usage. */
 const PER_PART = 100
@@ -286,4 +287,46 @@ t.test('a pin lasts ttlMs after the session\'s last call, each call extending it
   t.equal(await call('pool/no-affinity'), 'chat-1')
   draw = 0
   t.equal(await call('pool/no-affinity'), 'chat-0', 'a model with affinity off draws on every call')
+})
+
+t.test('the access log says how the deployment that answered stood to the session\'s pin', async t => {
+  const ups = await Promise.all(Array.from({ length: 2 }, () => cachingUpstream()))
+  const lines: Array<{ msg?: string, model?: string, provider?: string, affinity?: string }> = []
+  const logger = pino({ level: 'info' }, { write (s: string) { lines.push(JSON.parse(s)) } })
+  const doc = poolDoc(ups, { logging: { level: 'info' }, circuit: { failureThreshold: 1, coolDownMs: 60_000, trialTimeoutMs: 60_000 } })
+  ;(doc.models as unknown[]).push({ id: 'solo/chat', deployments: [{ provider: 'chat-0', model: 'up-chat' }] })
+  const app = await buildTestApp({ doc, logger, pipeline: [AUTH_ENTRY], random: seeded(11) })
+  const base = await listen(app)
+  t.teardown(async () => { await app.close(); await Promise.all(ups.map(u => u.close())) })
+  const call = async (model = 'pool/chat'): Promise<string | null> => {
+    const res = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'application/json', 'session-id': 'logged-session' },
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+    })
+    await res.text()
+    return res.headers.get('x-gw-provider')
+  }
+  // The line is written at settle, just after the answer: wait for it.
+  const lastAccess = async (n: number) => {
+    for (let i = 0; i < 200 && lines.filter(l => l.msg === 'access').length < n; i++) await new Promise(resolve => setTimeout(resolve, 5))
+    return lines.filter(l => l.msg === 'access')[n - 1]
+  }
+  const first = await call()
+  t.match(await lastAccess(1), { provider: first, affinity: 'new' }, 'the session\'s first call: no pin yet')
+  const second = await call()
+  t.match(await lastAccess(2), { provider: second, affinity: 'pinned' })
+  const pinned = Number(first!.slice(-1))
+  ups[pinned].fail = true
+  const moved = await call()
+  t.not(moved, first)
+  t.match(await lastAccess(3), { provider: moved, affinity: 'moved' }, 'the pinned deployment failed: another answered')
+  ups[pinned].fail = false
+  const fourth = await call()
+  t.equal(fourth, moved)
+  t.match(await lastAccess(4), { provider: fourth, affinity: 'pinned' }, 'pinned to the one that answered')
+  await call('solo/chat')
+  const solo = await lastAccess(5)
+  t.equal(solo.model, 'solo/chat')
+  t.notOk('affinity' in solo, 'a model affinity cannot matter for (one deployment) has no affinity field')
 })
