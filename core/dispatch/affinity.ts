@@ -34,7 +34,6 @@ const MAX_ID_CHARS = 512
 
 type Body = Record<string, unknown>
 
-/** One call's session: its key in the store and the pin found there, if any. */
 /**
  * How the deployment that answered a call stood to its session's pin: `new` (the session had no
  * pin), `pinned` (it was the pinned one), `moved` (another one answered: the pin failed or its
@@ -42,6 +41,7 @@ type Body = Record<string, unknown>
  */
 export type AffinityOutcome = 'new' | 'pinned' | 'moved'
 
+/** One call's session: its key in the store and the pin found there, if any. */
 export interface Session {
   readonly key: string
   readonly ttlMs: number
@@ -231,6 +231,11 @@ export class Affinity {
     return out
   }
 
+  /** How `d`, which answered, stands to the session's pin. */
+  static outcome (session: Session, d: Deployment): AffinityOutcome {
+    return session.pinned === undefined ? 'new' : session.pinned === Circuits.key(d) ? 'pinned' : 'moved'
+  }
+
   /**
    * Deployment `d` (of `deployments`) answered this session's call: pin it, unless the pin already
    * names it and is fresh. Only a deployment among equals is pinned (elsewhere the order is fixed).
@@ -239,11 +244,6 @@ export class Affinity {
    * sends its next turn the moment it has this answer must not race the write. A store error is
    * ignored.
    */
-  /** How `d`, which answered, stands to the session's pin. */
-  static outcome (session: Session, d: Deployment): AffinityOutcome {
-    return session.pinned === undefined ? 'new' : session.pinned === Circuits.key(d) ? 'pinned' : 'moved'
-  }
-
   served (session: Session, d: Deployment, deployments: readonly Deployment[]): Promise<void> | undefined {
     const key = Circuits.key(d)
     const t = this.now()
