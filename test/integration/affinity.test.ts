@@ -121,6 +121,17 @@ function sessions (base: string, tag: string): Array<[string, Session]> {
   ]
 }
 
+/** One chat call of session `sessionId` (Codex's session-id header) through the gateway at `base`: the provider that answered. */
+async function sessionCall (base: string, sessionId: string, model = 'pool/chat'): Promise<string | null> {
+  const res = await fetch(`${base}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { ...auth(), 'content-type': 'application/json', 'session-id': sessionId },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+  })
+  await res.text()
+  return res.headers.get('x-gw-provider')
+}
+
 const TURNS = 5
 
 /** Runs every session TURNS turns, interleaved (turn 1 of each, then turn 2...), on fresh deployments. */
@@ -266,15 +277,7 @@ t.test('a pin lasts ttlMs after the session\'s last call, each call extending it
   const app = await buildTestApp({ doc, pipeline: [AUTH_ENTRY], random: () => draw, now: () => clock })
   const base = await listen(app)
   t.teardown(async () => { await app.close(); await Promise.all(ups.map(u => u.close())) })
-  const call = async (model = 'pool/chat'): Promise<string | null> => {
-    const res = await fetch(`${base}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { ...auth(), 'content-type': 'application/json', 'session-id': 'ttl-session' },
-      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
-    })
-    await res.text()
-    return res.headers.get('x-gw-provider')
-  }
+  const call = (model?: string) => sessionCall(base, 'ttl-session', model)
   draw = 0
   t.equal(await call(), 'chat-0', 'pinned to chat-0')
   draw = 0.999 // any call not pinned now goes to chat-1
@@ -298,15 +301,7 @@ t.test('the access log says how the deployment that answered stood to the sessio
   const app = await buildTestApp({ doc, logger, pipeline: [AUTH_ENTRY], random: seeded(11) })
   const base = await listen(app)
   t.teardown(async () => { await app.close(); await Promise.all(ups.map(u => u.close())) })
-  const call = async (model = 'pool/chat'): Promise<string | null> => {
-    const res = await fetch(`${base}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { ...auth(), 'content-type': 'application/json', 'session-id': 'logged-session' },
-      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
-    })
-    await res.text()
-    return res.headers.get('x-gw-provider')
-  }
+  const call = (model?: string) => sessionCall(base, 'logged-session', model)
   // The line is written at settle, just after the answer: wait for it.
   const lastAccess = async (n: number) => {
     for (let i = 0; i < 200 && lines.filter(l => l.msg === 'access').length < n; i++) await new Promise(resolve => setTimeout(resolve, 5))
