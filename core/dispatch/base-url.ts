@@ -15,7 +15,8 @@ export interface BaseUrlParts {
  */
 export function splitBaseUrl (baseUrl: string, what: string, opts: { basicAuth?: boolean } = {}): BaseUrlParts {
   let u: URL
-  try { u = new URL(baseUrl) } catch { throw new Error(`${what}: baseUrl "${baseUrl}" is not a URL`) }
+  // A malformed URL is shown with everything between "//" and its last "@" masked: it may be a password.
+  try { u = new URL(baseUrl) } catch { throw new Error(`${what}: baseUrl "${baseUrl.replace(/\/\/.*@/s, '//***@')}" is not a URL`) }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`${what}: baseUrl must be http(s)`)
   if (u.search || u.hash) throw new Error(`${what}: baseUrl must not carry a query or fragment`)
   const parts: BaseUrlParts = { origin: u.origin, prefix: u.pathname.replace(/\/+$/, '') }

@@ -26,6 +26,13 @@ t.test('splitBaseUrl: refused by default, Basic authorization with basicAuth, pe
   t.equal(splitBaseUrl('http://:only-password@127.0.0.1:8', 'p', { basicAuth: true }).authorization, basic('', 'only-password'))
   t.equal(splitBaseUrl('http://127.0.0.1:8/v1', 'p', { basicAuth: true }).authorization, undefined, 'none without a user or password')
   t.throws(() => splitBaseUrl('http://%E0%A4%A:x@127.0.0.1:8', 'provider p', { basicAuth: true }), /not valid percent-encoding/)
+  for (const bad of ['http://ops:s3cret@host.example:99999/v1', 'http://ops:s3/cret@host.example/v1', 'http://ops:s3cret@[::1/v1']) {
+    let e: unknown
+    try { splitBaseUrl(bad, 'provider p', { basicAuth: true }) } catch (x) { e = x }
+    t.match(String(e), /provider p: baseUrl "http:\/\/\*\*\*@.*" is not a URL/, `a malformed ${bad.split('@')[1]} is named, masked`)
+    t.notMatch(String(e), /s3|cret/, 'without the password')
+  }
+  t.throws(() => splitBaseUrl('not a url', 'provider p'), /provider p: baseUrl "not a url" is not a URL/, 'a URL without credentials is shown as it is')
 
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   addBaseUrlAuthorization(headers, undefined, 'p')
