@@ -33,6 +33,7 @@ export function priceRoutes (app: FastifyInstance, service: AdminService, servin
     const price: ModelPrice = { input: b.input, output: b.output }
     if (b.cachedInput !== undefined) price.cachedInput = b.cachedInput
     if (b.cacheWrite !== undefined) price.cacheWrite = b.cacheWrite
+    if (b.cacheWrite1h !== undefined) price.cacheWrite1h = b.cacheWrite1h
     await service.setPrice(b.model, price)
     const m = serving.gateway.catalog.all().find(m => m.id === b.model)
     return { model: b.model, inCatalog: !!m, source: 'ledger' as const, price, configPrice: m?.price ? { ...m.price } : null, ledgerPrice: price }

@@ -112,7 +112,7 @@ export type UpdateKeyT = Static<typeof UpdateKey>
 export type RotateKeyT = Static<typeof RotateKey>
 export const IdParam = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) })
 
-export const Price = Type.Object({ input: Rate, cachedInput: Type.Optional(Rate), cacheWrite: Type.Optional(Rate), output: Rate }, { additionalProperties: false })
+export const Price = Type.Object({ input: Rate, cachedInput: Type.Optional(Rate), cacheWrite: Type.Optional(Rate), cacheWrite1h: Type.Optional(Rate), output: Rate }, { additionalProperties: false })
 export const PriceRow = Type.Object({
   model: Type.String(),
   inCatalog: Type.Boolean({ description: 'false: a ledger price for a model the config does not list.' }),
@@ -121,8 +121,9 @@ export const PriceRow = Type.Object({
   configPrice: Nullable(Price),
   ledgerPrice: Nullable(Price),
 })
-export const SetPrice = Type.Object({ model: Type.String({ minLength: 1, maxLength: 200 }), input: Rate, cachedInput: Type.Optional(Rate), cacheWrite: Type.Optional(Rate), output: Rate },
-  { additionalProperties: false })
+export const SetPrice = Type.Object({
+  model: Type.String({ minLength: 1, maxLength: 200 }), input: Rate, cachedInput: Type.Optional(Rate), cacheWrite: Type.Optional(Rate), cacheWrite1h: Type.Optional(Rate), output: Rate,
+}, { additionalProperties: false })
 
 export const UsageFilter = {
   from: Type.Optional(Time),

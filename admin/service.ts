@@ -120,7 +120,7 @@ export class AdminService {
 
   /** Sets a model's ledger price (over the config's); each rate has at most 6 decimals. */
   async setPrice (model: string, price: ModelPrice): Promise<void> {
-    for (const field of ['input', 'output', 'cachedInput', 'cacheWrite'] as const) {
+    for (const field of ['input', 'output', 'cachedInput', 'cacheWrite', 'cacheWrite1h'] as const) {
       const v = price[field]
       if (v !== undefined && !exactRate(v)) throw gwError('GW_ERR_BAD_REQUEST', [`/body/${field} has more than 6 decimals`], { metadata: { path: `/body/${field}` } })
     }

@@ -83,10 +83,10 @@ export function holdView (h: Hold): HoldView {
   }
 }
 
-/** Every UsageRecord field, in order; `price` is flattened into four columns (the cache-write rate last, added later). */
+/** Every UsageRecord field, in order; `price` is flattened into columns (the cache-write rates last, added later). */
 export const USAGE_CSV_COLUMNS = [
   'time', 'keyId', 'organization', 'project', 'model', 'provider', 'traceId', 'idempotencyKey',
-  'inputTokens', 'cachedInputTokens', 'outputTokens', 'cost', 'priceInput', 'priceCachedInput', 'priceOutput', 'estimated', 'priceCacheWrite',
+  'inputTokens', 'cachedInputTokens', 'outputTokens', 'cost', 'priceInput', 'priceCachedInput', 'priceOutput', 'estimated', 'priceCacheWrite', 'priceCacheWrite1h',
 ] as const
 
 export function usageView (u: UsageRecord): Record<string, unknown> {
@@ -132,6 +132,7 @@ export function usageCsvRow (u: UsageRecord): string {
     : c === 'priceCachedInput' ? u.price?.cachedInput
       : c === 'priceOutput' ? u.price?.output
         : c === 'priceCacheWrite' ? u.price?.cacheWrite
+        : c === 'priceCacheWrite1h' ? u.price?.cacheWrite1h
         : USAGE_CSV_TEXT_COLUMNS.has(c) ? csvText(v[c]) : v[c])
   return cells.map(csvField).join(',') + '\r\n'
 }

@@ -76,10 +76,12 @@ Commands:
               --budget AMOUNT [--window day|month|SECONDS] (default month)
               --lifetime-budget AMOUNT --rpm N --tpm N --name N
   price set <model> --input <p> --output <p> [--cached <p>] [--cache-write <p>]
-                                                ledger price of a model (overrides the config's),
+            [--cache-write-1h <p>]              ledger price of a model (overrides the config's),
                                                 in currency units per million tokens (--cached:
                                                 cached input tokens, --cache-write: input tokens
-                                                written to the cache; default: the input rate)
+                                                written to the cache; default: the input rate;
+                                                --cache-write-1h: those written to a one-hour
+                                                cache; default: the cache-write rate)
   price show <model> [--json]                   the ledger price of a model
   holds list [--org O] [--json]                 PostgreSQL: balance holds of calls in flight (id,
                                                 organization, amount, live or expired, expiry,
@@ -287,7 +289,7 @@ function plan (p: Parsed, env: NodeJS.ProcessEnv): Action | undefined {
       }
     }
     case 'price set': {
-      const get = options(p, cmd, ['input', 'output', 'cached', 'cache-write'])
+      const get = options(p, cmd, ['input', 'output', 'cached', 'cache-write', 'cache-write-1h'])
       const [model] = positionals(rest, cmd, ['model'])
       const price: ModelPrice = {
         input: priceArg(required(get('input'), 'input', cmd), 'input'),
@@ -297,6 +299,8 @@ function plan (p: Parsed, env: NodeJS.ProcessEnv): Action | undefined {
       if (cached !== undefined) price.cachedInput = priceArg(cached, 'cached')
       const write = get('cache-write')
       if (write !== undefined) price.cacheWrite = priceArg(write, 'cache-write')
+      const hour = get('cache-write-1h')
+      if (hour !== undefined) price.cacheWrite1h = priceArg(hour, 'cache-write-1h')
       return async (admin, out) => {
         await admin.setPrice(model!, price)
         out.write(`price of ${model} set\n${priceText(price)}`)

@@ -18,7 +18,9 @@ export function table (rows: string[][]): string {
 }
 
 export function priceText (p: ModelPrice): string {
-  return `input   ${p.input}\ncached  ${p.cachedInput ?? `${p.input} (input rate)`}\nwrite   ${p.cacheWrite ?? `${p.input} (input rate)`}\noutput  ${p.output}\n(currency units per million tokens)\n`
+  const write = p.cacheWrite ?? `${p.input} (input rate)`
+  return `input   ${p.input}\ncached  ${p.cachedInput ?? `${p.input} (input rate)`}\nwrite   ${write}\nwrite1h ${p.cacheWrite1h ?? `${p.cacheWrite ?? p.input} (cache-write rate)`}\n` +
+    `output  ${p.output}\n(currency units per million tokens)\n`
 }
 
 export function writeKeys (keys: KeyView[], json: boolean, out: Writer): void {

@@ -122,6 +122,7 @@ export function planRemote (p: Parsed, summary?: UsageSummaryQueryT): Remote {
       const price: ModelPrice = { input: priceArg(get('input')!, 'input'), output: priceArg(get('output')!, 'output') }
       if (get('cached') !== undefined) price.cachedInput = priceArg(get('cached')!, 'cached')
       if (get('cache-write') !== undefined) price.cacheWrite = priceArg(get('cache-write')!, 'cache-write')
+      if (get('cache-write-1h') !== undefined) price.cacheWrite1h = priceArg(get('cache-write-1h')!, 'cache-write-1h')
       await c.json('PUT', '/admin/prices', { model: rest[0], ...price })
       out.write(`price of ${rest[0]} set\n${priceText(price)}`)
     }

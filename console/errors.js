@@ -39,7 +39,8 @@ const RULES = [
 function fieldName (path) {
   const name = path.split('/').filter(Boolean).slice(1).join('.') || path
   const known = { id: 'id', name: 'name', amount: 'amount', organization: 'organization', project: 'project', model: 'model', models: 'models', from: 'from', to: 'to', input: 'input',
-    output: 'output', cachedInput: 'cachedInput', cacheWrite: 'cacheWrite', key: 'key', reason: 'reason', traceId: 'traceId', actor: 'actor', action: 'action', target: 'target',
+    output: 'output', cachedInput: 'cachedInput', cacheWrite: 'cacheWrite', cacheWrite1h: 'cacheWrite1h',
+    key: 'key', reason: 'reason', traceId: 'traceId', actor: 'actor', action: 'action', target: 'target',
     budget: 'budget', lifetimeBudget: 'lifetimeBudget', rpm: 'rpm', tpm: 'tpm', tags: 'tags', expiresAt: 'expires', window: 'budgetWindow' }
   // An item of a list is named by its list (/body/tags/0 → Tags).
   const parts = name.split('.')

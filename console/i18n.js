@@ -25,9 +25,9 @@ export const STRINGS = {
     perDayBudget: 'per day', perMonthBudget: 'per month', perSeconds: 'per {n} s', rpm: 'requests/min', tpm: 'tokens/min',
     budgetAmount: 'Budget', budgetWindow: 'Budget window', lifetimeBudget: 'Lifetime budget', tagsComma: 'Tags (comma-separated)', spendPerTag: 'Spend per tag (lifetime)',
     secretOnce: 'The key\'s secret, shown this once only:', copy: 'Copy', copied: 'Copied', copyFailed: 'Copy failed: select the text and copy it', dismiss: 'Done',
-    source: 'Source', input: 'Input / 1M', cachedInput: 'Cached input / 1M', cacheWrite: 'Cache write / 1M', output: 'Output / 1M', edit: 'Edit',
+    source: 'Source', input: 'Input / 1M', cachedInput: 'Cached input / 1M', cacheWrite: 'Cache write / 1M', cacheWrite1h: '1 h cache write / 1M', output: 'Output / 1M', edit: 'Edit',
     setPrice: 'Set a price', save: 'Save', optional: 'optional',
-    confirmPrice: 'Set the price of {model} to input {input}, cached input {cached}, cache write {write}, output {output} per million tokens? ' +
+    confirmPrice: 'Set the price of {model} to input {input}, cached input {cached}, cache write {write}, one-hour cache write {write1h}, output {output} per million tokens? ' +
       'It overrides the config\'s price on every replica within 30 s.',
     from: 'From', to: 'To', key: 'Key', apply: 'Apply', next: 'Next page', previous: 'Previous page', first: 'First page', page: 'Page {n}', downloadCsv: 'Download CSV',
     time: 'Time', cost: 'Cost', trace: 'Trace id', noRows: 'Nothing here.',
@@ -83,9 +83,9 @@ export const STRINGS = {
     perDayBudget: '每天', perMonthBudget: '每月', perSeconds: '每 {n} 秒', rpm: '请求/分钟', tpm: '令牌/分钟',
     budgetAmount: '预算', budgetWindow: '预算周期', lifetimeBudget: '总预算', tagsComma: '标签（逗号分隔）', spendPerTag: '各标签花费（总计）',
     secretOnce: '密钥内容仅显示这一次：', copy: '复制', copied: '已复制', copyFailed: '复制失败：请选中文本手动复制', dismiss: '完成',
-    source: '来源', input: '输入 / 百万', cachedInput: '缓存输入 / 百万', cacheWrite: '缓存写入 / 百万', output: '输出 / 百万', edit: '编辑',
+    source: '来源', input: '输入 / 百万', cachedInput: '缓存输入 / 百万', cacheWrite: '缓存写入 / 百万', cacheWrite1h: '1 小时缓存写入 / 百万', output: '输出 / 百万', edit: '编辑',
     setPrice: '设置价格', save: '保存', optional: '可选',
-    confirmPrice: '将 {model} 的价格设为每百万令牌：输入 {input}，缓存输入 {cached}，缓存写入 {write}，输出 {output}？它将在 30 秒内在所有副本上覆盖配置中的价格。',
+    confirmPrice: '将 {model} 的价格设为每百万令牌：输入 {input}，缓存输入 {cached}，缓存写入 {write}，1 小时缓存写入 {write1h}，输出 {output}？它将在 30 秒内在所有副本上覆盖配置中的价格。',
     from: '开始', to: '结束', key: '密钥', apply: '应用', next: '下一页', previous: '上一页', first: '第一页', page: '第 {n} 页', downloadCsv: '下载 CSV',
     time: '时间', cost: '费用', trace: '追踪 ID', noRows: '暂无数据。',
     adapter: '适配器', protocol: '协议', baseUrl: '基础 URL', deployments: '部署',

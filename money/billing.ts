@@ -56,12 +56,13 @@ function usesMicros (price: ModelPrice, reported: Readonly<Record<string, number
 /**
  * What a call may cost at most, as reserved at admit: (input estimate × the highest input-side rate
  * + output cap × output rate) × the tier's multiplier + the reserved server-tool uses × their
- * per-use prices. Any input token may turn out a cache write, so the input estimate is reserved at
- * max(input, cache-write) rate (a cached rate above the input rate counts too): a call never costs
- * more than it reserved.
+ * per-use prices. Any input token may turn out a cache write, of either lifetime, so the input
+ * estimate is reserved at the max of the input, cache-write and one-hour cache-write rates (a cached
+ * rate above the input rate counts too): a call never costs more than it reserved.
  */
 export function reserveMicros (estimatedInputTokens: number, outputCap: number, price: ModelPrice, extras?: PerUseTerms): Micros {
-  const inputRate = Math.max(price.input, price.cacheWrite ?? price.input, price.cachedInput ?? price.input)
+  const write = price.cacheWrite ?? price.input
+  const inputRate = Math.max(price.input, write, price.cacheWrite1h ?? write, price.cachedInput ?? price.input)
   const tokens = estimatedInputTokens * inputRate + outputCap * price.output
   if (extras === undefined) return ceilMicros(tokens)
   return ceilMicros(tokens * Math.max(1, tierMultiplier(price, extras.tier)) + usesMicros(price, undefined, extras.uses))

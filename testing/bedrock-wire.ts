@@ -27,8 +27,11 @@ export type BedrockBlock =
   /** Redacted reasoning: the opaque bytes, base64 (as on the wire). */
   | { redactedReasoning: string }
 
-/** Token counts as Bedrock reports them: `input` EXCLUDES the cache reads and writes. */
-export interface BedrockUsage { input: number, output: number, cacheRead?: number, cacheWrite?: number }
+/**
+ * Token counts as Bedrock reports them: `input` EXCLUDES the cache reads and writes. `cacheWrite1h`,
+ * when given, is the part of `cacheWrite` written with a one-hour ttl (sent as `cacheDetails`).
+ */
+export interface BedrockUsage { input: number, output: number, cacheRead?: number, cacheWrite?: number, cacheWrite1h?: number }
 
 /** Exception types Bedrock may send as a frame inside a ConverseStream. */
 export type BedrockStreamExceptionType =
@@ -195,11 +198,17 @@ function stopReasonOf (a: BedrockAnswer): BedrockStopReason {
   return a.stopReason ?? (a.content?.some(b => 'toolUse' in b) ? 'tool_use' : 'end_turn')
 }
 
-/** The TokenUsage object: totalTokens counts input, output, cache reads and cache writes. */
-export function bedrockUsage (u: BedrockUsage = { input: 10, output: 5 }): Record<string, number> {
-  const out: Record<string, number> = { inputTokens: u.input, outputTokens: u.output, totalTokens: u.input + u.output + (u.cacheRead ?? 0) + (u.cacheWrite ?? 0) }
+/**
+ * The TokenUsage object: totalTokens counts input, output, cache reads and cache writes;
+ * `cacheDetails` has the writes by ttl, one-hour first, as Bedrock sorts them.
+ */
+export function bedrockUsage (u: BedrockUsage = { input: 10, output: 5 }): Record<string, unknown> {
+  const out: Record<string, unknown> = { inputTokens: u.input, outputTokens: u.output, totalTokens: u.input + u.output + (u.cacheRead ?? 0) + (u.cacheWrite ?? 0) }
   if (u.cacheRead !== undefined) out.cacheReadInputTokens = u.cacheRead
   if (u.cacheWrite !== undefined) out.cacheWriteInputTokens = u.cacheWrite
+  if (u.cacheWrite1h !== undefined) {
+    out.cacheDetails = [{ ttl: '1h', inputTokens: u.cacheWrite1h }, { ttl: '5m', inputTokens: (u.cacheWrite ?? 0) - u.cacheWrite1h }].filter(d => d.inputTokens > 0)
+  }
   return out
 }
 

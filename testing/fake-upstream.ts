@@ -201,12 +201,25 @@ export function chatCompletion (text: string, usage = { prompt: 10, completion: 
 
 export const msgEvent = (name: string, data: Record<string, unknown>): string => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`
 
+/**
+ * Token counts a fake messages upstream reports: `cacheWrite1h`, when given, is the part of
+ * `cacheWrite` written to a one-hour cache, reported in `cache_creation` as Anthropic does.
+ */
+export interface MessagesUsageCounts { input: number, output: number, cacheRead: number, cacheWrite: number, cacheWrite1h?: number }
+
+/** The input side of a messages `usage`: uncached input, cache writes (by lifetime when cacheWrite1h is given), cache reads. */
+function messagesInputUsage (u: MessagesUsageCounts): Record<string, unknown> {
+  const out: Record<string, unknown> = { input_tokens: u.input, cache_creation_input_tokens: u.cacheWrite, cache_read_input_tokens: u.cacheRead }
+  if (u.cacheWrite1h !== undefined) out.cache_creation = { ephemeral_5m_input_tokens: u.cacheWrite - u.cacheWrite1h, ephemeral_1h_input_tokens: u.cacheWrite1h }
+  return out
+}
+
 /** A plain messages text stream. */
-export function messagesTextStream (pieces: string[], usage = { input: 10, output: pieces.length, cacheRead: 0, cacheWrite: 0 }): string[] {
+export function messagesTextStream (pieces: string[], usage: MessagesUsageCounts = { input: 10, output: pieces.length, cacheRead: 0, cacheWrite: 0 }): string[] {
   return [
     msgEvent('message_start',
       { message: { id: 'msg_up1', type: 'message', role: 'assistant', model: 'up-model', content: [], stop_reason: null, stop_sequence: null,
-        usage: { input_tokens: usage.input, cache_creation_input_tokens: usage.cacheWrite, cache_read_input_tokens: usage.cacheRead, output_tokens: 1 } } }),
+        usage: { ...messagesInputUsage(usage), output_tokens: 1 } } }),
     msgEvent('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
     msgEvent('ping', {}),
     ...pieces.map(p => msgEvent('content_block_delta', { index: 0, delta: { type: 'text_delta', text: p } })),
@@ -216,11 +229,11 @@ export function messagesTextStream (pieces: string[], usage = { input: 10, outpu
   ]
 }
 
-export function messagesResponse (text: string, usage = { input: 10, output: 3, cacheRead: 0, cacheWrite: 0 }): unknown {
+export function messagesResponse (text: string, usage: MessagesUsageCounts = { input: 10, output: 3, cacheRead: 0, cacheWrite: 0 }): unknown {
   return {
     id: 'msg_up1', type: 'message', role: 'assistant', model: 'up-model', content: [{ type: 'text', text }],
     stop_reason: 'end_turn', stop_sequence: null,
-    usage: { input_tokens: usage.input, cache_creation_input_tokens: usage.cacheWrite, cache_read_input_tokens: usage.cacheRead, output_tokens: usage.output },
+    usage: { ...messagesInputUsage(usage), output_tokens: usage.output },
   }
 }
 

@@ -1,4 +1,4 @@
-// Prices per model (input, cached input, cache write, output per million tokens) and where each comes from;
+// Prices per model (input, cached input, cache write, one-hour cache write, output per million tokens) and where each comes from;
 // setting one (PUT /admin/prices, the ledger's price over the config's) after a confirmation.
 import { h, Fragment } from 'preact'
 import { useRef, useState } from 'preact/hooks'
@@ -8,7 +8,7 @@ import { Confirm, ErrorBox, Field, Loading, Status, Table } from '../ui.js'
 
 const rate = v => v === undefined || v === null ? '—' : String(v)
 const RATE = { type: 'number', min: 0, step: 'any', inputmode: 'decimal' }
-const EMPTY = { model: '', input: '', cachedInput: '', cacheWrite: '', output: '' }
+const EMPTY = { model: '', input: '', cachedInput: '', cacheWrite: '', cacheWrite1h: '', output: '' }
 const opt = v => v === undefined ? '' : String(v)
 
 export function Prices () {
@@ -19,7 +19,8 @@ export function Prices () {
   const [err, setErr] = useState(); const [msg, setMsg] = useState()
   const first = useRef()
   const edit = p => {
-    setForm({ model: p.model, input: String(p.price.input), cachedInput: opt(p.price.cachedInput), cacheWrite: opt(p.price.cacheWrite), output: String(p.price.output) })
+    setForm({ model: p.model, input: String(p.price.input), cachedInput: opt(p.price.cachedInput), cacheWrite: opt(p.price.cacheWrite),
+      cacheWrite1h: opt(p.price.cacheWrite1h), output: String(p.price.output) })
     setMsg(undefined)
     if (first.current) first.current.focus()
   }
@@ -27,7 +28,7 @@ export function Prices () {
   const submit = e => {
     e.preventDefault()
     const body = { model: form.model.trim(), input: Number(form.input), output: Number(form.output), ...(form.cachedInput !== '' ? { cachedInput: Number(form.cachedInput) } : {}),
-      ...(form.cacheWrite !== '' ? { cacheWrite: Number(form.cacheWrite) } : {}) }
+      ...(form.cacheWrite !== '' ? { cacheWrite: Number(form.cacheWrite) } : {}), ...(form.cacheWrite1h !== '' ? { cacheWrite1h: Number(form.cacheWrite1h) } : {}) }
     setConfirm(body)
   }
   const save = async body => {
@@ -41,6 +42,7 @@ export function Prices () {
       { label: t('input'), num: true, id: 'input', render: p => rate(p.price.input) },
       { label: t('cachedInput'), num: true, id: 'cachedInput', render: p => rate(p.price.cachedInput) },
       { label: t('cacheWrite'), num: true, id: 'cacheWrite', render: p => rate(p.price.cacheWrite) },
+      { label: t('cacheWrite1h'), num: true, id: 'cacheWrite1h', render: p => rate(p.price.cacheWrite1h) },
       { label: t('output'), num: true, id: 'output', render: p => rate(p.price.output) },
       { label: t('actions'), render: p => h('button', { type: 'button', onClick: () => edit(p), 'aria-label': `${t('edit')} ${p.model}` }, t('edit')) },
     ] }),
@@ -53,11 +55,13 @@ export function Prices () {
       h(Field, { label: t('input'), id: 'price-input', required: true, ...RATE, value: form.input, onInput: set('input') }),
       h(Field, { label: `${t('cachedInput')} (${t('optional')})`, id: 'price-cached', ...RATE, value: form.cachedInput, onInput: set('cachedInput') }),
       h(Field, { label: `${t('cacheWrite')} (${t('optional')})`, id: 'price-cache-write', ...RATE, value: form.cacheWrite, onInput: set('cacheWrite') }),
+      h(Field, { label: `${t('cacheWrite1h')} (${t('optional')})`, id: 'price-cache-write-1h', ...RATE, value: form.cacheWrite1h, onInput: set('cacheWrite1h') }),
       h(Field, { label: t('output'), id: 'price-output', required: true, ...RATE, value: form.output, onInput: set('output') }),
       h('button', { type: 'submit', class: 'primary' }, t('save'))),
     confirm && h(Confirm, {
       message: t('confirmPrice', { model: confirm.model, input: String(confirm.input), cached: confirm.cachedInput === undefined ? '—' : String(confirm.cachedInput),
-        write: confirm.cacheWrite === undefined ? '—' : String(confirm.cacheWrite), output: String(confirm.output) }),
+        write: confirm.cacheWrite === undefined ? '—' : String(confirm.cacheWrite), write1h: confirm.cacheWrite1h === undefined ? '—' : String(confirm.cacheWrite1h),
+        output: String(confirm.output) }),
       onCancel: () => setConfirm(undefined), onConfirm: () => save(confirm),
     }))
 }

@@ -58,6 +58,8 @@ const Price = Type.Object({
   cachedInput: Type.Optional(Type.Number({ minimum: 0, description: 'Price per million cached input tokens; absent: input rate.' })),
   cacheWrite: Type.Optional(Type.Number({ minimum: 0, description: 'Price per million cache-write input tokens (e.g. Anthropic, Bedrock, Vertex: 1.25× input for a ' +
     '5-minute cache, 2× for 1 hour); absent: input rate.' })),
+  cacheWrite1h: Type.Optional(Type.Number({ minimum: 0, description: 'Price per million input tokens written to a one-hour cache (Anthropic, Bedrock, Vertex: 2× input); ' +
+    'absent: the cacheWrite rate.' })),
   output: Type.Number({ minimum: 0, description: 'Price per million output tokens.' }),
   perUse: Type.Optional(Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_]*$' }), Type.Number({ minimum: 0 }),
     { description: 'Price per 1000 uses of an upstream server tool, by feature name (web_search, web_fetch, code_interpreter, image_generation...). A server tool passes only when ' +

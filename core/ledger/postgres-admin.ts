@@ -220,9 +220,11 @@ export class PostgresAdmin {
   }
 
   async setPrice (model: string, price: ModelPrice): Promise<void> {
-    await this.audited({ table: 'prices', id: model }, c => c.query(`INSERT INTO prices (model, input, cached_input, cache_write, output, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
-      ON CONFLICT (model) DO UPDATE SET input = EXCLUDED.input, cached_input = EXCLUDED.cached_input, cache_write = EXCLUDED.cache_write, output = EXCLUDED.output, updated_at = EXCLUDED.updated_at`,
-    [model, price.input, price.cachedInput ?? null, price.cacheWrite ?? null, price.output, this.now()]))
+    await this.audited({ table: 'prices', id: model }, c => c.query(`INSERT INTO prices (model, input, cached_input, cache_write, cache_write_1h, output, updated_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7)
+      ON CONFLICT (model) DO UPDATE SET input = EXCLUDED.input, cached_input = EXCLUDED.cached_input, cache_write = EXCLUDED.cache_write, cache_write_1h = EXCLUDED.cache_write_1h,
+        output = EXCLUDED.output, updated_at = EXCLUDED.updated_at`,
+    [model, price.input, price.cachedInput ?? null, price.cacheWrite ?? null, price.cacheWrite1h ?? null, price.output, this.now()]))
   }
 
   async getPrice (model: string): Promise<ModelPrice | undefined> {

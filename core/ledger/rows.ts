@@ -23,13 +23,17 @@ export interface KeyColumns {
 }
 
 /** A row of `prices`. */
-export interface PriceColumns { model: string, input: NumericColumn, cached_input: NumericColumn | null, cache_write?: NumericColumn | null, output: NumericColumn, updated_at: NumericColumn }
+export interface PriceColumns {
+  model: string, input: NumericColumn, cached_input: NumericColumn | null, cache_write?: NumericColumn | null, cache_write_1h?: NumericColumn | null, output: NumericColumn
+  updated_at: NumericColumn
+}
 
 /** A row of `usage_records`. */
 export interface UsageColumns {
   id: NumericColumn, time: NumericColumn, key_id: string, organization: string | null, project: string | null, model: string, provider: string
   trace_id: string, idempotency_key: string | null, input_tokens: NumericColumn, cached_input_tokens: NumericColumn, output_tokens: NumericColumn
-  cost: NumericColumn, price_input: NumericColumn | null, price_cached_input: NumericColumn | null, price_cache_write?: NumericColumn | null, price_output: NumericColumn | null
+  cost: NumericColumn, price_input: NumericColumn | null, price_cached_input: NumericColumn | null, price_cache_write?: NumericColumn | null
+  price_cache_write_1h?: NumericColumn | null, price_output: NumericColumn | null
   /** 1 when the usage was estimated, else 0. */
   estimated: NumericColumn
 }
@@ -115,22 +119,23 @@ export function keyParams (k: Omit<KeyRecord, 'createdAt' | 'revokedAt'>, now: n
   ]
 }
 
-export function priceFromRow (r: Pick<PriceColumns, 'input' | 'cached_input' | 'cache_write' | 'output'>): ModelPrice {
+export function priceFromRow (r: Pick<PriceColumns, 'input' | 'cached_input' | 'cache_write' | 'cache_write_1h' | 'output'>): ModelPrice {
   const p: ModelPrice = { input: num(r.input), output: num(r.output) }
   if (r.cached_input !== null && r.cached_input !== undefined) p.cachedInput = num(r.cached_input)
   if (r.cache_write !== null && r.cache_write !== undefined) p.cacheWrite = num(r.cache_write)
+  if (r.cache_write_1h !== null && r.cache_write_1h !== undefined) p.cacheWrite1h = num(r.cache_write_1h)
   return p
 }
 
 export const USAGE_COLUMNS = 'time, key_id, organization, project, model, provider, trace_id, idempotency_key, input_tokens, cached_input_tokens, output_tokens, cost, price_input, ' +
-  'price_cached_input, price_output, estimated, price_cache_write'
+  'price_cached_input, price_output, estimated, price_cache_write, price_cache_write_1h'
 
 export function usageParams (u: UsageRecord): unknown[] {
   return [
     u.time, u.keyId, u.organization ?? null, u.project ?? null, u.model, u.provider, u.traceId, u.idempotencyKey ?? null,
     u.inputTokens, u.cachedInputTokens, u.outputTokens, u.cost,
     u.price?.input ?? null, u.price?.cachedInput ?? null, u.price?.output ?? null, u.estimated ? 1 : 0,
-    u.price?.cacheWrite ?? null,
+    u.price?.cacheWrite ?? null, u.price?.cacheWrite1h ?? null,
   ]
 }
 
@@ -147,6 +152,7 @@ export function usageFromRow (r: UsageColumns): UsageRecord {
     u.price = { input: num(r.price_input), output: num(r.price_output ?? 0) }
     if (r.price_cached_input !== null && r.price_cached_input !== undefined) u.price.cachedInput = num(r.price_cached_input)
     if (r.price_cache_write !== null && r.price_cache_write !== undefined) u.price.cacheWrite = num(r.price_cache_write)
+    if (r.price_cache_write_1h !== null && r.price_cache_write_1h !== undefined) u.price.cacheWrite1h = num(r.price_cache_write_1h)
   }
   return u
 }

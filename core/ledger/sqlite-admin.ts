@@ -230,9 +230,11 @@ export class SqliteAdmin {
   }
 
   async setPrice (model: string, price: ModelPrice): Promise<void> {
-    await this.audited({ table: 'prices', id: model }, () => this.db.prepare(`INSERT INTO prices (model, input, cached_input, cache_write, output, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-      ON CONFLICT(model) DO UPDATE SET input = excluded.input, cached_input = excluded.cached_input, cache_write = excluded.cache_write, output = excluded.output, updated_at = excluded.updated_at`)
-      .run(model, price.input, price.cachedInput ?? null, price.cacheWrite ?? null, price.output, this.now()))
+    await this.audited({ table: 'prices', id: model }, () => this.db.prepare(`INSERT INTO prices (model, input, cached_input, cache_write, cache_write_1h, output, updated_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT(model) DO UPDATE SET input = excluded.input, cached_input = excluded.cached_input, cache_write = excluded.cache_write, cache_write_1h = excluded.cache_write_1h,
+        output = excluded.output, updated_at = excluded.updated_at`)
+      .run(model, price.input, price.cachedInput ?? null, price.cacheWrite ?? null, price.cacheWrite1h ?? null, price.output, this.now()))
   }
 
   async getPrice (model: string): Promise<ModelPrice | undefined> {

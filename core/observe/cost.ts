@@ -10,15 +10,18 @@ import { settleTerms } from '../dispatch/per-use.ts'
 /**
  * The token part of a call's cost in micro-units, before rounding (a price of P per million tokens is
  * P micro-units per token): cached input at the cached rate, cache writes at the cache-write rate
- * (both part of `inputTokens`, disjoint; each absent rate is the input rate), the rest of the input
- * at the input rate, output at the output rate. The ledger's charge (money/billing.ts) uses it too,
- * so the logged cost and the bill are the same number.
+ * (both part of `inputTokens`, disjoint; each absent rate is the input rate), of which the one-hour
+ * writes at the one-hour rate (absent: the cache-write rate), the rest of the input at the input
+ * rate, output at the output rate. The ledger's charge (money/billing.ts) uses it too, so the logged
+ * cost and the bill are the same number.
  */
 export function tokenMicros (u: Usage, price: Readonly<ModelPrice>): number {
   const cached = Math.min(Math.max(u.cachedInputTokens, 0), u.inputTokens)
   const written = Math.min(Math.max(u.cacheWriteTokens ?? 0, 0), u.inputTokens - cached)
+  const hour = Math.min(Math.max(u.cacheWrite1hTokens ?? 0, 0), written)
+  const write = price.cacheWrite ?? price.input
   return (u.inputTokens - cached - written) * price.input + cached * (price.cachedInput ?? price.input) +
-    written * (price.cacheWrite ?? price.input) + u.outputTokens * price.output
+    (written - hour) * write + hour * (price.cacheWrite1h ?? write) + u.outputTokens * price.output
 }
 
 /**

@@ -8,6 +8,8 @@ export type ClientProtocol = Protocol | 'responses'
 /**
  * Per-million-token prices in the ledger's currency unit. `cachedInput` (cache reads) and
  * `cacheWrite` (input tokens written to the provider's prompt cache) optional: absent, the input rate.
+ * `cacheWrite1h`: the rate of writes to a one-hour cache (Anthropic, Bedrock, Vertex charge about 2×
+ * input for them against 1.25× for five minutes); absent, the `cacheWrite` rate.
  * `perUse`: price per 1000 uses of an upstream server tool (`web_search`, `web_fetch`,
  * `code_interpreter`...; see core/dispatch/per-use.ts), a feature without one is refused.
  * `serviceTiers`: the multiplier of the token cost for a `service_tier` other than the standard one.
@@ -16,6 +18,7 @@ export interface ModelPrice {
   input: number
   cachedInput?: number
   cacheWrite?: number
+  cacheWrite1h?: number
   output: number
   perUse?: Readonly<Record<string, number>>
   serviceTiers?: Readonly<Record<string, number>>

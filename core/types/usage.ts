@@ -9,8 +9,14 @@ export interface Usage {
   inputTokens: number
   /** Cache reads: `prompt_tokens_details.cached_tokens` or `cache_read_input_tokens`. */
   cachedInputTokens: number
-  /** Cache writes: `cache_creation_input_tokens` (bills at the input rate; part of inputTokens). */
+  /** Cache writes: `cache_creation_input_tokens` (bills at the cache-write rate; part of inputTokens). */
   cacheWriteTokens: number
+  /**
+   * The part of cacheWriteTokens written to a one-hour cache (messages
+   * `cache_creation.ephemeral_1h_input_tokens`, Bedrock `cacheDetails` with ttl 1h), billed at the
+   * one-hour cache-write rate; absent or 0: every write is a five-minute one.
+   */
+  cacheWrite1hTokens?: number
   outputTokens: number
   reasoningTokens?: number
   /**

@@ -19,6 +19,8 @@ export type MessagesUsage = {
   input_tokens: number
   cache_creation_input_tokens: number
   cache_read_input_tokens: number
+  /** The writes by cache lifetime; only when some went to a one-hour cache. */
+  cache_creation?: { ephemeral_5m_input_tokens: number, ephemeral_1h_input_tokens: number }
   output_tokens: number
 }
 
@@ -99,6 +101,9 @@ export function usageFromMessages (u: unknown): Usage {
     cacheWriteTokens: write,
     outputTokens: n(at(u, 'output_tokens')),
   }
+  // One-hour writes are a part of the writes: a larger count than the writes is held to them.
+  const hour = Math.min(n(at(at(u, 'cache_creation'), 'ephemeral_1h_input_tokens')), write)
+  if (hour) out.cacheWrite1hTokens = hour
   const r = n(at(at(u, 'output_tokens_details'), 'thinking_tokens'))
   if (r) out.reasoningTokens = r
   const tools = serverToolUsesFromMessages(at(u, 'server_tool_use'))
@@ -122,12 +127,15 @@ export function usageToChat (u: Usage): ChatUsage {
 
 /** Renders usage as messages `usage`: input_tokens excludes cache reads and cache writes, which have fields of their own. */
 export function usageToMessages (u: Usage): MessagesUsage {
-  return {
+  const out: MessagesUsage = {
     input_tokens: Math.max(u.inputTokens - u.cachedInputTokens - u.cacheWriteTokens, 0),
     cache_creation_input_tokens: u.cacheWriteTokens,
     cache_read_input_tokens: u.cachedInputTokens,
     output_tokens: u.outputTokens,
   }
+  const hour = Math.min(u.cacheWrite1hTokens ?? 0, u.cacheWriteTokens)
+  if (hour > 0) out.cache_creation = { ephemeral_5m_input_tokens: u.cacheWriteTokens - hour, ephemeral_1h_input_tokens: hour }
+  return out
 }
 
 /** Normalizes a Responses API `usage` object: input_tokens includes the cached part. */

@@ -33,7 +33,8 @@ const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v)
  * protocol counts it). Converse's `inputTokens` excludes `cacheReadInputTokens` and
  * `cacheWriteInputTokens`; some model families report it including them, which `totalTokens`
  * shows (total = input + output, the cache counts inside input): then the cache counts are taken
- * out of it, never counted twice.
+ * out of it, never counted twice. `cacheDetails` (the writes by ttl) gives the one-hour writes as
+ * messages' `cache_creation`, held to the writes.
  */
 export function messagesUsage (u: unknown): Obj {
   const x = isObj(u) ? u : {}
@@ -43,7 +44,12 @@ export function messagesUsage (u: unknown): Obj {
   const output = num(x.outputTokens)
   const total = num(x.totalTokens)
   if (read + write > 0 && total > 0 && total === input + output && input >= read + write) input -= read + write
-  return { input_tokens: input, cache_read_input_tokens: read, cache_creation_input_tokens: write, output_tokens: output }
+  const out: Obj = { input_tokens: input, cache_read_input_tokens: read, cache_creation_input_tokens: write, output_tokens: output }
+  let hour = 0
+  if (Array.isArray(x.cacheDetails)) for (const d of x.cacheDetails) if (isObj(d) && d.ttl === '1h') hour += num(d.inputTokens)
+  hour = Math.min(hour, write)
+  if (hour > 0) out.cache_creation = { ephemeral_5m_input_tokens: write - hour, ephemeral_1h_input_tokens: hour }
+  return out
 }
 
 export function messageId (): string {

@@ -23,7 +23,7 @@ import { estimateUsage, gwError, requestedOutputCap, type EventSink, type Stream
   type Usage } from '../../index.ts'
 import { usageFromMessages, usageToChat } from '../../index.ts'
 import { ChatChunkEmitter, chatErrorChunk } from './chat-chunks.ts'
-import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, parseArgs, safeToolId, textOf } from './common.ts'
+import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, type UsageCounts, parseArgs, safeToolId, textOf } from './common.ts'
 import { imageBlock, isMediaBlock } from './media-blocks.ts'
 import { isObject, parseWire, str, type JsonObject } from './wire.ts'
 import { decodeGeminiSignature, geminiSignatureBlock, isThinkingBlock, settleThinking, signedForMessages, thinkingBlock, thinkingBlocksOf } from './thinking.ts'
@@ -292,8 +292,8 @@ class ChatOverMessagesStream implements StreamTranslator {
   readonly #geminiSigs = new Map<string, string>()
   /** By the upstream's block `index`, as sent. */
   readonly #blocks = new Map<unknown, BlockKind>()
-  #start: Record<string, number> | undefined
-  #final: Record<string, number> | undefined
+  #start: UsageCounts | undefined
+  #final: UsageCounts | undefined
   outputChars = 0
   #stop: unknown = null
 

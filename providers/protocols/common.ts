@@ -301,11 +301,21 @@ export function safeErrorType (type: unknown, fallback: string): string {
   return typeof type === 'string' && /^[a-z_]{1,64}$/.test(type) ? type : fallback
 }
 
-/** Counts of a usage object that are numbers (merged over what `into` already holds). */
-export function numericUsage (u: unknown, into: Record<string, number> = {}): Record<string, number> {
+/** A usage object's counts: its numbers, and the numbers of its `cache_creation` (writes by cache lifetime). */
+export type UsageCounts = Record<string, number | Record<string, number>>
+
+/**
+ * Counts of a usage object that are numbers (merged over what `into` already holds), and the
+ * numeric members of `cache_creation`, which say how many of the cache writes were one-hour ones.
+ */
+export function numericUsage (u: unknown, into: UsageCounts = {}): UsageCounts {
   if (u && typeof u === 'object') {
     const o = u as Record<string, unknown>
-    for (const k in o) { const v = o[k]; if (typeof v === 'number') into[k] = v }
+    for (const k in o) {
+      const v = o[k]
+      if (typeof v === 'number') into[k] = v
+      else if (k === 'cache_creation' && v !== null && typeof v === 'object') into[k] = numericUsage(v) as Record<string, number>
+    }
   }
   return into
 }

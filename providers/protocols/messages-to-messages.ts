@@ -12,7 +12,7 @@ import { sanitizeUpstreamMessage, requestedOutputCap, type EventSink, type Strea
 import { serverToolUsesFromMessages, usageFromMessages } from '../../index.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { MessagesAnswerWire, MessagesEventWire } from './wire-messages.ts'
-import { applyModelParameters, capEdits, DeferredCount, enforceCap, messagesError, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, parametersUnchanged,
+import { applyModelParameters, capEdits, DeferredCount, enforceCap, messagesError, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, type UsageCounts, parametersUnchanged,
   safeErrorType } from './common.ts'
 
 /** The one field of a messages request that carries its output cap. */
@@ -23,8 +23,8 @@ class MessagesPassStream implements StreamTranslator {
   #done = false
   /** Content deltas relayed unparsed, counted only if the stream ends without final usage. */
   readonly #relayed = new DeferredCount(messagesEventChars)
-  #start: Record<string, number> | undefined
-  #final: Record<string, number> | undefined
+  #start: UsageCounts | undefined
+  #final: UsageCounts | undefined
   /** The last `usage.server_tool_use` seen (cumulative, like the counts): not a number, so kept apart. */
   #serverTools: Record<string, number> | undefined
   readonly #readUsage: (u: JsonObject) => Usage

@@ -28,6 +28,17 @@ t.test('costMicros – cache writes at the cacheWrite rate', async t => {
   t.equal(costMicros(u(1, 0, 0, 1), { input: 1, cacheWrite: 1.25, output: 0 }), 2, '1.25 → 2: rounded up')
 })
 
+t.test('costMicros – one-hour cache writes at the cacheWrite1h rate', async t => {
+  const price = { input: 3, cachedInput: 0.3, cacheWrite: 3.75, cacheWrite1h: 6, output: 15 }
+  const hour = (inputTokens: number, cached: number, writes: number, oneHour: number): Usage =>
+    ({ inputTokens, cachedInputTokens: cached, cacheWriteTokens: writes, cacheWrite1hTokens: oneHour, outputTokens: 0 })
+  t.equal(costMicros(hour(1000, 200, 500, 300), price), 300 * 3 + 200 * 0.3 + 200 * 3.75 + 300 * 6, 'the one-hour part of the writes at 6, the rest at 3.75')
+  t.equal(costMicros(hour(1000, 0, 500, 300), { input: 3, cacheWrite: 3.75, output: 15 }), 500 * 3 + 500 * 3.75, 'no one-hour rate: the cache-write rate')
+  t.equal(costMicros(hour(1000, 0, 500, 300), { input: 3, output: 15 }), 3000, 'neither rate: the input rate')
+  t.equal(costMicros(hour(1000, 0, 100, 900), price), 900 * 3 + 100 * 6, 'one-hour writes beyond the writes are clamped to them')
+  t.equal(costMicros(hour(1000, 0, 100, -5), price), 900 * 3 + 100 * 3.75, 'a negative one-hour count is none')
+})
+
 t.test('costMicros – cached > input is clamped to input', async t => {
   t.equal(costMicros(u(100, 0, 500), { input: 2, cachedInput: 1, output: 0 }), 100, 'never negative uncached input')
   t.equal(costMicros(u(100, 10, 500), { input: 2, output: 4 }), 240)
@@ -72,6 +83,11 @@ t.test('reserveMicros – the input estimate at the highest input-side rate', as
   t.equal(reserveMicros(1000, 500, { input: 3, cacheWrite: 1, output: 15 }), 10_500, 'a cache-write rate below input changes nothing')
   t.ok(reserveMicros(1000, 500, price) >= costMicros(u(1000, 500, 0, 1000), price), 'covers a call whose whole input is a cache write')
   t.equal(reserveMicros(1000, 500, price), costMicros(u(1000, 500, 0, 1000), price), 'exactly, the worst case')
+  const hourly = { ...price, cacheWrite1h: 6 }
+  t.equal(reserveMicros(1000, 500, hourly), 1000 * 6 + 500 * 15, 'max(input, cacheWrite, cacheWrite1h)')
+  t.equal(reserveMicros(1000, 500, hourly), costMicros({ inputTokens: 1000, cachedInputTokens: 0, cacheWriteTokens: 1000, cacheWrite1hTokens: 1000, outputTokens: 500 }, hourly),
+    'exactly the cost of a call whose whole input is a one-hour write')
+  t.equal(reserveMicros(1000, 0, { input: 3, cacheWrite1h: 4, output: 15 }), 4000, 'a one-hour rate without a cache-write rate counts too')
 })
 
 t.test('formatMicros', async t => {

@@ -33,6 +33,7 @@ async function setup (t: Test, fakeOpts: FakeBedrockOptions = {}, providerConfig
       models: [
         { id: 'aws/claude', input_modalities: ['text', 'image'], price, supported_parameters: ['temperature', 'top_p', 'max_tokens', 'stop', 'tools', 'tool_choice', 'stream', 'stop_sequences', 'thinking', 'metadata'], deployments: [{ provider: 'aws', model: PROFILE }] },
         { id: 'aws/arn', price, deployments: [{ provider: 'aws', model: ARN }] },
+        { id: 'aws/hour', price: { ...price, cacheWrite: 1.25, cacheWrite1h: 2 }, deployments: [{ provider: 'aws', model: PROFILE }] },
       ],
     },
   })
@@ -78,6 +79,28 @@ t.test('messages JSON: a signed Converse call, the answer and usage with cache r
   t.equal(rec.cachedInputTokens, 30)
   t.equal(rec.outputTokens, 7)
   t.equal(rec.estimated, false)
+})
+
+t.test('one-hour cache writes (cacheDetails): the client sees them by lifetime, the charge prices them at cacheWrite1h, JSON and stream', async t => {
+  const { fake, ledger, anthropic, openai } = await setup(t)
+  const usage = { input: 10, output: 7, cacheRead: 30, cacheWrite: 20, cacheWrite1h: 15 }
+  fake.next({ content: [{ text: 'Hi there' }], usage })
+  const msg = await anthropic.messages.create({ model: 'aws/hour', max_tokens: 100, messages: [{ role: 'user', content: 'Hello' }] })
+  t.same(msg.usage, { input_tokens: 10, cache_read_input_tokens: 30, cache_creation_input_tokens: 20, output_tokens: 7,
+    cache_creation: { ephemeral_5m_input_tokens: 5, ephemeral_1h_input_tokens: 15 } }, 'usage as Anthropic reports it')
+  fake.next({ content: [{ text: ['Hi', ' there'] }], usage })
+  // Bedrock's counts come at the end of the stream, so they are in message_delta (the SDK's
+  // accumulated message keeps only the flat counts from there).
+  let delta: unknown
+  for await (const ev of await anthropic.messages.create({ model: 'aws/hour', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'Hello' }] })) {
+    if (ev.type === 'message_delta') delta = ev.usage
+  }
+  t.match(delta, { cache_creation_input_tokens: 20, cache_creation: { ephemeral_5m_input_tokens: 5, ephemeral_1h_input_tokens: 15 } }, 'the stream\'s message_delta too')
+  fake.next({ content: [{ text: 'Hi there' }], usage })
+  await openai.chat.completions.create({ model: 'aws/hour', max_tokens: 100, messages: [{ role: 'user', content: 'Hello' }] })
+  const recs = await recordsOf(ledger, 3)
+  const cost = 10 * 1 + 30 * 0.5 + 5 * 1.25 + 15 * 2 + 7 * 2
+  t.same(recs.map(r => r.cost), [cost, cost, cost].map(Math.ceil), `each call: 5 five-minute writes × 1.25, 15 one-hour writes × 2 (${cost} µ, rounded up)`)
 })
 
 t.test('messages stream: deltas relayed, the stop held until the usage came', async t => {

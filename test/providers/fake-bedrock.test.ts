@@ -62,6 +62,20 @@ t.test('Converse: text answer, usage with cache reads and writes, the request re
   t.same(rec.body, { messages: hello, system: [{ text: 'Be brief' }, { cachePoint: { type: 'default' } }], inferenceConfig: { maxTokens: 64 } })
 })
 
+t.test('Converse and ConverseStream: cache writes by ttl (cacheDetails) as the SDK reads them', async t => {
+  const up = await startFakeBedrock()
+  t.teardown(() => up.close())
+  const usage = { input: 12, output: 4, cacheRead: 100, cacheWrite: 50, cacheWrite1h: 30 }
+  const wire = { inputTokens: 12, outputTokens: 4, totalTokens: 166, cacheReadInputTokens: 100, cacheWriteInputTokens: 50,
+    cacheDetails: [{ ttl: '1h', inputTokens: 30 }, { ttl: '5m', inputTokens: 20 }] }
+  up.next({ content: [{ text: 'Hello there' }], usage })
+  const out = await client(up).send(new ConverseCommand({ modelId: MODEL, messages: hello }))
+  t.same(out.usage, wire, 'the SDK keeps cacheDetails, one-hour first')
+  up.next({ content: [{ text: ['Hel', 'lo'] }], usage })
+  const events = await collect((await client(up).send(new ConverseStreamCommand({ modelId: MODEL, messages: hello }))).stream)
+  t.same(events.at(-1), { metadata: { usage: wire, metrics: { latencyMs: 123 } } }, 'and in the stream\'s metadata')
+})
+
 t.test('Converse: tool use, reasoning with its signature, redacted reasoning, each stop reason', async t => {
   const up = await startFakeBedrock()
   t.teardown(() => up.close())
