@@ -1,7 +1,7 @@
 /**
  * @module plugins/balance/admit – what a call holds at admit and how: its input's bound while
- * the organization is roomy, the tokenizer's count when tight or leasing, a refused bound counted
- * again; a key's budgets held with the same amount.
+ * the organization is roomy, the tokenizer's count when tight, a refused bound counted again; a
+ * key's budgets held with the same amount.
  */
 import type { Logger } from 'pino'
 import { gwError, isGatewayError, type GatewayContext, type ModelPrice, type PriceBook } from '../../index.ts'
@@ -16,7 +16,6 @@ export interface State { slot?: Slot, key?: KeyState, pending?: Pending }
 
 export interface AdmissionDeps {
   enforce: boolean
-  leasing: boolean
   mode: BalanceMode
   keys: ReturnType<typeof keyBudgets>
   headroom: Headroom
@@ -25,17 +24,16 @@ export interface AdmissionDeps {
   log: Logger
 }
 
-export function admission ({ enforce, leasing, mode, keys, headroom, prices, costs, log }: AdmissionDeps) {
+export function admission ({ enforce, mode, keys, headroom, prices, costs, log }: AdmissionDeps) {
   const { amountNow, amountFloor, amountCountedNow, amountCounted } = costs
   /**
    * What the call holds: its input's bound (no tokenizer) while the organization has room for
    * many of them, else the tokenizer's count. Undefined when that needs a wait (the
-   * organization's first balance reading, or the tokenizer loading): admitAsync. Lease mode
-   * holds the count, as before: a slice is sized in calls' worth of money (at most maxSlice),
-   * and a bound several times the count would leave it holding a few calls at most.
+   * organization's first balance reading, or the tokenizer loading): admitAsync. In lease mode
+   * too: the room is what the ledger has beyond every replica's slice, and a slice grows by the
+   * amounts its calls held, so it sizes itself for bounds as it did for counts (up to maxSlice).
    */
   function amountOf (ctx: GatewayContext, org: string, price: ModelPrice): number | undefined {
-    if (leasing) return amountCountedNow(ctx, price)
     const bound = amountNow(ctx, price)
     const room = headroom.roomFor(org, bound)
     return room === true ? bound : room === false ? amountCountedNow(ctx, price) : undefined
@@ -88,7 +86,7 @@ export function admission ({ enforce, leasing, mode, keys, headroom, prices, cos
     let amount = 0
     if (limited) amount = await amountCounted(ctx, price)
     else if (enforce && org) {
-      if (!leasing) await headroom.ready(org)
+      await headroom.ready(org)
       amount = amountOf(ctx, org, price) ?? await amountCounted(ctx, price)
     }
     await admit(ctx, state, org, price, amount)

@@ -59,14 +59,14 @@ export default definePlugin({
     const spool = deps.spool
     const charges = new Charges(wallet, deps.log, spool)
     const mode = pickMode(config, wallet, charges, deps.log, deps.now)
-    // As pickMode decides it: lease mode holds the tokenizer's count (see amountOf).
+    // As pickMode decides it.
     const leasing = config.enforce && config.mode === 'lease' && wallet.leaseHold !== undefined && wallet.shrinkHold !== undefined
     const costs = callCosts(config.tokenizeMaxChars ?? DEFAULT_TOKENIZE_MAX_CHARS)
     const { costOf } = costs
     const keys = keyBudgets(wallet.keyBudgets, deps.log, deps.now)
     const headroom = new Headroom(wallet, deps.now)
 
-    const { amountOf, admit, holdCounted, admitAsync } = admission({ enforce: config.enforce, leasing, mode, keys, headroom, prices, costs, log: deps.log })
+    const { amountOf, admit, holdCounted, admitAsync } = admission({ enforce: config.enforce, mode, keys, headroom, prices, costs, log: deps.log })
 
     const solvent = solvency(mode, wallet, deps.log)
 

@@ -52,7 +52,7 @@ export default definePlugin({
     const hasSpend = limits.some(l => l.spend !== undefined)
 
     const refusals = refusalsOf(deps.log, config.onStoreError)
-    const { wants, needLater, countBounded, boundedWork } = worstCases(prices, deps.log)
+    const { wants, priceLater, countBounded, boundedWork } = worstCases(prices, deps.log)
     // Exact mode on a network store that batches (Redis): counted and settled as steps of the phase's one script.
     const batched = !(config.mode === 'lease' && store.shared === true) && store.inProcess === undefined && store.steps !== undefined
     // Leasing needs a store shared with other replicas; in memory every call is local already.
@@ -90,15 +90,17 @@ export default definePlugin({
         if (list === undefined) return
         const w = wants(ctx, list)
         if (w === 0) return mode.count(ctx, state, list, NOTHING, now)
-        // In process: the input's bound, no tokenizer unless a window is tight (countBounded).
-        if (mode.inProcess) {
-          const price = w === 2 ? prices.cached(ctx.model!) : undefined
-          if (w !== 2 || price !== undefined) {
-            state.price = price
-            return countBounded(mode, ctx, state, list, price, now, deps.now)
-          }
+        // The input's bound, no tokenizer unless a window is tight (countBounded); a spend window
+        // whose price is not cached waits for the ledger's first.
+        const price = w === 2 ? prices.cached(ctx.model!) : undefined
+        if (w !== 2 || price !== undefined) {
+          state.price = price
+          return countBounded(mode, ctx, state, list, price, now, deps.now)
         }
-        return needLater(ctx, state, w === 2).then(n => mode.count(ctx, state, list, n, now))
+        return priceLater(ctx).then(p => {
+          state.price = p
+          return countBounded(mode, ctx, state, list, p, now, deps.now)
+        })
       },
       onSettle (ctx, outcome, state) {
         const list = state.applied

@@ -38,8 +38,8 @@ export function worstCases (prices: PriceBook, log: Logger) {
     },
 
     /**
-     * Counts a call in process with its input's bound (reservationBoundTokens: its text's UTF-8
-     * bytes, no tokenizer). A token or spend window that refuses the bound is tight: the input
+     * Counts a call with its input's bound (reservationBoundTokens: its text's UTF-8 bytes, no
+     * tokenizer), in any mode that counts in onRequest (in process, exact, lease). A token or spend window that refuses the bound is tight: the input
      * counted with the tokenizer is tried instead when it is less (a refused count holds
      * nothing); otherwise the refusal stands, at once when the bound is already the 4-bytes floor.
      */
@@ -98,20 +98,14 @@ export function worstCases (prices: PriceBook, log: Logger) {
       }
     },
 
-    /** The slow path: the price from the ledger, the tokenizer loaded. */
-    async needLater (ctx: GatewayContext, state: State, spend: boolean): Promise<Need> {
-      let price: ModelPrice | undefined
-      if (spend) {
-        try {
-          price = await prices.price(ctx.model!)
-        } catch (err) {
-          log.error({ err }, 'quota: ledger unreachable (price)')
-          throw gwError('GW_ERR_NOT_READY', [], { cause: err })
-        }
+    /** The price from the ledger, for a spend window when it is not cached. */
+    async priceLater (ctx: GatewayContext): Promise<ModelPrice> {
+      try {
+        return await prices.price(ctx.model!)
+      } catch (err) {
+        log.error({ err }, 'quota: ledger unreachable (price)')
+        throw gwError('GW_ERR_NOT_READY', [], { cause: err })
       }
-      const input = await reservationInputTokens(ctx.body as Record<string, unknown>, ctx.bodyBytes, ctx.model!.public.context_length, upstreamName(ctx), TOKENIZE_MAX_CHARS)
-      state.price = price
-      return needOf(ctx, input, price)
     },
   }
 }
