@@ -19,8 +19,8 @@
 // agent-sized ones agent-json-c1, agent-json-c8, agent-sse-c1, agent-sse-c8 on chat completions and
 // agent-msg-json-c1, agent-msg-json-c8, agent-msg-sse-c1, agent-msg-sse-c8 on messages; see
 // bench/agent-body.mjs), BENCH_INSTALL_NGINX=0 (never install nginx; the nginx system is then
-// skipped when it is missing), BENCH_BASE_DIST (the dist/ of another build: the opt-in system
-// embedded-base runs it beside this one, for before/after figures).
+// skipped when it is missing), BENCH_BASE_DIST (the dist/ of another build: the opt-in systems
+// embedded-base and scaleout-base run it beside this one, for before/after figures).
 // `node bench/run.mjs --render [results.json]` rewrites the report from bench/results/last-run.json (or the file given).
 //
 // Load generator: wrk (native). When it is not on PATH and this process is root, it is installed
@@ -363,6 +363,16 @@ async function main () {
         return startGateway('scale-out gateway', 'scaleout.yaml', scaleoutEnv())
       },
     },
+    // Opt-in (BENCH_SYSTEMS, with BENCH_BASE_DIST): that build, scale-out in lease mode, for before/after figures.
+    {
+      id: 'scaleout-base', optIn: true, label: `gateway, scale-out, build at ${process.env.BENCH_BASE_DIST ?? '(BENCH_BASE_DIST unset)'}`, gateway: true, headers: gwHeaders,
+      run: async () => {
+        scaleout.pg ??= await pgUrl()
+        // Its own schema and keys: the two builds' ledger migrations may differ.
+        return startGateway('scale-out gateway (base build)', 'scaleout.yaml', { ...scaleoutEnv(), BENCH_KV_PREFIX: `${scaleout.prefix}base:`, BENCH_PG_SCHEMA: `${scaleout.schema}_base` }, [],
+          process.env.BENCH_BASE_DIST ?? join(root, 'dist'))
+      },
+    },
     {
       id: 'scaleout-exact', label: 'gateway, scale-out, exact mode (every call\'s counts and hold in Redis and PostgreSQL)', gateway: true, headers: gwHeaders,
       run: async () => {
@@ -492,6 +502,7 @@ async function main () {
   const mockRss = peakRssMb(mock.child.pid)
   await stop(mock)
   if (results.scaleout && !results.scaleout.error) await cleanupScaleout(scaleout).catch(err => log(`scale-out cleanup: ${err.message}`))
+  if (results['scaleout-base'] && !results['scaleout-base'].error) await cleanupScaleout({ ...scaleout, schema: `${scaleout.schema}_base` }).catch(err => log(`scale-out cleanup: ${err.message}`))
   rmSync(dataDir, { recursive: true, force: true })
   const loaders = new Set(Object.values(results).flatMap(r => Object.values(r.cases ?? {}).map(c => c.loader).filter(Boolean)))
   const check = validity(results)

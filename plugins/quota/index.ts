@@ -16,7 +16,7 @@
 import { definePlugin, PriceBook, costMicros, settleTerms, type GatewayContext, type ClientProtocol } from '../../index.ts'
 import { QuotaConfig } from './schema.ts'
 import { NOTHING, windowsOf } from './windows.ts'
-import { worstCases } from './need.ts'
+import { countBounded, worstCases } from './need.ts'
 import { refusalsOf, type QuotaMode, type State } from './mode.ts'
 import { exactMode } from './exact.ts'
 import { adjustWork, countWork } from './batch.ts'
@@ -52,7 +52,7 @@ export default definePlugin({
     const hasSpend = limits.some(l => l.spend !== undefined)
 
     const refusals = refusalsOf(deps.log, config.onStoreError)
-    const { wants, priceLater, countBounded, boundedWork } = worstCases(prices, deps.log)
+    const { wants, priceLater, boundedWork } = worstCases(prices, deps.log)
     // Exact mode on a network store that batches (Redis): counted and settled as steps of the phase's one script.
     const batched = !(config.mode === 'lease' && store.shared === true) && store.inProcess === undefined && store.steps !== undefined
     // Leasing needs a store shared with other replicas; in memory every call is local already.

@@ -6,23 +6,21 @@
  *
  * Counted as the quota plugin counts (its exact and in-process modes): a request at admit, and
  * for `tpm` the call's worst case (input estimate + output cap × n) held in the window from admit
- * to settle, replaced then by the tokens used. Windows are fixed UTC minutes, per key (its
+ * to settle, replaced then by the tokens used. The input estimate is the prompt's bound (no
+ * tokenizer) while the window takes it, the tokenizer's count when it does not (countBounded). Windows are fixed UTC minutes, per key (its
  * organization and id together, as every per-key state).
  */
-import { definePlugin, keyScope, requestedChoices, requestedOutputCap, reservationInputTokens, reservationInputTokensNow, type GatewayContext, type Principal } from '../../index.ts'
+import { definePlugin, keyScope, type Principal } from '../../index.ts'
 import { KeyLimitsConfig } from './key-limits-schema.ts'
-import { NOTHING, windowAt, type Need, type WindowKeys } from './windows.ts'
+import { NOTHING, windowAt, type WindowKeys } from './windows.ts'
 import { refusalsOf, type QuotaMode, type State } from './mode.ts'
 import { exactMode } from './exact.ts'
 import { inProcessMode } from './in-process.ts'
 import type { QuotaLimitT } from './schema.ts'
+import { countBounded } from './need.ts'
 
-/** Characters of prompt text tokenized per call for the worst case (as the balance plugin's default). */
-const TOKENIZE_MAX_CHARS = 8192
 /** Keys whose current window is cached; past it the cache starts over (a bound, not an LRU). */
 const MAX_CACHED = 10_000
-
-const upstreamName = (ctx: GatewayContext): string => ctx.model!.deployments[0]?.upstreamModel ?? ctx.model!.id
 
 /**
  * @example
@@ -59,16 +57,6 @@ export default definePlugin({
       return w
     }
 
-    const outputOf = (ctx: GatewayContext): number => {
-      const body = ctx.body as Record<string, unknown>
-      return requestedOutputCap(body, ctx.model!.maxOutputTokens) * requestedChoices(body)
-    }
-
-    async function countAsync (ctx: GatewayContext, state: State, list: WindowKeys[], now: number): Promise<void> {
-      const input = await reservationInputTokens(ctx.body as Record<string, unknown>, ctx.bodyBytes, ctx.model!.public.context_length, upstreamName(ctx), TOKENIZE_MAX_CHARS)
-      return mode.count(ctx, state, list, { tokens: input + outputOf(ctx), spend: 0 }, now)
-    }
-
     return {
       close: () => mode.close(),
       onRequest (ctx, state) {
@@ -78,12 +66,7 @@ export default definePlugin({
         const list = [windowOf(p, now)]
         const tokens = p.tpm !== undefined && ctx.route !== 'count_tokens' && ctx.model !== undefined && typeof ctx.body === 'object' && ctx.body !== null
         if (!tokens) return mode.count(ctx, state, list, NOTHING, now)
-        const input = mode.inProcess
-          ? reservationInputTokensNow(ctx.body as Record<string, unknown>, ctx.bodyBytes, ctx.model!.public.context_length, upstreamName(ctx), TOKENIZE_MAX_CHARS)
-          : undefined
-        if (input === undefined) return countAsync(ctx, state, list, now)
-        const need: Need = { tokens: input + outputOf(ctx), spend: 0 }
-        return mode.count(ctx, state, list, need, now)
+        return countBounded(mode, ctx, state, list, undefined, now, deps.now)
       },
       onSettle (_ctx, outcome, state) {
         const list = state.applied

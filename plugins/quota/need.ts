@@ -15,15 +15,45 @@ const TOKENIZE_MAX_CHARS = 8192
 
 const upstreamName = (ctx: GatewayContext): string => ctx.model!.deployments[0]?.upstreamModel ?? ctx.model!.id
 
-export function worstCases (prices: PriceBook, log: Logger) {
-  /** The call's worst case from its input estimate; spend 0 without a price (no spend window). */
-  function needOf (ctx: GatewayContext, input: number, price: ModelPrice | undefined): Need {
-    const body = ctx.body as Record<string, unknown>
-    const output = requestedOutputCap(body, ctx.model!.maxOutputTokens) * requestedChoices(body)
-    const terms = reserveTerms(ctx.protocol as ClientProtocol, body)
-    return { tokens: input + output, spend: price === undefined ? 0 : reserveMicros(input, output, price, terms) }
-  }
+/** The call's worst case from its input estimate; spend 0 without a price (no spend window). */
+function needOf (ctx: GatewayContext, input: number, price: ModelPrice | undefined): Need {
+  const body = ctx.body as Record<string, unknown>
+  const output = requestedOutputCap(body, ctx.model!.maxOutputTokens) * requestedChoices(body)
+  const terms = reserveTerms(ctx.protocol as ClientProtocol, body)
+  return { tokens: input + output, spend: price === undefined ? 0 : reserveMicros(input, output, price, terms) }
+}
 
+/**
+ * Counts a call with its input's bound (reservationBoundTokens: its text's UTF-8 bytes, no
+ * tokenizer), in any mode that counts in onRequest (in process, exact, lease), for the quota and
+ * key-limits plugins. A token or spend window that refuses the bound is tight: the input counted
+ * with the tokenizer is tried instead when it is less (a refused count holds nothing); otherwise
+ * the refusal stands, at once when the bound is already the 4-bytes floor. `price` undefined: no
+ * spend window.
+ */
+export function countBounded (mode: QuotaMode, ctx: GatewayContext, state: State, list: WindowKeys[], price: ModelPrice | undefined, now: number, clock: () => number): void | Promise<void> {
+  const body = ctx.body as Record<string, unknown>
+  const context = ctx.model!.public.context_length
+  const bound = reservationBoundTokens(body, ctx.bodyBytes, context)
+  const recount = (err: unknown): void | Promise<void> => {
+    if (!isGatewayError(err) || err.code !== 'GW_ERR_QUOTA_EXCEEDED' || reservedInputTokens(body, ctx.bodyBytes, context) >= bound) throw err
+    const again = (counted: number): void | Promise<void> => {
+      if (counted >= bound) throw err
+      return mode.count(ctx, state, list, needOf(ctx, counted, price), clock())
+    }
+    const n = reservationInputTokensNow(body, ctx.bodyBytes, context, upstreamName(ctx), TOKENIZE_MAX_CHARS)
+    return n === undefined ? reservationInputTokens(body, ctx.bodyBytes, context, upstreamName(ctx), TOKENIZE_MAX_CHARS).then(again) : again(n)
+  }
+  let r: void | Promise<void>
+  try {
+    r = mode.count(ctx, state, list, needOf(ctx, bound, price), now)
+  } catch (err) {
+    return recount(err)
+  }
+  return r instanceof Promise ? r.catch(recount) : r
+}
+
+export function worstCases (prices: PriceBook, log: Logger) {
   return {
     /** What the call's worst case must cover: 0 nothing (requests only), 1 tokens, 2 spend too. */
     wants (ctx: GatewayContext, list: readonly WindowKeys[]): 0 | 1 | 2 {
@@ -35,34 +65,6 @@ export function worstCases (prices: PriceBook, log: Logger) {
         if (a.limit.tokens !== undefined) w = 1
       }
       return w
-    },
-
-    /**
-     * Counts a call with its input's bound (reservationBoundTokens: its text's UTF-8 bytes, no
-     * tokenizer), in any mode that counts in onRequest (in process, exact, lease). A token or spend window that refuses the bound is tight: the input
-     * counted with the tokenizer is tried instead when it is less (a refused count holds
-     * nothing); otherwise the refusal stands, at once when the bound is already the 4-bytes floor.
-     */
-    countBounded (mode: QuotaMode, ctx: GatewayContext, state: State, list: WindowKeys[], price: ModelPrice | undefined, now: number, clock: () => number): void | Promise<void> {
-      const body = ctx.body as Record<string, unknown>
-      const context = ctx.model!.public.context_length
-      const bound = reservationBoundTokens(body, ctx.bodyBytes, context)
-      const recount = (err: unknown): void | Promise<void> => {
-        if (!isGatewayError(err) || err.code !== 'GW_ERR_QUOTA_EXCEEDED' || reservedInputTokens(body, ctx.bodyBytes, context) >= bound) throw err
-        const again = (counted: number): void | Promise<void> => {
-          if (counted >= bound) throw err
-          return mode.count(ctx, state, list, needOf(ctx, counted, price), clock())
-        }
-        const n = reservationInputTokensNow(body, ctx.bodyBytes, context, upstreamName(ctx), TOKENIZE_MAX_CHARS)
-        return n === undefined ? reservationInputTokens(body, ctx.bodyBytes, context, upstreamName(ctx), TOKENIZE_MAX_CHARS).then(again) : again(n)
-      }
-      let r: void | Promise<void>
-      try {
-        r = mode.count(ctx, state, list, needOf(ctx, bound, price), now)
-      } catch (err) {
-        return recount(err)
-      }
-      return r instanceof Promise ? r.catch(recount) : r
     },
 
     /**
