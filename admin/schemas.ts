@@ -156,6 +156,8 @@ export const UsageRecord = Type.Object({
   cachedInputTokens: Type.Integer(),
   outputTokens: Type.Integer(),
   cost: Type.String(),
+  cacheWriteTokens: Nullable(Type.Integer({ description: 'Input tokens written to the prompt cache (part of inputTokens); null on records from before they were kept.' })),
+  cacheWrite1hTokens: Nullable(Type.Integer({ description: 'The part of cacheWriteTokens written to a one-hour cache.' })),
   price: Nullable(Price),
   estimated: Type.Boolean(),
 })

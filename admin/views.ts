@@ -87,6 +87,7 @@ export function holdView (h: Hold): HoldView {
 export const USAGE_CSV_COLUMNS = [
   'time', 'keyId', 'organization', 'project', 'model', 'provider', 'traceId', 'idempotencyKey',
   'inputTokens', 'cachedInputTokens', 'outputTokens', 'cost', 'priceInput', 'priceCachedInput', 'priceOutput', 'estimated', 'priceCacheWrite', 'priceCacheWrite1h',
+  'cacheWriteTokens', 'cacheWrite1hTokens',
 ] as const
 
 export function usageView (u: UsageRecord): Record<string, unknown> {
@@ -103,6 +104,8 @@ export function usageView (u: UsageRecord): Record<string, unknown> {
     cachedInputTokens: u.cachedInputTokens,
     outputTokens: u.outputTokens,
     cost: formatMicros(u.cost),
+    cacheWriteTokens: u.cacheWriteTokens ?? null,
+    cacheWrite1hTokens: u.cacheWrite1hTokens ?? null,
     price: u.price ?? null,
     estimated: u.estimated,
   }

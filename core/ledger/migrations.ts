@@ -81,11 +81,14 @@ ALTER TABLE usage_records ADD COLUMN price_cache_write ${real};
 
 /**
  * One-hour cache writes get a rate of their own (a price's `cacheWrite1h`; NULL: the cache-write
- * rate), in the prices and in the price a usage record applied.
+ * rate), in the prices and in the price a usage record applied; a usage record keeps the cache
+ * writes it was billed for, and how many of them were one-hour ones (NULL: a record from before).
  */
-const CACHE_WRITE_1H_PRICE = (real: string): string => `
+const CACHE_WRITE_1H = (real: string, big: string): string => `
 ALTER TABLE prices ADD COLUMN cache_write_1h ${real};
 ALTER TABLE usage_records ADD COLUMN price_cache_write_1h ${real};
+ALTER TABLE usage_records ADD COLUMN cache_write_tokens ${big};
+ALTER TABLE usage_records ADD COLUMN cache_write_1h_tokens ${big};
 `
 
 /**
@@ -163,7 +166,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
   { version: 3, name: 'a cache-write rate in prices and usage records', sql: CACHE_WRITE_PRICE('REAL') },
   { version: 4, name: 'the balance journal and the audit log', sql: JOURNAL('INTEGER', 'INTEGER', 'INTEGER PRIMARY KEY AUTOINCREMENT', SQLITE_NOW, '') },
   { version: 5, name: 'virtual keys: expiry, tags, budgets, rate limits, last use, rotation', sql: KEY_SETTINGS('INTEGER', 'INTEGER', '$a IS $b') },
-  { version: 6, name: 'a one-hour cache-write rate in prices and usage records', sql: CACHE_WRITE_1H_PRICE('REAL') },
+  { version: 6, name: 'a one-hour cache-write rate in prices and usage records; usage records keep their cache writes', sql: CACHE_WRITE_1H('REAL', 'INTEGER') },
 ]
 
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
@@ -182,5 +185,5 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   },
   { version: 8, name: 'holds: decided under a lock of their own, not the organization row charges take; the reserves of one turn in one statement', sql: PG_ORG_LOCK },
   { version: 9, name: 'key holds: decided under a lock of their own, not the key row charges take', sql: PG_KEY_LOCK },
-  { version: 10, name: 'a one-hour cache-write rate in prices and usage records', sql: CACHE_WRITE_1H_PRICE('DOUBLE PRECISION') },
+  { version: 10, name: 'a one-hour cache-write rate in prices and usage records; usage records keep their cache writes', sql: CACHE_WRITE_1H('DOUBLE PRECISION', 'BIGINT') },
 ]

@@ -89,6 +89,10 @@ export interface UsageRecord {
   idempotencyKey?: string
   inputTokens: number
   cachedInputTokens: number
+  /** Input tokens written to the provider's prompt cache (part of inputTokens); absent on records from before they were kept. */
+  cacheWriteTokens?: number
+  /** The part of cacheWriteTokens written to a one-hour cache. */
+  cacheWrite1hTokens?: number
   outputTokens: number
   cost: Micros
   /** The price applied, as configured when the call settled. */

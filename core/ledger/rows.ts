@@ -34,6 +34,7 @@ export interface UsageColumns {
   trace_id: string, idempotency_key: string | null, input_tokens: NumericColumn, cached_input_tokens: NumericColumn, output_tokens: NumericColumn
   cost: NumericColumn, price_input: NumericColumn | null, price_cached_input: NumericColumn | null, price_cache_write?: NumericColumn | null
   price_cache_write_1h?: NumericColumn | null, price_output: NumericColumn | null
+  cache_write_tokens?: NumericColumn | null, cache_write_1h_tokens?: NumericColumn | null
   /** 1 when the usage was estimated, else 0. */
   estimated: NumericColumn
 }
@@ -128,14 +129,14 @@ export function priceFromRow (r: Pick<PriceColumns, 'input' | 'cached_input' | '
 }
 
 export const USAGE_COLUMNS = 'time, key_id, organization, project, model, provider, trace_id, idempotency_key, input_tokens, cached_input_tokens, output_tokens, cost, price_input, ' +
-  'price_cached_input, price_output, estimated, price_cache_write, price_cache_write_1h'
+  'price_cached_input, price_output, estimated, price_cache_write, price_cache_write_1h, cache_write_tokens, cache_write_1h_tokens'
 
 export function usageParams (u: UsageRecord): unknown[] {
   return [
     u.time, u.keyId, u.organization ?? null, u.project ?? null, u.model, u.provider, u.traceId, u.idempotencyKey ?? null,
     u.inputTokens, u.cachedInputTokens, u.outputTokens, u.cost,
     u.price?.input ?? null, u.price?.cachedInput ?? null, u.price?.output ?? null, u.estimated ? 1 : 0,
-    u.price?.cacheWrite ?? null, u.price?.cacheWrite1h ?? null,
+    u.price?.cacheWrite ?? null, u.price?.cacheWrite1h ?? null, u.cacheWriteTokens ?? null, u.cacheWrite1hTokens ?? null,
   ]
 }
 
@@ -148,6 +149,8 @@ export function usageFromRow (r: UsageColumns): UsageRecord {
   const org = opt(r.organization); if (org) u.organization = org
   const proj = opt(r.project); if (proj) u.project = proj
   const idem = opt(r.idempotency_key); if (idem) u.idempotencyKey = idem
+  if (r.cache_write_tokens !== null && r.cache_write_tokens !== undefined) u.cacheWriteTokens = num(r.cache_write_tokens)
+  if (r.cache_write_1h_tokens !== null && r.cache_write_1h_tokens !== undefined) u.cacheWrite1hTokens = num(r.cache_write_1h_tokens)
   if (r.price_input !== null && r.price_input !== undefined) {
     u.price = { input: num(r.price_input), output: num(r.price_output ?? 0) }
     if (r.price_cached_input !== null && r.price_cached_input !== undefined) u.price.cachedInput = num(r.price_cached_input)

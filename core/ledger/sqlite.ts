@@ -133,7 +133,7 @@ export class SqliteLedger extends SqliteJournal implements Ledger {
       resize: p('UPDATE organizations SET reserved = MAX(reserved + ?, 0) WHERE id = ?'),
       debit: p('UPDATE organizations SET balance = balance - ? WHERE id = ?'),
       // A record whose trace id is there already was charged before: nothing to do (see migrations).
-      insertUsage: p(`INSERT INTO usage_records (${USAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(trace_id) DO NOTHING`),
+      insertUsage: p(`INSERT INTO usage_records (${USAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(trace_id) DO NOTHING`),
       balance: this.db.prepare<[string], Pick<OrganizationColumns, 'balance' | 'reserved'>>('SELECT balance, reserved FROM organizations WHERE id = ?'),
       keySpend: p(SQLITE_KEY_SPEND),
       keyRow: this.db.prepare<[string], KeySpendRow>('SELECT spent, window_start, window_spent, budget_amount, lifetime_budget FROM api_keys WHERE id = ?'),

@@ -57,6 +57,7 @@ function header (v: string | string[] | undefined): string | undefined {
 export function usageRecord (ctx: GatewayContext, outcome: Outcome, price: ModelPrice, cost: number, time: number): UsageRecord {
   const principal = ctx.principal!
   const u = outcome.usage!
+  const written = Math.min(Math.max(u.cacheWriteTokens ?? 0, 0), Math.max(u.inputTokens - Math.min(Math.max(u.cachedInputTokens, 0), u.inputTokens), 0))
   return {
     time,
     keyId: principal.keyId,
@@ -68,6 +69,9 @@ export function usageRecord (ctx: GatewayContext, outcome: Outcome, price: Model
     idempotencyKey: header(ctx.headers['idempotency-key']),
     inputTokens: u.inputTokens,
     cachedInputTokens: Math.min(u.cachedInputTokens, u.inputTokens),
+    // The writes as the charge priced them (tokenMicros): within the input beside the reads.
+    cacheWriteTokens: written,
+    cacheWrite1hTokens: Math.min(Math.max(u.cacheWrite1hTokens ?? 0, 0), written),
     outputTokens: u.outputTokens,
     cost,
     price,

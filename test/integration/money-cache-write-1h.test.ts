@@ -95,6 +95,7 @@ async function run (t: Test, makeLedger: (t: Test) => Promise<Ledger>): Promise<
     const rs = await records(4)
     t.same(rs.map(r => r.cost), [COST, COST, COST, COST], `each call costs ${COST} µ: 1500 five-minute writes × 3.75 and 2500 one-hour writes × 6`)
     t.same(rs[0]!.price, PRICE, 'the usage record keeps the one-hour rate applied')
+    t.same(rs.map(r => [r.cacheWriteTokens, r.cacheWrite1hTokens]), Array(4).fill([4000, 2500]), 'and the writes it billed, the one-hour part beside them')
     t.equal((await ledger.getBalance(ORG))!.balance, START - 4 * COST)
   })
 
@@ -129,6 +130,7 @@ async function run (t: Test, makeLedger: (t: Test) => Promise<Ledger>): Promise<
     const rs = await records(2)
     t.equal(rs[0]!.cost, 1000 * 3 + 2000 * 0.3 + 4000 * 3.75 + 100 * 15, 'every write at 3.75')
     t.equal(rs[1]!.cost, 10 * 3 + 100 * 6 + 1 * 15, '5000 one-hour writes reported of 100 writes: 100 billed at 6')
+    t.same([rs[1]!.cacheWriteTokens, rs[1]!.cacheWrite1hTokens], [100, 100], 'the record keeps the writes as billed')
   })
 
   t.test('a ledger price with a one-hour rate set through the admin API is applied; bad rates are refused', async t => {
@@ -154,6 +156,12 @@ async function run (t: Test, makeLedger: (t: Test) => Promise<Ledger>): Promise<
     const [r] = await records(1)
     t.equal(r!.cost, 1000 * 3 + 2000 * 0.3 + 1500 * 3.75 + 2500 * 7 + 100 * 15, 'one-hour writes at the ledger\'s 7')
     t.same(r!.price, price)
+    const page = await adminCall(admin, 'GET', '/admin/usage')
+    t.match(page.body.data[0], { cacheWriteTokens: 4000, cacheWrite1hTokens: 2500, price: { cacheWrite1h: 7 } }, 'the admin API shows the writes and the rate')
+    const csv = await fetch(`${admin}/admin/usage/export?format=csv`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } })
+    const [header, row] = (await csv.text()).split('\r\n')
+    const cells = Object.fromEntries(header!.split(',').map((h, i) => [h, row!.split(',')[i]]))
+    t.match(cells, { priceCacheWrite1h: '7', cacheWriteTokens: '4000', cacheWrite1hTokens: '2500' }, 'so does the CSV export')
   })
 }
 

