@@ -6,7 +6,9 @@ import type { ChargeItem } from './batch.ts'
 import { USAGE_COLUMNS, usageParams } from './rows.ts'
 
 /** PostgreSQL types of USAGE_COLUMNS, in order (the arrays the batch insert unnests). */
-const USAGE_TYPES = ['bigint', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'bigint', 'bigint', 'bigint', 'bigint', 'float8', 'float8', 'float8', 'integer', 'float8', 'float8', 'bigint', 'bigint']
+const USAGE_TYPES = [
+  'bigint', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'bigint', 'bigint', 'bigint', 'bigint', 'float8', 'float8', 'float8', 'integer', 'float8', 'float8', 'bigint', 'bigint',
+]
 if (USAGE_TYPES.length !== USAGE_COLUMNS.split(',').length) throw new Error('ledger/postgres: USAGE_TYPES does not match USAGE_COLUMNS')
 
 /**
