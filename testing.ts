@@ -12,7 +12,7 @@ export {
   messagesTextStream, messagesResponse, DONE, responsesResponse, responsesTextStream, responsesUsage, respEvent,
   checkMessagesRequest, MESSAGES_API_VERSIONS, KNOWN_BETAS, MID_CONVERSATION_SYSTEM_BETA,
 } from './testing/fake-upstream.ts'
-export type { FakeUpstream, Recorded, Handler, SseOptions, ResponsesUsageCounts, MessagesCheckOptions, MessagesRefusal } from './testing/fake-upstream.ts'
+export type { FakeUpstream, Recorded, Handler, SseOptions, ResponsesUsageCounts, MessagesUsageCounts, MessagesCheckOptions, MessagesRefusal } from './testing/fake-upstream.ts'
 export {
   startFakeBedrock, BEDROCK_TEST_CREDENTIALS, BEDROCK_ERROR_STATUS, UNKNOWN_OPERATION_BODY, bedrockError, bedrockEventFrame, bedrockExceptionFrame,
   decodeBedrockStream, bedrockUsage, converseResponse, converseStreamEvents, converseStreamFrames, checkConverseRequest,
@@ -26,6 +26,8 @@ export { bedrockWire, messagesFromConverse, converseUsage } from './testing/bedr
 export { checkAwsSignature } from './testing/bedrock-sigv4.ts'
 export type { SignedRecord } from './testing/bedrock-sigv4.ts'
 export type { BedrockWireOptions } from './testing/bedrock-conformance.ts'
+export { vertexClaudeWire } from './testing/vertex-conformance.ts'
+export type { VertexClaudeWireOptions } from './testing/vertex-conformance.ts'
 export {
   startFakeVertex, checkVertexClaudeBody, vertexClaudeResponse, vertexClaudeEvents, VERTEX_ANTHROPIC_VERSION, CLOUD_PLATFORM_SCOPE,
 } from './testing/fake-vertex.ts'

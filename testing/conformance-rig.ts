@@ -199,7 +199,7 @@ export interface Rig {
 }
 
 /** A gateway with the adapter as its one provider, in front of a fake upstream; it answers 500 until given a handler. */
-export async function rig (adapter: ProviderAdapter, config: (baseUrl: string) => Record<string, unknown>, wire?: ConformanceWire): Promise<Rig> {
+export async function rig (adapter: ProviderAdapter, config: (baseUrl: string) => Record<string, unknown>, wire?: ConformanceWire, deploymentModel = UPSTREAM_MODEL): Promise<Rig> {
   const { buildConfig } = await import('../core/config/config.ts')
   const { buildApp } = await import('../core/http/app.ts')
   const { openLedger } = await import('../core/ledger/index.ts')
@@ -229,7 +229,7 @@ export async function rig (adapter: ProviderAdapter, config: (baseUrl: string) =
     models: [{
       id: MODEL, input_modalities: ['text', 'image', 'file'], price: { input: 1, cachedInput: 0.5, output: 2 },
       supported_parameters: [...GOLDEN_PARAMS, ...EXTRA_PARAMS],
-      deployments: [{ provider: 'conformance', model: UPSTREAM_MODEL }],
+      deployments: [{ provider: 'conformance', model: deploymentModel }],
     }],
     pipeline: [{ plugin: 'outcome-spy' }],
     logging: { level: 'silent' },

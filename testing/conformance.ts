@@ -65,6 +65,12 @@ export interface ConformanceOptions {
    * be a case the suite runs for the adapter's protocol; the suite fails on a name it does not know.
    */
   unsupported?: Readonly<Record<string, string>>
+  /**
+   * The model id the deployment names upstream (default `up-conformance`), for an adapter that
+   * routes by it (Vertex sends `claude-…` ids to Anthropic's publisher). Its `wire` reports it back
+   * as `up-conformance`, the name the golden cases expect.
+   */
+  deploymentModel?: string
 }
 
 /** One golden answer or stream, whatever its table: what the suite needs to run it. */
@@ -123,7 +129,7 @@ function clientStream (client: ClientProtocol, payload: string): { shape: string
  * await runProviderConformance(t, { adapter, config: baseUrl => ({ baseUrl: `${baseUrl}/v1`, apiKey: 'k' }) })
  */
 export async function runProviderConformance (t: SuiteTest, opts: ConformanceOptions): Promise<void> {
-  const r = await rig(opts.adapter, opts.config, opts.wire)
+  const r = await rig(opts.adapter, opts.config, opts.wire, opts.deploymentModel)
   const protocol = r.protocol
   const usageOf = opts.upstreamUsage ?? (u => protocol === 'responses' ? responsesUpstreamUsage(u) : standardUsage(protocol, u))
   const standard = (): void => r.handle(answerLike(protocol, usageOf))
