@@ -1,5 +1,6 @@
 /** @module tokens/estimate – cheap token estimates: the prompt (message_start), a call's estimated usage, and what a reservation must cover. */
 import type { Usage } from '../types/usage.ts'
+import { scanned } from './walk.ts'
 
 const CHARS_PER_TOKEN = 4
 /**
@@ -10,122 +11,6 @@ const CHARS_PER_TOKEN = 4
 export const IMAGE_TOKENS = 1600
 /** Tokens per message for the role and framing (the message_start estimate only). */
 const MESSAGE_TOKENS = 3
-
-/** What a walk of a request body found. */
-interface Scan {
-  /** UTF-16 units of every string and object key counted as text. */
-  chars: number
-  /** Image parts. */
-  images: number
-  /** Characters of images' inline payloads (data: URLs, base64 sources): billed per image, not as text. */
-  imagePayload: number
-  /** Parts whose content the gateway cannot see (a video or file by URL or id). */
-  unsized: number
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null
-
-/** The inline payload of an image part (a data: URL or a base64 source), or undefined. */
-function imagePayload (o: Record<string, unknown>): string | undefined {
-  const u = o.image_url
-  const url = typeof u === 'string' ? u : isObject(u) ? u.url : undefined
-  if (typeof url === 'string' && url.startsWith('data:')) return url
-  const src = o.source
-  if (isObject(src) && src.type === 'base64' && typeof src.data === 'string') return src.data
-  return undefined
-}
-
-/** 'image', 'unsized' or undefined (an ordinary object whose strings count as text). */
-function partKind (o: Record<string, unknown>): 'image' | 'unsized' | undefined {
-  switch (o.type) {
-    case 'image_url': case 'image': case 'input_image':
-      return 'image'
-    case 'video_url': case 'video':
-      return 'unsized'
-    case 'file': {
-      const f = o.file
-      return isObject(f) && typeof f.file_data === 'string' ? undefined : 'unsized'
-    }
-    case 'document': {
-      const s = o.source
-      return isObject(s) && (s.type === 'url' || s.type === 'file') ? 'unsized' : undefined
-    }
-    default:
-      return undefined
-  }
-}
-
-/**
- * Walks `roots` iteratively (an explicit stack: any depth, no recursion limit to hide text
- * behind). `cache_control` markers are skipped: the upstream does not bill them as prompt text.
- */
-function scan (roots: readonly unknown[]): Scan {
-  const acc: Scan = { chars: 0, images: 0, imagePayload: 0, unsized: 0 }
-  const stack: unknown[] = [...roots]
-  while (stack.length > 0) {
-    const v = stack.pop()
-    if (typeof v === 'string') { acc.chars += v.length; continue }
-    if (typeof v !== 'object' || v === null) continue
-    if (Array.isArray(v)) { for (let i = 0; i < v.length; i++) stack.push(v[i]); continue }
-    const o = v as Record<string, unknown>
-    const kind = partKind(o)
-    if (kind === 'unsized') { acc.unsized++; continue }
-    if (kind === 'image') {
-      acc.images++
-      const p = imagePayload(o)
-      if (p !== undefined) acc.imagePayload += p.length
-    }
-    for (const k in o) {
-      if (k === 'cache_control') continue
-      acc.chars += k.length
-      stack.push(o[k])
-    }
-  }
-  return acc
-}
-
-/** The top-level members estimateInputTokens reads as the prompt. */
-const PROMPT_KEYS: ReadonlySet<string> = new Set(['messages', 'system', 'tools', 'input', 'instructions'])
-
-/** scan() of a whole body (`all`) and of its prompt members (`roots`). */
-interface Scanned { all: Scan, roots: Scan }
-
-/** One walk per body: a call's estimate and its reservation read the same request. */
-const scans = new WeakMap<object, Scanned>()
-
-function addScan (to: Scan, from: Scan): void {
-  to.chars += from.chars
-  to.images += from.images
-  to.imagePayload += from.imagePayload
-  to.unsized += from.unsized
-}
-
-/**
- * scan([body]) and scan() of its PROMPT_KEYS members, from one walk: member by member, each
- * member's counts going to both when it is a prompt member (a body that is itself a media part,
- * which scan() treats as one, is walked twice instead).
- */
-function scanned (body: Record<string, unknown>): Scanned {
-  const known = scans.get(body)
-  if (known !== undefined) return known
-  let out: Scanned
-  if (partKind(body) !== undefined) {
-    out = { all: scan([body]), roots: scan([body.messages, body.system, body.tools, body.input, body.instructions]) }
-  } else {
-    const all: Scan = { chars: 0, images: 0, imagePayload: 0, unsized: 0 }
-    const roots: Scan = { chars: 0, images: 0, imagePayload: 0, unsized: 0 }
-    for (const k in body) {
-      if (k === 'cache_control') continue
-      all.chars += k.length
-      const member = scan([body[k]])
-      addScan(all, member)
-      if (PROMPT_KEYS.has(k)) addScan(roots, member)
-    }
-    out = { all, roots }
-  }
-  scans.set(body, out)
-  return out
-}
 
 /** Output tokens for generated characters a stream relayed before its final usage came: 4 per token, rounded up. */
 export function estimateOutputTokens (chars: number): number {

@@ -9,6 +9,7 @@
  * when the bound is refused.
  */
 import { IMAGE_TOKENS, reservedInputTokens } from './estimate.ts'
+import { boundPartsOf } from './walk.ts'
 import { MESSAGE_OVERHEAD, TOOL_OVERHEAD } from './local-count.ts'
 import { rawBytesOf } from './raw-bytes.ts'
 import { countSampled, reservationEncodingFor, tokenCounter, tokenCounterNow, type TokenCounter } from './tokenizer.ts'
@@ -59,23 +60,26 @@ const MEASURED_STRING = 64
  * An upper bound of the prompt's tokens with no tokenizer: the UTF-8 bytes of every string
  * collect() would count (no tokenizer's token is shorter than one byte, so a text has at most as
  * many tokens as bytes), plus the same IMAGE_TOKENS, MESSAGE_OVERHEAD and TOOL_OVERHEAD. Never below
- * countWith() of any counter over the same body, sampled or not. One walk. For a body parsed from
- * the client's text (rawBytesOf), the strings' bytes together are at most the text's size, less
- * the strings collect() leaves out, each at least one byte per UTF-16 unit in the text: no string
- * is measured. Otherwise a long string's bytes are counted natively (Buffer.byteLength), a short
- * one taken at 3 bytes per UTF-16 unit (the most any unit takes in UTF-8).
+ * countWith() of any counter over the same body, sampled or not. For a body parsed from the
+ * client's text (rawBytesOf), the strings' bytes together are at most the text's size, less the
+ * strings collect() leaves out, each at least one byte per UTF-16 unit in the text: no string is
+ * measured, and the parts left out come from the walk the estimate and the byte rule already made
+ * (boundPartsOf). Otherwise, in a walk of its own, a long string's bytes are counted natively
+ * (Buffer.byteLength), a short one taken at 3 bytes per UTF-16 unit (the most any unit takes in UTF-8).
  */
 function textBytesBound (body: Record<string, unknown>): number {
   const list = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : undefined
   let n = MESSAGE_OVERHEAD * (list?.length ?? 1) + TOOL_OVERHEAD * (Array.isArray(body.tools) ? body.tools.length : 0)
   const raw = rawBytesOf(body)
-  if (raw !== undefined) n += raw
+  if (raw !== undefined) {
+    const parts = boundPartsOf(body)
+    return n + raw - parts.leftOut + IMAGE_TOKENS * parts.images
+  }
   const stack: unknown[] = [body]
   while (stack.length > 0) {
     const v = stack.pop()
     if (typeof v === 'string') {
-      if (raw !== undefined) { if (v.startsWith('data:')) n -= v.length }
-      else if (v.length <= MEASURED_STRING) n += 3 * v.length
+      if (v.length <= MEASURED_STRING) n += 3 * v.length
       else if (!v.startsWith('data:')) n += Buffer.byteLength(v, 'utf8')
       continue
     }
@@ -85,12 +89,7 @@ function textBytesBound (body: Record<string, unknown>): number {
     if (t === 'image_url' || t === 'image' || t === 'input_image') n += IMAGE_TOKENS
     const inline = t === 'base64' || 'format' in v
     for (const k in v) {
-      if (k === 'cache_control' || k === 'file_data' || (k === 'data' && inline)) {
-        // Left out; in the text's size, a string left out is taken back off.
-        const left = v[k]
-        if (raw !== undefined && typeof left === 'string') n -= left.length
-        continue
-      }
+      if (k === 'cache_control' || k === 'file_data' || (k === 'data' && inline)) continue
       stack.push(v[k])
     }
   }

@@ -181,3 +181,68 @@ t.test('one walk serves the prompt estimate and the byte rule: both as their rul
     t.equal(estimateInputTokens(body), estimate, 'the same again (remembered)')
   }
 })
+
+/**
+ * The bound from the text's size, by its rules written out plainly as a walk of its own: the
+ * text's bytes, less every string the tokenizer's text leaves out (a `data:` string anywhere; a
+ * string `cache_control`, `file_data`, or `data` of an inline part, those members not walked
+ * further), plus 1600 per image part, 3 per message and 8 per tool. The gateway takes the same
+ * parts from the walk its estimate makes; both must agree to the token.
+ */
+function referenceRawBound (body: Record<string, unknown>, raw: number): number {
+  const list = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : undefined
+  let n = 3 * (list?.length ?? 1) + 8 * (Array.isArray(body.tools) ? body.tools.length : 0) + raw
+  const visit = (v: unknown): void => {
+    if (typeof v === 'string') { if (v.startsWith('data:')) n -= v.length; return }
+    if (typeof v !== 'object' || v === null) return
+    if (Array.isArray(v)) { v.forEach(visit); return }
+    const o = v as Record<string, unknown>
+    if (o.type === 'image_url' || o.type === 'image' || o.type === 'input_image') n += 1600
+    const inline = o.type === 'base64' || 'format' in o
+    for (const k of Object.keys(o)) {
+      if (k === 'cache_control' || k === 'file_data' || (k === 'data' && inline)) {
+        if (typeof o[k] === 'string') n -= (o[k] as string).length
+        continue
+      }
+      visit(o[k])
+    }
+  }
+  visit(body)
+  return n
+}
+
+t.test('from the text\'s size, the bound\'s parts come from the estimate\'s walk: the same bound as a walk of its own', async t => {
+  const r = rng(11)
+  const png = `data:image/png;base64,${'iVBOR'.repeat(40)}`
+  const edge: Array<Record<string, unknown>> = [
+    // An unsized part (the estimate does not enter it) holding an inline video and an image.
+    { messages: [{ role: 'user', content: [{ type: 'video_url', video_url: { url: `data:video/mp4;base64,${'AAAA'.repeat(50)}` } },
+      { type: 'video', parts: [{ type: 'image_url', image_url: { url: png } }] }] }] },
+    // file_data as a data URL (left out once, not twice), and as an object holding data URLs and an image.
+    { messages: [{ role: 'user', content: [{ type: 'file', file: { filename: 'a.pdf', file_data: `data:application/pdf;base64,${'JVBE'.repeat(60)}` } }] }] },
+    { messages: [{ role: 'user', content: [{ type: 'text', text: 'x', file_data: { a: png, b: [{ type: 'image', source: { type: 'base64', data: 'QUJD' } }], c: 'plain text' } }] }] },
+    // An inline part's data (audio with its format, a base64 source) and a data member elsewhere, which is text.
+    { messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'UklGR'.repeat(30), format: 'wav' } },
+      { type: 'text', text: 'y', data: 'this is text, not a payload' }] }] },
+    // At the top of the body: a format member (Ollama's) makes its data a payload; a string cache_control.
+    { model: 'm', format: 'json', data: 'top-level payload '.repeat(10), cache_control: 'ephemeral-string', messages: [{ role: 'user', content: 'hi' }] },
+    { model: 'm', data: { nested: png }, messages: [{ role: 'user', content: 'hi' }] },
+    // A left-out object inside an inline part, holding left-out members of its own.
+    { messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: { inner: png, file_data: 'zzz' } } }] }] },
+    // The body itself a part.
+    { type: 'image', source: { type: 'base64', data: 'QUJDRA' } },
+    { type: 'video', video: { url: png } },
+  ]
+  for (let i = 0; i < 120 + edge.length; i++) {
+    const body = i < edge.length ? edge[i]! : [chatBody, messagesBody, responsesBody][i % 3](r)
+    const text = JSON.stringify(body)
+    const parsed = JSON.parse(text) as Record<string, unknown>
+    const raw = Buffer.byteLength(text)
+    noteRawBytes(parsed, raw)
+    // No context window (0): an unsized part does not make the bound the window, so every part counts.
+    const want = Math.max(reservedInputTokens(parsed, raw, 0), referenceRawBound(parsed, raw))
+    const got = reservationBoundTokens(parsed, raw, 0)
+    if (got !== want) t.fail(`body ${i}: bound ${got} ≠ ${want} (${text.slice(0, 160)})`)
+  }
+  t.pass(`${120 + edge.length} bodies: the same bound to the token`)
+})
