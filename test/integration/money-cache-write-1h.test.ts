@@ -7,21 +7,12 @@
  * more one-hour writes than writes; and the rate set through the admin API, bad values refused.
  */
 import t, { type Test } from 'tap'
-import Anthropic from '@anthropic-ai/sdk'
-import OpenAI from 'openai'
 import type { ServerResponse } from 'node:http'
-import { buildTestApp, listen, AUTH_ENTRY, TEST_KEY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json, sse, messagesResponse, messagesTextStream, type FakeUpstream, type MessagesUsageCounts, type Recorded } from '../helpers/fake-upstream.ts'
 import { ADMIN_KEY, adminCall } from '../helpers/admin.ts'
-import { startAdmin } from '../../admin/app.ts'
-import { openLedger } from '../../core/ledger/index.ts'
 import type { Ledger } from '../../core/ledger/ledger.ts'
-import { databaseUrl } from '../helpers/backends.ts'
-import { pgLedgers } from '../helpers/pg-ledgers.ts'
-import { until } from '../helpers/until.ts'
+import { cacheModel as model, cacheWriteGateway, checkWholeInputWrite, onBothLedgers, ORG, START } from '../helpers/cache-write.ts'
 
-const ORG = 'org-test'
-const START = 1_000_000_000
 /** Rates per million tokens, so micro-units per token: five-minute writes at 1.25× input, one-hour ones at 2×. */
 const PRICE = { input: 3, cachedInput: 0.3, cacheWrite: 3.75, cacheWrite1h: 6, output: 15 }
 /** 1000 uncached, 2000 read, 4000 written of which 2500 to a one-hour cache, 100 out. */
@@ -32,9 +23,6 @@ const SMALL_CONTEXT = 1000
 const MAX_TOKENS = 50
 /** The marker of the call whose upstream reports more one-hour writes than writes. */
 const OVERSTATED = 77
-
-const model = (id: string, price: unknown, contextLength = 200_000) =>
-  ({ id, price, context_length: contextLength, supported_parameters: ['max_tokens', 'stream'], deployments: [{ provider: 'up-msg', model: 'up-model' }] })
 
 function upstream (gate?: Promise<void>) {
   return async (req: Recorded, res: ServerResponse) => {
@@ -47,32 +35,10 @@ function upstream (gate?: Promise<void>) {
   }
 }
 
-async function gateway (t: Test, ledger: Ledger, up: FakeUpstream) {
-  await ledger.createOrganization(ORG)
-  const app = await buildTestApp({
-    ledger,
-    pipeline: [AUTH_ENTRY, { plugin: 'balance' }],
-    env: { ADMIN_KEY },
-    doc: {
-      admin: { host: '127.0.0.1', port: 0, keys: [{ id: 'ops', key: '${ADMIN_KEY}' }] },
-      providers: [{ name: 'up-msg', adapter: 'anthropic-compatible', config: { baseUrl: up.origin, apiKey: 'sk-ant-up' } }],
-      models: [
-        model('a/hour', PRICE), model('a/small', PRICE, SMALL_CONTEXT),
-        model('a/no-hour-rate', { input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15 }), model('a/ledger-priced', { input: 3, output: 15 }),
-      ],
-    },
-  })
-  t.teardown(() => app.close())
-  const admin = (await startAdmin(app))!.address
-  const url = await listen(app)
-  const anthropic = new Anthropic({ baseURL: url, apiKey: TEST_KEY, maxRetries: 0 })
-  const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: TEST_KEY, maxRetries: 0 })
-  const records = async (n: number) => {
-    t.ok(await until(async () => (await ledger.listUsage({})).length === n && (await ledger.getBalance(ORG))!.reserved === 0), `${n} calls settled`)
-    return ledger.listUsage({})
-  }
-  return { admin, anthropic, openai, records }
-}
+const gateway = (t: Test, ledger: Ledger, up: FakeUpstream) => cacheWriteGateway(t, ledger, up, [
+  model('a/hour', PRICE), model('a/small', PRICE, SMALL_CONTEXT),
+  model('a/no-hour-rate', { input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15 }), model('a/ledger-priced', { input: 3, output: 15 }),
+])
 
 const ask = { max_tokens: 200, messages: [{ role: 'user' as const, content: 'Summarize the cached document.' }] }
 
@@ -99,24 +65,10 @@ async function run (t: Test, makeLedger: (t: Test) => Promise<Ledger>): Promise<
     t.equal((await ledger.getBalance(ORG))!.balance, START - 4 * COST)
   })
 
-  t.test('the reservation covers a call whose whole input turns out a one-hour write', async t => {
-    let open!: () => void
-    const gate = new Promise<void>(resolve => { open = resolve })
-    const up = await startFakeUpstream(upstream(gate))
-    t.teardown(() => up.close())
-    const ledger = await makeLedger(t)
-    const { anthropic, records } = await gateway(t, ledger, up)
-    const worst = SMALL_CONTEXT * PRICE.cacheWrite1h + MAX_TOKENS * PRICE.output
-    await ledger.topUp(ORG, START)
-    const call = anthropic.messages.create({ model: 'a/small', max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: 'cache me '.repeat(2000) }] })
-    t.ok(await until(async () => up.requests.length === 1), 'the call reached the upstream')
-    const held = (await ledger.getBalance(ORG))!.reserved
-    t.equal(held, worst, `held ${held} µ: 1000 input tokens at the one-hour rate (6 > 3.75 > 3) + the output cap`)
-    open()
-    await call
-    const [r] = await records(1)
-    t.equal(r!.cost, worst, 'the charge: the whole input written to a one-hour cache')
-  })
+  t.test('the reservation covers a call whose whole input turns out a one-hour write', t => checkWholeInputWrite(t, {
+    makeLedger, upstream, gateway, model: 'a/small', maxTokens: MAX_TOKENS, worst: SMALL_CONTEXT * PRICE.cacheWrite1h + MAX_TOKENS * PRICE.output,
+    rate: 'one-hour rate (6 > 3.75 > 3)',
+  }))
 
   t.test('without a cacheWrite1h rate one-hour writes bill at the cacheWrite rate; overstated one-hour counts are held to the writes', async t => {
     const up = await startFakeUpstream(upstream())
@@ -165,15 +117,4 @@ async function run (t: Test, makeLedger: (t: Test) => Promise<Ledger>): Promise<
   })
 }
 
-t.test('SQLite ledger', t => run(t, async t => {
-  const l = await openLedger({ backend: 'sqlite', path: ':memory:' })
-  await l.migrate()
-  t.teardown(() => l.close())
-  return l
-}))
-
-t.test('PostgreSQL ledger', async t => {
-  const url = await databaseUrl(t)
-  if (url === undefined) return
-  await run(t, pgLedgers(t, url, 't_cw1h'))
-})
+onBothLedgers(t, 't_cw1h', run)

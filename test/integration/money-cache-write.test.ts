@@ -6,20 +6,12 @@
  * input is a cache write, and a ledger price with a cache-write rate set through the admin API.
  */
 import t, { type Test } from 'tap'
-import Anthropic from '@anthropic-ai/sdk'
 import type { ServerResponse } from 'node:http'
-import { buildTestApp, listen, AUTH_ENTRY, TEST_KEY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json, sse, messagesResponse, messagesTextStream, type FakeUpstream, type Recorded } from '../helpers/fake-upstream.ts'
-import { ADMIN_KEY, adminCall } from '../helpers/admin.ts'
-import { startAdmin } from '../../admin/app.ts'
-import { openLedger } from '../../core/ledger/index.ts'
+import { adminCall } from '../helpers/admin.ts'
 import type { Ledger } from '../../core/ledger/ledger.ts'
-import { databaseUrl } from '../helpers/backends.ts'
-import { pgLedgers } from '../helpers/pg-ledgers.ts'
-import { until } from '../helpers/until.ts'
+import { cacheModel as model, cacheWriteGateway, checkWholeInputWrite, onBothLedgers, ORG, START } from '../helpers/cache-write.ts'
 
-const ORG = 'org-test'
-const START = 1_000_000_000
 /** Rates per million tokens, so micro-units per token: a 5-minute cache write at 1.25× input. */
 const PRICE = { input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15 }
 /** What the upstream reports: 1000 uncached, 2000 read from the cache, 4000 written to it, 100 out. */
@@ -28,9 +20,6 @@ const COST = 1000 * 3 + 2000 * 0.3 + 4000 * 3.75 + 100 * 15
 /** A context window smaller than the prompt: the reservation's input estimate is exactly this many tokens. */
 const SMALL_CONTEXT = 1000
 const MAX_TOKENS = 50
-
-const model = (id: string, price: unknown, contextLength = 200_000) =>
-  ({ id, price, context_length: contextLength, supported_parameters: ['max_tokens', 'stream'], deployments: [{ provider: 'up-msg', model: 'up-model' }] })
 
 /** Answers with USAGE (JSON or stream), or, for the small-context model, with the whole input written to the cache. */
 function upstream (gate?: Promise<void>) {
@@ -42,29 +31,8 @@ function upstream (gate?: Promise<void>) {
   }
 }
 
-async function gateway (t: Test, ledger: Ledger, up: FakeUpstream) {
-  await ledger.createOrganization(ORG)
-  const app = await buildTestApp({
-    ledger,
-    pipeline: [AUTH_ENTRY, { plugin: 'balance' }],
-    env: { ADMIN_KEY },
-    doc: {
-      metrics: { listen: 'main' },
-      admin: { host: '127.0.0.1', port: 0, keys: [{ id: 'ops', key: '${ADMIN_KEY}' }] },
-      providers: [{ name: 'up-msg', adapter: 'anthropic-compatible', config: { baseUrl: up.origin, apiKey: 'sk-ant-up' } }],
-      models: [model('a/cached', PRICE), model('a/small', PRICE, SMALL_CONTEXT), model('a/ledger-priced', { input: 3, output: 15 })],
-    },
-  })
-  t.teardown(() => app.close())
-  const admin = (await startAdmin(app))!.address
-  const url = await listen(app)
-  const anthropic = new Anthropic({ baseURL: url, apiKey: TEST_KEY, maxRetries: 0 })
-  const records = async (n: number) => {
-    t.ok(await until(async () => (await ledger.listUsage({})).length === n && (await ledger.getBalance(ORG))!.reserved === 0), `${n} calls settled`)
-    return ledger.listUsage({})
-  }
-  return { url, admin, anthropic, records }
-}
+const gateway = (t: Test, ledger: Ledger, up: FakeUpstream) =>
+  cacheWriteGateway(t, ledger, up, [model('a/cached', PRICE), model('a/small', PRICE, SMALL_CONTEXT), model('a/ledger-priced', { input: 3, output: 15 })])
 
 const ask = { max_tokens: 200, messages: [{ role: 'user' as const, content: 'Summarize the cached document.' }] }
 
@@ -90,26 +58,10 @@ async function run (t: Test, makeLedger: (t: Test) => Promise<Ledger>): Promise<
     t.ok(Math.abs(Number(line!.split(' ').at(-1)) - 2 * COST / 1e6) < 1e-9, `metrics cost ${line} = ledger charges ${2 * COST} µ`)
   })
 
-  t.test('the reservation covers a call whose whole input turns out a cache write', async t => {
-    let open!: () => void
-    const gate = new Promise<void>(resolve => { open = resolve })
-    const up = await startFakeUpstream(upstream(gate))
-    t.teardown(() => up.close())
-    const ledger = await makeLedger(t)
-    const { anthropic, records } = await gateway(t, ledger, up)
-    const worst = SMALL_CONTEXT * PRICE.cacheWrite + MAX_TOKENS * PRICE.output
-    await ledger.topUp(ORG, START)
-    // The prompt is longer than the context window, so the input estimate is the window: 1000 tokens.
-    const call = anthropic.messages.create({ model: 'a/small', max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: 'cache me '.repeat(2000) }] })
-    t.ok(await until(async () => up.requests.length === 1), 'the call reached the upstream')
-    const held = (await ledger.getBalance(ORG))!.reserved
-    t.equal(held, worst, `held ${held} µ: 1000 input tokens at the cache-write rate (3.75 > 3) + the output cap`)
-    open()
-    await call
-    const [r] = await records(1)
-    t.equal(r!.cost, worst, 'the charge: the whole input written to the cache')
-    t.ok(held >= r!.cost, 'never more than reserved')
-  })
+  t.test('the reservation covers a call whose whole input turns out a cache write', t => checkWholeInputWrite(t, {
+    makeLedger, upstream, gateway, model: 'a/small', maxTokens: MAX_TOKENS, worst: SMALL_CONTEXT * PRICE.cacheWrite + MAX_TOKENS * PRICE.output,
+    rate: 'cache-write rate (3.75 > 3)',
+  }))
 
   t.test('a ledger price with a cache-write rate set through the admin API is applied', async t => {
     const up = await startFakeUpstream(upstream())
@@ -133,15 +85,4 @@ async function run (t: Test, makeLedger: (t: Test) => Promise<Ledger>): Promise<
   })
 }
 
-t.test('SQLite ledger', t => run(t, async t => {
-  const l = await openLedger({ backend: 'sqlite', path: ':memory:' })
-  await l.migrate()
-  t.teardown(() => l.close())
-  return l
-}))
-
-t.test('PostgreSQL ledger', async t => {
-  const url = await databaseUrl(t)
-  if (url === undefined) return
-  await run(t, pgLedgers(t, url, 't_cw'))
-})
+onBothLedgers(t, 't_cw', run)

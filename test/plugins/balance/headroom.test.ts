@@ -3,20 +3,11 @@
 // and the count again when a bound is refused (a balance drained since its last reading). Hooks
 // called directly on an in-memory SQLite ledger; many calls in flight at once where money is held.
 import t, { type Test } from 'tap'
-import { fakeContext, pluginDeps, memoryLedger, translateFixture } from '../../../testing.ts'
-import type { Ledger, Principal } from '../../../index.ts'
-import { reservationBoundTokens, reservationInputTokens } from '../../../index.ts'
+import { fakeContext, pluginDeps, memoryLedger } from '../../../testing.ts'
+import type { Ledger } from '../../../index.ts'
 import balance from '../../../plugins/balance/index.ts'
 import { HEADROOM_BOUNDS } from '../../../plugins/balance/headroom.ts'
-
-const ACME: Principal = { keyId: 'key-1', organization: 'acme', project: 'web' }
-/** 1 micro-unit per input token, 2 per output token. */
-const FIXTURE = translateFixture().model
-const MODEL = { ...FIXTURE, public: { ...FIXTURE.public, context_length: 1_000_000 }, price: { input: 1, output: 2 } }
-/** English text: its UTF-8 bytes (the bound) are about four times its tokens. */
-const BODY = { model: 'm/x', max_tokens: 10, messages: [{ role: 'user', content: 'the quick brown fox jumps over the lazy dog '.repeat(200) }] }
-const BYTES = Buffer.byteLength(JSON.stringify(BODY))
-const OUTPUT = 2 * 10
+import { ACME, BODY, BYTES, MODEL, bound, counted } from '../../helpers/balance-bound.ts'
 
 async function setup (t: Test, funds: number) {
   const ledger: Ledger = await memoryLedger()
@@ -31,9 +22,6 @@ async function setup (t: Test, funds: number) {
   const reserved = async () => (await ledger.getBalance('acme'))!.reserved
   return { admit, reserved }
 }
-
-const bound = reservationBoundTokens(structuredClone(BODY), BYTES, MODEL.public.context_length) + OUTPUT
-const counted = async () => await reservationInputTokens(structuredClone(BODY), BYTES, MODEL.public.context_length, 'm/x', 8192) + OUTPUT
 
 t.test('a roomy balance holds the bound (no tokenizer); it is an upper bound of the count', async t => {
   const c = await counted()

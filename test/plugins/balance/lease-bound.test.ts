@@ -4,24 +4,12 @@
 // of its replica's slice is read from its ticket; many calls are in flight at once.
 import t, { type Test } from 'tap'
 import pg from 'pg'
-import { fakeContext, pluginDeps, translateFixture } from '../../../testing.ts'
-import type { Principal } from '../../../index.ts'
-import { reservationBoundTokens, reservationInputTokens } from '../../../index.ts'
+import { fakeContext, pluginDeps } from '../../../testing.ts'
 import balance from '../../../plugins/balance/index.ts'
 import { PostgresLedger } from '../../../core/ledger/postgres.ts'
 import { HEADROOM_BOUNDS } from '../../../plugins/balance/headroom.ts'
 import { databaseUrl, randomId } from '../../helpers/backends.ts'
-
-const ACME: Principal = { keyId: 'key-1', organization: 'acme', project: 'web' }
-const FIXTURE = translateFixture().model
-/** 1 micro-unit per input token, 2 per output token. */
-const MODEL = { ...FIXTURE, public: { ...FIXTURE.public, context_length: 1_000_000 }, price: { input: 1, output: 2 } }
-/** English text: its UTF-8 bytes (the bound) are about four times its tokens. */
-const BODY = { model: 'm/x', max_tokens: 10, messages: [{ role: 'user', content: 'the quick brown fox jumps over the lazy dog '.repeat(200) }] }
-const BYTES = Buffer.byteLength(JSON.stringify(BODY))
-const OUTPUT = 2 * 10
-const bound = reservationBoundTokens(structuredClone(BODY), BYTES, MODEL.public.context_length) + OUTPUT
-const counted = async () => await reservationInputTokens(structuredClone(BODY), BYTES, MODEL.public.context_length, 'm/x', 8192) + OUTPUT
+import { ACME, BODY, BYTES, MODEL, bound, counted } from '../../helpers/balance-bound.ts'
 
 async function setup (t: Test, url: string, funds: number) {
   const schema = `gw_lease_bound_${randomId()}`

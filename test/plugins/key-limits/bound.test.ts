@@ -7,7 +7,7 @@ import { fakeContext, memoryStore, pluginDeps, translateFixture } from '../../..
 import type { KvStore, Principal } from '../../../index.ts'
 import { reservationBoundTokens, requestedOutputCap } from '../../../index.ts'
 import keyLimits from '../../../plugins/quota/key-limits.ts'
-import { BOUND_BODY, BOUND_BODY_BYTES, checkBoundThenCount } from '../../helpers/quota-bound.ts'
+import { BOUND_BODY, BOUND_BODY_BYTES, checkBoundThenCount, heldBy } from '../../helpers/quota-bound.ts'
 
 const START = Date.UTC(2026, 0, 1, 0, 0, 20)
 const FIXTURE = translateFixture().model
@@ -27,12 +27,7 @@ for (const [name, storeOf] of [
       const principal: Principal = { keyId: 'key-1', organization: 'acme', tpm }
       const state = keyLimits.state!()
       const ctx = fakeContext({ principal, model: MODEL, now: () => START, body: structuredClone(BOUND_BODY), bodyBytes: BOUND_BODY_BYTES })
-      try {
-        await hooks.onRequest!(ctx, state)
-        return { error: undefined, held: state.need?.tokens }
-      } catch (error) {
-        return { error, held: undefined }
-      }
+      return heldBy(() => hooks.onRequest!(ctx, state), state)
     })
     t.equal(roomy.held, BOUND, 'the roomy call held exactly the bound')
   })

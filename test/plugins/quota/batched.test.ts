@@ -3,31 +3,20 @@
 // roomy (no tokenizer), the tokenizer's count when the bound does not fit (the script run again with
 // it, the refused run holding nothing), and refuses when neither fits, with Retry-After on the error.
 import t from 'tap'
-import { Redis } from 'ioredis'
 import { fakeContext, pluginDeps, memoryLedger, runPrepared, translateFixture } from '../../../testing.ts'
 import type { Principal } from '../../../index.ts'
 import quota from '../../../plugins/quota/index.ts'
-import { RedisStore } from '../../../core/stores/redis.ts'
 import { namespaced } from '../../../core/stores/index.ts'
-import { randomId, redisUrl } from '../../helpers/backends.ts'
-import { BOUND_BODY, BOUND_BODY_BYTES, checkBoundThenCount } from '../../helpers/quota-bound.ts'
+import { BOUND_BODY, BOUND_BODY_BYTES, checkBoundThenCount, testRedis } from '../../helpers/quota-bound.ts'
 
 const START = Date.UTC(2026, 0, 1, 0, 0, 20)
 const ACME: Principal = { keyId: 'key-1', organization: 'acme', project: 'web' }
 const MODEL = { ...translateFixture().model, price: { input: 1, output: 2 }, public: { ...translateFixture().model.public, context_length: 200_000 } }
 
 t.test('quota on Redis, exact: the input\'s bound while roomy, the tokenizer\'s count when the bound does not fit', async t => {
-  const url = await redisUrl(t)
-  if (!url) return
-  const prefix = `test:quota-batched:${randomId()}:`
-  const redis = await RedisStore.open({ url, prefix })
-  const raw = new Redis(url)
-  t.teardown(async () => {
-    const keys = await raw.keys(`${prefix}*`)
-    if (keys.length > 0) await raw.del(...keys)
-    raw.disconnect()
-    await redis.close()
-  })
+  const r = await testRedis(t, 'quota-batched')
+  if (!r) return
+  const { redis, raw, prefix } = r
   const ledger = await memoryLedger()
   t.teardown(() => ledger.close())
   let n = 0

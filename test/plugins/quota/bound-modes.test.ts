@@ -5,15 +5,12 @@
 // as in process and batched on Redis. With a spend window beside it, the first call waits for the
 // ledger's price and then counts the same way.
 import t, { type Test } from 'tap'
-import { Redis } from 'ioredis'
 import { fakeContext, pluginDeps, memoryLedger, memoryStore, translateFixture } from '../../../testing.ts'
 import type { KvStore, Principal } from '../../../index.ts'
 import { reservationBoundTokens, requestedOutputCap } from '../../../index.ts'
 import quota from '../../../plugins/quota/index.ts'
-import { RedisStore } from '../../../core/stores/redis.ts'
 import { namespaced } from '../../../core/stores/index.ts'
-import { randomId, redisUrl } from '../../helpers/backends.ts'
-import { BOUND_BODY, BOUND_BODY_BYTES, checkBoundThenCount } from '../../helpers/quota-bound.ts'
+import { BOUND_BODY, BOUND_BODY_BYTES, checkBoundThenCount, heldBy, testRedis } from '../../helpers/quota-bound.ts'
 
 const START = Date.UTC(2026, 0, 1, 0, 0, 20)
 const ACME: Principal = { keyId: 'key-1', organization: 'acme', project: 'web' }
@@ -38,12 +35,7 @@ async function checkModes (t: Test, mode: 'exact' | 'lease', storeOf: (n: number
         t.equal(hooks.prepare?.(fakeContext({ principal: ACME, model: MODEL, now: () => START }), quota.state!()), undefined, 'counted in onRequest, not in the admission script')
         const state = quota.state!()
         const ctx = fakeContext({ principal: ACME, model: MODEL, now: () => START, body: structuredClone(BOUND_BODY), bodyBytes: BOUND_BODY_BYTES })
-        try {
-          await hooks.onRequest!(ctx, state)
-          return { error: undefined, held: state.need?.tokens }
-        } catch (error) {
-          return { error, held: undefined }
-        }
+        return heldBy(() => hooks.onRequest!(ctx, state), state)
       })
       t.equal(roomy.held, BOUND, 'the roomy call held exactly the bound')
     })
@@ -51,18 +43,9 @@ async function checkModes (t: Test, mode: 'exact' | 'lease', storeOf: (n: number
 }
 
 t.test('quota lease mode on Redis: the input\'s bound while roomy, the tokenizer\'s count when it does not fit', async t => {
-  const url = await redisUrl(t)
-  if (!url) return
-  const prefix = `test:quota-bound-lease:${randomId()}:`
-  const redis = await RedisStore.open({ url, prefix })
-  const raw = new Redis(url)
-  t.teardown(async () => {
-    const keys = await raw.keys(`${prefix}*`)
-    if (keys.length > 0) await raw.del(...keys)
-    raw.disconnect()
-    await redis.close()
-  })
-  await checkModes(t, 'lease', n => namespaced(redis, `quota${n}:`))
+  const r = await testRedis(t, 'quota-bound-lease')
+  if (!r) return
+  await checkModes(t, 'lease', n => namespaced(r.redis, `quota${n}:`))
 })
 
 t.test('quota exact mode on a network store without script steps: the same', async t => {
