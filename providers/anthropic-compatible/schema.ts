@@ -10,8 +10,9 @@ import { Type, type Static, AwsSigningConfig } from '../../index.ts'
  * more output tokens, billed as such), and advanced tool use (its deferred tools carry
  * `defer_loading`, refused without it).
  * Left out on purpose: context-1m (long-context pricing above the configured price),
- * extended-cache-ttl (dearer cache writes), server tools billed per use (web search, code
- * execution, MCP, files, skills) and oauth (subscription login, meaningless with a gateway key).
+ * extended-cache-ttl (dearer cache writes: an operator who allows it gives the model's price a
+ * `cacheWrite1h`), server tools billed per use (web search, code execution, MCP, files, skills)
+ * and oauth (subscription login, meaningless with a gateway key).
  */
 export const DEFAULT_ALLOWED_BETAS = [
   'claude-code-20250219',
