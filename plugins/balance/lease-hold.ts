@@ -105,13 +105,13 @@ export class LeaseHold {
     }
   }
 
-  /** The call's answer is known: its estimate is freed and its cost waits for its charge. */
+  /** The call's answer is known: its estimate is freed and its cost waits for its charge; the last call in flight trims the free part (lease.ts). */
   async answered (t: Ticket, cost: Micros): Promise<void> {
     if (t.cost !== undefined) return
     t.cost = cost
-    this.reserved -= t.amount
-    this.charging += cost
+    this.reserved -= t.amount; this.charging += cost
     if (this.low) await this.giveBack()
+    else if (this.reserved === 0 && this.free > this.opts.maxSlice + t.amount) void this.#shrink(this.free - this.opts.maxSlice - t.amount, 'balance: could not trim a slice')
   }
 
   /** The call ended without an answer to bill: its estimate is freed. */

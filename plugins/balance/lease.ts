@@ -16,6 +16,9 @@
  * - A charge debits the balance without touching the slice (no hold dropped); once it has
  *   committed, the slice shrinks by the cost (a relative update batched by the ledger). Between
  *   the two the cost counts twice (debited and held): that only refuses sooner, never overspends.
+ * - When the last call in flight answers, a free part above maxSlice + that call's estimate goes
+ *   back: a burst grows the slice by what its calls held at once (prompt bounds, several times
+ *   their costs), and that much must not sit idle here while another replica gets 402.
  * - Low balance: when a grow gets less than it asked for, or leaves the organization less than
  *   twice what the slice then holds, the slice goes "low" for lowMs: grows
  *   ask for exactly the shortfall and every free part is handed back as soon as a call answers,

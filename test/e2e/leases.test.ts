@@ -230,10 +230,11 @@ t.test('two replicas in lease mode', async t => {
 
   t.test('a 402 while another replica\'s slice holds free money: at most lease.maxSlice + one call of it', async t => {
     // Replica a serves a burst and keeps its slice (not idle, not low: the organization has far
-    // more than twice what it holds); then replica b spends until it gets 402. At that moment the
-    // only money b could not reach is a's free slice, bounded by maxSlice + one call, and what b's
-    // own calls in flight held.
-    const initial = 100_000
+    // more than twice what it holds while its calls, ten at once, hold their prompts' bounds);
+    // then replica b spends until it gets 402. At that moment the only money b could not reach is
+    // a's free slice, bounded by maxSlice + one call (the last of the burst trimmed it), and what
+    // b's own calls in flight held.
+    const initial = 400_000
     await ledger.topUp(ORG_E, initial)
     const content = 'lease me '.repeat(200)
     // What one call can reserve, in micro-units at the prices above (1 per input token, 2 per
