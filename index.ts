@@ -106,6 +106,7 @@ export type { ChargeSpool } from './core/ledger/spool.ts'
 // A model's prices read from the ledger, cached; a call's cost and its worst case in micros.
 export { PriceBook } from './money/pricing.ts'
 export { costMicros, reserveMicros } from './money/billing.ts'
+export { billedCacheWrites } from './core/observe/cost.ts'
 export type { PerUseTerms } from './money/billing.ts'
 // The input tokens a reservation covers (the byte floor, else the tokenizer's count), the choices
 // a call asks for, and the per-use terms (service tier, server tool uses) it reserves and settles at.

@@ -17,11 +17,22 @@ import { settleTerms } from '../dispatch/per-use.ts'
  */
 export function tokenMicros (u: Usage, price: Readonly<ModelPrice>): number {
   const cached = Math.min(Math.max(u.cachedInputTokens, 0), u.inputTokens)
-  const written = Math.min(Math.max(u.cacheWriteTokens ?? 0, 0), u.inputTokens - cached)
-  const hour = Math.min(Math.max(u.cacheWrite1hTokens ?? 0, 0), written)
+  const written = writtenOf(u, cached)
+  const hour = hourOf(u, written)
   const write = price.cacheWrite ?? price.input
   return (u.inputTokens - cached - written) * price.input + cached * (price.cachedInput ?? price.input) +
     (written - hour) * write + hour * (price.cacheWrite1h ?? write) + u.outputTokens * price.output
+}
+
+/** Cache writes as billed: within the input beside the `cached` reads. */
+const writtenOf = (u: Usage, cached: number): number => Math.min(Math.max(u.cacheWriteTokens ?? 0, 0), u.inputTokens - cached)
+/** Their one-hour part, within them. */
+const hourOf = (u: Usage, written: number): number => Math.min(Math.max(u.cacheWrite1hTokens ?? 0, 0), written)
+
+/** The cache writes tokenMicros bills a usage for, and their one-hour part (what a usage record keeps). */
+export function billedCacheWrites (u: Usage): { written: number, hour: number } {
+  const written = writtenOf(u, Math.min(Math.max(u.cachedInputTokens, 0), u.inputTokens))
+  return { written, hour: hourOf(u, written) }
 }
 
 /**

@@ -2,7 +2,7 @@
  * @module plugins/balance/cost – what a call holds back at admit (its worst-case cost), what it
  * costs at settle, and the usage record its charge writes.
  */
-import { costMicros, reserveMicros, requestedChoices, requestedOutputCap, reserveTerms, settleTerms } from '../../index.ts'
+import { billedCacheWrites, costMicros, reserveMicros, requestedChoices, requestedOutputCap, reserveTerms, settleTerms } from '../../index.ts'
 import { reservationBoundTokens, reservationInputTokens, reservationInputTokensNow, reservedInputTokens } from '../../index.ts'
 import type { ClientProtocol, GatewayContext, ModelPrice, Outcome, Usage, UsageRecord } from '../../index.ts'
 
@@ -57,7 +57,7 @@ function header (v: string | string[] | undefined): string | undefined {
 export function usageRecord (ctx: GatewayContext, outcome: Outcome, price: ModelPrice, cost: number, time: number): UsageRecord {
   const principal = ctx.principal!
   const u = outcome.usage!
-  const written = Math.min(Math.max(u.cacheWriteTokens ?? 0, 0), Math.max(u.inputTokens - Math.min(Math.max(u.cachedInputTokens, 0), u.inputTokens), 0))
+  const writes = billedCacheWrites(u)
   return {
     time,
     keyId: principal.keyId,
@@ -69,9 +69,9 @@ export function usageRecord (ctx: GatewayContext, outcome: Outcome, price: Model
     idempotencyKey: header(ctx.headers['idempotency-key']),
     inputTokens: u.inputTokens,
     cachedInputTokens: Math.min(u.cachedInputTokens, u.inputTokens),
-    // The writes as the charge priced them (tokenMicros): within the input beside the reads.
-    cacheWriteTokens: written,
-    cacheWrite1hTokens: Math.min(Math.max(u.cacheWrite1hTokens ?? 0, 0), written),
+    // The writes as the charge priced them.
+    cacheWriteTokens: writes.written,
+    cacheWrite1hTokens: writes.hour,
     outputTokens: u.outputTokens,
     cost,
     price,
