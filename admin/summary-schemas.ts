@@ -32,6 +32,8 @@ const UsageSums = {
   requests: Type.Integer({ description: 'Usage records (billed calls).' }),
   inputTokens: Type.Integer(),
   cachedInputTokens: Type.Integer(),
+  cacheWriteTokens: Type.Integer({ description: 'Input tokens written to the prompt cache (part of inputTokens; records from before they were kept add 0).' }),
+  cacheWrite1hTokens: Type.Integer({ description: 'The part of cacheWriteTokens written to a one-hour cache.' }),
   outputTokens: Type.Integer(),
   cost: Type.String({ description: 'Currency units, exact (a sum of integer micro-units).' }),
 }
@@ -122,6 +124,8 @@ export const UsageTotal = Type.Object({
   requests: Type.Integer({ description: 'Usage records matching the filter.' }),
   inputTokens: Type.Integer(),
   cachedInputTokens: Type.Integer(),
+  cacheWriteTokens: Type.Integer({ description: 'Input tokens written to the prompt cache (part of inputTokens; records from before they were kept add 0).' }),
+  cacheWrite1hTokens: Type.Integer({ description: 'The part of cacheWriteTokens written to a one-hour cache.' }),
   outputTokens: Type.Integer(),
   cost: Type.String({ description: 'Currency units, exact (a sum of integer micro-units).' }),
 })

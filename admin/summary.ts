@@ -74,7 +74,7 @@ function fold<F extends string> (rows: readonly Row<F>[], fields: readonly F[], 
   return { total, groups: ranked.map(([key, v]) => ({ key, ...v })), series }
 }
 
-const USAGE_FIELDS = ['requests', 'inputTokens', 'cachedInputTokens', 'outputTokens', 'cost'] as const
+const USAGE_FIELDS = ['requests', 'inputTokens', 'cachedInputTokens', 'cacheWriteTokens', 'cacheWrite1hTokens', 'outputTokens', 'cost'] as const
 const CALL_FIELDS = ['requests', 'clientErrors', 'serverErrors'] as const
 const money = <T extends { cost: number }>(o: T): Omit<T, 'cost'> & { cost: string } => ({ ...o, cost: formatMicros(o.cost) })
 

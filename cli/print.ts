@@ -50,7 +50,9 @@ export interface OrganizationRow { id: string, name: string | null, balance: str
 /** A project as the admin API lists it. */
 export interface ProjectRow { id: string, organization: string, name: string | null, createdAt: string }
 /** Usage sums as the admin API's summary gives them. */
-export interface UsageSums { requests: number, inputTokens: number, cachedInputTokens: number, outputTokens: number, cost: string }
+export interface UsageSums {
+  requests: number, inputTokens: number, cachedInputTokens: number, cacheWriteTokens: number, cacheWrite1hTokens: number, outputTokens: number, cost: string
+}
 /** The part of the admin API's usage summary the CLI prints. */
 export interface UsageSummaryView { from: string, to: string, groupBy: string | null, total: UsageSums, groups: Array<UsageSums & { key: string | null }> }
 
@@ -64,13 +66,14 @@ export function writeProjects (rows: ProjectRow[], json: boolean, out: Writer): 
   out.write(table([['id', 'org', 'name', 'created'], ...rows.map(p => [p.id, p.organization, p.name ?? '-', p.createdAt])]))
 }
 
-const sums = (s: UsageSums): string[] => [String(s.requests), String(s.inputTokens), String(s.cachedInputTokens), String(s.outputTokens), s.cost]
+const sums = (s: UsageSums): string[] =>
+  [String(s.requests), String(s.inputTokens), String(s.cachedInputTokens), String(s.cacheWriteTokens), String(s.cacheWrite1hTokens), String(s.outputTokens), s.cost]
 
 /** The range and totals; grouped, one row per group and the total last. */
 export function writeUsageSummary (v: UsageSummaryView, json: boolean, out: Writer): void {
   if (json) { out.write(JSON.stringify({ from: v.from, to: v.to, groupBy: v.groupBy, total: v.total, groups: v.groups }, null, 2) + '\n'); return }
   out.write(`from ${v.from} to ${v.to}\n`)
-  const head = ['requests', 'input', 'cached', 'output', 'cost']
+  const head = ['requests', 'input', 'cached', 'cache-write', 'cache-write-1h', 'output', 'cost']
   if (v.groupBy === null) { out.write(table([head, sums(v.total)])); return }
   out.write(table([[v.groupBy, ...head], ...v.groups.map(g => [g.key ?? '(none)', ...sums(g)]), ['total', ...sums(v.total)]]))
 }

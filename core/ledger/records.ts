@@ -162,6 +162,10 @@ export interface UsageSummaryRow {
   requests: number
   inputTokens: number
   cachedInputTokens: number
+  /** Input tokens written to the prompt cache (records from before these were kept add 0). */
+  cacheWriteTokens: number
+  /** The part of cacheWriteTokens written to a one-hour cache. */
+  cacheWrite1hTokens: number
   outputTokens: number
   cost: Micros
 }

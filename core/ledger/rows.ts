@@ -233,7 +233,8 @@ export function usageSummarySql (q: UsageSummaryQuery, ph: (i: number) => string
   const group: string = q.groupBy === undefined ? 'NULL' : columns[q.groupBy]
   const b = q.bucketMs
   const sql = `SELECT (time / ${b}) * ${b} AS bucket, ${group} AS grp, count(*) AS requests, sum(input_tokens) AS input_tokens,
-    sum(cached_input_tokens) AS cached_input_tokens, sum(output_tokens) AS output_tokens, sum(cost) AS cost
+    sum(cached_input_tokens) AS cached_input_tokens, coalesce(sum(cache_write_tokens), 0) AS cache_write_tokens,
+    coalesce(sum(cache_write_1h_tokens), 0) AS cache_write_1h_tokens, sum(output_tokens) AS output_tokens, sum(cost) AS cost
     FROM usage_records WHERE ${parts.join(' AND ')} GROUP BY 1${group === 'NULL' ? '' : ', 2'}`
   return { sql, params }
 }
@@ -245,6 +246,8 @@ export interface SummaryColumns {
   requests: NumericColumn
   input_tokens: NumericColumn
   cached_input_tokens: NumericColumn
+  cache_write_tokens: NumericColumn
+  cache_write_1h_tokens: NumericColumn
   output_tokens: NumericColumn
   cost: NumericColumn
 }
@@ -257,6 +260,8 @@ export function summaryFromRows (rows: readonly SummaryColumns[]): UsageSummaryR
     requests: num(r.requests),
     inputTokens: num(r.input_tokens),
     cachedInputTokens: num(r.cached_input_tokens),
+    cacheWriteTokens: num(r.cache_write_tokens),
+    cacheWrite1hTokens: num(r.cache_write_1h_tokens),
     outputTokens: num(r.output_tokens),
     cost: num(r.cost),
   }))

@@ -29,10 +29,10 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>): Promis
     await ledger.createOrganization('acme')
     await ledger.createOrganization('globex')
     const rows = [
-      record({ traceId: 'a1', time: T0 + 1, cost: 1 }),
-      record({ traceId: 'a2', time: T0 + 2, cost: 2 }),
+      record({ traceId: 'a1', time: T0 + 1, cost: 1, cacheWriteTokens: 4, cacheWrite1hTokens: 3 }),
+      record({ traceId: 'a2', time: T0 + 2, cost: 2, cacheWriteTokens: 2, cacheWrite1hTokens: 0 }),
       record({ traceId: 'a3', time: T0 + 59_999, cost: 1_000_000 }),
-      record({ traceId: 'g1', time: T0 + MIN, organization: 'globex', model: 'echo/echo-text', cost: 5_000_000_123 }),
+      record({ traceId: 'g1', time: T0 + MIN, organization: 'globex', model: 'echo/echo-text', cost: 5_000_000_123, cacheWriteTokens: 7, cacheWrite1hTokens: 7 }),
       record({ traceId: 'g2', time: T0 + MIN + 5, organization: 'globex', model: 'echo/echo-text', cost: 5_000_000_123 }),
       record({ traceId: 'n1', time: T0 + MIN + 9, organization: undefined, cost: 7 }),
       record({ traceId: 'late', time: T0 + 2 * MIN, cost: 99 }), // at `to`: outside [from, to)
@@ -42,10 +42,11 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>): Promis
 
     let r = await call(admin, 'GET', `/admin/usage/summary?${range}&bucket=minute`)
     t.equal(r.status, 200, r.text)
-    t.strictSame(r.body.total, { requests: 6, inputTokens: 60, cachedInputTokens: 6, outputTokens: 30, cost: '10001.000256' })
+    // Cache writes are summed as well; the records without them (as written before they were kept) add none.
+    t.strictSame(r.body.total, { requests: 6, inputTokens: 60, cachedInputTokens: 6, cacheWriteTokens: 13, cacheWrite1hTokens: 10, outputTokens: 30, cost: '10001.000256' })
     t.strictSame(r.body.series, [
-      { time: iso(T0), key: null, other: false, requests: 3, inputTokens: 30, cachedInputTokens: 3, outputTokens: 15, cost: '1.000003' },
-      { time: iso(T0 + MIN), key: null, other: false, requests: 3, inputTokens: 30, cachedInputTokens: 3, outputTokens: 15, cost: '10000.000253' },
+      { time: iso(T0), key: null, other: false, requests: 3, inputTokens: 30, cachedInputTokens: 3, cacheWriteTokens: 6, cacheWrite1hTokens: 3, outputTokens: 15, cost: '1.000003' },
+      { time: iso(T0 + MIN), key: null, other: false, requests: 3, inputTokens: 30, cachedInputTokens: 3, cacheWriteTokens: 7, cacheWrite1hTokens: 7, outputTokens: 15, cost: '10000.000253' },
     ])
     t.match(r.body, { from: iso(T0), to: iso(T0 + 2 * MIN), bucket: 'minute', groupBy: null })
 

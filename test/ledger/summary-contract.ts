@@ -15,10 +15,13 @@ export function referenceSummary (records: readonly UsageRecord[], q: UsageSumma
     const bucket = Math.floor(r.time / q.bucketMs) * q.bucketMs
     const group = q.groupBy === 'model' ? r.model : q.groupBy === 'organization' ? (r.organization ?? null) : null
     const k = `${bucket}\u0000${group ?? '\u0001'}`
-    const a = m.get(k) ?? { bucket, group, requests: 0, inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, cost: 0 }
+    const a = m.get(k) ?? { bucket, group, requests: 0, inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, outputTokens: 0, cost: 0 }
     a.requests++
     a.inputTokens += r.inputTokens
     a.cachedInputTokens += r.cachedInputTokens
+    // A record from before cache writes were kept adds none.
+    a.cacheWriteTokens += r.cacheWriteTokens ?? 0
+    a.cacheWrite1hTokens += r.cacheWrite1hTokens ?? 0
     a.outputTokens += r.outputTokens
     a.cost += r.cost
     m.set(k, a)
@@ -47,6 +50,8 @@ export function summaryContract (t: Test, open: (t: Test) => Promise<Ledger>): v
       traceId: `summary-${i}`,
       inputTokens: 1000 + i,
       cachedInputTokens: i % 10,
+      // Every fourth record as written before cache writes were kept (no counts: null columns).
+      ...(i % 4 === 3 ? {} : { cacheWriteTokens: 3 * i, cacheWrite1hTokens: i % 3 === 0 ? i : 0 }),
       outputTokens: 10 * i,
       cost: i % 11 === 0 ? 5_000_000_000 + i : 1 + i * 1234,
       estimated: false,
