@@ -67,13 +67,14 @@ export function writeProjects (rows: ProjectRow[], json: boolean, out: Writer): 
 }
 
 const sums = (s: UsageSums): string[] =>
-  [String(s.requests), String(s.inputTokens), String(s.cachedInputTokens), String(s.cacheWriteTokens), String(s.cacheWrite1hTokens), String(s.outputTokens), s.cost]
+  [String(s.requests), String(s.inputTokens), String(s.cachedInputTokens), String(s.outputTokens), s.cost, String(s.cacheWriteTokens), String(s.cacheWrite1hTokens)]
 
 /** The range and totals; grouped, one row per group and the total last. */
 export function writeUsageSummary (v: UsageSummaryView, json: boolean, out: Writer): void {
   if (json) { out.write(JSON.stringify({ from: v.from, to: v.to, groupBy: v.groupBy, total: v.total, groups: v.groups }, null, 2) + '\n'); return }
   out.write(`from ${v.from} to ${v.to}\n`)
-  const head = ['requests', 'input', 'cached', 'cache-write', 'cache-write-1h', 'output', 'cost']
+  // Columns added later go last, so a script reading the table by position keeps its columns.
+  const head = ['requests', 'input', 'cached', 'output', 'cost', 'cache-write', 'cache-write-1h']
   if (v.groupBy === null) { out.write(table([head, sums(v.total)])); return }
   out.write(table([[v.groupBy, ...head], ...v.groups.map(g => [g.key ?? '(none)', ...sums(g)]), ['total', ...sums(v.total)]]))
 }

@@ -89,18 +89,18 @@ t.test('org list, project list and usage summary on a SQLite ledger', async t =>
   t.notMatch(acmeProjects.stdout, /lab/, '--org filters')
   t.match(acmeProjects.stdout, /web +acme +Website/)
   t.equal(total.status, 0, total.stderr)
-  t.same(cells(total.stdout), [['from', '2025-03-01T00:00:00.000Z', 'to', '2025-03-01T12:00:00.000Z'], ['requests', 'input', 'cached', 'cache-write', 'cache-write-1h', 'output', 'cost'], ['3', '3000', '600', '300', '100', '150', '2.234572']], 'the record at 30h is outside the range')
+  t.same(cells(total.stdout), [['from', '2025-03-01T00:00:00.000Z', 'to', '2025-03-01T12:00:00.000Z'], ['requests', 'input', 'cached', 'output', 'cost', 'cache-write', 'cache-write-1h'], ['3', '3000', '600', '150', '2.234572', '300', '100']], 'the record at 30h is outside the range')
   t.same(cells(byModel.stdout).slice(1), [
-    ['model', 'requests', 'input', 'cached', 'cache-write', 'cache-write-1h', 'output', 'cost'],
-    ['echo/echo-1', '2', '2000', '400', '300', '100', '100', '2.234567'],
-    ['echo/echo-text', '1', '1000', '200', '0', '0', '50', '0.000005'],
-    ['total', '3', '3000', '600', '300', '100', '150', '2.234572'],
+    ['model', 'requests', 'input', 'cached', 'output', 'cost', 'cache-write', 'cache-write-1h'],
+    ['echo/echo-1', '2', '2000', '400', '100', '2.234567', '300', '100'],
+    ['echo/echo-text', '1', '1000', '200', '50', '0.000005', '0', '0'],
+    ['total', '3', '3000', '600', '150', '2.234572', '300', '100'],
   ])
   const j = JSON.parse(byOrgJson.stdout) as { groupBy: string, total: { requests: number, cost: string }, groups: Array<{ key: string, requests: number, cost: string }> }
   t.equal(j.groupBy, 'organization')
   t.same(j.total, { requests: 3, inputTokens: 3000, cachedInputTokens: 600, cacheWriteTokens: 300, cacheWrite1hTokens: 100, outputTokens: 150, cost: '2.234572' })
   t.same(j.groups.map(g => [g.key, g.requests, g.cost]), [['acme', 2, '1.234572'], ['beta', 1, '1.000000']])
-  t.same(cells(filtered.stdout)[2], ['1', '1000', '200', '300', '100', '50', '1.234567'], 'filters by organization and model')
+  t.same(cells(filtered.stdout)[2], ['1', '1000', '200', '50', '1.234567', '300', '100'], 'filters by organization and model')
   t.equal(bad.status, 2)
   t.match(bad.stderr, /--group-by must be model or organization: "colour"/)
 })
