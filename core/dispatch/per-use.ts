@@ -29,17 +29,25 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /**
  * The feature a server tool type is billed as: messages types lose their date (`web_search_20250305`
  * → `web_search`), Responses types their `_preview` and date (`web_search_preview_2025_03_11` →
- * `web_search`).
+ * `web_search`); a messages `mcp_toolset` is `mcp`, as the Responses `mcp` tool.
  */
 export function featureOf (type: string): string {
+  if (type === 'mcp_toolset') return 'mcp'
   return type.replace(/_\d{8}$/, '').replace(/_\d{4}_\d{2}_\d{2}$/, '').replace(/_preview$/, '')
 }
 
-/** The server tools of a client body: messages and Responses `tools` entries, chat `web_search_options`. */
+/**
+ * The server tools of a client body: messages and Responses `tools` entries, chat `web_search_options`,
+ * and each messages `mcp_servers` entry (the upstream connects to the server it names: the feature
+ * `mcp`, as an `mcp_toolset` tool; no uses reserved for the entry, messages answers report none).
+ */
 export function serverTools (protocol: ClientProtocol, body: Record<string, unknown>): ServerTool[] {
   const out: ServerTool[] = []
   if (protocol === 'chat') {
     if (body.web_search_options !== undefined && body.web_search_options !== null) out.push({ where: 'web_search_options', type: 'web_search_options', feature: 'web_search', maxUses: 1 })
+  }
+  if (protocol === 'messages' && Array.isArray(body.mcp_servers)) {
+    for (let i = 0; i < body.mcp_servers.length; i++) out.push({ where: `mcp_servers[${i}]`, type: 'mcp_servers', feature: 'mcp', maxUses: 0 })
   }
   const tools = Array.isArray(body.tools) ? body.tools : []
   for (let i = 0; i < tools.length; i++) {

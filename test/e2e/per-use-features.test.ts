@@ -22,6 +22,8 @@ const BASE = ['temperature', 'max_tokens', 'tools', 'tool_choice', 'stream', 'st
 const PRICED = { input: 1, output: 2, perUse: { web_search: 10 }, serviceTiers: { priority: 2 } }
 const PLAIN = { input: 1, output: 2 }
 const SEARCH = { type: 'web_search_20250305', name: 'web_search', max_uses: 5 }
+const MCP_SERVER = { type: 'url', url: 'https://mcp.example.com/sse', name: 'example', authorization_token: 'tok' }
+const MCP_TOOLSET = { type: 'mcp_toolset', mcp_server_name: 'example' }
 
 async function setup (t: Test, given?: Ledger) {
   const chatUp = await startFakeUpstream()
@@ -46,6 +48,8 @@ async function setup (t: Test, given?: Ledger) {
         model('m/search', 'up-msg', PRICED, ['web_search', 'service_tier']),
         model('m/plain', 'up-msg', PLAIN, []),
         model('m/unpriced', 'up-msg', PLAIN, ['web_search', 'service_tier']),
+        model('m/mcp', 'up-msg', { ...PLAIN, perUse: { mcp: 0 } }, ['mcp']),
+        model('m/mcp-unpriced', 'up-msg', PLAIN, ['mcp']),
         model('r/search', 'up-resp', PRICED, ['web_search', 'service_tier', 'image_generation', 'code_interpreter']),
         model('r/plain', 'up-resp', PLAIN, []),
         model('c/search', 'up-chat', PRICED, ['web_search', 'service_tier']),
@@ -80,6 +84,12 @@ t.test('/v1/messages: server tools and tiers the model does not list and price g
     [{ model: 'm/plain', service_tier: 'priority' }, /service_tier.*priority/],
     [{ model: 'm/unpriced', service_tier: 'priority' }, /service_tier.*priority/],
     [{ model: 'm/search', service_tier: 'flex' }, /service_tier.*flex/],
+    // An MCP server entry has the upstream connect to a server the client names: the feature `mcp`.
+    [{ model: 'm/plain', mcp_servers: [MCP_SERVER] }, /mcp_servers\[0\].*not available for model "m\/plain"/],
+    [{ model: 'm/search', mcp_servers: [MCP_SERVER] }, /mcp_servers\[0\].*not available/],
+    [{ model: 'm/mcp-unpriced', mcp_servers: [MCP_SERVER] }, /mcp_servers\[0\].*no per-use price/],
+    [{ model: 'm/plain', mcp_servers: [MCP_SERVER], tools: [MCP_TOOLSET] }, /mcp_servers\[0\].*not available/],
+    [{ model: 'm/mcp-unpriced', tools: [MCP_TOOLSET] }, /tools\[0\].*mcp_toolset.*no per-use price/],
   ]
   for (const [extra, message] of cases) {
     const r = await post(url, '/v1/messages', { max_tokens: 100, messages: [{ role: 'user', content: 'news?' }], ...extra as object })
@@ -94,6 +104,11 @@ t.test('/v1/messages: server tools and tiers the model does not list and price g
   msgUp.handle((_req, res) => json(res, 200, messagesAnswer(0)))
   const ok = await post(url, '/v1/messages', { model: 'm/plain', max_tokens: 100, service_tier: 'standard_only', messages: [{ role: 'user', content: 'x' }], tools: [{ name: 'f', input_schema: { type: 'object' } }, { type: 'bash_20250124', name: 'bash' }, { type: 'text_editor_20250728', name: 'str_replace_based_edit_tool' }] })
   t.equal(ok.status, 200)
+  // A model that lists and prices `mcp` lets MCP servers and toolsets through as sent.
+  const mcp = await post(url, '/v1/messages', { model: 'm/mcp', max_tokens: 100, messages: [{ role: 'user', content: 'x' }], mcp_servers: [MCP_SERVER], tools: [MCP_TOOLSET] })
+  t.equal(mcp.status, 200)
+  t.same(msgUp.requests.at(-1)!.body.mcp_servers, [MCP_SERVER], 'forwarded as sent')
+  t.same(msgUp.requests.at(-1)!.body.tools, [MCP_TOOLSET])
 })
 
 async function billedSearches (t: Test, ledger?: Ledger) {
