@@ -28,6 +28,8 @@ export type { SignedRecord } from './testing/bedrock-sigv4.ts'
 export type { BedrockWireOptions } from './testing/bedrock-conformance.ts'
 export { vertexClaudeWire } from './testing/vertex-conformance.ts'
 export type { VertexClaudeWireOptions } from './testing/vertex-conformance.ts'
+export { geminiWire, vertexGeminiWire, messagesFromGemini } from './testing/gemini-conformance.ts'
+export type { GeminiWireOptions, VertexGeminiWireOptions } from './testing/gemini-conformance.ts'
 export {
   startFakeVertex, checkVertexClaudeBody, vertexClaudeResponse, vertexClaudeEvents, VERTEX_ANTHROPIC_VERSION, CLOUD_PLATFORM_SCOPE,
 } from './testing/fake-vertex.ts'

@@ -143,7 +143,12 @@ export function answerLike (protocol: ClientProtocol, usageOf: (u: Usage) => Rec
 async function writeEvents (res: ServerResponse, headers: Record<string, string>, perEvent: readonly Uint8Array[][], pace: SseOptions = {}): Promise<void> {
   res.writeHead(200, headers)
   for (let i = 0; i < perEvent.length; i++) {
-    if (pace.cutAfter !== undefined && i >= pace.cutAfter) { res.socket?.destroy(); return }
+    if (pace.cutAfter !== undefined && i >= pace.cutAfter) {
+      // The bytes written so far go out first (a response's write is corked until the next tick).
+      await new Promise<void>(resolve => setImmediate(resolve))
+      res.socket?.destroy()
+      return
+    }
     if (pace.stallAfter !== undefined && i >= pace.stallAfter) return
     if (i > 0 && pace.delayMs) await sleep(pace.delayMs)
     if (res.destroyed) return
