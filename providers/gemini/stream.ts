@@ -28,6 +28,15 @@ function event (name: string, data: Obj): SseEvent {
   return { event: name, data: JSON.stringify(data), raw: sseEvent(name, data) }
 }
 
+/**
+ * message_start's usage from the prompt counts known so far, as messages counts them: cache
+ * reads out of `input_tokens` (Gemini's prompt count includes them), no output yet.
+ */
+function startUsage (u: Obj): Obj {
+  const { output_tokens_details: _details, ...usage } = messagesUsage(u)
+  return { ...usage, output_tokens: 0 }
+}
+
 export class GeminiStreamDecoder implements StreamDecoder {
   readonly #sse = new SseParser({ maxEventBytes: MAX_GEMINI_EVENT_BYTES })
   #started = false
@@ -40,7 +49,8 @@ export class GeminiStreamDecoder implements StreamDecoder {
   #blocked = false
   #calls = false
   #usage: unknown
-  #prompt: number | undefined
+  /** The latest usageMetadata holding a prompt count: message_start's usage. */
+  #prompt: Obj | undefined
   #done = false
   /** A failure held back while the events before it are relayed. */
   #failure: unknown
@@ -93,7 +103,7 @@ export class GeminiStreamDecoder implements StreamDecoder {
     if (!isObj(body)) return
     if (isObj(body.error)) throw streamError(body.error)
     const u = body.usageMetadata
-    if (isObj(u) && typeof u.promptTokenCount === 'number') this.#prompt = u.promptTokenCount
+    if (isObj(u) && typeof u.promptTokenCount === 'number') this.#prompt = u
     if (completeUsage(u)) this.#usage = u
     const c = candidate(body)
     if (c === undefined && isObj(body.promptFeedback) && typeof body.promptFeedback.blockReason === 'string') this.#blocked = true
@@ -142,7 +152,7 @@ export class GeminiStreamDecoder implements StreamDecoder {
       type: 'message_start',
       message: {
         id: messageId(), type: 'message', role: 'assistant', model: this.model, content: [], stop_reason: null, stop_sequence: null,
-        usage: { input_tokens: this.#prompt ?? this.estimatedInputTokens, output_tokens: 0 },
+        usage: this.#prompt === undefined ? { input_tokens: this.estimatedInputTokens, output_tokens: 0 } : startUsage(this.#prompt),
       },
     }))
   }

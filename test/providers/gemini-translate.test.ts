@@ -117,6 +117,18 @@ const STREAM = frames(
   { usageMetadata: { promptTokenCount: 7, candidatesTokenCount: 4, thoughtsTokenCount: 2, cachedContentTokenCount: 4, totalTokenCount: 13 } },
 )
 
+t.test('stream: message_start counts cache reads apart, as messages does (Gemini\'s prompt count includes them)', async t => {
+  const start = (usageMetadata: unknown) => {
+    const d = new GeminiStreamDecoder('m', 99)
+    const evs = [...d.push(frames({ candidates: [{ content: { role: 'model', parts: [{ text: 'Hi' }] }, index: 0 }], usageMetadata })), ...d.end()]
+    return JSON.parse(evs[0]!.data).message.usage
+  }
+  t.same(start({ promptTokenCount: 20, cachedContentTokenCount: 16, totalTokenCount: 20 }), { input_tokens: 4, cache_read_input_tokens: 16, cache_creation_input_tokens: 0, output_tokens: 0 })
+  t.same(start({ promptTokenCount: 20, toolUsePromptTokenCount: 3 }), { input_tokens: 23, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, output_tokens: 0 }, 'tool-use prompt tokens bill as input')
+  t.same(start({ promptTokenCount: -5, cachedContentTokenCount: 'x' }), { input_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, output_tokens: 0 }, 'counts that are not counts are none')
+  t.same(start({ cachedContentTokenCount: 16 }), { input_tokens: 99, output_tokens: 0 }, 'no prompt count yet: the estimate')
+})
+
 t.test('stream: split at every byte decodes as sent whole; blocks, signatures, the finish with the last usage', async t => {
   const whole = new GeminiStreamDecoder('m', 99)
   const expected = names([...whole.push(STREAM), ...whole.end()])
@@ -134,7 +146,8 @@ t.test('stream: split at every byte decodes as sent whole; blocks, signatures, t
     'content_block_start', 'content_block_delta', 'content_block_stop', // the text's signature, at the end
     'message_delta', 'message_stop',
   ])
-  t.match(expected[0], /"input_tokens":7/, 'message_start: the prompt count of the first chunk')
+  t.same(JSON.parse(expected[0].slice('message_start '.length)).message.usage, { input_tokens: 7, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, output_tokens: 0 },
+    'message_start: the prompt count of the first chunk')
   const delta = JSON.parse(expected[19].slice('message_delta '.length))
   t.same(delta, { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { input_tokens: 3, cache_read_input_tokens: 4, cache_creation_input_tokens: 0, output_tokens: 6, output_tokens_details: { thinking_tokens: 2 } } }, 'the last complete usage')
   const callSig = JSON.parse(got[11].data).delta.signature

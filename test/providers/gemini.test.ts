@@ -48,11 +48,12 @@ t.test('messages stream: deltas relayed, the finish held for the last complete u
   const stream = anthropic.messages.stream({ model: 'google/flash', max_tokens: 3, messages: [{ role: 'user', content: 'Count' }] })
   const texts: string[] = []
   stream.on('text', d => texts.push(d))
-  let startInput = -1
-  stream.on('streamEvent', ev => { if (ev.type === 'message_start') startInput = ev.message.usage.input_tokens })
+  let startUsage: unknown
+  // A copy: the SDK updates the message it gave with the later deltas' usage.
+  stream.on('streamEvent', ev => { if (ev.type === 'message_start') startUsage = { ...ev.message.usage } })
   const final = await stream.finalMessage()
   t.same(texts, ['One', ' two', ' three'])
-  t.equal(startInput, 12, 'message_start carries the prompt count Gemini sent with the first chunk')
+  t.same(startUsage, { input_tokens: 12, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, output_tokens: 0 }, 'message_start: the prompt count Gemini sent with the first chunk')
   t.equal(final.stop_reason, 'max_tokens')
   t.equal(final.usage.output_tokens, 3)
   t.equal(final.usage.cache_read_input_tokens, 4)
