@@ -1,4 +1,7 @@
-/** @module admin/reservations – /admin/reservations: the balance holds the admin CLI's `holds list|release` shows (PostgreSQL only; rules in admin/service.ts). */
+/**
+ * @module admin/reservations – /admin/reservations: the holds the admin CLI's `holds list|release`
+ * shows, organizations' balance holds and ledger keys' budget holds (PostgreSQL only; rules in admin/service.ts).
+ */
 import type { FastifyInstance } from 'fastify'
 import type { Static } from '@sinclair/typebox'
 import { errorResponses } from './errors.ts'
@@ -9,14 +12,14 @@ import { audit, paramField } from './audit.ts'
 
 export function reservationRoutes (app: FastifyInstance, service: AdminService): void {
   app.get<{ Querystring: Static<typeof S.HoldQuery> }>('/admin/reservations',
-    { schema: { tags: ['reservations'], summary: 'Balance holds of calls in flight', querystring: S.HoldQuery, response: { 200: S.HoldList, ...errorResponses } } }, async request => {
-    const holds = await service.holds(request.query.organization)
+    { schema: { tags: ['reservations'], summary: 'Holds of calls in flight: organizations\' balance holds and ledger keys\' budget holds', querystring: S.HoldQuery,
+      response: { 200: S.HoldList, ...errorResponses } } }, async request => {
+    const holds = await service.holds(request.query)
     return holds ? { stored: true, data: holds.map(holdView) } : { stored: false, data: [] }
   })
   app.delete<{ Params: { id: string } }>('/admin/reservations/:id',
-    { schema: { tags: ['reservations'], summary: 'Release one hold (a call that will never settle)', params: S.IdParam, response: { 200: S.Released, ...errorResponses } },
+    { schema: { tags: ['reservations'], summary: 'Release one hold of either kind (a call that will never settle)', params: S.IdParam, response: { 200: S.Released, ...errorResponses } },
       config: audit('hold.release', paramField('id')) }, async request => {
-    await service.releaseHold(request.params.id)
-    return { released: request.params.id }
+    return { released: request.params.id, kind: await service.releaseHold(request.params.id) }
   })
 }

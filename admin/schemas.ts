@@ -163,15 +163,22 @@ export const UsageRecord = Type.Object({
 })
 export const UsagePage = Type.Object({ data: Type.Array(UsageRecord), nextCursor: Nullable(Type.String({ description: 'null on the last page.' })) })
 
+const HoldKind = Type.Union([Type.Literal('organization'), Type.Literal('key')],
+  { description: 'organization: a hold on the organization\'s balance; key: a hold on a ledger key\'s budget (a call on a key with a budget holds both).' })
 export const Hold = Type.Object({
-  id: Type.String(), organization: Type.String(), amount: Type.String(), state: Type.Union([Type.Literal('live'), Type.Literal('expired')]),
-  createdAt: Type.String(), expiresAt: Type.String(), owner: Nullable(Type.String()), traceId: Nullable(Type.String()),
+  id: Type.String(), organization: Type.String({ description: 'A key hold: its key\'s organization (empty when the key has none).' }), amount: Type.String(),
+  state: Type.Union([Type.Literal('live'), Type.Literal('expired')]), createdAt: Type.String(), expiresAt: Type.String(), owner: Nullable(Type.String()), traceId: Nullable(Type.String()),
+  kind: HoldKind, keyId: Nullable(Type.String({ description: 'A key hold\'s key; null on a balance hold.' })),
 })
 export const HoldList = Type.Object({
   stored: Type.Boolean({ description: 'false on a SQLite ledger: holds live in the gateway process, none are listed.' }),
   data: Type.Array(Hold),
 })
-export const HoldQuery = Type.Object({ organization: Type.Optional(Type.String({ minLength: 1 })) }, { additionalProperties: false })
+export const HoldQuery = Type.Object({
+  organization: Type.Optional(Type.String({ minLength: 1, description: 'Holds of this organization: its balance holds and its keys\' budget holds.' })),
+  key: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The budget holds of this ledger key.' })),
+  kind: Type.Optional(HoldKind),
+}, { additionalProperties: false })
 
 export const Circuit = Type.Object({
   key: Type.String({ description: 'provider/upstreamModel' }),
@@ -198,4 +205,4 @@ export const ListOf = <T extends TSchema>(s: T) => Type.Object({ data: Type.Arra
 export type CreateKeyT = Static<typeof CreateKey>
 export type UsageQueryT = Static<typeof UsageQuery>
 export type UsageExportQueryT = Static<typeof UsageExportQuery>
-export const Released = Type.Object({ released: Type.String() })
+export const Released = Type.Object({ released: Type.String({ description: 'The hold\'s id.' }), kind: HoldKind })

@@ -24,6 +24,12 @@ export interface NewKey {
   settings?: KeyPatch
 }
 
+/** What a hold holds: an organization's balance, or a ledger key's budget. */
+export type HoldKind = 'organization' | 'key'
+
+/** Which holds to list: those of an organization (a key hold's is its key's), of a ledger key, of a kind. */
+export interface HoldFilter { organization?: string, key?: string, kind?: HoldKind }
+
 /** A fresh key id: `key_` and 16 random hex digits. */
 export const newKeyId = (): string => `key_${randomBytes(8).toString('hex')}`
 
@@ -134,15 +140,32 @@ export class AdminService {
     return price
   }
 
-  /** The balance holds of calls in flight (of one organization); undefined when the ledger stores none (SQLite). */
-  async holds (organization?: string): Promise<Hold[] | undefined> {
+  /**
+   * The holds of calls in flight, oldest first: balance holds (kind `organization`) and ledger keys'
+   * budget holds (kind `key`, a key hold's organization being its key's), those matching every
+   * filter given; undefined when the ledger stores none (SQLite).
+   */
+  async holds (filter: HoldFilter = {}): Promise<Hold[] | undefined> {
     if (!this.ledger.holdsStored) return undefined
-    return (await this.ledger.listHolds()).filter(h => organization === undefined || h.organization === organization)
+    const { organization, key, kind } = filter
+    const [balance, keys] = await Promise.all([
+      kind === 'key' || key !== undefined ? [] : this.ledger.listHolds(),
+      kind === 'organization' ? [] : this.ledger.listKeyHolds(),
+    ])
+    return [...balance, ...keys]
+      .filter(h => (organization === undefined || h.organization === organization) && (key === undefined || h.keyId === key))
+      .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   }
 
-  /** Releases one hold (a call that will never settle). PostgreSQL only. */
-  async releaseHold (id: string): Promise<void> {
+  /**
+   * Releases one hold (a call that will never settle), of either kind; says which. PostgreSQL
+   * only. Both kinds' ids are random UUIDs, so an id names one hold: a balance hold is looked for
+   * first, then a key hold.
+   */
+  async releaseHold (id: string): Promise<HoldKind> {
     if (!this.ledger.holdsStored) throw gwError('GW_ERR_HOLDS_NOT_STORED')
-    if (!await this.ledger.releaseHold(id)) throw gwError('GW_ERR_HOLD_UNKNOWN', [id])
+    if (await this.ledger.releaseHold(id)) return 'organization'
+    if (await this.ledger.releaseKeyHold(id)) return 'key'
+    throw gwError('GW_ERR_HOLD_UNKNOWN', [id])
   }
 }

@@ -74,12 +74,16 @@ export interface HoldView {
   expiresAt: string
   owner: string | null
   traceId: string | null
+  /** `organization`: it holds the organization's balance; `key`: ledger key `keyId`'s budget (null on a balance hold). */
+  kind: 'organization' | 'key'
+  keyId: string | null
 }
 
 export function holdView (h: Hold): HoldView {
   return {
     id: h.id, organization: h.organization, amount: formatMicros(h.amount), state: h.live ? 'live' : 'expired',
     createdAt: iso(h.createdAt), expiresAt: iso(h.expiresAt), owner: h.owner ?? null, traceId: h.traceId ?? null,
+    kind: h.keyId === undefined ? 'organization' : 'key', keyId: h.keyId ?? null,
   }
 }
 

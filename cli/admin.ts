@@ -13,8 +13,8 @@ import { ChargeSpool, readSpool, spoolOwner, summarize } from '../core/ledger/sp
 import type { ModelPrice } from '../core/types/model.ts'
 import { AdminService, newKeyId } from '../admin/service.ts'
 import { holdView, keyView, USAGE_CSV_COLUMNS, USAGE_CSV_HEADER, usageCsvRow, usageView } from '../admin/views.ts'
-import { amountArg, cliText, ledgerConfig, options, parseArgv, positionals, priceArg, required, spoolPath, timeArg, usageError, type Parsed } from './args.ts'
-import { priceText, writeBalance, writeHolds, writeKeys, writeOrganizations, writeProjects, writeSpool, writeUsageSummary, type Writer } from './print.ts'
+import { amountArg, cliText, holdFilterArgs, ledgerConfig, options, parseArgv, positionals, priceArg, required, spoolPath, timeArg, usageError, type Parsed } from './args.ts'
+import { priceText, releasedText, writeBalance, writeHolds, writeKeys, writeOrganizations, writeProjects, writeSpool, writeUsageSummary, type Writer } from './print.ts'
 import { usageSummary } from '../admin/summary.ts'
 import { iso } from '../admin/views.ts'
 import { formatMicros } from '../money/billing.ts'
@@ -83,11 +83,17 @@ Commands:
                                                 --cache-write-1h: those written to a one-hour
                                                 cache; default: the cache-write rate)
   price show <model> [--json]                   the ledger price of a model
-  holds list [--org O] [--json]                 PostgreSQL: balance holds of calls in flight (id,
+  holds list [--org O] [--key K] [--kind organization|key] [--json]
+                                                PostgreSQL: holds of calls in flight (id,
                                                 organization, amount, live or expired, expiry,
-                                                replica, trace id); expired ones no longer count
-  holds release <id>                            PostgreSQL: drop one hold (a call that will never
-                                                settle); it would expire by itself anyway
+                                                replica, trace id, kind, key): kind organization
+                                                holds the balance, kind key a ledger key's budget
+                                                (a call on a key with a budget holds both; --org
+                                                lists both kinds, --key that key's budget holds);
+                                                expired ones no longer count
+  holds release <id>                            PostgreSQL: drop one hold of either kind (a call
+                                                that will never settle, or a key stuck at its
+                                                budget); it would expire by itself anyway
   spool show [--spool P] [--json]               the charge spool (charges the ledger would not take,
                                                 kept until they commit): count, total, oldest;
                                                 --spool default $GATEWAY_SPOOL_PATH or
@@ -316,12 +322,12 @@ function plan (p: Parsed, env: NodeJS.ProcessEnv): Action | undefined {
       }
     }
     case 'holds list': {
-      const get = options(p, cmd, ['json', 'org'])
+      const get = options(p, cmd, ['json', 'org', 'key', 'kind'])
       positionals(rest, cmd, [])
       const json = p.flags.has('json')
-      const org = get('org')
+      const filter = holdFilterArgs(get)
       return async (admin, out) => {
-        const holds = await admin.holds(org)
+        const holds = await admin.holds(filter)
         if (!holds) throw gwError('GW_ERR_HOLDS_NOT_STORED')
         writeHolds(holds.map(holdView), json, out)
       }
@@ -330,8 +336,7 @@ function plan (p: Parsed, env: NodeJS.ProcessEnv): Action | undefined {
       options(p, cmd, [])
       const [id] = positionals(rest, cmd, ['id'])
       return async (admin, out) => {
-        await admin.releaseHold(id!)
-        out.write(`released hold ${id}\n`)
+        out.write(releasedText(id!, await admin.releaseHold(id!)))
       }
     }
     case 'spool replay': {

@@ -4,6 +4,7 @@
  */
 import { formatTemplate, gwError, isGatewayError, type GatewayError } from '../core/errors/errors.ts'
 import type { LedgerConfig } from '../core/ledger/index.ts'
+import type { HoldFilter } from '../admin/service.ts'
 import { parseAmount } from '../money/billing.ts'
 
 /** A command-line mistake: reported with exit code 2, before any ledger is opened. */
@@ -111,6 +112,20 @@ export function priceArg (s: string, flag: string): number {
   const m = /^\d+(?:\.\d{1,6})?$/.test(s.trim()) ? parseAmount(s) : NaN
   if (!Number.isSafeInteger(m) || m < 0) throw usageError(`--${flag} must be a non-negative number with at most 6 decimals: "${s}"`)
   return m / 1e6
+}
+
+/** `holds list`'s filters as the admin API takes them (`?organization&key&kind`): --org, --key, --kind organization|key, none empty. */
+export function holdFilterArgs (get: (name: string) => string | undefined): HoldFilter {
+  const filter: HoldFilter = {}
+  for (const [flag, field] of [['org', 'organization'], ['key', 'key']] as const) {
+    const v = get(flag)
+    if (v === '') throw usageError(`--${flag} must not be empty`)
+    if (v !== undefined) filter[field] = v
+  }
+  const kind = get('kind')
+  if (kind !== undefined && kind !== 'organization' && kind !== 'key') throw usageError(`--kind must be organization or key: "${kind}"`)
+  if (kind !== undefined) filter.kind = kind
+  return filter
 }
 
 export function timeArg (s: string | undefined, flag: string): number | undefined {

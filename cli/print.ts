@@ -36,9 +36,13 @@ export function writeKeys (keys: KeyView[], json: boolean, out: Writer): void {
 
 export function writeHolds (holds: HoldView[], json: boolean, out: Writer): void {
   if (json) { out.write(JSON.stringify(holds, null, 2) + '\n'); return }
-  const head = ['id', 'org', 'amount', 'state', 'expires', 'owner', 'trace']
-  out.write(table([head, ...holds.map(h => [h.id, h.organization, h.amount, h.state, h.expiresAt, h.owner ?? '-', h.traceId ?? '-'])]))
+  // Columns added later go last, so a script reading the table by position keeps its columns.
+  const head = ['id', 'org', 'amount', 'state', 'expires', 'owner', 'trace', 'kind', 'key']
+  out.write(table([head, ...holds.map(h => [h.id, h.organization || '-', h.amount, h.state, h.expiresAt, h.owner ?? '-', h.traceId ?? '-', h.kind, h.keyId ?? '-'])]))
 }
+
+/** What `holds release` prints: `released hold <id>` for a balance hold, `released key hold <id>` for a key's budget hold. */
+export const releasedText = (id: string, kind: HoldView['kind']): string => `released ${kind === 'key' ? 'key hold' : 'hold'} ${id}\n`
 
 
 export function writeBalance (v: BalanceView, json: boolean, out: Writer): void {

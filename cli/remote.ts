@@ -3,8 +3,8 @@ import { gwError } from '../core/errors/errors.ts'
 import type { ModelPrice } from '../core/types/model.ts'
 import type { HoldView, KeyView } from '../admin/views.ts'
 import type { BalanceView } from '../admin/service.ts'
-import { priceArg, usageError, type Parsed } from './args.ts'
-import { priceText, writeBalance, writeHolds, writeKeys, writeOrganizations, writeProjects, writeUsageSummary, type OrganizationRow, type ProjectRow, type UsageSummaryView,
+import { holdFilterArgs, priceArg, usageError, type Parsed } from './args.ts'
+import { priceText, releasedText, writeBalance, writeHolds, writeKeys, writeOrganizations, writeProjects, writeUsageSummary, type OrganizationRow, type ProjectRow, type UsageSummaryView,
   type Writer } from './print.ts'
 import type { UsageSummaryQueryT } from '../admin/summary-schemas.ts'
 import { planJournalRemote } from './journal.ts'
@@ -133,14 +133,14 @@ export function planRemote (p: Parsed, summary?: UsageSummaryQueryT): Remote {
       out.write(json ? JSON.stringify({ model: rest[0], ...price }) + '\n' : `model   ${rest[0]}\n${priceText(price)}`)
     }
     case 'holds list': return async (c, out) => {
-      const org = get('org')
-      const r = await c.json<{ stored: boolean, data: HoldView[] }>('GET', `/admin/reservations${org !== undefined ? `?organization=${enc(org)}` : ''}`)
+      const q = new URLSearchParams(Object.entries(holdFilterArgs(get)))
+      const r = await c.json<{ stored: boolean, data: HoldView[] }>('GET', `/admin/reservations${q.size > 0 ? `?${q}` : ''}`)
       if (!r.stored) throw gwError('GW_ERR_HOLDS_NOT_STORED')
       writeHolds(r.data, json, out)
     }
     case 'holds release': return async (c, out) => {
-      await c.json('DELETE', `/admin/reservations/${enc(rest[0]!)}`)
-      out.write(`released hold ${rest[0]}\n`)
+      const r = await c.json<{ released: string, kind: HoldView['kind'] }>('DELETE', `/admin/reservations/${enc(rest[0]!)}`)
+      out.write(releasedText(rest[0]!, r.kind))
     }
     case 'usage export': return async (c, out) => {
       const q = new URLSearchParams({ format: get('format') ?? 'csv' })

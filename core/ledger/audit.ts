@@ -66,6 +66,8 @@ const TABLES = {
   api_keys: { key: 'id', read: (r: Parameters<typeof keyFromRow>[0]) => { const { hash: _hash, previousHash: _previous, ...k } = keyFromRow(r); return k } },
   prices: { key: 'model', read: (r: Parameters<typeof priceFromRow>[0] & { model: string }) => ({ model: r.model, ...priceFromRow(r) }) },
   holds: { key: 'id', read: (r: Parameters<typeof holdFromRow>[0]) => { const { live: _live, ...h } = holdFromRow(r); return h } },
+  // A key budget hold's row names its key, not an organization.
+  key_holds: { key: 'id', read: (r: Parameters<typeof holdFromRow>[0]) => { const { live: _live, organization: _none, ...h } = holdFromRow(r); return h } },
 } as const
 export type AuditTable = keyof typeof TABLES
 

@@ -179,6 +179,10 @@ export interface LedgerAdmin extends LedgerReachable {
   listHolds (): Promise<Hold[]>
   /** Deletes one stored hold by id (an operator's release); false when there is none. */
   releaseHold (id: string): Promise<boolean>
+  /** The ledger keys' budget holds stored in the ledger (PostgreSQL), each with its `keyId`; [] where they live in the gateway process. */
+  listKeyHolds (): Promise<Hold[]>
+  /** Deletes one stored key budget hold by id (an operator's release); false when there is none. */
+  releaseKeyHold (id: string): Promise<boolean>
 }
 
 /** The whole ledger (SQLite or PostgreSQL): every role, and its own life cycle. */

@@ -219,6 +219,17 @@ export class PostgresAdmin {
     return (await this.audited({ table: 'holds', id }, c => c.query('DELETE FROM holds WHERE id = $1', [id]), undefined, r => r.rowCount === 1)).rowCount === 1
   }
 
+  /** Each key hold with the organization of its key ('' when the key has none, or its row is gone). */
+  async listKeyHolds (): Promise<Hold[]> {
+    const r = await this.pool.query(`SELECT h.id, h.key_id, coalesce(k.organization, '') AS organization, h.amount, h.created_at, h.expires_at, h.owner, h.trace_id,
+      h.expires_at > ${NOW_MS} AS live FROM key_holds h LEFT JOIN api_keys k ON k.id = h.key_id ORDER BY h.created_at, h.id`)
+    return r.rows.map(holdFromRow)
+  }
+
+  async releaseKeyHold (id: string): Promise<boolean> {
+    return (await this.audited({ table: 'key_holds', id }, c => c.query('DELETE FROM key_holds WHERE id = $1', [id]), undefined, r => r.rowCount === 1)).rowCount === 1
+  }
+
   async setPrice (model: string, price: ModelPrice): Promise<void> {
     await this.audited({ table: 'prices', id: model }, c => c.query(`INSERT INTO prices (model, input, cached_input, cache_write, cache_write_1h, output, updated_at)
       VALUES ($1, $2, $3, $4, $5, $6, $7)

@@ -201,6 +201,8 @@ export interface Hold {
   /** The replica holding it (hostname:pid). */
   owner?: string
   traceId?: string
+  /** A ledger key's budget hold (`key_holds`): the key; `organization` is then the key's ('' when it has none). Absent on a balance hold. */
+  keyId?: string
 }
 
 /** What `leaseHold` did. */

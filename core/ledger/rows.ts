@@ -172,15 +172,16 @@ export function projectFromRow (r: ProjectColumns): ProjectRecord {
   return p
 }
 
-/** A row of `holds` (with `live` when the query computed it). */
+/** A row of `holds` (with `live` when the query computed it), or of `key_holds` (with `key_id`, and its key's organization when joined). */
 export interface HoldColumns {
-  id: string, organization: string, amount: NumericColumn, created_at: NumericColumn, expires_at: NumericColumn, owner: string | null, trace_id: string | null, live?: boolean
+  id: string, organization: string, amount: NumericColumn, created_at: NumericColumn, expires_at: NumericColumn, owner: string | null, trace_id: string | null, live?: boolean,
+  key_id?: string | null
 }
 
 export function holdFromRow (h: HoldColumns): Hold {
   return {
     id: h.id, organization: h.organization, amount: num(h.amount), createdAt: num(h.created_at), expiresAt: num(h.expires_at),
-    live: h.live === true, ...(h.owner ? { owner: h.owner } : {}), ...(h.trace_id ? { traceId: h.trace_id } : {}),
+    live: h.live === true, ...(h.owner ? { owner: h.owner } : {}), ...(h.trace_id ? { traceId: h.trace_id } : {}), ...(h.key_id ? { keyId: h.key_id } : {}),
   }
 }
 

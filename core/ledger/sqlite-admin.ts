@@ -229,6 +229,15 @@ export class SqliteAdmin {
     return false
   }
 
+  /** Key budget holds live in the gateway process (key-budget.ts): none are stored. */
+  async listKeyHolds (): Promise<Hold[]> {
+    return []
+  }
+
+  async releaseKeyHold (_id: string): Promise<boolean> {
+    return false
+  }
+
   async setPrice (model: string, price: ModelPrice): Promise<void> {
     await this.audited({ table: 'prices', id: model }, () => this.db.prepare(`INSERT INTO prices (model, input, cached_input, cache_write, cache_write_1h, output, updated_at)
       VALUES (?, ?, ?, ?, ?, ?, ?)

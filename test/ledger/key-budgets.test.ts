@@ -4,8 +4,9 @@
  * window, the window budget; refusals say which; a resize and a release change what is held; a
  * charge marked with the key's spend counts it (lifetime and window) and drops the hold; a later
  * window starts from 0; `exhausted` says what the next call would get. 60 holds raced at once
- * never hold more than the budget. On PostgreSQL a hold does not wait for a charge holding the
- * key's row, and sees a charge whole or not at all.
+ * never hold more than the budget. PostgreSQL lists the stored key holds and releases one by id
+ * (SQLite stores none). On PostgreSQL a hold does not wait for a charge holding the key's row,
+ * and sees a charge whole or not at all.
  */
 import t, { type Test } from 'tap'
 import pg from 'pg'
@@ -59,6 +60,22 @@ async function contract (t: Test, l: Ledger): Promise<void> {
   const held = got.filter(g => typeof g === 'object')
   t.equal(held.length, 33, '33 × 300 ≤ 10000 < 34 × 300')
   t.ok(got.every(g => typeof g === 'object' || g === 'lifetime'))
+
+  // An operator's view: PostgreSQL stores key holds (listed with their key and its organization, released by id); SQLite holds them in the process.
+  const first = held[0] as KeyHold
+  const stored = await l.listKeyHolds()
+  if (!l.holdsStored) {
+    t.same(stored, [], 'SQLite: no key hold stored')
+    t.equal(await l.releaseKeyHold(first.id), false)
+    return
+  }
+  t.equal(stored.filter(h => h.keyId === 'race').length, 33, 'every live key hold listed')
+  t.match(stored.find(h => h.id === first.id), { keyId: 'race', organization: 'acme', amount: 300, live: true })
+  t.same((await l.listHolds()).filter(h => h.keyId !== undefined), [], 'listHolds: balance holds only')
+  t.equal(await l.releaseKeyHold(first.id), true, 'released by id')
+  t.equal(await l.releaseKeyHold(first.id), false, 'once')
+  t.equal(await l.releaseHold(((await l.listKeyHolds())[0])!.id), false, 'a key hold is no balance hold')
+  t.type(await kb.reserve('race', 300, undefined), 'object', 'the released amount fits again')
 }
 
 t.test('SQLite', async t => {

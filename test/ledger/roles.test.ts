@@ -7,7 +7,7 @@ import { memoryLedger } from '../../testing.ts'
 import { ledgerRoles, LEDGER_ROLES } from '../../core/ledger/roles.ts'
 import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 
-const ADMIN = ['createOrganization', 'createProject', 'createKey', 'revokeKey', 'updateKey', 'rotateKey', 'listKeys', 'topUp', 'postEntry', 'listJournal', 'verify', 'appendAudit', 'listAudit', 'setPrice', 'listPrices', 'listHolds', 'releaseHold', 'listOrganizations', 'getOrganization', 'listProjects', 'migrate', 'close']
+const ADMIN = ['createOrganization', 'createProject', 'createKey', 'revokeKey', 'updateKey', 'rotateKey', 'listKeys', 'topUp', 'postEntry', 'listJournal', 'verify', 'appendAudit', 'listAudit', 'setPrice', 'listPrices', 'listHolds', 'releaseHold', 'listKeyHolds', 'releaseKeyHold', 'listOrganizations', 'getOrganization', 'listProjects', 'migrate', 'close']
 
 t.test('each view holds its role and nothing of administration', async t => {
   const ledger = await memoryLedger()
