@@ -14,8 +14,10 @@ const range = {
   top: Top,
 }
 
-const UsageGroupBy = Type.Union([Type.Literal('model'), Type.Literal('organization'), Type.Literal('key'), Type.Literal('project')],
-  { description: 'Sums per bucket and per this (key: the key id); absent: per bucket only.' })
+const UsageGroupBy = Type.Union([Type.Literal('model'), Type.Literal('organization'), Type.Literal('key'), Type.Literal('project'), Type.Literal('tag')], {
+  description: 'Sums per bucket and per this (key: the key id; tag: each tag its key has now, a record counting in every one of them, so the groups may add up to more '
+    + 'than the total; null: a key without tags or not from the ledger); absent: per bucket only.',
+})
 export const UsageSummaryQuery = Type.Object({
   ...range,
   groupBy: Type.Optional(UsageGroupBy),

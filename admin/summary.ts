@@ -84,12 +84,14 @@ const money = <T extends { cost: number }>(o: T): Omit<T, 'cost'> & { cost: stri
  */
 export async function usageSummary (ledger: Ledger, q: S.UsageSummaryQueryT, now: number) {
   const f = frameOf(q, now)
-  const rows = await ledger.summarizeUsage({
-    ...f, ...(q.groupBy ? { groupBy: q.groupBy } : {}),
-    ...(q.organization !== undefined ? { organization: q.organization } : {}), ...(q.project !== undefined ? { project: q.project } : {}),
+  const filter = {
+    ...f, ...(q.organization !== undefined ? { organization: q.organization } : {}), ...(q.project !== undefined ? { project: q.project } : {}),
     ...(q.key !== undefined ? { keyId: q.key } : {}), ...(q.model !== undefined ? { model: q.model } : {}),
-  })
+  }
+  const rows = await ledger.summarizeUsage({ ...filter, ...(q.groupBy ? { groupBy: q.groupBy } : {}) })
   const r = fold(rows, USAGE_FIELDS, q.groupBy !== undefined, q.top, (a, b) => b.cost - a.cost || b.requests - a.requests)
+  // Per tag a record counts in each of its key's tags: the total is every record once.
+  if (q.groupBy === 'tag') r.total = fold(await ledger.summarizeUsage(filter), USAGE_FIELDS, false, 1, () => 0).total
   return {
     from: iso(f.from), to: iso(f.to), bucket: q.bucket, groupBy: q.groupBy ?? null,
     total: money(r.total), groups: r.groups.map(money), series: r.series.map(({ bucket, ...e }) => ({ time: iso(bucket), ...money(e) })),

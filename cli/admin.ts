@@ -106,7 +106,7 @@ Commands:
                                                 usage records with from <= time < to, to stdout;
                                                 time as ISO 8601, cost in currency units,
                                                 prices per million tokens
-  usage summary [--from ISO] [--to ISO] [--group-by model|organization]
+  usage summary [--from ISO] [--to ISO] [--group-by model|organization|tag]
                 [--org O] [--project P] [--key K] [--model M] [--json]
                                                 requests, input, cached and output tokens and
                                                 cost with from <= time < to (default: the 30
@@ -151,7 +151,7 @@ export function summaryQuery (get: (name: string) => string | undefined): UsageS
   if (from > to) throw usageError('--from is after --to')
   if (to - from > SUMMARY_MAX_DAYS * DAY_MS) throw usageError(`a usage summary spans at most ${SUMMARY_MAX_DAYS} days`)
   const groupBy = get('group-by')
-  if (groupBy !== undefined && groupBy !== 'model' && groupBy !== 'organization') throw usageError(`--group-by must be model or organization: "${groupBy}"`)
+  if (groupBy !== undefined && groupBy !== 'model' && groupBy !== 'organization' && groupBy !== 'tag') throw usageError(`--group-by must be model, organization or tag: "${groupBy}"`)
   const q: UsageSummaryQueryT = { from: new Date(from).toISOString(), to: new Date(to).toISOString(), bucket: 'day', top: 10 }
   if (groupBy !== undefined) q.groupBy = groupBy
   for (const [flag, field] of [['org', 'organization'], ['project', 'project'], ['key', 'key'], ['model', 'model']] as const) {

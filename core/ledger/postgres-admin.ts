@@ -254,7 +254,7 @@ export class PostgresAdmin {
   }
 
   async summarizeUsage (q: UsageSummaryQuery): Promise<UsageSummaryRow[]> {
-    const { sql, params } = usageSummarySql(q, i => `$${i}`)
+    const { sql, params } = usageSummarySql(q, i => `$${i}`, 'postgres')
     return summaryFromRows((await this.pool.query<SummaryColumns>(sql, params)).rows)
   }
 

@@ -145,8 +145,8 @@ export interface UsageSummaryQuery {
   to: number
   /** One of SUMMARY_BUCKETS; a bucket starts at a multiple of it since the epoch. */
   bucketMs: number
-  /** Sums per bucket and per this column; absent: per bucket only. */
-  groupBy?: 'model' | 'organization' | 'key' | 'project'
+  /** Sums per bucket and per this column; absent: per bucket only. `tag`: per tag of the record's key (as it is now), a record in each of its key's tags. */
+  groupBy?: 'model' | 'organization' | 'key' | 'project' | 'tag'
   organization?: string
   project?: string
   keyId?: string
@@ -157,7 +157,7 @@ export interface UsageSummaryQuery {
 export interface UsageSummaryRow {
   /** Start of the bucket (ms since the epoch). */
   bucket: number
-  /** The model, organization, key id or project; null without groupBy, or for records without an organization or project. */
+  /** The model, organization, key id, project or tag; null without groupBy, or for records without one (a key without tags, or not a ledger key). */
   group: string | null
   requests: number
   inputTokens: number

@@ -186,13 +186,13 @@ export function holdFromRow (h: HoldColumns): Hold {
 }
 
 /** The filter part (time range and equalities) of a usage query or summary, from parameter 1 on. */
-function usageFilter (q: Omit<UsageQuery, 'limit' | 'after'>, ph: (i: number) => string): { parts: string[], params: unknown[] } {
+function usageFilter (q: Omit<UsageQuery, 'limit' | 'after'>, ph: (i: number) => string, table = ''): { parts: string[], params: unknown[] } {
   const params: unknown[] = [q.from ?? 0, q.to ?? Number.MAX_SAFE_INTEGER]
-  const parts = [`time >= ${ph(1)}`, `time < ${ph(2)}`]
+  const parts = [`${table}time >= ${ph(1)}`, `${table}time < ${ph(2)}`]
   const eq = (column: string, v: string | undefined): void => {
     if (v === undefined) return
     params.push(v)
-    parts.push(`${column} = ${ph(params.length)}`)
+    parts.push(`${table}${column} = ${ph(params.length)}`)
   }
   eq('organization', q.organization)
   eq('project', q.project)
@@ -221,22 +221,32 @@ export function usageWhere (q: UsageQuery, ph: (i: number) => string): { where: 
 }
 
 /**
- * The summary statement, the same text for both databases: integer division of the integer
- * `time` column puts each record in its bucket (both databases truncate integer division), and
- * GROUP BY sums in the database. The bucket width is written into the text as a literal after it
- * was checked to be one of SUMMARY_BUCKETS (never a client's string).
+ * Each record joined to every tag its key has now (`t.value`; none: one row with NULL), in each
+ * database's way of reading the JSON array the keys' `tags` column holds.
  */
-export function usageSummarySql (q: UsageSummaryQuery, ph: (i: number) => string): { sql: string, params: unknown[] } {
+const TAG_JOIN = {
+  sqlite: 'LEFT JOIN api_keys k ON k.id = u.key_id LEFT JOIN json_each(k.tags) t',
+  postgres: 'LEFT JOIN api_keys k ON k.id = u.key_id LEFT JOIN LATERAL jsonb_array_elements_text(k.tags::jsonb) AS t(value) ON true',
+} as const
+
+/**
+ * The summary statement, the same text for both databases but the tag join: integer division of
+ * the integer `time` column puts each record in its bucket (both databases truncate integer
+ * division), and GROUP BY sums in the database. The bucket width is written into the text as a
+ * literal after it was checked to be one of SUMMARY_BUCKETS (never a client's string). Grouped by
+ * tag, a record counts once in the group of each tag its key has.
+ */
+export function usageSummarySql (q: UsageSummaryQuery, ph: (i: number) => string, dialect: keyof typeof TAG_JOIN): { sql: string, params: unknown[] } {
   if (!(SUMMARY_BUCKETS as readonly number[]).includes(q.bucketMs)) throw new Error(`summarizeUsage: bucketMs must be one of ${SUMMARY_BUCKETS.join(', ')}`)
-  const { parts, params } = usageFilter(q, ph)
+  const { parts, params } = usageFilter(q, ph, 'u.')
   // The grouping column comes from this fixed table, never from a client's string.
-  const columns = { model: 'model', organization: 'organization', key: 'key_id', project: 'project' } as const
+  const columns = { model: 'u.model', organization: 'u.organization', key: 'u.key_id', project: 'u.project', tag: 't.value' } as const
   const group: string = q.groupBy === undefined ? 'NULL' : columns[q.groupBy]
   const b = q.bucketMs
-  const sql = `SELECT (time / ${b}) * ${b} AS bucket, ${group} AS grp, count(*) AS requests, sum(input_tokens) AS input_tokens,
-    sum(cached_input_tokens) AS cached_input_tokens, coalesce(sum(cache_write_tokens), 0) AS cache_write_tokens,
-    coalesce(sum(cache_write_1h_tokens), 0) AS cache_write_1h_tokens, sum(output_tokens) AS output_tokens, sum(cost) AS cost
-    FROM usage_records WHERE ${parts.join(' AND ')} GROUP BY 1${group === 'NULL' ? '' : ', 2'}`
+  const sql = `SELECT (u.time / ${b}) * ${b} AS bucket, ${group} AS grp, count(*) AS requests, sum(u.input_tokens) AS input_tokens,
+    sum(u.cached_input_tokens) AS cached_input_tokens, coalesce(sum(u.cache_write_tokens), 0) AS cache_write_tokens,
+    coalesce(sum(u.cache_write_1h_tokens), 0) AS cache_write_1h_tokens, sum(u.output_tokens) AS output_tokens, sum(u.cost) AS cost
+    FROM usage_records u ${q.groupBy === 'tag' ? TAG_JOIN[dialect] : ''} WHERE ${parts.join(' AND ')} GROUP BY 1${group === 'NULL' ? '' : ', 2'}`
   return { sql, params }
 }
 

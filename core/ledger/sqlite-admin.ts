@@ -263,7 +263,7 @@ export class SqliteAdmin {
   }
 
   async summarizeUsage (q: UsageSummaryQuery): Promise<UsageSummaryRow[]> {
-    const { sql, params } = usageSummarySql(q, () => '?')
+    const { sql, params } = usageSummarySql(q, () => '?', 'sqlite')
     return summaryFromRows(this.db.prepare<unknown[], SummaryColumns>(sql).all(...params))
   }
 

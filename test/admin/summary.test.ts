@@ -95,6 +95,30 @@ async function suite (t: Test, makeLedger: (t: Test) => Promise<Ledger>): Promis
     }
   })
 
+  t.test('per tag of the key: a record in each of its key\'s tags, the total every record once', async t => {
+    const ledger = await makeLedger(t)
+    const { admin } = await running(t, ledger)
+    await ledger.createOrganization('acme')
+    const key = (id: string, tags?: string[]) => ledger.createKey({ id, hash: id.padEnd(64, 'a'), prefix: 'sk-gw-tags', organization: 'acme', ...(tags ? { tags } : {}) })
+    await key('k-both', ['team-a', 'prod'])
+    await key('k-a', ['team-a'])
+    await key('k-none')
+    await Promise.all([
+      ledger.charge(undefined, record({ traceId: 't1', time: T0 + 1, keyId: 'k-both', cost: 100 })),
+      ledger.charge(undefined, record({ traceId: 't2', time: T0 + 2, keyId: 'k-a', cost: 20 })),
+      ledger.charge(undefined, record({ traceId: 't3', time: T0 + 3, keyId: 'k-none', cost: 3 })),
+      ledger.charge(undefined, record({ traceId: 't4', time: T0 + 4, keyId: 'config-key', cost: 4000 })),
+    ])
+    const r = await call(admin, 'GET', `/admin/usage/summary?from=${iso(T0)}&to=${iso(T0 + MIN)}&bucket=minute&groupBy=tag`)
+    t.equal(r.status, 200, r.text)
+    t.strictSame(r.body.groups.map((g: { key: string | null, requests: number, cost: string }) => [g.key, g.requests, g.cost]),
+      [[null, 2, '0.004003'], ['team-a', 2, '0.000120'], ['prod', 1, '0.000100']], 'largest cost first; untagged and config keys are null')
+    t.match(r.body.total, { requests: 4, cost: '0.004123' }, 'the total counts each record once')
+    t.equal(r.body.groupBy, 'tag')
+    const filtered = await call(admin, 'GET', `/admin/usage/summary?from=${iso(T0)}&to=${iso(T0 + MIN)}&bucket=minute&groupBy=tag&key=k-both`)
+    t.strictSame(filtered.body.groups.map((g: { key: string | null }) => g.key).sort(), ['prod', 'team-a'])
+  })
+
   t.test('bad input: 400 with the path of the bad field, never a 500', async t => {
     const ledger = await makeLedger(t)
     const { admin } = await running(t, ledger)

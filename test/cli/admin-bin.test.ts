@@ -102,7 +102,9 @@ t.test('org list, project list and usage summary on a SQLite ledger', async t =>
   t.same(j.groups.map(g => [g.key, g.requests, g.cost]), [['acme', 2, '1.234572'], ['beta', 1, '1.000000']])
   t.same(cells(filtered.stdout)[2], ['1', '1000', '200', '50', '1.234567', '300', '100'], 'filters by organization and model')
   t.equal(bad.status, 2)
-  t.match(bad.stderr, /--group-by must be model or organization: "colour"/)
+  t.match(bad.stderr, /--group-by must be model, organization or tag: "colour"/)
+  const byTag = await run([...db, 'usage', 'summary', ...RANGE, '--group-by', 'tag'])
+  t.same(cells(byTag.stdout).slice(1).map(r => r.slice(0, 2)), [['tag', 'requests'], ['(none)', '3'], ['total', '3']], 'keys without tags are none')
 })
 
 t.test('the same commands over --url print what the ledger mode prints; the admin key from GATEWAY_ADMIN_KEY or GW_ADMIN_KEY', async t => {

@@ -5,28 +5,36 @@
 import type { Test } from 'tap'
 import { SUMMARY_BUCKETS, type Ledger, type UsageRecord, type UsageSummaryQuery, type UsageSummaryRow } from '../../core/ledger/ledger.ts'
 
-/** The expected summary, computed here from the records (the reference the database must match). */
-export function referenceSummary (records: readonly UsageRecord[], q: UsageSummaryQuery): UsageSummaryRow[] {
+/**
+ * The expected summary, computed here from the records (the reference the database must match);
+ * grouped by tag, `tagsOf` gives a key's tags (undefined: not a ledger key), a record counting in each.
+ */
+export function referenceSummary (records: readonly UsageRecord[], q: UsageSummaryQuery, tagsOf?: (keyId: string) => readonly string[] | undefined): UsageSummaryRow[] {
   const m = new Map<string, UsageSummaryRow>()
   for (const r of records) {
     if (r.time < q.from || r.time >= q.to) continue
     if ((q.organization !== undefined && r.organization !== q.organization) || (q.model !== undefined && r.model !== q.model) ||
       (q.keyId !== undefined && r.keyId !== q.keyId) || (q.project !== undefined && r.project !== q.project)) continue
     const bucket = Math.floor(r.time / q.bucketMs) * q.bucketMs
-    const group = q.groupBy === 'model' ? r.model : q.groupBy === 'organization' ? (r.organization ?? null) : null
-    const k = `${bucket}\u0000${group ?? '\u0001'}`
-    const a = m.get(k) ?? { bucket, group, requests: 0, inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, outputTokens: 0, cost: 0 }
-    a.requests++
-    a.inputTokens += r.inputTokens
-    a.cachedInputTokens += r.cachedInputTokens
-    // A record from before cache writes were kept adds none.
-    a.cacheWriteTokens += r.cacheWriteTokens ?? 0
-    a.cacheWrite1hTokens += r.cacheWrite1hTokens ?? 0
-    a.outputTokens += r.outputTokens
-    a.cost += r.cost
-    m.set(k, a)
+    const groups = q.groupBy === 'tag' ? (tagsOf?.(r.keyId) ?? [null]) : [q.groupBy === 'model' ? r.model : q.groupBy === 'organization' ? (r.organization ?? null) : null]
+    for (const group of groups.length === 0 ? [null] : groups) add(m, bucket, group, r)
   }
   return [...m.values()].sort((a, b) => a.bucket - b.bucket || (a.group === b.group ? 0 : a.group === null ? -1 : b.group === null ? 1 : a.group < b.group ? -1 : 1))
+}
+
+/** One record's sums added to its bucket and group. */
+function add (m: Map<string, UsageSummaryRow>, bucket: number, group: string | null, r: UsageRecord): void {
+  const k = `${bucket}\u0000${group ?? '\u0001'}`
+  const a = m.get(k) ?? { bucket, group, requests: 0, inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, outputTokens: 0, cost: 0 }
+  a.requests++
+  a.inputTokens += r.inputTokens
+  a.cachedInputTokens += r.cachedInputTokens
+  // A record from before cache writes were kept adds none.
+  a.cacheWriteTokens += r.cacheWriteTokens ?? 0
+  a.cacheWrite1hTokens += r.cacheWrite1hTokens ?? 0
+  a.outputTokens += r.outputTokens
+  a.cost += r.cost
+  m.set(k, a)
 }
 
 const DAY = 86_400_000
@@ -81,5 +89,18 @@ export function summaryContract (t: Test, open: (t: Test) => Promise<Ledger>): v
     for (const q of filtered) t.strictSame(await l.summarizeUsage(q), referenceSummary(records, q), JSON.stringify(q))
     t.strictSame(await l.summarizeUsage({ from: BASE - DAY, to: BASE, bucketMs: DAY }), [], 'no records: no rows')
     await t.rejects(l.summarizeUsage({ ...whole, bucketMs: 1000 }), /bucketMs/, 'only the fixed bucket widths')
+
+    // Per tag of the record's key: in each of its tags; a key without tags, or not in the ledger, is the null group.
+    const TAGS: Record<string, string[]> = { 'key-0': ['team-a', 'prod'], 'key-1': ['team-b'], 'key-2': [] }
+    for (const [id, tags] of Object.entries(TAGS)) {
+      await l.createKey({ id, hash: id.padEnd(64, '0'), prefix: 'sk-gw-test', organization: 'org-a', ...(tags.length ? { tags } : {}) })
+    }
+    const tagsOf = (keyId: string) => TAGS[keyId]
+    for (const q of [{ ...whole, bucketMs: DAY, groupBy: 'tag' }, { ...whole, bucketMs: 3_600_000, groupBy: 'tag', model: 'acme/big' },
+      { ...whole, bucketMs: DAY, groupBy: 'tag', organization: 'org-b', project: 'proj-1' }] as UsageSummaryQuery[]) {
+      t.strictSame(await l.summarizeUsage(q), referenceSummary(records, q, tagsOf), JSON.stringify(q))
+    }
+    const byTag = await l.summarizeUsage({ ...whole, bucketMs: DAY, groupBy: 'tag' })
+    t.same([...new Set(byTag.map(r => r.group))].sort(), [null, 'prod', 'team-a', 'team-b'].sort(), 'every tag, and none')
   })
 }
