@@ -26,13 +26,20 @@ const msgSse = [ev('message_start', { message: { id: 'msg_mock', type: 'message'
   ev('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 20 } }),
   ev('message_stop', {})].join('')
 
-const STREAM_KEY = Buffer.from('"stream"')
-const INCLUDE_USAGE_KEY = Buffer.from('"include_usage"')
+const STREAM_KEY = Buffer.from('stream"')
+const INCLUDE_USAGE_KEY = Buffer.from('include_usage"')
 const isWs = c => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
 
-/** Whether `key` (a quoted name) appears anywhere followed by `: true` (any whitespace), as /"key"\s*:\s*true/ would find it. */
+/**
+ * Whether the member `key` (its name and closing quote) appears anywhere as `"name": true` (any
+ * whitespace), as /"name"\s*:\s*true/ would find it. The search is for the name and its closing
+ * quote, the opening quote checked after: a needle ending in a letter and a quote skips ahead
+ * about three times as fast as one that starts with a quote (the quote is the commonest byte of
+ * JSON text), and on a 145 KB body that search is most of the mock's work.
+ */
 function memberIsTrue (buf, key) {
   for (let i = buf.indexOf(key); i >= 0; i = buf.indexOf(key, i + 1)) {
+    if (buf[i - 1] !== 0x22) continue
     let j = i + key.length
     while (isWs(buf[j])) j++
     if (buf[j] !== 0x3a) continue
@@ -59,7 +66,9 @@ const server = createServer((req, res) => {
     if (raw.length <= 8192) {
       try { body = JSON.parse(raw.toString()) } catch {}
     } else {
-      body = { stream: memberIsTrue(raw, STREAM_KEY), stream_options: { include_usage: memberIsTrue(raw, INCLUDE_USAGE_KEY) } }
+      const stream = memberIsTrue(raw, STREAM_KEY)
+      // Only a stream's answer depends on include_usage.
+      body = { stream, stream_options: { include_usage: stream && memberIsTrue(raw, INCLUDE_USAGE_KEY) } }
     }
     const messages = req.url.endsWith('/messages')
     if (body.stream) {
