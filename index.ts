@@ -75,11 +75,11 @@ export { GatewayError, gwError, isGatewayError, ERRORS } from './core/errors/err
 export type { ErrorCode, ErrorSpec, GatewayErrorOptions } from './core/errors/errors.ts'
 
 // ── shared data shapes ────────────────────────────────────────────────────────────────────────
-// The protocols' usage objects, to and from the normalized Usage, and the server tools a messages
-// or Responses answer reports it used.
+// The protocols' usage objects, to and from the normalized Usage, the server tools a messages
+// or Responses answer reports it used, and what counts as a token count (an adapter's own usage).
 export {
   usageFromChat, usageFromMessages, usageFromResponses, usageToChat, usageToMessages, usageToResponses,
-  serverToolUsesFromMessages, serverToolUsesFromResponses,
+  serverToolUsesFromMessages, serverToolUsesFromResponses, tokenCount, MAX_TOKEN_COUNT,
 } from './core/types/wire-usage.ts'
 export type { ChatUsage, MessagesUsage, ResponsesUsage } from './core/types/wire-usage.ts'
 export type { Usage } from './core/types/usage.ts'

@@ -38,10 +38,18 @@ function at (v: unknown, key: string): unknown {
   return typeof v === 'object' && v !== null ? (v as Record<string, unknown>)[key] : undefined
 }
 
-/** A token count: a finite positive number, floored; anything else counts 0. */
-function n (v: unknown): number {
-  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0
+/**
+ * The most one token count of one call can be: far past any model's context window. A larger
+ * count (an upstream's or a proxy's garbage: 1e308, past 2^53) is no count; billed, it would make
+ * a cost the ledger cannot hold.
+ */
+export const MAX_TOKEN_COUNT = 1e9
+
+/** A token count: a positive number up to MAX_TOKEN_COUNT, floored; anything else counts 0. */
+export function tokenCount (v: unknown): number {
+  return typeof v === 'number' && v > 0 && v <= MAX_TOKEN_COUNT ? Math.floor(v) : 0
 }
+const n = tokenCount
 
 /** Normalizes a chat-completions `usage` object (missing or null details count as 0, never as the total). */
 export function usageFromChat (u: unknown): Usage {

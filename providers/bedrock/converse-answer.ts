@@ -3,6 +3,7 @@
  * JSON answer, the count-tokens answer, stop reasons and usage.
  */
 import { randomBytes } from 'node:crypto'
+import { tokenCount as num } from '../../index.ts'
 
 type Obj = Record<string, unknown>
 
@@ -26,15 +27,14 @@ export function stopReason (r: unknown): string {
   }
 }
 
-const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0)
-
 /**
  * Converse `usage` → messages `usage` (input excluding cache reads and writes, as the messages
  * protocol counts it). Converse's `inputTokens` excludes `cacheReadInputTokens` and
  * `cacheWriteInputTokens`; some model families report it including them, which `totalTokens`
  * shows (total = input + output, the cache counts inside input): then the cache counts are taken
  * out of it, never counted twice. `cacheDetails` (the writes by ttl) gives the one-hour writes as
- * messages' `cache_creation`, held to the writes.
+ * messages' `cache_creation`, held to the writes. A count that is not one (not a positive number,
+ * or past MAX_TOKEN_COUNT) counts 0, as core reads counts: what the client is shown, it pays.
  */
 export function messagesUsage (u: unknown): Obj {
   const x = isObj(u) ? u : {}

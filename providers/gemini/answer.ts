@@ -10,6 +10,7 @@
  * protocol's error event in a stream), never a silent stop.
  */
 import { randomBytes } from 'node:crypto'
+import { tokenCount as num } from '../../index.ts'
 import { encodeSignature } from './signatures.ts'
 import { isObj } from './request.ts'
 
@@ -38,13 +39,13 @@ export function stopReason (reason: unknown, calledTools: boolean): string {
   throw new GeminiFinishError(typeof reason === 'string' ? reason : 'none')
 }
 
-const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0)
-
 /**
  * Gemini `usageMetadata` → messages `usage`. `promptTokenCount` includes
  * `cachedContentTokenCount` (taken out of `input_tokens`, reported as cache reads), tool-use prompt
  * tokens bill as input; `candidatesTokenCount` excludes `thoughtsTokenCount`, and thoughts bill as
- * output (also reported as `output_tokens_details.thinking_tokens`).
+ * output (also reported as `output_tokens_details.thinking_tokens`). A count that is not one (not
+ * a positive number, or past MAX_TOKEN_COUNT) counts 0, as core reads counts: what the client is
+ * shown, it pays.
  */
 export function messagesUsage (u: unknown): Obj {
   const x = isObj(u) ? u : {}

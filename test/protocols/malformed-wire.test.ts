@@ -4,6 +4,7 @@
 import t from 'tap'
 import { translators } from '../../providers/protocols/index.ts'
 import { translateFixture, emitted } from '../../testing.ts'
+import { usageFromChat, usageFromMessages, usageFromResponses } from '../../index.ts'
 import type { SseEvent, TranslatorKey } from '../../core/dispatch/provider.ts'
 
 const { opts } = translateFixture()
@@ -39,6 +40,18 @@ t.test('answers – an answer of any shape gives a body, never a TypeError', asy
   for (const key of KEYS) {
     for (const a of answers) t.doesNotThrow(() => translators[key].response(a, { ...opts }), `${key} ${JSON.stringify(a)}`)
   }
+})
+
+t.test('usage – a count no call can have (past a billion tokens, past 2^53, not finite) counts 0, like one that is not a number', async t => {
+  for (const bad of [1e9 + 1, 2 ** 53 + 2, 1e308, Number.POSITIVE_INFINITY]) {
+    t.same(usageFromChat({ prompt_tokens: bad, completion_tokens: bad, prompt_tokens_details: { cached_tokens: bad, cache_write_tokens: bad }, completion_tokens_details: { reasoning_tokens: bad } }),
+      { inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0 }, `chat ${bad}`)
+    t.same(usageFromMessages({ input_tokens: bad, cache_read_input_tokens: bad, cache_creation_input_tokens: bad, output_tokens: bad, server_tool_use: { web_search_requests: bad } }),
+      { inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0 }, `messages ${bad}`)
+    t.same(usageFromResponses({ input_tokens: bad, input_tokens_details: { cached_tokens: bad }, output_tokens: bad, output_tokens_details: { reasoning_tokens: bad } }),
+      { inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0 }, `responses ${bad}`)
+  }
+  t.same(usageFromMessages({ input_tokens: 1e9, output_tokens: 7.9 }), { inputTokens: 1e9, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 7 }, 'a billion is still a count (floored)')
 })
 
 t.test('requests – a malformed message list is a 400 or skipped, never a TypeError', async t => {

@@ -457,6 +457,21 @@ t.test('a 2xx answer that is not a Converse answer (UnknownOperationException) f
   t.equal(odd.requests.length, 2)
 })
 
+t.test('a usage count no call can have (past a billion tokens, past 2^53, 1e308) counts 0: the call is billed whole counts, shown what it pays', async t => {
+  const { fake, ledger, anthropic } = await setup(t)
+  fake.next({ content: [{ text: 'Hi' }], usage: { input: 1e308, output: 7, cacheRead: 2 ** 53 + 2, cacheWrite: 20 } })
+  const msg = await anthropic.messages.create({ model: 'aws/claude', max_tokens: 100, messages: [{ role: 'user', content: 'Hello' }] })
+  t.same(msg.usage, { input_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 20, output_tokens: 7 })
+  fake.next({ content: [{ text: ['H', 'i'] }], usage: { input: 12, output: 7, cacheRead: 1e15 } })
+  let delta: unknown
+  for await (const ev of await anthropic.messages.create({ model: 'aws/claude', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'Hello' }] })) {
+    if (ev.type === 'message_delta') delta = ev.usage
+  }
+  t.same(delta, { input_tokens: 12, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, output_tokens: 7 }, 'streamed too')
+  const recs = await recordsOf(ledger, 2)
+  t.same(recs.map(r => [r.inputTokens, r.cachedInputTokens, r.outputTokens, r.cost]), [[20, 0, 7, 20 + 14], [12, 0, 7, 12 + 14]], 'each call billed, as shown')
+})
+
 t.test('images from chat and Responses clients: data URIs reach Converse as bytes, URLs are refused with 400', async t => {
   const { fake, openai } = await setup(t)
   const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='

@@ -67,6 +67,18 @@ t.test('messages stream: deltas relayed, the finish held for the last complete u
   t.equal(rec.estimated, false)
 })
 
+t.test('a usage count no call can have (past a billion tokens, past 2^53, 1e308) counts 0: the call is billed whole counts, shown what it pays', async t => {
+  const { fake, ledger, anthropic } = await geminiSetup(t)
+  fake.next({ parts: [{ text: 'Hi' }], usage: { prompt: 1e308, cached: 4, candidates: 5, thoughts: 2 ** 53 + 2 } })
+  const msg = await anthropic.messages.create({ model: 'google/flash', max_tokens: 100, messages: [{ role: 'user', content: 'Hello' }] })
+  t.same(msg.usage, { input_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, output_tokens: 5 })
+  fake.next({ parts: [{ text: ['H', 'i'] }], usage: { prompt: 12, candidates: 3, toolUsePrompt: 1e15 } })
+  const final = await anthropic.messages.stream({ model: 'google/flash', max_tokens: 100, messages: [{ role: 'user', content: 'Hello' }] }).finalMessage()
+  t.match(final.usage, { input_tokens: 12, cache_read_input_tokens: 0, output_tokens: 3 }, 'streamed too')
+  const recs = await recordsOf(ledger, 2)
+  t.same(recs.map(r => [r.inputTokens, r.cachedInputTokens, r.outputTokens, r.cost]), [[0, 0, 5, 5 * 4], [12, 0, 3, 12 + 3 * 4]], 'each call billed, as shown')
+})
+
 t.test('thinking: budget → thinkingConfig, thought text a signed thinking block that goes back as a thought part', async t => {
   const { fake, anthropic } = await geminiSetup(t)
   fake.next({ parts: [{ text: ['Let me', ' think'], thought: true, sign: true }, { text: 'Answer' }], usage: { prompt: 5, candidates: 2, thoughts: 9 } })
