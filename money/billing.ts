@@ -2,7 +2,7 @@
  * @module money/billing – the cost formula and amount parsing and formatting, in integer
  * micro-units (see core/ledger/ledger.ts). Used by the balance and quota plugins and the admin CLI.
  */
-import type { Micros } from '../core/ledger/ledger.ts'
+import { MAX_MICROS, type Micros } from '../core/ledger/ledger.ts'
 import type { ModelPrice } from '../core/types/model.ts'
 import type { Usage } from '../core/types/usage.ts'
 import { tokenMicros } from '../core/observe/cost.ts'
@@ -10,9 +10,13 @@ import { tokenMicros } from '../core/observe/cost.ts'
 /** Float noise below this is not a real fraction of a micro-unit (e.g. 3 × 0.1). */
 const EPSILON = 1e-7
 
-/** Rounds a micro-unit amount up to a whole micro-unit: the ledger never loses a fraction. */
+/**
+ * Rounds a micro-unit amount up to a whole micro-unit: the ledger never loses a fraction. At most
+ * MAX_MICROS, the largest exact amount: a cost past it (a price of millions per token) is charged
+ * as that, never as an amount the ledger refuses, which would lose the charge and keep its hold.
+ */
 export function ceilMicros (x: number): Micros {
-  return x <= 0 ? 0 : Math.ceil(x - EPSILON)
+  return x <= 0 ? 0 : x >= MAX_MICROS ? MAX_MICROS : Math.ceil(x - EPSILON)
 }
 
 /**
