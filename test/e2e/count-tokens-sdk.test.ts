@@ -68,7 +68,13 @@ t.test('the messages upstream has no count (404, garbage): counted locally', asy
   msgUp.handle((_req, res) => json(res, 200, { tokens: 'many' }))
   const r2 = await client.messages.countTokens({ model: 'msgvendor/msg-model', messages: [{ role: 'user', content: 'hello world' }] })
   t.equal(r2.input_tokens, r.input_tokens)
-  t.equal(msgUp.requests.length, 2)
+  // A count no prompt can have (past 1e9 tokens) is no count either.
+  for (const absurd of [1e308, 2 ** 53 + 2, 1_000_000_001]) {
+    msgUp.handle((_req, res) => json(res, 200, { input_tokens: absurd }))
+    const r3 = await client.messages.countTokens({ model: 'msgvendor/msg-model', messages: [{ role: 'user', content: 'hello world' }] })
+    t.equal(r3.input_tokens, r.input_tokens, `${absurd}: counted locally`)
+  }
+  t.equal(msgUp.requests.length, 5)
 })
 
 t.test('chat-upstream models count locally: o200k for gpt-4o, cl100k for gpt-4, o200k otherwise', async t => {

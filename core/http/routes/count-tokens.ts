@@ -13,6 +13,7 @@ import { toGatewayError } from '../../errors/error-reply.ts'
 import { orderDeployments } from '../../dispatch/routing.ts'
 import { readText } from '../../dispatch/upstream-errors.ts'
 import { countInputTokens } from '../../tokens/local-count.ts'
+import { MAX_TOKEN_COUNT } from '../../types/wire-usage.ts'
 import { CountTokensBody } from './request-schemas.ts'
 import { checkResponsesBody } from './inference.ts'
 
@@ -114,7 +115,8 @@ async function upstreamCount (gw: Gateway, call: Call): Promise<number | undefin
         let json: unknown = JSON.parse(text)
         if (provider.decodeResponse !== undefined) json = provider.decodeResponse(json, 'count_tokens', d.upstreamModel)
         const n = (json as { input_tokens?: unknown } | null)?.input_tokens
-        if (typeof n === 'number' && Number.isInteger(n) && n >= 0) {
+        // A count past MAX_TOKEN_COUNT is no count (as in usage): counted locally instead.
+        if (typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= MAX_TOKEN_COUNT) {
           call.accepted(d.provider)
           return n
         }
