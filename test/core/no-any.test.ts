@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url'
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 /** The `any` still in the tests: lower it whenever one goes (the test says to); never raise it. */
-const TEST_ANY = 112
+const TEST_ANY = 111
 
 /** Lines of every `any` type in one file. */
 function anyLines (file: string): number[] {

@@ -10,6 +10,7 @@ import t from 'tap'
 import { buildTestApp, listen, AUTH_ENTRY, TEST_KEY } from '../helpers/build-test-app.ts'
 import { startFakeBedrock, startFakeGemini, BEDROCK_TEST_CREDENTIALS, GEMINI_TEST_KEY } from '../../testing.ts'
 import { mulberry32 as prng } from '../helpers/rng.ts'
+import { DELETE, errorBodyProblem, pathsOf, setPath } from '../helpers/fuzz.ts'
 
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31))
 const CASES = Number(process.env.FUZZ_CASES ?? 240)
@@ -60,32 +61,6 @@ const ROUTES = {
   responses: { path: '/v1/responses', body: RESPONSES },
 } as const
 const MODELS = ['aws/claude', 'google/gemini']
-
-type Path = (string | number)[]
-
-/** Every path inside a value, the root excluded. */
-function pathsOf (root: unknown): Path[] {
-  const out: Path[] = []
-  const stack: [unknown, Path][] = [[root, []]]
-  while (stack.length) {
-    const [v, p] = stack.pop()!
-    if (v === null || typeof v !== 'object') continue
-    for (const [k, child] of Object.entries(v)) {
-      const cp = [...p, Array.isArray(v) ? Number(k) : k]
-      out.push(cp)
-      stack.push([child, cp])
-    }
-  }
-  return out
-}
-
-function setPath (root: any, path: Path, value: unknown): void {
-  let v = root
-  for (const k of path.slice(0, -1)) v = v[k]
-  if (value === DELETE) delete v[path[path.length - 1]!]
-  else v[path[path.length - 1]!] = value
-}
-const DELETE = Symbol('delete')
 
 /** The last event's name or data, per protocol, that a stream must end with. */
 function streamEnded (route: keyof typeof ROUTES, text: string): boolean {
@@ -163,11 +138,8 @@ t.test(`fuzz the native adapters – ${CASES} seeded cases (FUZZ_SEED=${SEED})`,
       // A 5xx is the upstream's to give: the fakes answer 5xx for nothing they were sent here.
       problems.push(`status ${res.status}: ${text.slice(0, 300)}`)
     } else if (res.status >= 400) {
-      let e: any
-      try { e = JSON.parse(text) } catch { problems.push(`error body is not JSON: ${text.slice(0, 120)}`) }
-      const messagesShape = e?.type === 'error' && typeof e.error?.type === 'string' && typeof e.error?.message === 'string'
-      const openaiShape = e !== undefined && typeof e.error?.message === 'string' && e.type === undefined
-      if (route === 'messages' ? !messagesShape : !openaiShape) problems.push(`wrong error body for ${route}: ${text.slice(0, 200)}`)
+      const wrong = errorBodyProblem(route, text)
+      if (wrong !== undefined) problems.push(wrong)
     } else if (stream) {
       if (/"type":\s*"error"|event: error/.test(text)) problems.push(`an error event in a 200 stream: ${text.slice(-300)}`)
       else if (!streamEnded(route, text)) problems.push(`a 200 stream that does not end as ${route} ends: ${text.slice(-200)}`)

@@ -26,6 +26,7 @@ import { MAX_TOKEN_COUNT } from '../../index.ts'
 import { openLedger } from '../../core/ledger/index.ts'
 import { mulberry32 as prng } from '../helpers/rng.ts'
 import { until } from '../helpers/until.ts'
+import { answerShape, badCounts, DELETE, pathsOf, ROUTES, setPath, streamEnd, usagesOf, MAX_SHOWN, MAX_TOKENS, type Obj, type Route, errorBodyProblem } from '../helpers/fuzz.ts'
 
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31))
 const CASES = Number(process.env.FUZZ_CASES ?? 200)
@@ -33,79 +34,11 @@ const CASES = Number(process.env.FUZZ_CASES ?? 200)
 const VERBOSE = process.env.FUZZ_VERBOSE === '1'
 /** Each case's answer must have come whole (status, body, stream end) within this. */
 const CASE_MS = 15_000
-/** The output cap every request sends (the billed output is held to it). */
-const MAX_TOKENS = 256
-
-type Obj = Record<string, unknown>
-type Path = (string | number)[]
 
 // ── the client side ─────────────────────────────────────────────────────────────────────────
 
-const SCHEMA = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }
-const ROUTES = {
-  chat: { path: '/v1/chat/completions', body: {
-    max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: 'weather in a?' }],
-    tools: [{ type: 'function', function: { name: 'weather', description: 'd', parameters: SCHEMA } }],
-  } },
-  messages: { path: '/v1/messages', body: {
-    max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: 'weather in a?' }],
-    tools: [{ name: 'weather', description: 'd', input_schema: SCHEMA }],
-  } },
-  responses: { path: '/v1/responses', body: {
-    max_output_tokens: MAX_TOKENS, input: 'weather in a?',
-    tools: [{ type: 'function', name: 'weather', description: 'd', parameters: SCHEMA, strict: false }],
-  } },
-} as const
-type Route = keyof typeof ROUTES
 const ADAPTERS = { bedrock: 'aws/claude', gemini: 'google/gemini' } as const
 type Adapter = keyof typeof ADAPTERS
-
-/** Whether a client stream ended as its protocol ends (true), with its error event ('error'), or neither (false). */
-function streamEnd (route: Route, text: string): boolean | 'error' {
-  if (route === 'chat') {
-    if (/data: \[DONE\]\s*$/.test(text)) return true
-    return /data: \{"error":[^\n]*\s*$/.test(text) ? 'error' : false
-  }
-  if (route === 'messages') {
-    if (/event: message_stop\s*\ndata: [^\n]*\s*$/.test(text)) return true
-    return /event: error\s*\ndata: [^\n]*\s*$/.test(text) ? 'error' : false
-  }
-  if (/event: response\.(completed|incomplete)\s*\ndata: [^\n]*\s*$/.test(text)) return true
-  return /event: (error|response\.failed)\s*\ndata: [^\n]*\s*$/.test(text) ? 'error' : false
-}
-
-/** Whether a 200 JSON answer has the route's shape. */
-function answerShape (route: Route, b: any): boolean {
-  if (route === 'chat') return b?.object === 'chat.completion' && Array.isArray(b.choices) && b.choices.length > 0
-  if (route === 'messages') return b?.type === 'message' && Array.isArray(b.content) && typeof b.stop_reason === 'string'
-  return b?.object === 'response' && Array.isArray(b.output) && typeof b.status === 'string'
-}
-
-/**
- * A count the upstream sends is at most MAX_TOKEN_COUNT: the gateway counts a larger one (1e308,
- * past 2^53) as 0, as it counts one that is not a number, negative or a string (an upstream's
- * garbage is no count, and billed it would make a cost the ledger cannot hold). A count it shows
- * or bills adds up at most a few of them (input: uncached + cache reads + cache writes; total:
- * input + output), so none passes five.
- */
-const MAX_SHOWN = 5 * MAX_TOKEN_COUNT
-
-/** Every token count in a client-facing `usage` object that is not a whole number from 0 to MAX_SHOWN (paths). */
-function badCounts (v: unknown, path = 'usage'): string[] {
-  if (typeof v === 'number') return Number.isSafeInteger(v) && v >= 0 && v <= MAX_SHOWN ? [] : [`${path} = ${v}`]
-  if (v === null || typeof v !== 'object') return []
-  return Object.entries(v).flatMap(([k, c]) => badCounts(c, `${path}.${k}`))
-}
-
-/** The `usage` objects in a JSON answer or in a stream's data lines. */
-function usagesOf (v: unknown, out: unknown[] = []): unknown[] {
-  if (v === null || typeof v !== 'object') return out
-  for (const [k, c] of Object.entries(v)) {
-    if (k === 'usage' && c !== null && typeof c === 'object') out.push(c)
-    else usagesOf(c, out)
-  }
-  return out
-}
 
 // ── the upstream side: valid answers ────────────────────────────────────────────────────────
 
@@ -165,30 +98,6 @@ function encode (adapter: Adapter, stream: boolean, [name, payload]: [string, Ob
 }
 
 // ── mutations ───────────────────────────────────────────────────────────────────────────────
-
-/** Every path inside a value, the root excluded. */
-function pathsOf (root: unknown): Path[] {
-  const out: Path[] = []
-  const stack: [unknown, Path][] = [[root, []]]
-  while (stack.length) {
-    const [v, p] = stack.pop()!
-    if (v === null || typeof v !== 'object') continue
-    for (const [k, child] of Object.entries(v)) {
-      const cp = [...p, Array.isArray(v) ? Number(k) : k]
-      out.push(cp)
-      stack.push([child, cp])
-    }
-  }
-  return out
-}
-
-const DELETE = Symbol('delete')
-function setPath (root: any, path: Path, value: unknown): void {
-  let v = root
-  for (const k of path.slice(0, -1)) v = v[k]
-  if (value === DELETE) delete v[path[path.length - 1]!]
-  else v[path[path.length - 1]!] = value
-}
 
 /** The script of one upstream answer: status, headers, the bytes written (each its own write), and how it ends. */
 interface Script {
@@ -369,11 +278,8 @@ t.test(`fuzz the native adapters' answers – ${CASES} seeded cases (FUZZ_SEED=$
     if (status >= 400) {
       // Upstream garbage is the upstream's failure (502); a 500 is the gateway's own.
       if (status === 500) problems.push(`status 500: ${text.slice(0, 300)}`)
-      let e: any
-      try { e = JSON.parse(text) } catch { problems.push(`error body is not JSON: ${text.slice(0, 120)}`) }
-      const messagesShape = e?.type === 'error' && typeof e.error?.type === 'string' && typeof e.error?.message === 'string'
-      const openaiShape = e !== undefined && typeof e.error?.message === 'string' && e.type === undefined
-      if (route === 'messages' ? !messagesShape : !openaiShape) problems.push(`wrong error body for ${route}: ${text.slice(0, 200)}`)
+      const wrong = errorBodyProblem(route, text)
+      if (wrong !== undefined) problems.push(wrong)
     } else if (status !== 200) {
       problems.push(`status ${status}: ${text.slice(0, 200)}`)
     } else if (stream) {

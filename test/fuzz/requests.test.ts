@@ -9,6 +9,7 @@ import { buildTestApp, listen, AUTH_ENTRY, TEST_KEY } from '../helpers/build-tes
 import { startFakeUpstream, upstreamDoc, json, sse, chatCompletion, chatTextStream, messagesResponse, messagesTextStream } from '../helpers/fake-upstream.ts'
 import { rawRequest, head } from '../helpers/raw-http.ts'
 import { mulberry32 as prng } from '../helpers/rng.ts'
+import { pathsOf, setPath } from '../helpers/fuzz.ts'
 
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31))
 const CASES = Number(process.env.FUZZ_CASES ?? 300)
@@ -37,30 +38,6 @@ const MESSAGES_BODY = {
   tool_choice: { type: 'auto' }, temperature: 0.3, stop_sequences: ['zz'], metadata: { user_id: 'u' }, stream: false,
 }
 const MODELS = ['vendor/chat-model', 'msgvendor/msg-model', 'vendor/text-only', 'nope/unknown']
-
-type Path = (string | number)[]
-
-/** Every path inside a value (iteratively), the root excluded. */
-function pathsOf (root: unknown): Path[] {
-  const out: Path[] = []
-  const stack: [unknown, Path][] = [[root, []]]
-  while (stack.length) {
-    const [v, p] = stack.pop()!
-    if (v === null || typeof v !== 'object') continue
-    for (const [k, child] of Object.entries(v)) {
-      const cp = [...p, Array.isArray(v) ? Number(k) : k]
-      out.push(cp)
-      stack.push([child, cp])
-    }
-  }
-  return out
-}
-
-function setPath (root: any, path: Path, value: unknown): void {
-  let v = root
-  for (const k of path.slice(0, -1)) v = v[k]
-  v[path[path.length - 1]] = value
-}
 
 interface Case {
   name: string

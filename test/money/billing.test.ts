@@ -69,7 +69,7 @@ t.test('ceilMicros', async t => {
   t.equal(ceilMicros(Number.MAX_SAFE_INTEGER - 1), Number.MAX_SAFE_INTEGER - 1)
   t.equal(ceilMicros(1e19), Number.MAX_SAFE_INTEGER, 'at most the largest exact amount')
   t.equal(ceilMicros(Infinity), Number.MAX_SAFE_INTEGER)
-  t.ok(Number.isSafeInteger(costMicros({ inputTokens: 1e9, cachedInputTokens: 0, outputTokens: 1e9 }, { input: 1e12, output: 1e12 })), 'a cost is always an exact amount')
+  t.ok(Number.isSafeInteger(costMicros({ inputTokens: 1e9, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 1e9 }, { input: 1e12, output: 1e12 })), 'a cost is always an exact amount')
 })
 
 t.test('reserveMicros – input estimate + output cap at list rates, rounded up', async t => {

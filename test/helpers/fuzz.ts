@@ -1,0 +1,125 @@
+/**
+ * @module test/helpers/fuzz – what the fuzz tests share: reading and changing values at a path,
+ * the client routes the answer fuzzers call, and the rules every answer a client gets must keep
+ * (how its stream ends, its shape, its token counts).
+ */
+import { MAX_TOKEN_COUNT } from '../../index.ts'
+
+export type Obj = Record<string, unknown>
+export type Path = (string | number)[]
+
+/** The value at `path` inside `v` (undefined where a step is not an object): answers are read as unknown. */
+export function get (v: unknown, ...path: Array<string | number>): unknown {
+  for (const k of path) v = typeof v === 'object' && v !== null ? (v as Record<string | number, unknown>)[k] : undefined
+  return v
+}
+
+/** The array at `path` inside `v`, or none. */
+export const list = (v: unknown, ...path: Array<string | number>): unknown[] => { const a = get(v, ...path); return Array.isArray(a) ? a : [] }
+
+/** Every path inside a value, the root excluded. */
+export function pathsOf (root: unknown): Path[] {
+  const out: Path[] = []
+  const stack: [unknown, Path][] = [[root, []]]
+  while (stack.length) {
+    const [v, p] = stack.pop()!
+    if (v === null || typeof v !== 'object') continue
+    for (const [k, child] of Object.entries(v)) {
+      const cp = [...p, Array.isArray(v) ? Number(k) : k]
+      out.push(cp)
+      stack.push([child, cp])
+    }
+  }
+  return out
+}
+
+/** setPath's value that removes the member instead. */
+export const DELETE = Symbol('delete')
+
+/** Sets (or with DELETE removes) the value at `path` inside `root`, a path pathsOf gave. */
+export function setPath (root: unknown, path: Path, value: unknown): void {
+  const v = get(root, ...path.slice(0, -1)) as Record<string | number, unknown>
+  if (value === DELETE) delete v[path[path.length - 1]!]
+  else v[path[path.length - 1]!] = value
+}
+
+/** The output cap every answer fuzzer's request sends (the billed output is held to it). */
+export const MAX_TOKENS = 256
+
+const SCHEMA = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }
+
+/** The client routes the answer fuzzers call, each with a request offering one tool. */
+export const ROUTES = {
+  chat: { path: '/v1/chat/completions', body: {
+    max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: 'weather in a?' }],
+    tools: [{ type: 'function', function: { name: 'weather', description: 'd', parameters: SCHEMA } }],
+  } },
+  messages: { path: '/v1/messages', body: {
+    max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: 'weather in a?' }],
+    tools: [{ name: 'weather', description: 'd', input_schema: SCHEMA }],
+  } },
+  responses: { path: '/v1/responses', body: {
+    max_output_tokens: MAX_TOKENS, input: 'weather in a?',
+    tools: [{ type: 'function', name: 'weather', description: 'd', parameters: SCHEMA, strict: false }],
+  } },
+} as const
+export type Route = keyof typeof ROUTES
+
+/** Whether a client stream ended as its protocol ends (true), with its error event ('error'), or neither (false). */
+export function streamEnd (route: Route, text: string): boolean | 'error' {
+  if (route === 'chat') {
+    if (/data: \[DONE\]\s*$/.test(text)) return true
+    return /data: \{"error":[^\n]*\s*$/.test(text) ? 'error' : false
+  }
+  if (route === 'messages') {
+    if (/event: message_stop\s*\ndata: [^\n]*\s*$/.test(text)) return true
+    return /event: error\s*\ndata: [^\n]*\s*$/.test(text) ? 'error' : false
+  }
+  if (/event: response\.(completed|incomplete)\s*\ndata: [^\n]*\s*$/.test(text)) return true
+  return /event: (error|response\.failed)\s*\ndata: [^\n]*\s*$/.test(text) ? 'error' : false
+}
+
+/** Whether a 200 JSON answer has the route's shape. */
+export function answerShape (route: Route, b: unknown): boolean {
+  if (route === 'chat') return get(b, 'object') === 'chat.completion' && list(b, 'choices').length > 0
+  if (route === 'messages') return get(b, 'type') === 'message' && Array.isArray(get(b, 'content')) && typeof get(b, 'stop_reason') === 'string'
+  return get(b, 'object') === 'response' && Array.isArray(get(b, 'output')) && typeof get(b, 'status') === 'string'
+}
+
+/**
+ * A count the upstream sends is at most MAX_TOKEN_COUNT: the gateway counts a larger one (1e308,
+ * past 2^53) as 0, as it counts one that is not a number, negative or a string (an upstream's
+ * garbage is no count, and billed it would make a cost the ledger cannot hold). A count it shows
+ * or bills adds up at most a few of them (input: uncached + cache reads + cache writes; total:
+ * input + output), so none passes five.
+ */
+export const MAX_SHOWN = 5 * MAX_TOKEN_COUNT
+
+/** Every token count in a client-facing `usage` object that is not a whole number from 0 to MAX_SHOWN (paths). */
+export function badCounts (v: unknown, path = 'usage'): string[] {
+  if (typeof v === 'number') return Number.isSafeInteger(v) && v >= 0 && v <= MAX_SHOWN ? [] : [`${path} = ${v}`]
+  if (v === null || typeof v !== 'object') return []
+  return Object.entries(v).flatMap(([k, c]) => badCounts(c, `${path}.${k}`))
+}
+
+/** The `usage` objects in a JSON answer or in a stream's data lines. */
+export function usagesOf (v: unknown, out: unknown[] = []): unknown[] {
+  if (v === null || typeof v !== 'object') return out
+  for (const [k, c] of Object.entries(v)) {
+    if (k === 'usage' && c !== null && typeof c === 'object') out.push(c)
+    else usagesOf(c, out)
+  }
+  return out
+}
+
+/**
+ * What is wrong with an error answer's body for a client of `route`, or undefined: messages gets
+ * `{type: "error", error: {type, message}}`, chat and Responses `{error: {message, ...}}`.
+ */
+export function errorBodyProblem (route: Route, text: string): string | undefined {
+  let e: unknown
+  try { e = JSON.parse(text) } catch { return `error body is not JSON: ${text.slice(0, 120)}` }
+  const messagesShape = get(e, 'type') === 'error' && typeof get(e, 'error', 'type') === 'string' && typeof get(e, 'error', 'message') === 'string'
+  const openaiShape = typeof get(e, 'error', 'message') === 'string' && get(e, 'type') === undefined
+  return (route === 'messages' ? messagesShape : openaiShape) ? undefined : `wrong error body for ${route}: ${text.slice(0, 200)}`
+}
