@@ -68,8 +68,9 @@ export class SseWriter implements EventSink {
    * What one upstream chunk becomes for the client through `st`. A chunk that is exactly whole
    * events (`whole`, nothing written before it untaken) goes out as the upstream's bytes for as
    * long as the translator relays each event as it came or drops it (a usage chunk the client did
-   * not ask for): the chunk itself, or the byte ranges of the events kept. The first event it
-   * changes turns the rest into text, starting with what was kept before it.
+   * not ask for): the chunk itself, or the byte ranges of the events kept (text when the chunk
+   * holds bytes that are not UTF-8). The first event it changes turns the rest into text, starting
+   * with what was kept before it.
    */
   chunk (chunk: Buffer, events: readonly SseEvent[], st: StreamTranslator, whole: boolean): string | Buffer {
     if (!whole || this.#text !== '') {
@@ -95,8 +96,21 @@ export class SseWriter implements EventSink {
         }
         let pieces = this.#pieces
         if (pieces === undefined) {
+          // Byte ranges are sums of the events' UTF-8 lengths: exact only when the chunk decoded to
+          // itself. A byte that is not UTF-8 decodes to U+FFFD (three bytes), so the ranges would
+          // cut the kept events late: text from here on instead.
+          let before = 0
+          let bytes = 0
+          for (let k = 0; k < events.length; k++) {
+            if (k === i) before = bytes
+            bytes += Buffer.byteLength(events[k].raw)
+          }
+          if (bytes !== chunk.length) {
+            this.#toText()
+            continue
+          }
           pieces = this.#pieces = []
-          for (let k = 0; k < i; k++) this.#at += Buffer.byteLength(events[k].raw)
+          this.#at += before
         }
         if (this.#at > this.#from) pieces.push(chunk.subarray(this.#from, this.#at))
         this.#at += size

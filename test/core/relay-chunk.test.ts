@@ -100,3 +100,22 @@ t.test('the writer is whole again after a chunk that turned into text', async t 
   const second = parse([A, B])
   t.equal(w.chunk(second.chunk, second.parsed, st, second.whole), second.chunk, 'the next whole chunk goes out as its bytes')
 })
+
+t.test('a chunk with bytes that are not UTF-8: the events kept, never bytes shifted by the decoding', async t => {
+  // A lone byte decodes to U+FFFD, three bytes: the events' text is longer than the chunk, so
+  // byte ranges summed from it would cut the kept events two bytes late ("ta: [DONE]").
+  const bad = (text: string) => Buffer.concat([Buffer.from(`data: {"t":"${text} `), Buffer.from([0xf5]), Buffer.from('"}\n\n')])
+  // Named: its bytes differ from the other events' first ones.
+  const usage = Buffer.from('event: u\ndata: {"t":"usage"}\n\n')
+  for (const [name, parts] of [
+    ['in the event dropped', [bad('usage'), Buffer.from(A), Buffer.from(C)]],
+    ['in an event kept before the one dropped', [bad('x'), usage, Buffer.from(C)]],
+    ['in an event kept between two dropped', [usage, bad('x'), usage, Buffer.from(C)]],
+  ] as const) {
+    const chunk = Buffer.concat(parts)
+    const parser = new SseParser({})
+    const parsed = parser.push(chunk)
+    const out = new SseWriter().chunk(chunk, parsed, translator({ drop: 'usage' }), parser.whole)
+    t.equal(out.toString(), parsed.filter(e => !e.data.includes('usage')).map(e => e.raw).join(''), name)
+  }
+})
