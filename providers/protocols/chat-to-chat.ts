@@ -64,7 +64,8 @@ class ChatPassStream implements StreamTranslator {
       return out.event(undefined, upstreamErrorChunk({ message: data }, 'server_error', 502))
     }
     let chunk: ChatChunkWire | null
-    try { chunk = parseWire<ChatChunkWire>(data) } catch { return named ? undefined : out.relay(ev) }
+    // A chunk that is not JSON goes on as it came (with its blank line: see #relay).
+    try { chunk = parseWire<ChatChunkWire>(data) } catch { return named ? undefined : this.#relay(ev, out) }
     if (ev.event === 'error' || (chunk !== null && chunk.error !== undefined)) {
       this.#done = true
       const e: ErrorWire | string | null = chunk?.error ?? chunk

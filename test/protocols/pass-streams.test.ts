@@ -76,6 +76,19 @@ t.test('chat finish, usage and errors are still read', async t => {
   t.equal(err.st.outputChars, 1)
 })
 
+t.test('a last chat event that is not JSON and lacks its blank line gets it: the stream\'s end stays an event of its own', async t => {
+  // An upstream that closes cleanly in the middle of an event: its part is relayed as it came, and
+  // [DONE] (or the error chunk) after it must not join its data line.
+  const finish = 'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+  for (const [name, text] of [['finished', finish + 'data: {"choices":[],"usage":{"prompt_tokens":1'], ['not finished', 'data: {"usage":{"prompt_tokens":1']] as const) {
+    const { st, out } = run('chat-to-chat', text)
+    const all = out + emitted(w => st.end(w))
+    const events = new SseParser().push(all)
+    t.match(events.at(-1)?.data, /^\[DONE\]$|^\{"error":/, `${name}: the end is its own event`)
+    t.ok(out.endsWith('\n\n'), `${name}: the part relayed ends with its blank line`)
+  }
+})
+
 t.test('a cut messages stream is billed for exactly the characters relayed', async t => {
   const ev = (name: string, o: Record<string, unknown>) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...o })}\n\n`
   const text = ev('message_start', { message: { usage: { input_tokens: 7, output_tokens: 1 } } }) +
