@@ -236,10 +236,12 @@ export async function streamResponse (
       // The upstream ignored the cap it was sent: the stream ends with the protocol's error event,
       // billed for its output up to the cap (billedStreamUsage), once, as any other end.
       ctx.log.warn({ provider: a.d.provider, outputCap: a.outputCap }, 'an upstream stream passed the output cap it was sent; the stream is ended')
-      ctx.failed(gwError('GW_ERR_UPSTREAM_FAILED'))
+      const failure = gwError('GW_ERR_UPSTREAM_FAILED')
+      ctx.failed(failure)
       if (!sink.started) sink.start()
       st.fail(writer, 'The model service passed the output limit of this call.', 502)
-      await sink.write(writer.take())
+      // The chunk not relayed may have held the translator's own end (an upstream error): then fail() writes nothing, blocked() the error event.
+      await sink.write(writer.take() || blockedText(st, writer, failure, ctx))
       if (!raw.destroyed) raw.end()
       if (!res.body.destroyed) res.body.destroy()
       return 'served'

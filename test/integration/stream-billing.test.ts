@@ -105,6 +105,33 @@ t.test('an upstream error event mid-stream: billed for what was relayed, estimat
   }
 })
 
+t.test('an upstream past the output cap that errs in the same chunk: the stream still ends with its error event', async t => {
+  // The chunk that passes the cap is not relayed; when it also held the upstream's error (the
+  // translator's end), the end the client gets is the gateway's error event all the same.
+  const { url, ledger, upFor } = await setup(t)
+  const cap = 10
+  for (const c of COMBOS) {
+    t.test(c.name, async t => {
+      const { events, head } = textStream(c, 1)
+      const long = c.upstream === 'chat'
+        ? `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'x'.repeat(cap * 16 + 1) }, finish_reason: null }] })}\n\n`
+        : msgEvent('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'x'.repeat(cap * 16 + 1) } })
+      const error = c.upstream === 'chat'
+        ? `data: ${JSON.stringify({ error: { message: 'overloaded', type: 'server_error', code: 503 } })}\n\n`
+        : msgEvent('error', { error: { type: 'overloaded_error', message: 'Overloaded' } })
+      // One write: the events arrive as one chunk.
+      upFor(c).handle((_req, res) => { res.writeHead(200, { 'content-type': 'text/event-stream' }); res.end([...events.slice(0, head), long, error].join('')) })
+      const r = await streamCall(url, c.path, { ...bodyFor(c, true), max_tokens: cap })
+      t.equal(r.status, 200)
+      t.match(r.body, c.path === '/v1/messages' ? /event: error\ndata: \{[^\n]*\}\n\n$/ : /data: \{"error":[^\n]*\}\n\n$/, 'the error event ends the stream')
+      t.notMatch(r.body, 'x'.repeat(100), 'the chunk past the cap was not relayed')
+      const rec = await recordOf(t, ledger, r.traceId)
+      t.match(rec, { estimated: true })
+      t.ok(rec.outputTokens <= cap, `billed at most the cap (${rec.outputTokens})`)
+    })
+  }
+})
+
 t.test('a stream that goes silent past the deadline: billed for what was relayed, estimated', async t => {
   const { url, ledger, upFor } = await setup(t, [{ plugin: 'timeout', config: { timeoutMs: 300 } }])
   for (const c of COMBOS) {
