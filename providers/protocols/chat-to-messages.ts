@@ -331,7 +331,11 @@ class ChatOverMessagesStream implements StreamTranslator {
         if (b.type === 'text') {
           this.#blocks.set(d.index, { kind: 'text' })
           chunks.role(out)
-          if (typeof b.text === 'string' && b.text !== '') chunks.delta(out, { content: b.text })
+          // Text a block starts with is relayed output, counted as a delta's is.
+          if (typeof b.text === 'string' && b.text !== '') {
+            this.outputChars += b.text.length
+            chunks.delta(out, { content: b.text })
+          }
           return
         }
         if (b.type === 'tool_use') {
@@ -357,6 +361,7 @@ class ChatOverMessagesStream implements StreamTranslator {
         const text = typeof b.thinking === 'string' ? b.thinking : ''
         this.#blocks.set(d.index, { kind: 'thinking', text, signature: typeof b.signature === 'string' ? b.signature : '' })
         if (text !== '') {
+          this.outputChars += text.length
           chunks.role(out)
           chunks.delta(out, { reasoning_content: text })
         }

@@ -291,9 +291,16 @@ export function chatChunkChars (data: string): number {
   return n
 }
 
-/** Output characters of one messages `content_block_delta` event's JSON text (0 when it is not JSON). */
+/**
+ * Output characters of one messages `content_block_delta` or `content_block_start` event's JSON
+ * text (0 when it is not JSON): a block's starting text or thinking is relayed output too.
+ */
 export function messagesEventChars (data: string): number {
-  try { return messagesDeltaChars(parseWire<MessagesEventWire>(data)?.delta) } catch { return 0 }
+  let e: MessagesEventWire | null
+  try { e = parseWire<MessagesEventWire>(data) } catch { return 0 }
+  const b = e?.content_block
+  const start = b?.type === 'text' ? b.text : b?.type === 'thinking' ? b.thinking : undefined
+  return messagesDeltaChars(e?.delta) + (typeof start === 'string' ? start.length : 0)
 }
 
 /** An upstream's error `type` when it is a plain identifier (it reaches the client), else `fallback`. */

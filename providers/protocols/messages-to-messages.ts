@@ -3,8 +3,9 @@
  *
  * Same rules as chat-to-chat: smallest change to the request (`max_tokens` above the call's
  * output cap, requestedOutputCap, lowered to it), answers byte for byte, events
- * forwarded as received; only `message_start`, `message_delta` (usage), content deltas (output
- * relayed, for a stream cut before its final usage) and `error` (rebuilt, sanitized) are parsed.
+ * forwarded as received; only `message_start`, `message_delta` (usage), content deltas and block
+ * starts (output relayed, for a stream cut before its final usage) and `error` (rebuilt, sanitized)
+ * are parsed.
  */
 import { membersInPlace, modelSpanOf, spliceBody } from '../../index.ts'
 import { sanitizeUpstreamMessage, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
@@ -21,7 +22,7 @@ const MAX_TOKENS = ['max_tokens']
 class MessagesPassStream implements StreamTranslator {
   finished = false
   #done = false
-  /** Content deltas relayed unparsed, counted only if the stream ends without final usage. */
+  /** Content deltas and block starts relayed unparsed, counted only if the stream ends without final usage. */
   readonly #relayed = new DeferredCount(messagesEventChars)
   #start: UsageCounts | undefined
   #final: UsageCounts | undefined
@@ -51,7 +52,7 @@ class MessagesPassStream implements StreamTranslator {
   push (ev: SseEvent, out: EventSink): void {
     if (this.#done) return
     const name = ev.event
-    if (name === 'content_block_delta') {
+    if (name === 'content_block_delta' || name === 'content_block_start') {
       this.#relayed.add(ev.data)
     } else if (name === 'message_start' || name === 'message_delta') {
       try {

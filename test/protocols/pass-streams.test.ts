@@ -106,6 +106,17 @@ t.test('a cut messages stream is billed for exactly the characters relayed', asy
   t.equal(done.st.finished, true)
 })
 
+t.test('text and thinking a messages block starts with are relayed output, counted as deltas are', async t => {
+  const ev = (name: string, o: Record<string, unknown>) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...o })}\n\n`
+  const text = ev('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: 'hmm', signature: '' } }) +
+    ev('content_block_start', { index: 1, content_block: { type: 'text', text: 'H\u00e9llo' } }) +
+    ev('content_block_delta', { index: 1, delta: { type: 'text_delta', text: '!' } }) +
+    ev('content_block_start', { index: 2, content_block: { type: 'tool_use', id: 't', name: 'f', input: {} } })
+  const { st, out } = run('messages-to-messages', text)
+  t.equal(out, text, 'relayed as they came')
+  t.equal(st.outputChars, 3 + 5 + 1)
+})
+
 t.test('a whole chat chunk (content, a usage chunk not asked for, [DONE]) goes out as the upstream\'s bytes', async t => {
   const content = 'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
   const finish = 'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'

@@ -234,3 +234,11 @@ t.test('12. comments, `data:` without a space, CRLF, unknown events and events n
     t.equal(st.finished, true)
   }
 })
+
+t.test('text and thinking a block starts with are relayed output: a stream cut before its usage is billed for them', async t => {
+  const thinkingStart = ev('content_block_start', { index: 1, content_block: { type: 'thinking', thinking: 'Hmm.' } })
+  const { out, st } = run(start() + textStart(0, 'Hi!') + textDelta(0, 'ok') + stop(0) + thinkingStart)
+  t.same(shape(chunks(t, out).chunks), ['role assistant', 'text Hi!', 'text ok', 'reasoning Hmm.'])
+  t.equal(st.usage, undefined, 'no final usage: billed the estimate')
+  t.equal(st.outputChars, 'Hi!'.length + 'ok'.length + 'Hmm.'.length, 'every character relayed counts')
+})
