@@ -69,7 +69,7 @@ export async function dispatch (gw: CallServices, call: Call, reply: FastifyRepl
       try {
         const provider = gw.providers.get(d.provider)!
         const translator = gw.translators[`${clientProtocol}-to-${provider.protocol}`]
-        const opts: TranslateOptions = { model, clientModel: String(body.model), upstreamModel: d.upstreamModel, estimatedInputTokens, upstream: provider.translate }
+        const opts: TranslateOptions = { model, clientModel: String(body.model), upstreamModel: d.upstreamModel, estimatedInputTokens, outputCap, upstream: provider.translate }
         const attempt: Attempt = { d, provider, translator, opts, circuit, outputCap }
         // A body the translator refuses is the client's fault: no failover (throws 400).
         const upstreamBody = translator.request(body, opts)

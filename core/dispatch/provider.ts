@@ -158,6 +158,8 @@ export interface TranslateOptions {
   upstreamModel: string
   /** Token estimate of the prompt, for `message_start.usage.input_tokens` before real counts. */
   estimatedInputTokens: number
+  /** The output tokens the call reserved for (its cap × completions): an estimate a translator shows is held to it, as the one billed is. */
+  outputCap?: number
   /** Per-upstream translation settings (from the provider instance). */
   upstream?: UpstreamTranslateOptions
 }

@@ -39,10 +39,11 @@ export interface StreamUsageSoFar { readonly usage?: Usage, readonly startUsage?
 
 /**
  * What a stream is billed: the upstream's final usage when it came, else estimateUsage of what was
- * relayed. Core bills with it and translators show it (a final or failure event), so the two agree.
+ * relayed, its output at most `outputCap` (capOutput: the most the call is billed). Core bills with
+ * it and translators show it (a final or failure event), so the two agree.
  */
-export function streamUsage (st: StreamUsageSoFar, estimatedInputTokens: number): Usage {
-  return st.usage ?? estimateUsage(estimatedInputTokens, st.outputChars, st.startUsage)
+export function streamUsage (st: StreamUsageSoFar, estimatedInputTokens: number, outputCap = Number.POSITIVE_INFINITY): Usage {
+  return st.usage ?? capOutput(estimateUsage(estimatedInputTokens, st.outputChars, st.startUsage), outputCap)
 }
 
 /**

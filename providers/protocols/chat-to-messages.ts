@@ -19,7 +19,7 @@
  * signature that names a tool call also shows on that call as `extra_content.google.thought_signature`
  * (Gemini's OpenAI-compatible field), and comes back from it.
  */
-import { estimateUsage, gwError, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
+import { estimateUsage, streamUsage, gwError, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
   type Usage } from '../../index.ts'
 import { usageFromMessages, usageToChat } from '../../index.ts'
 import { ChatChunkEmitter, chatErrorChunk } from './chat-chunks.ts'
@@ -299,10 +299,12 @@ class ChatOverMessagesStream implements StreamTranslator {
 
   readonly #readUsage: (u: JsonObject) => Usage
   readonly #estimatedInputTokens: number
+  readonly #outputCap: number | undefined
 
   constructor (clientBody: ChatRequestWire, opts: TranslateOptions) {
     this.#chunks = new ChatChunkEmitter(opts.clientModel, clientBody.stream_options?.include_usage === true)
     this.#estimatedInputTokens = opts.estimatedInputTokens
+    this.#outputCap = opts.outputCap
     this.#readUsage = opts.upstream?.readUsage ?? usageFromMessages
   }
 
@@ -390,7 +392,7 @@ class ChatOverMessagesStream implements StreamTranslator {
       case 'message_stop':
         this.#done = true
         this.finished = true
-        return chunks.finish(out, finishFromStop(this.#stop), () => this.usage ?? estimateUsage(this.#estimatedInputTokens, this.outputChars, this.startUsage))
+        return chunks.finish(out, finishFromStop(this.#stop), () => streamUsage(this, this.#estimatedInputTokens, this.#outputCap))
       case 'error':
         this.#done = true
         return chunks.upstreamError(out, d.error ?? {}, 'api_error', null)

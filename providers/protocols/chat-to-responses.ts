@@ -212,10 +212,12 @@ export class ChatOverResponsesStream implements StreamTranslator {
   /** The upstream's `output_index` of each function call → its chat tool-call index. */
   readonly #calls = new Map<unknown, number>()
   readonly #estimatedInputTokens: number
+  readonly #outputCap: number | undefined
 
   constructor (includeUsage: boolean, opts: TranslateOptions) {
     this.#chunks = new ChatChunkEmitter(opts.clientModel, includeUsage)
     this.#estimatedInputTokens = opts.estimatedInputTokens
+    this.#outputCap = opts.outputCap
     this.#readUsage = opts.upstream?.readUsage ?? usageFromResponses
   }
 
@@ -266,7 +268,7 @@ export class ChatOverResponsesStream implements StreamTranslator {
         this.finished = true
         if (d.response?.usage) this.usage = this.#readUsage(d.response.usage)
         // Without the upstream's final count: the estimate billing uses.
-        return chunks.finish(out, finishOf(d.response?.status, d.response?.incomplete_details?.reason, this.#calls.size > 0), () => streamUsage(this, this.#estimatedInputTokens))
+        return chunks.finish(out, finishOf(d.response?.status, d.response?.incomplete_details?.reason, this.#calls.size > 0), () => streamUsage(this, this.#estimatedInputTokens, this.#outputCap))
       case 'response.failed': case 'error':
         this.#done = true
         return chunks.upstreamError(out, (name === 'error' ? (d.error ?? d) : (d.response?.error ?? {})) as ErrorWire, 'server_error', 502)

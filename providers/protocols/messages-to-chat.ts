@@ -371,7 +371,7 @@ export class MessagesOverChatStream implements StreamTranslator {
     this.#start(out, undefined)
     this.#flushTools(out)
     // Without the upstream's final count: the estimate billing uses.
-    const usage = usageToMessages(streamUsage(this, this.#opts.estimatedInputTokens))
+    const usage = usageToMessages(streamUsage(this, this.#opts.estimatedInputTokens, this.#opts.outputCap))
     const stop = this.#refusal && this.#finish !== 'tool_calls' ? 'refusal' : stopFromFinish(this.#finish)
     messagesEvent(out, { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage })
     messagesEvent(out, { type: 'message_stop' })

@@ -23,15 +23,17 @@ class ResponsesOverChatStream implements StreamTranslator {
   readonly #emit: ResponsesEmitter
   readonly #readUsage: (u: JsonObject) => Usage
   readonly #estimatedInputTokens: number
+  readonly #outputCap: number | undefined
 
   constructor (clientBody: ResponsesRequestWire, opts: TranslateOptions) {
     this.#estimatedInputTokens = opts.estimatedInputTokens
+    this.#outputCap = opts.outputCap
     this.#emit = new ResponsesEmitter(opts, clientBody, () => this.#billed())
     this.#readUsage = opts.upstream?.readUsage ?? usageFromChat
   }
 
   #billed (): Usage {
-    return streamUsage(this, this.#estimatedInputTokens)
+    return streamUsage(this, this.#estimatedInputTokens, this.#outputCap)
   }
 
   push (ev: SseEvent, out: EventSink): void {

@@ -26,18 +26,20 @@ class ResponsesOverMessagesStream implements StreamTranslator, EventSink {
   readonly #inner: StreamTranslator
   readonly #emit: ResponsesEmitter
   readonly #estimatedInputTokens: number
+  readonly #outputCap: number | undefined
   /** Where the Responses events go during the current call. */
   #out: EventSink | undefined
 
   constructor (clientBody: ResponsesRequestWire, opts: TranslateOptions) {
     this.#estimatedInputTokens = opts.estimatedInputTokens
+    this.#outputCap = opts.outputCap
     // The inner chat stream always carries its usage chunk: the final event shows it.
     this.#inner = chatToMessages.stream({ stream: true, stream_options: { include_usage: true } }, opts)
     this.#emit = new ResponsesEmitter(opts, clientBody, () => this.#billed())
   }
 
   #billed (): Usage {
-    return streamUsage(this.#inner, this.#estimatedInputTokens)
+    return streamUsage(this.#inner, this.#estimatedInputTokens, this.#outputCap)
   }
 
   get usage (): Usage | undefined { return this.#inner.usage }

@@ -37,10 +37,12 @@ class ResponsesPassStream implements StreamTranslator {
   #response: ResponseWire | undefined
   readonly #readUsage: (u: JsonObject) => Usage
   readonly #estimatedInputTokens: number
+  readonly #outputCap: number | undefined
 
   constructor (opts: TranslateOptions) {
     this.#readUsage = opts.upstream?.readUsage ?? usageFromResponses
     this.#estimatedInputTokens = opts.estimatedInputTokens
+    this.#outputCap = opts.outputCap
   }
 
   push (ev: SseEvent, out: EventSink): void {
@@ -76,7 +78,7 @@ class ResponsesPassStream implements StreamTranslator {
     this.#done = true
     const code = detail?.code !== undefined ? String(detail.code) : status === 408 ? 'timeout' : 'server_error'
     // The usage shown is what the call is billed.
-    const response = { ...this.#response, status: 'failed', error: { code, message }, usage: usageToResponses(streamUsage(this, this.#estimatedInputTokens)) }
+    const response = { ...this.#response, status: 'failed', error: { code, message }, usage: usageToResponses(streamUsage(this, this.#estimatedInputTokens, this.#outputCap)) }
     out.event('response.failed', { type: 'response.failed', sequence_number: this.#seq++, response })
     out.event('error', { type: 'error', sequence_number: this.#seq++, code, message, param: null })
   }

@@ -1,7 +1,7 @@
 // An upstream that reports no usage: the usage a translated answer shows its client is the usage
 // billed (the ledger's record, marked estimated), JSON and streamed, for every cross-protocol
 // pair and the Responses route on both upstream kinds, all calls in flight at once.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, upstreamDoc, json, sse, chatChunk, msgEvent, DONE } from '../helpers/fake-upstream.ts'
 import { openLedger } from '../../core/ledger/index.ts'
@@ -57,7 +57,11 @@ function shownUsage (route: 'chat' | 'messages' | 'responses', payload: string, 
   return shown
 }
 
-t.test('an upstream without usage: the client is shown exactly what is billed', async t => {
+/**
+ * Every route × upstream pair, JSON and streamed, against upstreams without usage: each call is
+ * billed an estimate, and shown exactly it. `cap`: the output cap each request sends.
+ */
+async function shownIsBilled (t: Test, cap?: number): Promise<void> {
   const chatUp = await startFakeUpstream((req, res) => { const a = chatNoUsage(req.body.stream === true); return a.events ? sse(res, a.events) : json(res, 200, a.json) })
   const msgUp = await startFakeUpstream((req, res) => { const a = messagesNoUsage(req.body.stream === true); return a.events ? sse(res, a.events) : json(res, 200, a.json) })
   const ledger = await openLedger({ backend: 'sqlite', path: ':memory:' })
@@ -74,10 +78,11 @@ t.test('an upstream without usage: the client is shown exactly what is billed', 
   for (const stream of [false, true]) {
     const s = stream ? ', streamed' : ''
     cases.push(
-      { name: `chat ← messages${s}`, route: 'chat', path: '/v1/chat/completions', body: { model: MSG, messages: [{ role: 'user', content: 'What is the answer?' }], stream, ...(stream ? { stream_options: { include_usage: true } } : {}) } },
-      { name: `messages ← chat${s}`, route: 'messages', path: '/v1/messages', body: { model: CHAT, max_tokens: 100, messages: [{ role: 'user', content: 'What is the answer?' }], stream } },
-      { name: `responses ← chat${s}`, route: 'responses', path: '/v1/responses', body: { model: CHAT, input: 'What is the answer?', stream } },
-      { name: `responses ← messages${s}`, route: 'responses', path: '/v1/responses', body: { model: MSG, input: 'What is the answer?', stream } },
+      { name: `chat ← messages${s}`, route: 'chat', path: '/v1/chat/completions',
+        body: { model: MSG, messages: [{ role: 'user', content: 'What is the answer?' }], stream, ...(stream ? { stream_options: { include_usage: true } } : {}), ...(cap ? { max_tokens: cap } : {}) } },
+      { name: `messages ← chat${s}`, route: 'messages', path: '/v1/messages', body: { model: CHAT, max_tokens: cap ?? 100, messages: [{ role: 'user', content: 'What is the answer?' }], stream } },
+      { name: `responses ← chat${s}`, route: 'responses', path: '/v1/responses', body: { model: CHAT, input: 'What is the answer?', stream, ...(cap ? { max_output_tokens: cap } : {}) } },
+      { name: `responses ← messages${s}`, route: 'responses', path: '/v1/responses', body: { model: MSG, input: 'What is the answer?', stream, ...(cap ? { max_output_tokens: cap } : {}) } },
     )
   }
   const results = await Promise.all(cases.map(async c => {
@@ -93,5 +98,12 @@ t.test('an upstream without usage: the client is shown exactly what is billed', 
     t.equal(rec.estimated, true, `${r.c.name}: billed on the estimate`)
     t.ok(rec.outputTokens > 0, `${r.c.name}: the answer's output is billed`)
     t.same(shownUsage(r.c.route, r.payload, r.c.body.stream === true), { input: rec.inputTokens, cached: rec.cachedInputTokens, output: rec.outputTokens }, `${r.c.name}: shown = billed`)
+    if (cap !== undefined) t.equal(rec.outputTokens, cap, `${r.c.name}: billed the cap, the estimate being past it`)
   }
-})
+}
+
+t.test('an upstream without usage: the client is shown exactly what is billed', async t => shownIsBilled(t))
+
+// The answer's text (35 characters) is an estimated 9 tokens, past a cap of 4 but well within what
+// an upstream that honours it may send (16 characters a token): billed the cap, and shown it.
+t.test('an estimate past the output cap: the client is shown the cap it is billed', async t => shownIsBilled(t, 4))
