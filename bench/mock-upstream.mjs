@@ -27,19 +27,21 @@ const msgSse = [ev('message_start', { message: { id: 'msg_mock', type: 'message'
   ev('message_stop', {})].join('')
 
 const STREAM_KEY = Buffer.from('stream"')
-const INCLUDE_USAGE_KEY = Buffer.from('include_usage"')
+const USAGE_KEY = Buffer.from('_usage"')
+const INCLUDE = Buffer.from('"include')
+const QUOTE = Buffer.from('"')
 const isWs = c => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
 
 /**
- * Whether the member `key` (its name and closing quote) appears anywhere as `"name": true` (any
- * whitespace), as /"name"\s*:\s*true/ would find it. The search is for the name and its closing
- * quote, the opening quote checked after: a needle ending in a letter and a quote skips ahead
- * about three times as fast as one that starts with a quote (the quote is the commonest byte of
- * JSON text), and on a 145 KB body that search is most of the mock's work.
+ * Whether a member appears anywhere as `"name": true` (any whitespace), as /"name"\s*:\s*true/
+ * would find it: `key` is the end of its name with the closing quote, `before` the bytes before
+ * that (the opening quote and the rest of the name), checked where `key` is found. Buffer#indexOf
+ * goes fastest from a needle's first byte when that byte is rare in the text, and slowest from a
+ * quote, JSON's commonest byte; on a 145 KB body this search is most of the mock's work.
  */
-function memberIsTrue (buf, key) {
+function memberIsTrue (buf, key, before = QUOTE) {
   for (let i = buf.indexOf(key); i >= 0; i = buf.indexOf(key, i + 1)) {
-    if (buf[i - 1] !== 0x22) continue
+    if (i < before.length || !buf.subarray(i - before.length, i).equals(before)) continue
     let j = i + key.length
     while (isWs(buf[j])) j++
     if (buf[j] !== 0x3a) continue
@@ -49,6 +51,12 @@ function memberIsTrue (buf, key) {
   }
   return false
 }
+
+/** Each stream's events, one write each. */
+const eventsOf = text => text.split(/(?<=\n\n)/)
+const MSG_EVENTS = eventsOf(msgSse)
+const CHAT_EVENTS_USAGE = eventsOf(chatSseUsage)
+const CHAT_EVENTS_PLAIN = eventsOf(chatSsePlain)
 
 const server = createServer((req, res) => {
   const parts = []
@@ -68,14 +76,13 @@ const server = createServer((req, res) => {
     } else {
       const stream = memberIsTrue(raw, STREAM_KEY)
       // Only a stream's answer depends on include_usage.
-      body = { stream, stream_options: { include_usage: stream && memberIsTrue(raw, INCLUDE_USAGE_KEY) } }
+      body = { stream, stream_options: { include_usage: stream && memberIsTrue(raw, USAGE_KEY, INCLUDE) } }
     }
     const messages = req.url.endsWith('/messages')
     if (body.stream) {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
-      const text = messages ? msgSse : (body.stream_options?.include_usage ? chatSseUsage : chatSsePlain)
       // Written as separate chunks, as a real upstream would.
-      const events = text.split(/(?<=\n\n)/)
+      const events = messages ? MSG_EVENTS : (body.stream_options?.include_usage ? CHAT_EVENTS_USAGE : CHAT_EVENTS_PLAIN)
       for (const e of events) res.write(e)
       res.end()
       return
