@@ -38,7 +38,8 @@ import { openLedger } from '../../core/ledger/index.ts'
 import { SseParser } from '../../core/dispatch/sse.ts'
 import { mulberry32 as prng } from '../helpers/rng.ts'
 import { until } from '../helpers/until.ts'
-import { answerShape, badCounts, DELETE, get, list, pathsOf, ROUTES, setPath, streamEnd, usagesOf, MAX_SHOWN, MAX_TOKENS, type Obj, type Route, errorBodyProblem } from '../helpers/fuzz.ts'
+import { mutate, play, split, type Ev, type Script, type Wire } from '../helpers/fuzz-answers.ts'
+import { answerProblems, DELETE, get, ledgerProblems, list, MAX_TOKENS, ROUTES, streamEnd, usagesOf, type Obj, type Route } from '../helpers/fuzz.ts'
 
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31))
 const CASES = Number(process.env.FUZZ_CASES ?? 200)
@@ -48,8 +49,6 @@ const VERBOSE = process.env.FUZZ_VERBOSE === '1'
 const DUMP = process.env.FUZZ_DUMP === undefined ? undefined : Number(process.env.FUZZ_DUMP)
 /** Each case's answer must have come whole (status, body, stream end) within this. */
 const CASE_MS = 15_000
-/** One event of an answer: its SSE name ('' for an unnamed chat chunk, '!raw' for bytes as they are) and its payload. */
-type Ev = [string, Obj | string]
 
 // ── the client side ─────────────────────────────────────────────────────────────────────────
 
@@ -406,43 +405,6 @@ function encode (stream: boolean, [name, payload]: Ev, eol: string): Buffer {
 
 // ── mutations ───────────────────────────────────────────────────────────────────────────────
 
-/** The script of one upstream answer: status, headers, the bytes written (each its own write), and how it ends. */
-interface Script {
-  status: number
-  headers: Record<string, string>
-  writes: Uint8Array[]
-  /** 'end': the response ends; 'destroy': the socket is destroyed after the writes. */
-  close: 'end' | 'destroy'
-}
-
-/** Stands for bytes that are not UTF-8 in a string until the answer is bytes (replaceAll). */
-const NOT_UTF8 = '@@not-utf8@@'
-
-/** `b` with every `from` replaced by `to`. */
-function replaceAll (b: Buffer, from: Buffer, to: Buffer): Buffer {
-  const out: Buffer[] = []
-  let at = 0
-  for (let i = b.indexOf(from); i >= 0; i = b.indexOf(from, at)) {
-    out.push(b.subarray(at, i), to)
-    at = i + from.length
-  }
-  out.push(b.subarray(at))
-  return Buffer.concat(out)
-}
-
-/** Cuts bytes in pieces at random positions (a proxy's or the network's framing). */
-function split (bytes: Uint8Array, rnd: () => number): Uint8Array[] {
-  const out: Uint8Array[] = []
-  let off = 0
-  const n = rnd() < 0.3 ? 1 : 1 + Math.floor(rnd() * 8)
-  const cuts = [...new Set(Array.from({ length: n - 1 }, () => Math.floor(rnd() * bytes.length)))].sort((a, b) => a - b)
-  for (const c of [...cuts, bytes.length]) {
-    if (c > off) out.push(bytes.subarray(off, c))
-    off = c
-  }
-  return out.length ? out : [bytes]
-}
-
 /** Events an upstream of a protocol may send that the gateway does not know (heartbeats, comments, new event types). */
 const UNKNOWN: Record<string, Ev[]> = {
   chat: [['ping', {}], ['!raw', ': OPENROUTER PROCESSING\n\n'], ['', { somethingNew: { a: 1 } }], ['', '[]'], ['', { choices: [] }], ['', 'null'],
@@ -474,17 +436,7 @@ function errorBody (protocol: string): Obj {
 t.test(`fuzz the compatible adapters' answers – ${CASES} seeded cases (FUZZ_SEED=${SEED})`, async t => {
   console.error(`# compatible-answers fuzz seed ${SEED} (replay: FUZZ_SEED=${SEED} FUZZ_CASES=${CASES})`)
   let script: Script | undefined
-  const serve = async (res: ServerResponse): Promise<void> => {
-    const s = script
-    if (s === undefined) { res.writeHead(500).end(); return }
-    res.writeHead(s.status, s.headers)
-    for (const w of s.writes) {
-      if (res.destroyed) return
-      await new Promise<void>(resolve => res.write(w, () => resolve()))
-    }
-    if (s.close === 'destroy') res.socket?.destroy()
-    else res.end()
-  }
+  const serve = (res: ServerResponse): Promise<void> => play(res, script)
   const ups = await Promise.all([0, 1, 2].map(() => startFakeUpstream((_req, res) => serve(res))))
   const ledger = await openLedger({ backend: 'sqlite', path: ':memory:' })
   await ledger.migrate()
@@ -523,107 +475,38 @@ t.test(`fuzz the compatible adapters' answers – ${CASES} seeded cases (FUZZ_SE
 
   const headersOf = (stream: boolean): Record<string, string> => stream ? { 'content-type': 'text/event-stream' } : { 'content-type': 'application/json' }
 
+  /** A protocol's events, error events, statuses and content types, for the mutations. */
+  const wireOf = (protocol: string): Wire => ({
+    odd,
+    unknownEvent: () => structuredClone(pick(UNKNOWN[protocol]!)),
+    errorEvent: () => {
+      const type = protocol === 'chat' ? pick(['server_error', 'rate_limit_exceeded', 'invalid_request_error', 'foo'])
+        : protocol === 'messages' ? pick(['overloaded_error', 'api_error', 'rate_limit_error', 'invalid_request_error', 'foo_error'])
+          : pick(['server_error', 'rate_limit_exceeded', 'failed', 'foo'])
+      return [errorEvent(protocol, type), type]
+    },
+    statuses: [201, 204, 206, 302, 400, 401, 403, 404, 408, 413, 422, 424, 429, 500, 502, 503, 504, 529],
+    withStatus: (headers, events) => {
+      if (rnd() >= 0.5) return ''
+      events.splice(0, events.length, ['!raw', JSON.stringify(errorBody(protocol))])
+      headers['content-type'] = 'application/json'
+      return ' with an error body'
+    },
+    contentTypes: ['text/plain', 'application/json', 'text/event-stream', 'text/html', 'application/x-ndjson'],
+    junk: ['', 'not json', '{"a":', 'null', '42', '"str"', '[]', '<html>502 Bad Gateway</html>', '\u0000\u0001', '\ufeff{}'],
+    notUtf8: true,
+  })
+
   /** A valid answer, or one changed by 1–2 random mutations (their descriptions in `changes`). */
-  function answer (adapter: Adapter, stream: boolean, mutate: boolean, changes: string[]): Script {
-    const protocol = ADAPTERS[adapter].protocol
+  function answer (adapter: Adapter, stream: boolean, mutateIt: boolean, changes: string[]): Script {
     const events: Ev[] = validAnswer(adapter, stream)
     const headers = headersOf(stream)
-    let close: Script['close'] = 'end'
-    let status = 200
-    let byteOp: ((b: Buffer) => Buffer) | undefined
     // CRLF framing is as valid as LF; a mutated case picks either.
-    const eol = mutate && rnd() < 0.2 ? '\r\n' : '\n'
+    const eol = mutateIt && rnd() < 0.2 ? '\r\n' : '\n'
     if (eol !== '\n') changes.push('CRLF framing')
-    for (let n = !mutate ? 0 : rnd() < 0.3 ? 2 : 1; n > 0; n--) {
-      const kind = stream
-        ? pick(['value', 'value', 'value', 'value', 'drop', 'repeat', 'swap', 'unknown', 'truncate', 'cut', 'corrupt', 'notUtf8', 'exception', 'notJson', 'headers', 'status'] as const)
-        : pick(['value', 'value', 'value', 'value', 'value', 'truncate', 'cut', 'corrupt', 'notUtf8', 'notJson', 'headers', 'status'] as const)
-      const i = int(events.length)
-      const ev = events[i]!
-      switch (kind) {
-        case 'value': {
-          if (typeof ev[1] === 'string') break
-          const paths = pathsOf(ev[1])
-          if (paths.length === 0) break
-          const p = pick(paths)
-          const v = odd()
-          setPath(ev[1], p, v)
-          changes.push(`${stream ? `event ${i} (${ev[0]}) ` : ''}${p.join('.')} = ${v === DELETE ? '(deleted)' : JSON.stringify(v)?.slice(0, 40)}`)
-          break
-        }
-        case 'notUtf8': {
-          // Bytes that are not UTF-8 inside a string (the JSON still parses: the decoder makes them U+FFFD).
-          if (typeof ev[1] === 'string') break
-          const strings = pathsOf(ev[1]).filter(p => typeof get(ev[1], ...p) === 'string')
-          if (strings.length === 0) break
-          const p = pick(strings)
-          const bad = pick([[0xf5], [0x80], [0xc3], [0xe4, 0xb8], [0xf0, 0x9f, 0x98], [0xff, 0xfe]])
-          setPath(ev[1], p, String(get(ev[1], ...p)) + NOT_UTF8)
-          const prev = byteOp
-          byteOp = b => replaceAll(prev ? prev(b) : b, Buffer.from(NOT_UTF8), Buffer.from(bad))
-          changes.push(`${stream ? `event ${i} (${ev[0]}) ` : ''}${p.join('.')} + bytes ${Buffer.from(bad).toString('hex')}`)
-          break
-        }
-        case 'drop': events.splice(i, 1); changes.push(`event ${i} (${ev[0]}) dropped`); break
-        case 'repeat': events.splice(i, 0, structuredClone(ev)); changes.push(`event ${i} (${ev[0]}) repeated`); break
-        case 'swap': {
-          if (i + 1 >= events.length) break
-          events.splice(i, 2, events[i + 1]!, ev)
-          changes.push(`events ${i} and ${i + 1} swapped`)
-          break
-        }
-        case 'unknown': {
-          const e = structuredClone(pick(UNKNOWN[protocol]!))
-          events.splice(i, 0, e)
-          changes.push(`unknown event ${JSON.stringify(e).slice(0, 80)} at ${i}`)
-          break
-        }
-        case 'exception': {
-          const type = protocol === 'chat' ? pick(['server_error', 'rate_limit_exceeded', 'invalid_request_error', 'foo'])
-            : protocol === 'messages' ? pick(['overloaded_error', 'api_error', 'rate_limit_error', 'invalid_request_error', 'foo_error'])
-              : pick(['server_error', 'rate_limit_exceeded', 'failed', 'foo'])
-          events.splice(i, 0, errorEvent(protocol, type))
-          changes.push(`error event ${type} at ${i}`)
-          break
-        }
-        case 'notJson': {
-          const junk = pick(['', 'not json', '{"a":', 'null', '42', '"str"', '[]', '<html>502 Bad Gateway</html>', '\u0000\u0001', '\ufeff{}'])
-          if (stream) events[i] = [ev[0], junk]
-          else events[0] = ['', junk]
-          changes.push(`${stream ? `event ${i} (${ev[0]}) payload` : 'body'} = ${JSON.stringify(junk)}`)
-          break
-        }
-        case 'truncate': {
-          const prev = byteOp
-          byteOp = b => { const c = prev ? prev(b) : b; return c.subarray(0, int(c.length)) }
-          changes.push('the body truncated')
-          break
-        }
-        case 'cut': close = 'destroy'; byteOp ??= b => b.subarray(0, int(b.length + 1)); changes.push('the connection closed early'); break
-        case 'corrupt': {
-          const prev = byteOp
-          byteOp = b => { const c = Buffer.from(prev ? prev(b) : b); if (c.length) c[int(c.length)] ^= 1 << int(8); return c }
-          changes.push('a byte flipped')
-          break
-        }
-        case 'status': {
-          status = pick([201, 204, 206, 302, 400, 401, 403, 404, 408, 413, 422, 424, 429, 500, 502, 503, 504, 529])
-          if (rnd() < 0.5) headers['retry-after'] = pick(['1', '-1', 'soon', '99999999999', '1.5'])
-          if (rnd() < 0.5) { events.splice(0, events.length, ['!raw', JSON.stringify(errorBody(protocol))]); headers['content-type'] = 'application/json' }
-          changes.push(`status ${status} ${JSON.stringify(headers)}${events[0]![0] === '!raw' ? ' with an error body' : ''}`)
-          break
-        }
-        case 'headers': {
-          const ct = pick(['text/plain', 'application/json', 'text/event-stream', 'text/html', 'application/x-ndjson'])
-          headers['content-type'] = ct
-          changes.push(`content-type ${ct}`)
-          break
-        }
-      }
-    }
-    let bytes: Buffer = Buffer.concat(events.map(e => encode(stream, e, eol)))
-    if (byteOp) bytes = byteOp(bytes)
-    return { status, headers, writes: split(bytes, rnd), close }
+    const m = mutate(rnd, wireOf(ADAPTERS[adapter].protocol), events, headers, stream, !mutateIt ? 0 : rnd() < 0.3 ? 2 : 1, changes)
+    const bytes = m.bytes(Buffer.concat(events.map(e => encode(stream, e, eol))))
+    return { status: m.status, headers, writes: split(bytes, rnd), close: m.close }
   }
 
   /**
@@ -642,36 +525,14 @@ t.test(`fuzz the compatible adapters' answers – ${CASES} seeded cases (FUZZ_SE
     return { status: res.status, text: await res.text(), traceId: res.headers.get('x-gw-trace-id'), stream: stream && (res.status !== 200 || sse) }
   }
 
-  /** What is wrong with one answer the client got (empty: nothing). */
+  /**
+   * What is wrong with one answer the client got (empty: nothing). A same-protocol answer passes
+   * as the upstream wrote it: its data lines, shape and counts are the upstream's.
+   */
   function check (route: Route, adapter: Adapter, stream: boolean, status: number, text: string, valid: boolean, upstream = ''): string[] {
-    const problems: string[] = []
     const translated = !same(route, adapter)
-    let usages: unknown[] = []
-    if (status !== 200 && valid) problems.push(`status ${status} for a valid answer: ${text.slice(0, 300)}`)
-    if (status >= 400) {
-      // Upstream garbage is the upstream's failure (502); a 500 is the gateway's own.
-      if (status === 500) problems.push(`status 500: ${text.slice(0, 300)}`)
-      const wrong = errorBodyProblem(route, text)
-      if (wrong !== undefined) problems.push(wrong)
-    } else if (status !== 200) {
-      problems.push(`status ${status}: ${text.slice(0, 200)}`)
-    } else if (stream) {
-      const end = streamEnd(route, text)
-      if (end === false) problems.push(`a 200 stream that ends neither as ${route} ends nor with its error event: ${text.slice(-300)}`)
-      if (end === 'error' && valid) problems.push(`an error event for a valid answer: ${text.slice(-300)}`)
-      for (const line of text.split('\n')) {
-        if (!line.startsWith('data: ') || line === 'data: [DONE]') continue
-        try { usages.push(...usagesOf(JSON.parse(line.slice(6)))) } catch { if (translated) problems.push(`a data line that is not JSON: ${line.slice(0, 120)}`) }
-      }
-      problems.push(...(translated ? orderProblems(route, text) : relayProblems(route, upstream, text)).slice(0, 3))
-    } else {
-      let b: unknown
-      try { b = JSON.parse(text) } catch { problems.push(`a 200 that is not JSON: ${text.slice(0, 120)}`) }
-      if (b !== undefined && (translated || valid) && !answerShape(route, b)) problems.push(`a 200 not shaped as ${route}: ${text.slice(0, 200)}`)
-      usages = usagesOf(b)
-    }
-    const bad = translated ? usages.flatMap(u => badCounts(u)) : []
-    if (bad.length) problems.push(`usage the client sees: ${bad.join(', ')}`)
+    const problems = answerProblems(route, stream, status, text, valid, translated)
+    if (status === 200 && stream) problems.push(...(translated ? orderProblems(route, text) : relayProblems(route, upstream, text)).slice(0, 3))
     return problems
   }
 
@@ -790,21 +651,7 @@ t.test(`fuzz the compatible adapters' answers – ${CASES} seeded cases (FUZZ_SE
   const byTrace = new Map(records.map(r => [r.traceId, r]))
   const recordProblems = expects.flatMap(x => checkRecord(x, byTrace.get(x.traceId)).map(p => `${x.name}: ${p}`))
   t.same(recordProblems, [], `${expects.length} 200 answers: each billed once, as its upstream counted or an estimate of what it relayed`)
-  const badRecords: string[] = []
-  for (const r of records) {
-    const counts: Record<string, number> = {
-      inputTokens: r.inputTokens, cachedInputTokens: r.cachedInputTokens, cacheWriteTokens: r.cacheWriteTokens ?? 0, cacheWrite1hTokens: r.cacheWrite1hTokens ?? 0,
-      outputTokens: r.outputTokens, cost: r.cost,
-    }
-    for (const [k, v] of Object.entries(counts)) {
-      if (!Number.isSafeInteger(v) || v < 0 || (k !== 'cost' && v > MAX_SHOWN)) badRecords.push(`${r.traceId}: ${k} = ${v}`)
-    }
-    // Output is billed at most the cap the call reserved for, whatever the upstream counts.
-    if (r.outputTokens > MAX_TOKENS) badRecords.push(`${r.traceId}: outputTokens ${r.outputTokens} past the cap ${MAX_TOKENS}`)
-    // The cost is the counts at the model's price: no more than all of them at its highest rate.
-    const most = Math.ceil((r.inputTokens + r.outputTokens) * Math.max(...Object.values(price)))
-    if (r.cost > most) badRecords.push(`${r.traceId}: cost ${r.cost} past ${most}`)
-  }
+  const badRecords = ledgerProblems(records, price)
   t.same(badRecords, [], `${records.length} usage records: whole, non-negative counts and costs`)
   t.equal((await fetch(`${base}/healthz`)).status, 200, 'the gateway is still up')
   t.equal((await fetch(`${base}/readyz`)).status, 200, 'and ready (no charge stuck in the spool)')

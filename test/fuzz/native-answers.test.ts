@@ -26,7 +26,8 @@ import { MAX_TOKEN_COUNT } from '../../index.ts'
 import { openLedger } from '../../core/ledger/index.ts'
 import { mulberry32 as prng } from '../helpers/rng.ts'
 import { until } from '../helpers/until.ts'
-import { answerShape, badCounts, DELETE, pathsOf, ROUTES, setPath, streamEnd, usagesOf, MAX_SHOWN, MAX_TOKENS, type Obj, type Route, errorBodyProblem } from '../helpers/fuzz.ts'
+import { mutate, play, split, type Ev, type Script, type Wire } from '../helpers/fuzz-answers.ts'
+import { answerProblems, DELETE, ledgerProblems, ROUTES, streamEnd, type Obj, type Route } from '../helpers/fuzz.ts'
 
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31))
 const CASES = Number(process.env.FUZZ_CASES ?? 200)
@@ -99,42 +100,10 @@ function encode (adapter: Adapter, stream: boolean, [name, payload]: [string, Ob
 
 // ── mutations ───────────────────────────────────────────────────────────────────────────────
 
-/** The script of one upstream answer: status, headers, the bytes written (each its own write), and how it ends. */
-interface Script {
-  status: number
-  headers: Record<string, string>
-  writes: Uint8Array[]
-  /** 'end': the response ends; 'destroy': the socket is destroyed after the writes. */
-  close: 'end' | 'destroy'
-}
-
-/** Cuts bytes in pieces at random positions (a proxy's or the network's framing). */
-function split (bytes: Uint8Array, rnd: () => number): Uint8Array[] {
-  const out: Uint8Array[] = []
-  let off = 0
-  const n = rnd() < 0.3 ? 1 : 1 + Math.floor(rnd() * 8)
-  const cuts = [...new Set(Array.from({ length: n - 1 }, () => Math.floor(rnd() * bytes.length)))].sort((a, b) => a - b)
-  for (const c of [...cuts, bytes.length]) {
-    if (c > off) out.push(bytes.subarray(off, c))
-    off = c
-  }
-  return out.length ? out : [bytes]
-}
-
 t.test(`fuzz the native adapters' answers – ${CASES} seeded cases (FUZZ_SEED=${SEED})`, async t => {
   console.error(`# native-answers fuzz seed ${SEED} (replay: FUZZ_SEED=${SEED} FUZZ_CASES=${CASES})`)
   let script: Script | undefined
-  const serve = async (res: ServerResponse): Promise<void> => {
-    const s = script
-    if (s === undefined) { res.writeHead(500).end(); return }
-    res.writeHead(s.status, s.headers)
-    for (const w of s.writes) {
-      if (res.destroyed) return
-      await new Promise<void>(resolve => res.write(w, () => resolve()))
-    }
-    if (s.close === 'destroy') res.socket?.destroy()
-    else res.end()
-  }
+  const serve = (res: ServerResponse): Promise<void> => play(res, script)
   const bedrock = await startFakeUpstream((_req, res) => serve(res))
   const gemini = await startFakeUpstream((_req, res) => serve(res))
   const ledger = await openLedger({ backend: 'sqlite', path: ':memory:' })
@@ -172,92 +141,35 @@ t.test(`fuzz the native adapters' answers – ${CASES} seeded cases (FUZZ_SEED=$
     ? { 'content-type': adapter === 'bedrock' ? 'application/vnd.amazon.eventstream' : 'text/event-stream' }
     : { 'content-type': adapter === 'bedrock' ? 'application/json' : 'application/json; charset=UTF-8' }
 
+  /** Bedrock's and Gemini's events, error events, statuses and content types, for the mutations. */
+  const wireOf = (adapter: Adapter): Wire => ({
+    odd,
+    unknownEvent: () => adapter === 'bedrock'
+      ? [pick(['fooEvent', 'internalServerException', '']), { x: 1 }]
+      : pick([['fooEvent', { x: 1 }], ['!raw', ': keep-alive\r\n\r\n'], ['data', { somethingNew: { a: 1 } }], ['data', []], ['data', [geminiChunk([{ text: 'arr' }], false)]]] as Ev[]),
+    errorEvent: () => {
+      const type = adapter === 'bedrock'
+        ? pick(['internalServerException', 'modelStreamErrorException', 'validationException', 'throttlingException', 'serviceUnavailableException', 'fooException'])
+        : pick(['INTERNAL', 'RESOURCE_EXHAUSTED', 'INVALID_ARGUMENT', 'UNAVAILABLE', 'FOO'])
+      const e: Ev = adapter === 'bedrock' ? ['!exception', { type }] : ['data', { error: { code: pick([500, 429, 400, 503, 'x', -1]), status: type, message: 'fuzzed' } }]
+      return [e, type]
+    },
+    statuses: [201, 204, 206, 302, 400, 401, 403, 404, 408, 413, 422, 424, 429, 500, 502, 503, 504],
+    withStatus: headers => {
+      if (rnd() < 0.5) headers['x-amzn-errortype'] = pick(['ThrottlingException:http://x', 'ValidationException', 'FooException', '', ':::'])
+      return ''
+    },
+    contentTypes: ['text/plain', 'application/json', 'text/event-stream', 'application/vnd.amazon.eventstream', 'text/html'],
+    junk: ['', 'not json', '{"a":', 'null', '42', '"str"', '[]', '<html>502 Bad Gateway</html>', '\u0000\u0001'],
+  })
+
   /** A valid answer, or one changed by 1–2 random mutations (their descriptions in `changes`). */
-  function answer (adapter: Adapter, stream: boolean, mutate: boolean, changes: string[]): Script {
-    const events: Array<[string, Obj | string]> = structuredClone(validAnswer(adapter, stream))
+  function answer (adapter: Adapter, stream: boolean, mutateIt: boolean, changes: string[]): Script {
+    const events: Ev[] = structuredClone(validAnswer(adapter, stream))
     const headers = headersOf(adapter, stream)
-    let close: Script['close'] = 'end'
-    let status = 200
-    let byteOp: ((b: Buffer) => Buffer) | undefined
-    for (let n = !mutate ? 0 : rnd() < 0.3 ? 2 : 1; n > 0; n--) {
-      const kind = stream
-        ? pick(['value', 'value', 'value', 'value', 'drop', 'repeat', 'swap', 'unknown', 'truncate', 'cut', 'corrupt', 'exception', 'notJson', 'headers', 'status'] as const)
-        : pick(['value', 'value', 'value', 'value', 'value', 'truncate', 'cut', 'corrupt', 'notJson', 'headers', 'status'] as const)
-      const i = int(events.length)
-      const ev = events[i]!
-      switch (kind) {
-        case 'value': {
-          if (typeof ev[1] === 'string') break
-          const paths = pathsOf(ev[1])
-          if (paths.length === 0) break
-          const p = pick(paths)
-          const v = odd()
-          setPath(ev[1], p, v)
-          changes.push(`${stream ? `event ${i} (${ev[0]}) ` : ''}${p.join('.')} = ${v === DELETE ? '(deleted)' : JSON.stringify(v)?.slice(0, 40)}`)
-          break
-        }
-        case 'drop': events.splice(i, 1); changes.push(`event ${i} (${ev[0]}) dropped`); break
-        case 'repeat': events.splice(i, 0, structuredClone(ev)); changes.push(`event ${i} (${ev[0]}) repeated`); break
-        case 'swap': {
-          if (i + 1 >= events.length) break
-          events.splice(i, 2, events[i + 1]!, ev)
-          changes.push(`events ${i} and ${i + 1} swapped`)
-          break
-        }
-        case 'unknown': {
-          const e: [string, Obj | string] = adapter === 'bedrock'
-            ? [pick(['fooEvent', 'internalServerException', '']), { x: 1 }]
-            : pick([['fooEvent', { x: 1 }], ['!raw', ': keep-alive\r\n\r\n'], ['data', { somethingNew: { a: 1 } }], ['data', []], ['data', [geminiChunk([{ text: 'arr' }], false)]]] as Array<[string, Obj | string]>)
-          events.splice(i, 0, e)
-          changes.push(`unknown event ${JSON.stringify(e).slice(0, 60)} at ${i}`)
-          break
-        }
-        case 'exception': {
-          const type = adapter === 'bedrock'
-            ? pick(['internalServerException', 'modelStreamErrorException', 'validationException', 'throttlingException', 'serviceUnavailableException', 'fooException'])
-            : pick(['INTERNAL', 'RESOURCE_EXHAUSTED', 'INVALID_ARGUMENT', 'UNAVAILABLE', 'FOO'])
-          events.splice(i, 0, adapter === 'bedrock' ? ['!exception', { type }] : ['data', { error: { code: pick([500, 429, 400, 503, 'x', -1]), status: type, message: 'fuzzed' } }])
-          changes.push(`exception ${type} at ${i}`)
-          break
-        }
-        case 'notJson': {
-          const junk = pick(['', 'not json', '{"a":', 'null', '42', '"str"', '[]', '<html>502 Bad Gateway</html>', '\u0000\u0001'])
-          if (stream) events[i] = [ev[0], junk]
-          else events[0] = ['', junk]
-          changes.push(`${stream ? `event ${i} (${ev[0]}) payload` : 'body'} = ${JSON.stringify(junk)}`)
-          break
-        }
-        case 'truncate': {
-          const prev = byteOp
-          byteOp = b => { const c = prev ? prev(b) : b; return c.subarray(0, int(c.length)) }
-          changes.push('the body truncated')
-          break
-        }
-        case 'cut': close = 'destroy'; byteOp ??= b => b.subarray(0, int(b.length + 1)); changes.push('the connection closed early'); break
-        case 'corrupt': {
-          const prev = byteOp
-          byteOp = b => { const c = Buffer.from(prev ? prev(b) : b); if (c.length) c[int(c.length)] ^= 1 << int(8); return c }
-          changes.push('a byte flipped')
-          break
-        }
-        case 'status': {
-          status = pick([201, 204, 206, 302, 400, 401, 403, 404, 408, 413, 422, 424, 429, 500, 502, 503, 504])
-          if (rnd() < 0.5) headers['x-amzn-errortype'] = pick(['ThrottlingException:http://x', 'ValidationException', 'FooException', '', ':::'])
-          if (rnd() < 0.5) headers['retry-after'] = pick(['1', '-1', 'soon', '99999999999', '1.5'])
-          changes.push(`status ${status} ${JSON.stringify(headers)}`)
-          break
-        }
-        case 'headers': {
-          const ct = pick(['text/plain', 'application/json', 'text/event-stream', 'application/vnd.amazon.eventstream', 'text/html'])
-          headers['content-type'] = ct
-          changes.push(`content-type ${ct}`)
-          break
-        }
-      }
-    }
-    let bytes: Buffer = Buffer.concat(events.map(e => encode(adapter, stream, e)))
-    if (byteOp) bytes = byteOp(bytes)
-    return { status, headers, writes: split(bytes, rnd), close }
+    const m = mutate(rnd, wireOf(adapter), events, headers, stream, !mutateIt ? 0 : rnd() < 0.3 ? 2 : 1, changes)
+    const bytes = m.bytes(Buffer.concat(events.map(e => encode(adapter, stream, e))))
+    return { status: m.status, headers, writes: split(bytes, rnd), close: m.close }
   }
 
   const call = async (route: Route, adapter: Adapter, stream: boolean): Promise<{ status: number, text: string }> => {
@@ -270,36 +182,7 @@ t.test(`fuzz the native adapters' answers – ${CASES} seeded cases (FUZZ_SEED=$
     return { status: res.status, text: await res.text() }
   }
 
-  /** What is wrong with one answer the client got (empty: nothing). */
-  function check (route: Route, stream: boolean, status: number, text: string, valid: boolean): string[] {
-    const problems: string[] = []
-    let usages: unknown[] = []
-    if (status !== 200 && valid) problems.push(`status ${status} for a valid answer: ${text.slice(0, 300)}`)
-    if (status >= 400) {
-      // Upstream garbage is the upstream's failure (502); a 500 is the gateway's own.
-      if (status === 500) problems.push(`status 500: ${text.slice(0, 300)}`)
-      const wrong = errorBodyProblem(route, text)
-      if (wrong !== undefined) problems.push(wrong)
-    } else if (status !== 200) {
-      problems.push(`status ${status}: ${text.slice(0, 200)}`)
-    } else if (stream) {
-      const end = streamEnd(route, text)
-      if (end === false) problems.push(`a 200 stream that ends neither as ${route} ends nor with its error event: ${text.slice(-300)}`)
-      if (end === 'error' && valid) problems.push(`an error event for a valid answer: ${text.slice(-300)}`)
-      for (const line of text.split('\n')) {
-        if (!line.startsWith('data: ') || line === 'data: [DONE]') continue
-        try { usages.push(...usagesOf(JSON.parse(line.slice(6)))) } catch { problems.push(`a data line that is not JSON: ${line.slice(0, 120)}`) }
-      }
-    } else {
-      let b: unknown
-      try { b = JSON.parse(text) } catch { problems.push(`a 200 that is not JSON: ${text.slice(0, 120)}`) }
-      if (b !== undefined && !answerShape(route, b)) problems.push(`a 200 not shaped as ${route}: ${text.slice(0, 200)}`)
-      usages = usagesOf(b)
-    }
-    const bad = usages.flatMap(u => badCounts(u))
-    if (bad.length) problems.push(`usage the client sees: ${bad.join(', ')}`)
-    return problems
-  }
+  const check = (route: Route, stream: boolean, status: number, text: string, valid: boolean): string[] => answerProblems(route, stream, status, text, valid)
 
   // The answers the cases start from pass, on every route, adapter and mode, split anyhow: a case
   // is one change away from a valid answer.
@@ -343,21 +226,7 @@ t.test(`fuzz the native adapters' answers – ${CASES} seeded cases (FUZZ_SEED=$
   let seen = -1
   await until(async () => { const n = (await ledger.listUsage({})).length; const same = n === seen; seen = n; return same }, 5000, 200)
   const records = await ledger.listUsage({})
-  const badRecords: string[] = []
-  for (const r of records) {
-    const counts: Record<string, number> = {
-      inputTokens: r.inputTokens, cachedInputTokens: r.cachedInputTokens, cacheWriteTokens: r.cacheWriteTokens ?? 0, cacheWrite1hTokens: r.cacheWrite1hTokens ?? 0,
-      outputTokens: r.outputTokens, cost: r.cost,
-    }
-    for (const [k, v] of Object.entries(counts)) {
-      if (!Number.isSafeInteger(v) || v < 0 || (k !== 'cost' && v > MAX_SHOWN)) badRecords.push(`${r.traceId}: ${k} = ${v}`)
-    }
-    // Output is billed at most the cap the call reserved for, whatever the upstream counts.
-    if (r.outputTokens > MAX_TOKENS) badRecords.push(`${r.traceId}: outputTokens ${r.outputTokens} past the cap ${MAX_TOKENS}`)
-    // The cost is the counts at the model's price: no more than all of them at its highest rate.
-    const most = Math.ceil((r.inputTokens + r.outputTokens) * Math.max(price.input, price.cachedInput, price.cacheWrite, price.output))
-    if (r.cost > most) badRecords.push(`${r.traceId}: cost ${r.cost} past ${most}`)
-  }
+  const badRecords = ledgerProblems(records, price)
   t.same(badRecords, [], `${records.length} usage records: whole, non-negative counts and costs`)
   t.equal((await fetch(`${base}/healthz`)).status, 200, 'the gateway is still up')
   t.equal((await fetch(`${base}/readyz`)).status, 200, 'and ready (no charge stuck in the spool)')

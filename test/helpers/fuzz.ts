@@ -123,3 +123,68 @@ export function errorBodyProblem (route: Route, text: string): string | undefine
   const openaiShape = typeof get(e, 'error', 'message') === 'string' && get(e, 'type') === undefined
   return (route === 'messages' ? messagesShape : openaiShape) ? undefined : `wrong error body for ${route}: ${text.slice(0, 200)}`
 }
+
+/**
+ * What is wrong with one answer a client of `route` got (empty: nothing): a 500 (upstream garbage
+ * is the upstream failing, 502; a 500 is the gateway's own), an error body not in the route's
+ * shape, a 200 stream that ends neither as its protocol ends nor with its error event (nor, for a
+ * `valid` answer, with the error event), a 200 body that is not JSON. `strict` (an answer the
+ * gateway made, not one it relayed as the upstream wrote it): every data line JSON, the body in
+ * the route's shape, and every token count the client is shown whole and bounded.
+ */
+export function answerProblems (route: Route, stream: boolean, status: number, text: string, valid: boolean, strict = true): string[] {
+  const problems: string[] = []
+  let usages: unknown[] = []
+  if (status !== 200 && valid) problems.push(`status ${status} for a valid answer: ${text.slice(0, 300)}`)
+  if (status >= 400) {
+    if (status === 500) problems.push(`status 500: ${text.slice(0, 300)}`)
+    const wrong = errorBodyProblem(route, text)
+    if (wrong !== undefined) problems.push(wrong)
+  } else if (status !== 200) {
+    problems.push(`status ${status}: ${text.slice(0, 200)}`)
+  } else if (stream) {
+    const end = streamEnd(route, text)
+    if (end === false) problems.push(`a 200 stream that ends neither as ${route} ends nor with its error event: ${text.slice(-300)}`)
+    if (end === 'error' && valid) problems.push(`an error event for a valid answer: ${text.slice(-300)}`)
+    for (const line of text.split('\n')) {
+      if (!line.startsWith('data: ') || line === 'data: [DONE]') continue
+      try { usages.push(...usagesOf(JSON.parse(line.slice(6)))) } catch { if (strict) problems.push(`a data line that is not JSON: ${line.slice(0, 120)}`) }
+    }
+  } else {
+    let b: unknown
+    try { b = JSON.parse(text) } catch { problems.push(`a 200 that is not JSON: ${text.slice(0, 120)}`) }
+    if (b !== undefined && (strict || valid) && !answerShape(route, b)) problems.push(`a 200 not shaped as ${route}: ${text.slice(0, 200)}`)
+    usages = usagesOf(b)
+  }
+  const bad = strict ? usages.flatMap(u => badCounts(u)) : []
+  if (bad.length) problems.push(`usage the client sees: ${bad.join(', ')}`)
+  return problems
+}
+
+/** The fields of a usage record recordProblems reads. */
+interface RecordCounts {
+  traceId: string, inputTokens: number, cachedInputTokens: number, cacheWriteTokens?: number, cacheWrite1hTokens?: number, outputTokens: number, cost: number
+}
+
+/**
+ * What is wrong with the usage records of a fuzz run: a count or cost that is not a whole,
+ * non-negative amount (a count past MAX_SHOWN), output past the calls' cap (billed at most what a
+ * call reserved for), or a cost past all its counts at the price's highest rate.
+ */
+export function ledgerProblems (records: readonly RecordCounts[], price: Readonly<Record<string, number>>, cap = MAX_TOKENS): string[] {
+  const out: string[] = []
+  const top = Math.max(...Object.values(price))
+  for (const r of records) {
+    const counts: Record<string, number> = {
+      inputTokens: r.inputTokens, cachedInputTokens: r.cachedInputTokens, cacheWriteTokens: r.cacheWriteTokens ?? 0, cacheWrite1hTokens: r.cacheWrite1hTokens ?? 0,
+      outputTokens: r.outputTokens, cost: r.cost,
+    }
+    for (const [k, v] of Object.entries(counts)) {
+      if (!Number.isSafeInteger(v) || v < 0 || (k !== 'cost' && v > MAX_SHOWN)) out.push(`${r.traceId}: ${k} = ${v}`)
+    }
+    if (r.outputTokens > cap) out.push(`${r.traceId}: outputTokens ${r.outputTokens} past the cap ${cap}`)
+    const most = Math.ceil((r.inputTokens + r.outputTokens) * top)
+    if (r.cost > most) out.push(`${r.traceId}: cost ${r.cost} past ${most}`)
+  }
+  return out
+}
