@@ -240,7 +240,7 @@ export async function streamResponse (
       ctx.failed(failure)
       if (!sink.started) sink.start()
       st.fail(writer, 'The model service passed the output limit of this call.', 502)
-      // The chunk not relayed may have held the translator's own end (an upstream error): then fail() writes nothing, blocked() the error event.
+      // The chunk not relayed may have held the translator's own end (an upstream error): then fail() writes nothing and blockedText() writes the error event.
       await sink.write(writer.take() || blockedText(st, writer, failure, ctx))
       if (!raw.destroyed) raw.end()
       if (!res.body.destroyed) res.body.destroy()
