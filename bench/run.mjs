@@ -290,6 +290,31 @@ const CASES = [
   ]),
 ].filter(c => !process.env.BENCH_CASES || process.env.BENCH_CASES.split(',').map(x => x.trim()).includes(c.id))
 
+/**
+ * VACUUM (ANALYZE) of the scale-out schema's tables, before each case's gateway starts. Every
+ * call inserts, resizes and deletes a hold row, so a case leaves tens of thousands of dead rows
+ * behind. A PostgreSQL with autovacuum on (its default) clears them within a minute; with it off
+ * (this project's CI machines), they pile up across cases and every later reserve walks them:
+ * exact mode at JSON c=16 fell from about 2000 to 412 req/s within one run. Each case thus starts
+ * from the tables autovacuum would leave.
+ */
+async function vacuumScaleout (url, schema) {
+  const { default: pg } = await import('pg')
+  const c = new pg.Client({ connectionString: url })
+  await c.connect()
+  try {
+    const { rows } = await c.query('SELECT tablename FROM pg_tables WHERE schemaname = $1', [schema])
+    for (const { tablename } of rows) await c.query(`VACUUM (ANALYZE) "${schema}"."${tablename}"`)
+    const av = (await c.query("SELECT current_setting('autovacuum') AS v")).rows[0].v
+    if (av !== 'on' && !vacuumScaleout.noted) {
+      vacuumScaleout.noted = true
+      log(`PostgreSQL runs with autovacuum ${av}: the harness vacuums the scale-out tables before each case`)
+    }
+  } finally {
+    await c.end()
+  }
+}
+
 async function pgUrl () {
   if (process.env.BENCH_PG_URL) return process.env.BENCH_PG_URL
   const { default: pg } = await import('pg')
@@ -359,7 +384,8 @@ async function main () {
     {
       id: 'scaleout', label: 'gateway, scale-out (full pipeline, Redis KV, PostgreSQL ledger)', gateway: true, headers: gwHeaders,
       run: async () => {
-        scaleout.pg = await pgUrl()
+        scaleout.pg ??= await pgUrl()
+        await vacuumScaleout(scaleout.pg, scaleout.schema)
         return startGateway('scale-out gateway', 'scaleout.yaml', scaleoutEnv())
       },
     },
@@ -368,6 +394,7 @@ async function main () {
       id: 'scaleout-base', optIn: true, label: `gateway, scale-out, build at ${process.env.BENCH_BASE_DIST ?? '(BENCH_BASE_DIST unset)'}`, gateway: true, headers: gwHeaders,
       run: async () => {
         scaleout.pg ??= await pgUrl()
+        await vacuumScaleout(scaleout.pg, `${scaleout.schema}_base`)
         // Its own schema and keys: the two builds' ledger migrations may differ.
         return startGateway('scale-out gateway (base build)', 'scaleout.yaml', { ...scaleoutEnv(), BENCH_KV_PREFIX: `${scaleout.prefix}base:`, BENCH_PG_SCHEMA: `${scaleout.schema}_base` }, [],
           process.env.BENCH_BASE_DIST ?? join(root, 'dist'))
@@ -377,6 +404,7 @@ async function main () {
       id: 'scaleout-exact', label: 'gateway, scale-out, exact mode (every call\'s counts and hold in Redis and PostgreSQL)', gateway: true, headers: gwHeaders,
       run: async () => {
         scaleout.pg ??= await pgUrl()
+        await vacuumScaleout(scaleout.pg, scaleout.schema)
         return startGateway('scale-out gateway, exact mode', 'scaleout-exact.yaml', scaleoutEnv())
       },
     },
@@ -800,7 +828,7 @@ function report (systems, results, extra) {
     '```', '',
     'Run it through npm (`npm run bench`, `npm test`): npm scripts use the project\'s Node 24, and every process of the run uses the node that runs bench/run.mjs; the system `node` may be older.',
     'wrk: `npm run bench` installs it (`apt-get install -y wrk`) when it is missing and the run is root (BENCH_INSTALL_WRK=0 to never install); otherwise install it yourself (`sudo apt-get install wrk`, `brew install wrk`). Without it the harness falls back to autocannon and labels the report so.',
-    'Scale-out needs Redis on 127.0.0.1:6379 and PostgreSQL on 127.0.0.1:5432 (database `test`, trust auth, user postgres or root; override with BENCH_REDIS_URL / BENCH_PG_URL). Each run uses a fresh Redis key prefix and PostgreSQL schema and removes them afterwards.',
+    'Scale-out needs Redis on 127.0.0.1:6379 and PostgreSQL on 127.0.0.1:5432 (database `test`, trust auth, user postgres or root; override with BENCH_REDIS_URL / BENCH_PG_URL). Each run uses a fresh Redis key prefix and PostgreSQL schema and removes them afterwards; the schema\'s tables are vacuumed before each case (every call leaves dead hold rows, which a PostgreSQL with autovacuum off, as on CI machines, never clears).',
     'Portkey runs from bench/node_modules with `@hono/node-server` overridden to 1.13.5 (the version Portkey\'s own lockfile resolves): with 1.14.x its streaming path throws `TypeError: immutable` (Portkey-AI/gateway#1389) and every streamed call answers 500.', '')
   return lines.join('\n')
 }
