@@ -17,6 +17,7 @@ export interface LedgerConfig {
   /** PostgreSQL only: how long a hold outlives its call's deadline, and how often holds are renewed and swept (see PostgresLedgerOptions). */
   holdMarginMs?: number
   holdSweepMs?: number
+  holdVacuumEvery?: number
 }
 
 /** Opens (does not migrate) the ledger; the caller runs `migrate()`. */
@@ -24,7 +25,7 @@ export async function openLedger (cfg: LedgerConfig, opts: { now?: () => number 
   if (cfg.backend === 'postgres') {
     if (!cfg.url) throw new Error('stores.ledger.url is required when stores.ledger.backend is postgres')
     const { PostgresLedger } = await import('./postgres.ts')
-    return new PostgresLedger({ url: cfg.url, schema: cfg.schema, now: opts.now, holdMarginMs: cfg.holdMarginMs, holdSweepMs: cfg.holdSweepMs })
+    return new PostgresLedger({ url: cfg.url, schema: cfg.schema, now: opts.now, holdMarginMs: cfg.holdMarginMs, holdSweepMs: cfg.holdSweepMs, holdVacuumEvery: cfg.holdVacuumEvery })
   }
   const { SqliteLedger } = await import('./sqlite.ts')
   return new SqliteLedger(cfg.path, { ...opts, reservations: cfg.reservations, checkpoints: cfg.checkpoints })

@@ -38,6 +38,11 @@ export interface PostgresLedgerOptions {
    * at most a third of holdMarginMs, so a live hold is renewed well before it expires).
    */
   holdSweepMs?: number
+  /**
+   * After how many holds made by this replica its sweep also VACUUMs the hold tables (default
+   * 10000; 0: never, autovacuum alone clears their dead rows).
+   */
+  holdVacuumEvery?: number
   /** Who holds, as listed by the admin CLI (default hostname:pid). */
   owner?: string
 }

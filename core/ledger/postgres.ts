@@ -78,6 +78,9 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
   readonly #batcher = new ChargeBatcher(items => this.#writeCharges(items), { retryItems: rolledBack })
   readonly #marginMs: number
   readonly #sweepMs: number
+  readonly #vacuumEvery: number
+  /** Holds this replica made since its last VACUUM of the hold tables. */
+  #holdsSinceVacuum = 0
   readonly #owner: string
   /** Holds of calls running in this process: renewed until their charge or release. */
   readonly #live = new Set<string>()
@@ -99,6 +102,7 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
     super(opts)
     this.#marginMs = opts.holdMarginMs ?? 30_000
     this.#sweepMs = Math.max(10, Math.min(opts.holdSweepMs ?? 5_000, Math.floor(this.#marginMs / 3)))
+    this.#vacuumEvery = opts.holdVacuumEvery ?? 10_000
     this.#owner = opts.owner ?? `${hostname()}:${process.pid}`
     this.keyBudgets = new PostgresKeyBudgets(this.holdPool, this.pool, { marginMs: this.#marginMs, sweepMs: this.#sweepMs, owner: this.#owner })
   }
@@ -115,6 +119,7 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
   async reserve (organization: string, amount: Micros, opts: ReserveOptions = {}): Promise<Reservation | undefined> {
     const id = randomUUID()
     const ttl = Math.max(0, Math.ceil(opts.deadlineMs ?? 0)) + this.#marginMs
+    this.#holdsSinceVacuum++
     const ok = await new Promise<boolean>((resolve, reject) => {
       this.#reserves.push({ id, organization, amount, ttl, trace: opts.traceId ?? null, resolve, reject })
       if (this.#reserves.length === 1) setImmediate(() => { void this.#writeReserves() })
@@ -220,11 +225,28 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
   /**
    * Renews this replica's live holds and deletes expired ones (any replica's): safe to run on
    * every replica at once (rows another sweep is deleting are skipped). Runs every holdSweepMs.
+   * Then, once this replica has made holdVacuumEvery holds since its last, a VACUUM of the hold
+   * tables (see #vacuum).
    */
   sweep (): Promise<void> {
     this.#sweeping ??= this.holdPool.query({ name: 'gw_sweep', text: SWEEP_SQL, values: [[...this.#live], this.#marginMs] })
-      .then(() => {}).finally(() => { this.#sweeping = undefined })
+      .then(() => this.#vacuum()).finally(() => { this.#sweeping = undefined })
     return this.#sweeping
+  }
+
+  /**
+   * Every hold leaves dead rows behind (its insert, resizes and delete), and every reserve sums
+   * the organization's holds through them until a VACUUM clears them. A PostgreSQL with autovacuum
+   * on does so about once a minute; with it off, they pile up for good (measured: exact mode served
+   * 3–7× fewer calls per second after a few hundred thousand). So each replica vacuums the hold tables itself once it has made
+   * holdVacuumEvery holds: SKIP_LOCKED, so replicas vacuuming at once skip rather than wait. Best
+   * effort: a role that does not own the tables gets a warning from PostgreSQL, not an error, and
+   * any failure leaves the work to autovacuum.
+   */
+  async #vacuum (): Promise<void> {
+    if (this.#vacuumEvery <= 0 || this.#holdsSinceVacuum < this.#vacuumEvery) return
+    this.#holdsSinceVacuum = 0
+    await this.pool.query('VACUUM (SKIP_LOCKED) holds, key_holds').catch(() => {})
   }
 
   async charge (reservation: Reservation | undefined, record: UsageRecord): Promise<void> {
