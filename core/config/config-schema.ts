@@ -193,8 +193,8 @@ export const GatewayConfigSchema = Type.Object({
       holdSweepMs: Type.Integer({ minimum: 10, default: 5000,
         description: 'PostgreSQL: how often each replica renews its live holds and deletes expired ones (at most a third of holdMarginMs is used).' }),
       holdVacuumEvery: Type.Integer({ minimum: 0, default: 10000,
-        description: 'PostgreSQL: after this many holds made by a replica, its next sweep also VACUUMs the hold tables (every call leaves dead rows there, which slow ' +
-          'every reserve until vacuumed; autovacuum clears them about once a minute when it is on). 0: never.' }),
+        description: 'PostgreSQL: after this many holds (or lease-slice grants and shrinks) made by a replica, its next sweep also VACUUMs the hold tables ' +
+          '(every call leaves dead rows there, which slow every reserve until vacuumed; autovacuum clears them about once a minute when it is on). 0: never.' }),
       spool: Type.Object({
         path: Type.String({ default: './data/charge-spool.jsonl',
           description: 'Append-only file (relative to the working directory) where a charge the ledger would not take after its quick retries is kept (fsync\'d) and replayed until ' +

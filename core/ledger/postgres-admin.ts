@@ -39,7 +39,7 @@ export interface PostgresLedgerOptions {
    */
   holdSweepMs?: number
   /**
-   * After how many holds made by this replica its sweep also VACUUMs the hold tables (default
+   * After how many holds (or lease-slice grants and shrinks) made by this replica its sweep also VACUUMs the hold tables (default
    * 10000; 0: never, autovacuum alone clears their dead rows).
    */
   holdVacuumEvery?: number

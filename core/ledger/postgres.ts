@@ -79,7 +79,7 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
   readonly #marginMs: number
   readonly #sweepMs: number
   readonly #vacuumEvery: number
-  /** Holds this replica made since its last VACUUM of the hold tables. */
+  /** Holds this replica made (and lease slices it grew or shrank) since its last VACUUM of the hold tables. */
   #holdsSinceVacuum = 0
   readonly #owner: string
   /** Holds of calls running in this process: renewed until their charge or release. */
@@ -176,6 +176,8 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
   }
 
   async leaseHold (id: string, organization: string, want: Micros, min: Micros): Promise<LeaseGrant | undefined> {
+    // A grant rewrites the slice's row (its amount is in an index, so no in-place update): a dead row, as a hold leaves.
+    this.#holdsSinceVacuum++
     const r = await this.holdPool.query({ name: 'gw_lease', text: 'SELECT gw_lease($1, $2, $3, $4, $5, $6) AS g', values: [id, organization, want, min, this.#marginMs, this.#owner] })
     const g = r.rows[0]?.g as Array<string | number> | null | undefined
     if (!g) return undefined
@@ -188,6 +190,7 @@ export class PostgresLedger extends PostgresJournal implements Ledger {
 
   /** Relative, so it commutes with a concurrent gw_lease on the same hold; batched like resize. */
   shrinkHold (id: string, amount: Micros): Promise<void> {
+    this.#holdsSinceVacuum++
     return new Promise<void>((resolve, reject) => {
       this.#shrinks.set(id, (this.#shrinks.get(id) ?? 0) + amount)
       this.#shrinkWaiters.push({ resolve, reject })

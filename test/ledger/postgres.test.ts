@@ -102,6 +102,16 @@ if (url !== undefined) {
     t.strictSame(await vacuums(c, s), { holds: 2, key_holds: 2 }, 'five more: vacuumed again')
     t.same(await l.getBalance('org'), { balance: 1_000_000, reserved: 0 }, 'the holds were released, nothing charged')
 
+    // Lease mode rewrites one slice row per grant and shrink: each leaves a dead row too.
+    const leased = await open(4)
+    for (let i = 0; i < 2; i++) await leased.l.leaseHold('slice-1', 'org', 100, 10)
+    await leased.l.shrinkHold('slice-1', 50)
+    await leased.l.sweep()
+    t.strictSame(await vacuums(c, leased.s), { holds: 0, key_holds: 0 }, 'three slice writes: no vacuum yet')
+    await leased.l.shrinkHold('slice-1', 10)
+    await leased.l.sweep()
+    t.strictSame(await vacuums(c, leased.s), { holds: 1, key_holds: 1 }, 'the fourth: vacuumed')
+
     const never = await open(0)
     await churn(never.l, 12)
     await never.l.sweep()
