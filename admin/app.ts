@@ -11,8 +11,9 @@ import type { AdminConfigT } from '../core/config/config-schema.ts'
 import { gwError } from '../core/errors/errors.ts'
 import type { Serving } from '../core/http/gateway.ts'
 import type { GatewayApp } from '../core/http/app.ts'
+import { clientErrorHandler } from '../core/http/connection.ts'
 import * as S from './schemas.ts'
-import { adminError, sendAdminError } from './errors.ts'
+import { adminError, nulField, sendAdminError } from './errors.ts'
 import { AuthFailures, bearer, configClientHashes, findDigest, sha256, type AdminKey } from './guard.ts'
 import { AdminService } from './service.ts'
 import { organizationRoutes } from './organizations.ts'
@@ -69,6 +70,9 @@ export async function buildAdminApp (serving: Serving, admin: AdminConfigT, opts
     requestIdHeader: false,
     return503OnClosing: true,
     bodyLimit: 1024 * 1024,
+    // A path id may have IdParam's 200 characters, each percent-encoded (up to 12: four UTF-8 bytes);
+    // the router's default (100, encoded) refused ids of 101 to 128 characters that POST accepts.
+    maxParamLength: 200 * 12,
     // The inference listener's deadlines: nobody may hold an admin connection open by sending
     // slowly (headers, the whole request) or by idling on keep-alive.
     requestTimeout: server.bodyTimeoutMs,
@@ -78,6 +82,13 @@ export async function buildAdminApp (serving: Serving, admin: AdminConfigT, opts
       headersTimeout: server.headersTimeoutMs,
       requestTimeout: server.bodyTimeoutMs,
       connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(server.headersTimeoutMs / 4))),
+    },
+    // Bytes the HTTP parser refuses, a bad percent-encoding or an overlong id in the path: the
+    // admin error body (the main listener's mapping), not fastify's own.
+    clientErrorHandler: clientErrorHandler(gw.log.child({ listener: 'admin' })),
+    frameworkErrors: (err: FastifyError, request, reply) => {
+      const e = err.code === 'FST_ERR_BAD_URL' || err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? gwError('GW_ERR_BAD_URL', [], { cause: err }) : adminError(err, request.id)
+      return sendAdminError(e, request, reply)
     },
     // Fields a schema does not declare are refused (400 with their path), never silently dropped.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true, useDefaults: true, allErrors: false } },
@@ -125,6 +136,12 @@ export async function buildAdminApp (serving: Serving, admin: AdminConfigT, opts
     failures.fail(request.ip)
     request.log.warn({ ip: request.ip, path }, 'admin sign-in refused: wrong key')
     throw gwError('GW_ERR_ADMIN_KEY_INVALID')
+  })
+
+  // Before any schema: no field may hold a NUL character (PostgreSQL text cannot store one).
+  app.addHook('preValidation', async request => {
+    const path = nulField({ params: request.params, querystring: request.query, body: request.body })
+    if (path !== undefined) throw gwError('GW_ERR_BAD_REQUEST', [`${path} must not contain a NUL character`], { metadata: { path } })
   })
 
   await app.register(swagger, {

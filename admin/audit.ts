@@ -122,7 +122,8 @@ export function installAudit (app: FastifyInstance, ledger: Pick<Ledger, 'append
     written: e => request.log.info({ audit: e }, 'admin audit'),
     lost: (draft, err) => request.log.error({ audit: draft, err }, 'admin audit row not written'),
   })
-  const stampOf = (request: FastifyRequest, a: AuditRoute): AuditStamp => ({ actor: actorOf(request), action: a.action, target: a.target(request) })
+  // A target naming a NUL character (a refused write's) is kept with U+FFFD there: PostgreSQL text cannot hold a NUL, and the row must be written.
+  const stampOf = (request: FastifyRequest, a: AuditRoute): AuditStamp => ({ actor: actorOf(request), action: a.action, target: a.target(request).replaceAll('\u0000', '\uFFFD') })
   app.addHook('onRoute', route => {
     const a = route.config?.audit
     if (!a) return

@@ -19,6 +19,27 @@ export function validationPath (err: { validation?: readonly FastifySchemaValida
   return { path, message }
 }
 
+/**
+ * The path of the first string holding a NUL character in a request's params, query or body
+ * (`/params/id`, `/body/reason`), or undefined. PostgreSQL text cannot hold one (the query fails),
+ * so the admin API refuses it with 400 on both ledgers. Walked without recursion: a body may nest deep.
+ */
+export function nulField (parts: Record<string, unknown>): string | undefined {
+  const stack: Array<[unknown, string]> = Object.entries(parts).map(([k, v]) => [v, `/${k}`])
+  while (stack.length) {
+    const [v, path] = stack.pop()!
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return path
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, c] of Object.entries(v)) {
+        if (k.includes('\u0000')) return `${path}/${k.replaceAll('~', '~0').replaceAll('/', '~1')}`
+        stack.push([c, `${path}/${k.replaceAll('~', '~0').replaceAll('/', '~1')}`])
+      }
+    }
+  }
+  return undefined
+}
+
 /** Database constraint errors of both ledgers: a duplicate id (409) or a reference to nothing (404). */
 export function constraintError (err: unknown): GatewayError | undefined {
   const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : ''
