@@ -37,7 +37,8 @@ export function featureOf (type: string): string {
 }
 
 /**
- * The server tools of a client body: messages and Responses `tools` entries, chat `web_search_options`,
+ * The server tools of a client body: messages and Responses `tools` entries (a Responses namespace's
+ * members, and the tools of Responses `additional_tools` input items, too), chat `web_search_options`,
  * and each messages `mcp_servers` entry (the upstream connects to the server it names: the feature
  * `mcp`, as an `mcp_toolset` tool; no uses reserved for the entry, messages answers report none).
  */
@@ -49,13 +50,24 @@ export function serverTools (protocol: ClientProtocol, body: Record<string, unkn
   if (protocol === 'messages' && Array.isArray(body.mcp_servers)) {
     for (let i = 0; i < body.mcp_servers.length; i++) out.push({ where: `mcp_servers[${i}]`, type: 'mcp_servers', feature: 'mcp', maxUses: 0 })
   }
-  const tools = Array.isArray(body.tools) ? body.tools : []
-  for (let i = 0; i < tools.length; i++) {
-    const t = tools[i]
-    if (!isObject(t) || typeof t.type !== 'string') continue
-    if (protocol === 'messages' ? MESSAGES_CLIENT_TOOLS.test(t.type) : protocol === 'responses' ? RESPONSES_CLIENT_TOOLS.has(t.type) : t.type === 'function' || t.type === 'custom') continue
+  const add = (t: unknown, where: string): void => {
+    if (!isObject(t) || typeof t.type !== 'string') return
+    // A Responses `namespace` (Codex) is no tool itself but a group of them: its members are checked.
+    if (protocol === 'responses' && t.type === 'namespace') {
+      if (Array.isArray(t.tools)) t.tools.forEach((m: unknown, j) => { add(m, `${where}.tools[${j}]`) })
+      return
+    }
+    if (protocol === 'messages' ? MESSAGES_CLIENT_TOOLS.test(t.type) : protocol === 'responses' ? RESPONSES_CLIENT_TOOLS.has(t.type) : t.type === 'function' || t.type === 'custom') return
     const maxUses = typeof t.max_uses === 'number' && Number.isInteger(t.max_uses) && t.max_uses >= 0 ? t.max_uses : undefined
-    out.push({ where: `tools[${i}]`, type: t.type, feature: featureOf(t.type), maxUses })
+    out.push({ where, type: t.type, feature: featureOf(t.type), maxUses })
+  }
+  const tools = Array.isArray(body.tools) ? body.tools : []
+  for (let i = 0; i < tools.length; i++) add(tools[i], `tools[${i}]`)
+  // A Responses `additional_tools` input item adds tools for the turn, as `tools` does: the same checks.
+  if (protocol === 'responses' && Array.isArray(body.input)) {
+    body.input.forEach((item: unknown, i) => {
+      if (isObject(item) && item.type === 'additional_tools' && Array.isArray(item.tools)) item.tools.forEach((m: unknown, j) => { add(m, `input[${i}].tools[${j}]`) })
+    })
   }
   return out
 }
