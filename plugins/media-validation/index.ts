@@ -4,9 +4,9 @@
  * input_audio need `audio`, file needs `file`; an image data URI must be base64 of an image media
  * type. Messages: image blocks need `image` (base64 of an image type, or a url source); video is
  * not supported on that route. Every URL an upstream would fetch (image_url, video_url, audio_url,
- * image and document url sources; count_tokens bodies are messages bodies) must be http(s) and reach only public addresses, after DNS
+ * image and document url sources; count_tokens bodies are messages bodies, input_tokens ones Responses bodies) must be http(s) and reach only public addresses, after DNS
  * resolution (see url-policy.ts). Responses API: input_image needs `image` (its image_url as a chat
- * image_url), input_file needs `file`, in message items and function_call_output parts. Every
+ * image_url), input_file needs `file`, in message items and function_call_output and custom_tool_call_output parts. Every
  * error names the part.
  */
 import { definePlugin } from '../../index.ts'

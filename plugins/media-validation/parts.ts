@@ -98,14 +98,15 @@ export function partCheckers (imageTypes: ReadonlySet<string>, fetchable: Fetcha
     }
   }
 
-  /** Responses `input` items: message content and function_call_output output lists. */
+  /** Responses `input` items: message content, and function_call_output and custom_tool_call_output output lists. */
   function responsesInput (model: ModelEntry, input: unknown, pending: PendingHosts): void {
     if (!Array.isArray(input)) return
     for (let i = 0; i < input.length; i++) {
       const item = fields(input[i])
-      const content = item.type === 'function_call_output' ? item.output : item.content
+      const output = item.type === 'function_call_output' || item.type === 'custom_tool_call_output'
+      const content = output ? item.output : item.content
       if (!Array.isArray(content)) continue
-      const field = item.type === 'function_call_output' ? 'output' : 'content'
+      const field = output ? 'output' : 'content'
       for (let j = 0; j < content.length; j++) responsesPart(model, content[j], `input[${i}].${field}[${j}]`, pending)
     }
   }

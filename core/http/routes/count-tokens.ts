@@ -40,6 +40,15 @@ function forwardedBody (body: Record<string, unknown>, upstreamModel: string): R
 /** The fields of a messages request that a count request takes. */
 const COUNT_FIELDS = ['messages', 'system', 'tools', 'tool_choice', 'thinking'] as const
 
+/**
+ * A Responses body's count request (the messages request it becomes), by call. The call's `body`
+ * stays the client's Responses body, so that plugins (media-validation) check it as on /v1/responses.
+ */
+const countBodies = new WeakMap<Call, Record<string, unknown>>()
+
+/** The messages body a call counts: its own, or the one its Responses body became. */
+const countBody = (call: Call): Record<string, unknown> => countBodies.get(call) ?? call.body as Record<string, unknown>
+
 /** Checks the body and resolves the model for the caller (preHandler, before `inspect`). */
 export function prepareCountTokens (gw: Gateway, call: Call, body: unknown): void {
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
@@ -59,7 +68,8 @@ export function prepareCountTokens (gw: Gateway, call: Call, body: unknown): voi
     const translated = gw.translators['responses-to-messages'].request(b, { model, clientModel: model.id, upstreamModel, estimatedInputTokens: 0 })
     const count: Record<string, unknown> = { model: b.model }
     for (const k of COUNT_FIELDS) if (translated[k] !== undefined) count[k] = translated[k]
-    call.body = Object.freeze(count)
+    countBodies.set(call, count)
+    call.body = Object.freeze(b)
     return
   }
   if (!validate(b)) {
@@ -88,7 +98,7 @@ function forwardBoundMs (gw: Gateway, call: Call): number {
  * left). Each forward is aborted with the call (the client gone, shutdown) and at its bound.
  */
 async function upstreamCount (gw: Gateway, call: Call): Promise<number | undefined> {
-  const body = call.body as Record<string, unknown>
+  const body = countBody(call)
   for (const d of orderDeployments(call.model!.deployments)) {
     if (call.aborted) return undefined
     const provider = gw.providers.get(d.provider)
@@ -149,7 +159,7 @@ async function countHandler (request: FastifyRequest, reply: FastifyReply): Prom
   const model = call.model!
   try {
     const counted = await upstreamCount(gw, call)
-    const inputTokens = counted ?? (call.aborted ? 0 : await countInputTokens(call.body as Record<string, unknown>, model.deployments[0]?.upstreamModel ?? model.id))
+    const inputTokens = counted ?? (call.aborted ? 0 : await countInputTokens(countBody(call), model.deployments[0]?.upstreamModel ?? model.id))
     if (call.aborted) {
       await call.finish()
       return reply
