@@ -64,7 +64,8 @@ function errorCodeFor (nodeCode: string | undefined): ErrorCode {
  * node's `clientError`: the HTTP parser refused the bytes, or a server timeout (headers, whole
  * request) passed. A request whose body is being read fails that read, so fastify answers in the
  * route's body shape; a connection whose answer is already out (its body being discarded) is just
- * closed; anything else gets the numeric-code body written on the socket, then the socket closed.
+ * closed, as one with a request in hand but no timeout; anything else gets the numeric-code body written
+ * on the socket, then the socket closed.
  */
 export function clientErrorHandler (log: Logger): (err: NodeJS.ErrnoException, socket: Socket) => void {
   return function onClientError (err, socket) {
@@ -77,7 +78,10 @@ export function clientErrorHandler (log: Logger): (err: NodeJS.ErrnoException, s
       reading.abort(gwError(code, [], { cause: err }))
       return
     }
-    if (res || lingering.has(socket)) {
+    // A request timeout while a body is read by a parser other than ours (the admin listener's) has
+    // nothing to fail: it gets the numeric-code 408 below, as a request whose headers never ended.
+    const unanswered = res && !res.headersSent && err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+    if (lingering.has(socket) || (res && !unanswered)) {
       socket.destroy()
       return
     }

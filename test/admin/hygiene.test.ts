@@ -108,6 +108,24 @@ t.test('the admin listener cuts a sender that never finishes its headers', async
   t.match(answer, /^HTTP\/1\.1 408/, `answered 408 first (${answer.slice(0, 40)})`)
 })
 
+t.test('the admin listener answers 408 to a sender that never finishes its body', async t => {
+  const { admin } = await adminOn(t, { server: { headersTimeoutMs: 300, bodyTimeoutMs: 600 } })
+  const { port } = new URL(admin)
+  const socket = connect(Number(port), '127.0.0.1')
+  await new Promise<void>(resolve => socket.on('connect', () => resolve()))
+  socket.write(`POST /admin/organizations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_KEY}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"id":`)
+  let answer = ''
+  socket.on('data', d => { answer += d })
+  const closed = await new Promise<boolean>(resolve => {
+    const timer = setTimeout(() => resolve(false), 10_000)
+    socket.on('close', () => { clearTimeout(timer); resolve(true) })
+  })
+  socket.destroy()
+  t.ok(closed, 'the connection was closed')
+  t.match(answer, /^HTTP\/1\.1 408/, `answered 408 first (${answer.slice(0, 40)})`)
+  t.match(answer.slice(answer.indexOf('\r\n\r\n') + 4), /^\{"error":\{"code":408,/, 'in the admin error body')
+})
+
 t.test('admin keys are held as hashes only once the config is loaded', async t => {
   const config = buildConfig({ admin: { keys: [{ id: 'ops', key: '${K}' }] } }, 'test', process.cwd(), { K: ADMIN_KEY })
   const keys = config.admin!.keys
