@@ -72,7 +72,7 @@ export async function buildAdminApp (serving: Serving, admin: AdminConfigT, opts
     bodyLimit: 1024 * 1024,
     // A path id may have IdParam's 200 characters, each percent-encoded (up to 12: four UTF-8 bytes);
     // the router's default (100, encoded) refused ids of 101 to 128 characters that POST accepts.
-    maxParamLength: 200 * 12,
+    routerOptions: { maxParamLength: 200 * 12 },
     // The inference listener's deadlines: nobody may hold an admin connection open by sending
     // slowly (headers, the whole request) or by idling on keep-alive.
     requestTimeout: server.bodyTimeoutMs,
