@@ -90,12 +90,13 @@ t.test('every admin request leaves a line: writes at info with the admin key id,
   t.notMatch(JSON.stringify(lines), ADMIN_KEY, 'the key itself is never logged')
 })
 
-t.test('the admin listener cuts a sender that never finishes its headers', async t => {
+/** Sends `bytes` to the admin listener (deadlines of 300 ms for headers, 600 ms for the request), then waits for it to close the connection. */
+async function slowSender (t: Test, bytes: string): Promise<{ closed: boolean, answer: string }> {
   const { admin } = await adminOn(t, { server: { headersTimeoutMs: 300, bodyTimeoutMs: 600 } })
   const { port } = new URL(admin)
   const socket = connect(Number(port), '127.0.0.1')
   await new Promise<void>(resolve => socket.on('connect', () => resolve()))
-  socket.write('GET /admin/organizations HTTP/1.1\r\nHost: x\r\nX-Slow: ')
+  socket.write(bytes)
   let answer = ''
   socket.on('data', d => { answer += d })
   // Bounded wait: node checks the deadline on its interval; without the deadline nothing ends it.
@@ -104,23 +105,18 @@ t.test('the admin listener cuts a sender that never finishes its headers', async
     socket.on('close', () => { clearTimeout(timer); resolve(true) })
   })
   socket.destroy()
+  return { closed, answer }
+}
+
+t.test('the admin listener cuts a sender that never finishes its headers', async t => {
+  const { closed, answer } = await slowSender(t, 'GET /admin/organizations HTTP/1.1\r\nHost: x\r\nX-Slow: ')
   t.ok(closed, 'the connection was closed')
   t.match(answer, /^HTTP\/1\.1 408/, `answered 408 first (${answer.slice(0, 40)})`)
 })
 
 t.test('the admin listener answers 408 to a sender that never finishes its body', async t => {
-  const { admin } = await adminOn(t, { server: { headersTimeoutMs: 300, bodyTimeoutMs: 600 } })
-  const { port } = new URL(admin)
-  const socket = connect(Number(port), '127.0.0.1')
-  await new Promise<void>(resolve => socket.on('connect', () => resolve()))
-  socket.write(`POST /admin/organizations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_KEY}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"id":`)
-  let answer = ''
-  socket.on('data', d => { answer += d })
-  const closed = await new Promise<boolean>(resolve => {
-    const timer = setTimeout(() => resolve(false), 10_000)
-    socket.on('close', () => { clearTimeout(timer); resolve(true) })
-  })
-  socket.destroy()
+  const head = `POST /admin/organizations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_KEY}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`
+  const { closed, answer } = await slowSender(t, `${head}{"id":`)
   t.ok(closed, 'the connection was closed')
   t.match(answer, /^HTTP\/1\.1 408/, `answered 408 first (${answer.slice(0, 40)})`)
   t.match(answer.slice(answer.indexOf('\r\n\r\n') + 4), /^\{"error":\{"code":408,/, 'in the admin error body')
