@@ -5,6 +5,7 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import { ERRORS, GatewayError, gwError, isGatewayError } from '../core/errors/errors.ts'
+import { escapePointer } from '../core/config/config.ts'
 import * as S from './schemas.ts'
 
 /** The error answers every admin route documents. */
@@ -32,8 +33,9 @@ export function nulField (parts: Record<string, unknown>): string | undefined {
       if (v.includes('\u0000')) return path
     } else if (v !== null && typeof v === 'object') {
       for (const [k, c] of Object.entries(v)) {
-        if (k.includes('\u0000')) return `${path}/${k.replaceAll('~', '~0').replaceAll('/', '~1')}`
-        stack.push([c, `${path}/${k.replaceAll('~', '~0').replaceAll('/', '~1')}`])
+        const at = `${path}/${escapePointer(k)}`
+        if (k.includes('\u0000')) return at
+        stack.push([c, at])
       }
     }
   }

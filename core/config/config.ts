@@ -40,7 +40,8 @@ export function substituteEnv (value: unknown, env: Env, source: string, path = 
   return value
 }
 
-function escapePointer (key: string): string { return key.replace(/~/g, '~0').replace(/\//g, '~1') }
+/** A key as one JSON Pointer segment (`~` → `~0`, `/` → `~1`). */
+export function escapePointer (key: string): string { return key.replace(/~/g, '~0').replace(/\//g, '~1') }
 function unescapePointer (seg: string): string { return seg.replace(/~1/g, '/').replace(/~0/g, '~') }
 
 type SchemaNode = { type?: string | string[], properties?: Record<string, SchemaNode>, patternProperties?: Record<string, SchemaNode>, additionalProperties?: boolean | SchemaNode,
