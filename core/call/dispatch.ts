@@ -10,7 +10,7 @@ import { Deadline, DeadlineExceeded } from '../dispatch/deadline.ts'
 import { CallAbort } from '../dispatch/abort.ts'
 import { orderDeployments } from '../dispatch/routing.ts'
 import { Affinity, sessionMaterial, type Session } from '../dispatch/affinity.ts'
-import { defaultMapError, countsForCircuit, isFinal, readCapped, readText, UpstreamBodyTooLarge } from '../dispatch/upstream-errors.ts'
+import { defaultMapError, countsForCircuit, errorBodyStatus, isFinal, readCapped, readText, UpstreamBodyTooLarge } from '../dispatch/upstream-errors.ts'
 import { capOutput, estimateInputTokens, estimateUsage, requestedChoices, requestedOutputCap } from '../tokens/estimate.ts'
 import { billCut, streamResponse, inferenceHeaders, type Attempt } from './stream-out.ts'
 import type { ClientAnswer, JsonObject } from '../pipeline/plugin.ts'
@@ -119,12 +119,7 @@ export async function dispatch (gw: CallServices, call: Call, reply: FastifyRepl
         }
         if (res.status < 200 || res.status >= 300) {
           const text = await readText(res.body, MAX_ERROR_BODY).catch(() => '')
-          const mapped = provider.mapError?.(res.status, res.headers, text) ?? defaultMapError(res.status, res.headers, text)
-          const loud = res.status === 401 || res.status === 403
-          call.log[loud ? 'error' : 'warn']({ provider: d.provider, status: res.status, upstreamBody: text.slice(0, 2000) }, loud ? 'upstream refused our provider credentials' : 'upstream error')
-          if (isFinal(mapped)) throw mapped
-          if (countsForCircuit(res.status)) circuit.failure()
-          lastError = mapped
+          lastError = upstreamError(call, attempt, res.status, res.headers, text)
           continue
         }
         if (session !== undefined) {
@@ -140,8 +135,8 @@ export async function dispatch (gw: CallServices, call: Call, reply: FastifyRepl
           continue
         }
         const served = await serveJson(gw, call, reply, res, attempt, deadline)
-        if (served) return
-        lastError = gwError('GW_ERR_UPSTREAM_FAILED')
+        if (served === true) return
+        lastError = served === false ? gwError('GW_ERR_UPSTREAM_FAILED') : served
       } finally {
         circuit[Symbol.dispose]()
       }
@@ -158,11 +153,26 @@ export async function dispatch (gw: CallServices, call: Call, reply: FastifyRepl
 }
 
 /**
+ * An upstream's error answer, mapped by its adapter (or the default mapping) and logged: thrown
+ * when final for the call (a 400: another deployment would refuse it too), else returned for
+ * failover, counted against the deployment's circuit when the upstream failed (5xx).
+ */
+function upstreamError (call: Call, a: Attempt, status: number, headers: UpstreamResponse['headers'], text: string): GatewayError {
+  const mapped = a.provider.mapError?.(status, headers, text) ?? defaultMapError(status, headers, text)
+  const loud = status === 401 || status === 403
+  call.log[loud ? 'error' : 'warn']({ provider: a.d.provider, status, upstreamBody: text.slice(0, 2000) }, loud ? 'upstream refused our provider credentials' : 'upstream error')
+  if (isFinal(mapped)) throw mapped
+  if (countsForCircuit(status)) a.circuit.failure()
+  return mapped
+}
+
+/**
  * Non-streamed answer: read it whole (within the deadline and `server.maxUpstreamBodyBytes`),
- * translate, send. false → fail over. An answer past the size cap fails the call (502): another
+ * translate, send. false → fail over; an error → fail over with it (an error body answered with
+ * 2xx, see errorBodyStatus). An answer past the size cap fails the call (502): another
  * deployment would be asked to generate it again.
  */
-async function serveJson (gw: CallServices, call: Call, reply: FastifyReply, res: UpstreamResponse, a: Attempt, deadline: Deadline): Promise<boolean> {
+async function serveJson (gw: CallServices, call: Call, reply: FastifyReply, res: UpstreamResponse, a: Attempt, deadline: Deadline): Promise<boolean | GatewayError> {
   let text: string
   const progress = { bytes: 0 }
   try {
@@ -194,6 +204,9 @@ async function serveJson (gw: CallServices, call: Call, reply: FastifyReply, res
       'upstream answered 2xx with a body that is not JSON, or not an answer its adapter reads')
     return false
   }
+  // An error body answered with 2xx is the upstream's error: neither relayed nor billed.
+  const errorStatus = errorBodyStatus(json, a.provider.protocol)
+  if (errorStatus !== undefined) return upstreamError(call, a, errorStatus, res.headers, text.length > MAX_ERROR_BODY ? text.slice(0, MAX_ERROR_BODY) : text)
   a.circuit.success()
   // No usage in the answer: bill the estimate, with the whole answer's characters as output
   // (more than its text alone, so never less than what the client gets); a translated answer

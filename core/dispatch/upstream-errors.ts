@@ -206,3 +206,38 @@ export function countsForCircuit (status: number): boolean {
 export function isFinal (err: GatewayError): boolean {
   return err.statusCode === 400
 }
+
+/** The member that holds the answer in each upstream protocol's 2xx body. */
+const ANSWER_MEMBER: Readonly<Record<string, string>> = { chat: 'choices', messages: 'content', responses: 'output' }
+
+/** HTTP statuses for the error types and codes upstreams write in error bodies (OpenAI, Anthropic, Google). */
+const ERROR_TYPE_STATUS: Readonly<Record<string, number>> = {
+  invalid_request_error: 400, invalid_request: 400, bad_request: 400, context_length_exceeded: 400, INVALID_ARGUMENT: 400, FAILED_PRECONDITION: 400,
+  authentication_error: 401, invalid_api_key: 401, UNAUTHENTICATED: 401,
+  permission_error: 403, PERMISSION_DENIED: 403,
+  not_found_error: 404, model_not_found: 404, NOT_FOUND: 404,
+  request_too_large: 413,
+  rate_limit_error: 429, rate_limit_exceeded: 429, insufficient_quota: 429, RESOURCE_EXHAUSTED: 429,
+  overloaded_error: 529, UNAVAILABLE: 503, service_unavailable: 503,
+}
+
+/**
+ * The status an error body answered with 2xx stands for, or undefined when `json` is an answer.
+ * Some upstreams (and proxies in front of them) answer an error with 200 and an error body: a
+ * top-level `error` and no answer member of the upstream's protocol (`choices`, `content`,
+ * `output`). Such a body is an upstream error, not an answer to relay or bill: its status is read
+ * from the error's numeric code, or its type, code or status name (ERROR_TYPE_STATUS), else 500.
+ */
+export function errorBodyStatus (json: unknown, protocol: string): number | undefined {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined
+  const body = json as Record<string, unknown>
+  const err = body.error
+  if (err === undefined || err === null || err === false) return undefined
+  const member = ANSWER_MEMBER[protocol]
+  if (member !== undefined && Object.hasOwn(body, member)) return undefined
+  if (typeof err !== 'object') return 500
+  const e = err as Record<string, unknown>
+  for (const v of [e.code, e.status]) if (typeof v === 'number' && Number.isInteger(v) && v >= 400 && v <= 599) return v
+  for (const v of [e.type, e.code, e.status]) if (typeof v === 'string' && Object.hasOwn(ERROR_TYPE_STATUS, v)) return ERROR_TYPE_STATUS[v]
+  return 500
+}

@@ -237,6 +237,72 @@ t.test('a stream that breaks after the first byte ends with the protocol error; 
   }
 })
 
+t.test('an error body answered with 2xx is the upstream\'s error: mapped, failed over, never relayed or billed', async t => {
+  // A circuit that stays closed: every case below reaches its upstream.
+  const { app, chatUp, msgUp, spy } = await setup(t, [
+    { id: 'vendor/ha-2xx', deployments: [{ provider: 'up-chat', model: 'c', priority: 0 }, { provider: 'up-msg', model: 'm', priority: 1 }] },
+  ], [], { failureThreshold: 1000, coolDownMs: 1 })
+  // [error body from the chat upstream, the status a client of it gets, the same for the messages upstream]
+  const cases: [unknown, number, unknown, number][] = [
+    [{ error: { message: 'You exceeded your current quota', type: 'insufficient_quota', code: 'insufficient_quota' } }, 503, { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } }, 503],
+    [{ error: { message: 'boom', type: 'server_error' } }, 502, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }, 503],
+    [{ error: { code: 429, message: 'Resource exhausted', status: 'RESOURCE_EXHAUSTED' } }, 503, { type: 'error', error: { type: 'api_error', message: 'x' } }, 502],
+    [{ error: 'upstream exploded at http://10.0.0.5/secret' }, 502, { type: 'error', error: 'no' }, 502],
+    [{ error: { message: 'bad key sk-upstream-secret', type: 'authentication_error' } }, 502, { type: 'error', error: { type: 'permission_error', message: 'no' } }, 502],
+  ]
+  let seen = 0
+  for (const [chatErr, chatWant, msgErr, msgWant] of cases) {
+    chatUp.handle((_req, res) => json(res, 200, chatErr))
+    msgUp.handle((_req, res) => json(res, 200, msgErr))
+    for (const stream of [false, true]) {
+      for (const [url, model] of [['/v1/chat/completions', 'vendor/chat-model'], ['/v1/messages', 'msgvendor/msg-model'], ['/v1/messages', 'vendor/chat-model'], ['/v1/chat/completions', 'msgvendor/msg-model'], ['/v1/responses', 'vendor/chat-model']]) {
+        const payload = url === '/v1/responses' ? { model, input: 'hi', stream } : url === '/v1/messages' ? msgBody(model, { stream }) : chatBody(model, { stream })
+        const res = await app.inject({ method: 'POST', url, headers: auth(), payload })
+        const what = `${JSON.stringify(model.startsWith('msgvendor') ? msgErr : chatErr).slice(0, 50)} ${url} ${model} stream=${stream}`
+        const want = model.startsWith('msgvendor') ? msgWant : chatWant
+        t.equal(res.statusCode, want, what)
+        t.match(res.headers['content-type'], /application\/json/, what)
+        t.notMatch(res.body, /10\.0\.0\.5|sk-upstream-secret|exceeded your current quota/, `upstream internals stay out: ${what}`)
+        if (url === '/v1/messages') t.equal(res.json().type, 'error', what)
+        else t.equal(res.json().error.code, want, what)
+        seen++
+      }
+    }
+  }
+  await spy.settled(seen)
+  t.equal(spy.seen.length, seen)
+  for (const s of spy.seen) {
+    t.equal(s.outcome.usage, undefined, 'nothing billed for an error body')
+    t.equal(s.outcome.upstreamSucceeded, false)
+  }
+
+  // A refusal of the request itself is final (400, the upstream's message sanitized), as a 400 status is.
+  chatUp.handle((_req, res) => json(res, 200, { error: { message: 'messages too long; see https://vendor.example/docs', type: 'invalid_request_error' } }))
+  const bad = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: auth(), payload: chatBody('vendor/ha-2xx') })
+  t.equal(bad.statusCode, 400)
+  t.match(bad.json().error.message, /messages too long/)
+  t.notMatch(bad.body, /vendor\.example/)
+  t.equal(msgUp.requests.filter(r => r.body.model === 'm').length, 0, 'a final refusal is not failed over')
+
+  // Any other error body fails over to the next deployment, which answers.
+  chatUp.handle((_req, res) => json(res, 200, { error: { message: 'busy', type: 'server_error' } }))
+  msgUp.handle((_req, res) => json(res, 200, messagesResponse('from the second')))
+  const over = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: auth(), payload: chatBody('vendor/ha-2xx') })
+  t.equal(over.statusCode, 200)
+  t.equal(over.headers['x-gw-provider'], 'up-msg')
+  t.equal(over.json().choices[0].message.content, 'from the second')
+
+  // An answer that carries an `error` member beside its answer is an answer.
+  chatUp.handle((_req, res) => json(res, 200, { ...(chatCompletion('fine', { prompt: 5, completion: 1, cached: 0 }) as Record<string, unknown>), error: null }))
+  const fine = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: auth(), payload: chatBody('vendor/chat-model') })
+  t.equal(fine.statusCode, 200)
+  t.equal(fine.json().choices[0].message.content, 'fine')
+  chatUp.handle((_req, res) => json(res, 200, { ...(chatCompletion('also fine', { prompt: 5, completion: 1, cached: 0 }) as Record<string, unknown>), error: { message: 'a warning' } }))
+  const warned = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: auth(), payload: chatBody('vendor/chat-model') })
+  t.equal(warned.statusCode, 200)
+  t.equal(warned.json().choices[0].message.content, 'also fine')
+})
+
 t.test('an upstream that fails before answering fails over to the next deployment', async t => {
   const { app, chatUp } = await setup(t, [
     { id: 'vendor/ha2', deployments: [{ provider: 'up-msg', model: 'm', priority: 0 }, { provider: 'up-chat', model: 'c', priority: 1 }] },
