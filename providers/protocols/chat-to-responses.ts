@@ -15,6 +15,7 @@
  * the signature), in a stream when the item is done; an assistant message's thinking blocks
  * carrying a reasoning item go back as that item, ahead of the message's text and calls.
  */
+import { ResponsesOutputCount } from './responses-output.ts'
 import { estimateUsage, streamUsage, gwError, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
   type Usage } from '../../index.ts'
 import { usageToChat } from '../../index.ts'
@@ -189,30 +190,21 @@ function response (upstream: unknown, opts: TranslateOptions, fallback?: Usage):
   }
 }
 
-/** Characters of generated output in a Responses stream event (text, refusal, reasoning, arguments deltas). */
-export function responsesDeltaChars (name: unknown, d: ResponsesEventWire | null): number {
-  if (typeof d?.delta !== 'string') return 0
-  switch (name) {
-    case 'response.output_text.delta': case 'response.refusal.delta': case 'response.function_call_arguments.delta':
-    case 'response.reasoning_text.delta': case 'response.reasoning_summary_text.delta':
-      return d.delta.length
-    default: return 0
-  }
-}
-
 /** The chat client's stream over a Responses upstream: Responses events in, chat chunks out. */
 export class ChatOverResponsesStream implements StreamTranslator {
   usage: Usage | undefined
   startUsage: Usage | undefined
-  outputChars = 0
   finished = false
   #done = false
+  readonly #output = new ResponsesOutputCount()
   readonly #chunks: ChatChunkEmitter
   readonly #readUsage: (u: JsonObject) => Usage
   /** The upstream's `output_index` of each function call → its chat tool-call index. */
   readonly #calls = new Map<unknown, number>()
   readonly #estimatedInputTokens: number
   readonly #outputCap: number | undefined
+
+  get outputChars (): number { return this.#output.chars }
 
   constructor (includeUsage: boolean, opts: TranslateOptions) {
     this.#chunks = new ChatChunkEmitter(opts.clientModel, includeUsage)
@@ -227,7 +219,7 @@ export class ChatOverResponsesStream implements StreamTranslator {
     try { d = parseWire<ResponsesEventWire>(ev.data) ?? {} } catch { return }
     const chunks = this.#chunks
     const name = ev.event ?? d.type
-    this.outputChars += responsesDeltaChars(name, d)
+    this.#output.push(name, d)
     switch (name) {
       case 'response.created':
         if (typeof d.response?.id === 'string') chunks.id = 'chatcmpl-' + d.response.id.replace(/^resp_/, '')

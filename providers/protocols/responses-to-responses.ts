@@ -12,7 +12,7 @@ import { membersInPlace, modelSpanOf, spliceBody } from '../../index.ts'
 import { sanitizeUpstreamMessage, streamUsage, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
   type Usage } from '../../index.ts'
 import { serverToolUsesFromResponses, usageFromResponses, usageToResponses } from '../../index.ts'
-import { responsesDeltaChars } from './chat-to-responses.ts'
+import { ResponsesOutputCount } from './responses-output.ts'
 import { responsesError } from './responses-answer.ts'
 import { isObject, parseWire, type JsonObject } from './wire.ts'
 import { capEdits, enforceCap } from './common.ts'
@@ -29,8 +29,8 @@ function withServerTools (u: Usage, output: unknown): Usage {
 class ResponsesPassStream implements StreamTranslator {
   usage: Usage | undefined
   startUsage: Usage | undefined
-  outputChars = 0
   finished = false
+  readonly #output = new ResponsesOutputCount()
   #done = false
   #seq = 0
   /** The upstream's `response` of `response.created`: what a `response.failed` the gateway ends the stream with repeats. */
@@ -38,6 +38,8 @@ class ResponsesPassStream implements StreamTranslator {
   readonly #readUsage: (u: JsonObject) => Usage
   readonly #estimatedInputTokens: number
   readonly #outputCap: number | undefined
+
+  get outputChars (): number { return this.#output.chars }
 
   constructor (opts: TranslateOptions) {
     this.#readUsage = opts.upstream?.readUsage ?? usageFromResponses
@@ -52,7 +54,7 @@ class ResponsesPassStream implements StreamTranslator {
     if (d === null) return
     const name = ev.event ?? d.type
     if (typeof d.sequence_number === 'number') this.#seq = d.sequence_number + 1
-    this.outputChars += responsesDeltaChars(name, d)
+    this.#output.push(name, d)
     if (name === 'error') {
       const e = d.error ?? d
       return this.fail(out, typeof e.message === 'string' ? sanitizeUpstreamMessage(e.message) : 'The model service failed mid-stream.', 502)

@@ -120,3 +120,47 @@ t.test('responses → responses stream: forwarded; usage from response.completed
   const req = translators['responses-to-responses'].request({ model: 'm/x', input: 'hi', store: true }, fresh())
   t.same(req, { model: 'up-x', input: 'hi', store: false, max_output_tokens: fresh().model.maxOutputTokens }, 'the output cap the call reserved for (the model\'s) is added')
 })
+
+t.test('a cut Responses stream is billed every piece of output once, however the upstream carried it', async t => {
+  const long = 'x'.repeat(400)
+  // [events after response.created, output characters the stream carried]
+  const cases: [string, string, number][] = [
+    ['deltas only', ev('response.output_text.delta', { output_index: 0, content_index: 0, delta: 'Hello' }) + ev('response.output_text.delta', { output_index: 0, content_index: 0, delta: ' you' }), 9],
+    ['text whole in output_item.added, no delta', ev('response.output_item.added', { output_index: 0, item: { type: 'message', content: [{ type: 'output_text', text: long }] } }), 400],
+    ['text whole in content_part.added, no delta', ev('response.content_part.added', { output_index: 0, content_index: 0, part: { type: 'output_text', text: long } }), 400],
+    ['deltas, then the same text in the done events (counted once)',
+      ev('response.output_item.added', { output_index: 0, item: { type: 'message', content: [] } }) +
+      ev('response.content_part.added', { output_index: 0, content_index: 0, part: { type: 'output_text', text: '' } }) +
+      ev('response.output_text.delta', { output_index: 0, content_index: 0, delta: 'abc' }) + ev('response.output_text.delta', { output_index: 0, content_index: 0, delta: 'def' }) +
+      ev('response.output_text.done', { output_index: 0, content_index: 0, text: 'abcdef' }) +
+      ev('response.content_part.done', { output_index: 0, content_index: 0, part: { type: 'output_text', text: 'abcdef' } }) +
+      ev('response.output_item.done', { output_index: 0, item: { type: 'message', content: [{ type: 'output_text', text: 'abcdef' }] } }), 6],
+    ['a call\'s arguments whole in output_item.added, then deltas of its end',
+      ev('response.output_item.added', { output_index: 1, item: { type: 'function_call', call_id: 'c', name: 'f', arguments: '{"a":' } }) +
+      ev('response.function_call_arguments.delta', { output_index: 1, delta: '{"a":' }) + ev('response.function_call_arguments.delta', { output_index: 1, delta: '1}' }), 7],
+    ['a custom tool\'s input and a reasoning summary, whole',
+      ev('response.output_item.added', { output_index: 0, item: { type: 'reasoning', summary: [{ type: 'summary_text', text: 'think' }] } }) +
+      ev('response.reasoning_summary_text.delta', { output_index: 0, summary_index: 0, delta: 'thi' }) +
+      ev('response.output_item.done', { output_index: 1, item: { type: 'custom_tool_call', call_id: 'c', name: 'apply_patch', input: '*** Begin Patch' } }), 20],
+    ['two parts of one message are two pieces',
+      ev('response.content_part.added', { output_index: 0, content_index: 0, part: { type: 'output_text', text: 'one' } }) +
+      ev('response.content_part.added', { output_index: 0, content_index: 1, part: { type: 'refusal', refusal: 'no way' } }), 9],
+    ['no output index: not counted (not a piece of output)', ev('response.output_text.delta', { delta: 'stray' }), 0],
+  ]
+  for (const [what, body, chars] of cases) {
+    for (const kind of ['responses-to-responses', 'chat-to-responses', 'messages-to-responses'] as const) {
+      seq = 0
+      const st = translators[kind].stream({}, fresh())
+      let out = ''
+      for (const e of events(ev('response.created', { response: { id: 'r' } }) + body)) out += emitted(w => st.push(e, w))
+      t.equal(st.outputChars, chars, `${kind}: ${what}`)
+      out += emitted(w => st.end(w))
+      t.equal(st.finished, false, `${kind}: cut`)
+      if (kind === 'responses-to-responses') {
+        // The failed response shows the usage the cut call is billed: output at 4 characters per token.
+        const failed = events(out).map(e => JSON.parse(e.data)).find(d => d.type === 'response.failed')
+        t.equal(failed.response.usage.output_tokens, Math.ceil(chars / 4), `${what}: billed output`)
+      }
+    }
+  }
+})
