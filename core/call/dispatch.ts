@@ -134,7 +134,7 @@ export async function dispatch (gw: CallServices, call: Call, reply: FastifyRepl
           lastError = attempt.failure ?? gwError('GW_ERR_UPSTREAM_FAILED')
           continue
         }
-        const served = await serveJson(gw, call, reply, res, attempt, deadline)
+        const served = await serveJson(gw, call, reply, res, attempt, controller, deadline)
         if (served === true) return
         lastError = served === false ? gwError('GW_ERR_UPSTREAM_FAILED') : served
       } finally {
@@ -172,7 +172,9 @@ function upstreamError (call: Call, a: Attempt, status: number, headers: Upstrea
  * 2xx, see errorBodyStatus). An answer past the size cap fails the call (502): another
  * deployment would be asked to generate it again.
  */
-async function serveJson (gw: CallServices, call: Call, reply: FastifyReply, res: UpstreamResponse, a: Attempt, deadline: Deadline): Promise<boolean | GatewayError> {
+async function serveJson (
+  gw: CallServices, call: Call, reply: FastifyReply, res: UpstreamResponse, a: Attempt, controller: CallAbort, deadline: Deadline,
+): Promise<boolean | GatewayError> {
   let text: string
   const progress = { bytes: 0 }
   try {
@@ -208,6 +210,14 @@ async function serveJson (gw: CallServices, call: Call, reply: FastifyReply, res
   const errorStatus = errorBodyStatus(json, a.provider.protocol)
   if (errorStatus !== undefined) return upstreamError(call, a, errorStatus, res.headers, text.length > MAX_ERROR_BODY ? text.slice(0, MAX_ERROR_BODY) : text)
   a.circuit.success()
+  // A streamed call answered whole: the client still gets a stream, made from the answer's
+  // events as the upstream would have streamed them, through the call's stream translator.
+  if (call.body !== null && (call.body as Record<string, unknown>).stream === true && a.translator.answerEvents !== undefined) {
+    const events = Buffer.from(a.translator.answerEvents(json).join(''))
+    call.log.debug({ provider: a.d.provider }, 'upstream answered a streamed call with one JSON answer; streamed to the client from it')
+    const streamed: UpstreamResponse = { status: res.status, headers: { ...res.headers, 'content-type': 'text/event-stream' }, body: Readable.from([events]) }
+    return await streamResponse(gw, call, reply, streamed, a, controller, deadline, true) === 'served'
+  }
   // No usage in the answer: bill the estimate, with the whole answer's characters as output
   // (more than its text alone, so never less than what the client gets); a translated answer
   // shows the client that same estimate.

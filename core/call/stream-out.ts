@@ -165,10 +165,10 @@ class StreamSink {
  */
 export async function streamResponse (
   gw: CallServices, ctx: Call, reply: FastifyReply, res: UpstreamResponse, a: Attempt,
-  controller: CallAbort, deadline: Deadline,
+  controller: CallAbort, deadline: Deadline, sse = false,
 ): Promise<'served' | 'retry'> {
-  // An adapter's own decoder (binary frames, NDJSON) when it brings one, else core's SSE parser.
-  const parser: StreamDecoder = a.provider.decodeStream?.(a.opts) ?? new SseParser({ maxEventBytes: gw.config.server.maxUpstreamEventBytes })
+  // An adapter's own decoder (binary frames, NDJSON) when it brings one, else (and for SSE the gateway made: `sse`) core's SSE parser.
+  const parser: StreamDecoder = (sse ? undefined : a.provider.decodeStream?.(a.opts)) ?? new SseParser({ maxEventBytes: gw.config.server.maxUpstreamEventBytes })
   const st = a.translator.stream(ctx.body as Record<string, unknown>, a.opts)
   const raw = reply.raw
   // The one serializer of the translator's events. Decided per route at start-up: with no stream

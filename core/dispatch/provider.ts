@@ -271,6 +271,12 @@ export interface Translator {
   response (body: unknown, opts: TranslateOptions, fallback?: Usage): { body: unknown, usage: Usage | undefined }
   /** A stream translator for one call; `clientBody` tells e.g. whether usage was asked for. */
   stream (clientBody: { [key: string]: unknown }, opts: TranslateOptions): StreamTranslator
+  /**
+   * Optional: an upstream's whole JSON answer (upstream protocol, unchecked) as the SSE event texts
+   * the same upstream would have streamed for it. A streamed call the upstream answered with JSON
+   * is served by feeding these to `stream()`'s translator; without it, the JSON answer is sent.
+   */
+  answerEvents? (answer: unknown): string[]
 }
 
 /** Translator table key: `<client>-to-<upstream>`. */

@@ -14,6 +14,7 @@ import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { ChatChunkWire, ChatCompletionWire, ChatRequestWire } from './wire-chat.ts'
 import { applyModelParameters, CHAT_STANDARD, chatCapEdits, chatChunkChars, chatDeltaChars, DeferredCount, enforceChatCap, parametersUnchanged, plainChatChunk } from './common.ts'
 import { chatErrorChunk, upstreamErrorChunk } from './chat-chunks.ts'
+import { chatAnswerEvents } from './answer-events.ts'
 
 /** Put before the model key of a stream request that has no `stream_options`: usage is what the call is billed on. */
 const ASK_USAGE = '"stream_options":{"include_usage":true},'
@@ -117,6 +118,7 @@ class ChatPassStream implements StreamTranslator {
 }
 
 export const chatToChat: Translator = {
+  answerEvents: chatAnswerEvents,
   passthrough: true,
   request (body: ChatRequestWire, opts: TranslateOptions): Record<string, unknown> {
     const out: Record<string, unknown> = { ...body, model: opts.upstreamModel }

@@ -32,6 +32,7 @@ import type {
   MessagesAnswerWire, MessagesBlock, MessagesBlockWire, MessagesEventWire, MessagesMediaBlock, MessagesRequest, MessagesTextBlock,
   MessagesToolChoice, MessagesToolResultBlock, MessagesTurn,
 } from './wire-messages.ts'
+import { messagesAnswerEvents } from './answer-events.ts'
 
 interface Turn { role: 'user' | 'assistant', content: MessagesBlock[] }
 
@@ -454,6 +455,7 @@ function withImageBlocks (body: ChatRequestWire): ChatRequestWire {
 }
 
 export const chatToMessages: Translator = {
+  answerEvents: messagesAnswerEvents,
   // Images from chat clients are dropped (the chat route's rule for messages upstreams) unless the
   // upstream takes them (`chatImages`): then they pass on as image blocks, as on the Responses route.
   request: (body, opts) => opts.upstream?.chatImages === true ? chatToMessagesRequest(withImageBlocks(body), opts, true) : chatToMessagesRequest(body, opts),

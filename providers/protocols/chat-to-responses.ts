@@ -26,6 +26,7 @@ import { isObject, parseWire, str, type ErrorWire, type JsonObject } from './wir
 import { decodeReasoning, encodeReasoning, thinkingBlocksOf, type ThinkingBlock } from './thinking.ts'
 import type { ChatAnswerMessage, ChatCompletion, ChatFinishReason, ChatPartWire, ChatRequestWire, ChatToolWire } from './wire-chat.ts'
 import type { ResponsesEventWire, ResponsesFunctionTool, ResponsesInputItem, ResponsesInputPart, ResponsesOutputItemWire, ResponsesRequest, ResponseWire } from './wire-responses.ts'
+import { responsesAnswerEvents } from './answer-events.ts'
 
 function inputParts (content: unknown): ResponsesInputPart[] {
   if (typeof content === 'string') return [{ type: 'input_text', text: content }]
@@ -287,6 +288,7 @@ export class ChatOverResponsesStream implements StreamTranslator {
 }
 
 export const chatToResponses: Translator = {
+  answerEvents: responsesAnswerEvents,
   request,
   response,
   stream (clientBody: ChatRequestWire, opts: TranslateOptions): StreamTranslator {

@@ -27,6 +27,7 @@ import type { ChatChunkWire, ChatCompletionWire, ChatContentPart, ChatDeltaWire,
 import type {
   MessagesAnswer, MessagesBlockWire, MessagesImageAsSent, MessagesRequestWire, MessagesStreamEvent, MessagesToolUseBlock, MessagesToolWire,
 } from './wire-messages.ts'
+import { chatAnswerEvents } from './answer-events.ts'
 
 /** A client's image block, which passes on as sent. */
 function isImageAsSent (v: unknown): v is MessagesImageAsSent {
@@ -453,6 +454,7 @@ export class MessagesOverChatStream implements StreamTranslator {
 }
 
 export const messagesToChat: Translator = {
+  answerEvents: chatAnswerEvents,
   request: messagesToChatRequest,
   response,
   stream (_clientBody: JsonObject, opts: TranslateOptions): StreamTranslator {

@@ -15,6 +15,7 @@ import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { MessagesAnswerWire, MessagesEventWire } from './wire-messages.ts'
 import { applyModelParameters, capEdits, DeferredCount, enforceCap, messagesError, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, type UsageCounts, parametersUnchanged,
   safeErrorType } from './common.ts'
+import { messagesAnswerEvents } from './answer-events.ts'
 
 /** The one field of a messages request that carries its output cap. */
 const MAX_TOKENS = ['max_tokens']
@@ -95,6 +96,7 @@ class MessagesPassStream implements StreamTranslator {
 }
 
 export const messagesToMessages: Translator = {
+  answerEvents: messagesAnswerEvents,
   passthrough: true,
   request (body: JsonObject, opts: TranslateOptions): Record<string, unknown> {
     const out: Record<string, unknown> = { ...body, model: opts.upstreamModel }

@@ -13,6 +13,7 @@ import { chatToResponses, chatToResponsesBody, ChatOverResponsesStream } from '.
 import type { ChatChunkWire } from './wire-chat.ts'
 import type { MessagesRequestWire } from './wire-messages.ts'
 import type { ResponsesRequest } from './wire-responses.ts'
+import { responsesAnswerEvents } from './answer-events.ts'
 
 /**
  * The messages client's stream over a Responses upstream: Responses events → chat chunks →
@@ -69,6 +70,7 @@ class MessagesOverResponsesStream implements StreamTranslator, EventSink {
 }
 
 export const messagesToResponses: Translator = {
+  answerEvents: responsesAnswerEvents,
   request (body: MessagesRequestWire, opts: TranslateOptions): ResponsesRequest {
     // messages-to-chat already applied the model's parameters (in chat form).
     return chatToResponsesBody(messagesToChatRequest(body, opts, true), opts)

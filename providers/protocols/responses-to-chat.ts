@@ -13,6 +13,7 @@ import { chatAnswerToResponse, ResponsesEmitter } from './responses-answer.ts'
 import { isObject, parseWire, type JsonObject } from './wire.ts'
 import type { ChatChunkWire, ChatCompletionWire } from './wire-chat.ts'
 import type { ResponsesRequestWire } from './wire-responses.ts'
+import { chatAnswerEvents } from './answer-events.ts'
 
 /** The Responses client's stream over a chat upstream: chat chunks in, Responses events out. */
 class ResponsesOverChatStream implements StreamTranslator {
@@ -78,6 +79,7 @@ class ResponsesOverChatStream implements StreamTranslator {
 }
 
 export const responsesToChat: Translator = {
+  answerEvents: chatAnswerEvents,
   request: responsesToChatRequest,
   response (body: unknown, opts: TranslateOptions, fallback?: Usage) {
     const answer: ChatCompletionWire = isObject(body) ? body : {}

@@ -16,6 +16,7 @@ import { parseWire } from './wire.ts'
 import type { ChatChunkWire } from './wire-chat.ts'
 import type { MessagesRequest } from './wire-messages.ts'
 import type { ResponsesRequestWire } from './wire-responses.ts'
+import { messagesAnswerEvents } from './answer-events.ts'
 
 /**
  * The Responses client's stream over a messages upstream: messages events → chat chunks →
@@ -85,6 +86,7 @@ class ResponsesOverMessagesStream implements StreamTranslator, EventSink {
 }
 
 export const responsesToMessages: Translator = {
+  answerEvents: messagesAnswerEvents,
   request (body: ResponsesRequestWire, opts: TranslateOptions): MessagesRequest {
     return chatToMessagesRequest(responsesToChatRequest(body, opts, false), opts, true)
   },

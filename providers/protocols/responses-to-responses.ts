@@ -17,6 +17,7 @@ import { responsesError } from './responses-answer.ts'
 import { isObject, parseWire, type JsonObject } from './wire.ts'
 import { capEdits, enforceCap } from './common.ts'
 import type { ResponsesEventWire, ResponseWire } from './wire-responses.ts'
+import { responsesAnswerEvents } from './answer-events.ts'
 
 /** `u` with the server-tool uses of the answer's output items (billed per use). */
 function withServerTools (u: Usage, output: unknown): Usage {
@@ -96,6 +97,7 @@ const MAX_OUTPUT_TOKENS = ['max_output_tokens']
 const IN_PLACE = ['max_output_tokens', 'store']
 
 export const responsesToResponses: Translator = {
+  answerEvents: responsesAnswerEvents,
   passthrough: true,
   request (body: JsonObject, opts: TranslateOptions): Record<string, unknown> {
     const out: Record<string, unknown> = { ...body, model: opts.upstreamModel, store: false }

@@ -3,6 +3,7 @@
 // stream's failure and cut ends and the name mapping's limits.
 import t from 'tap'
 import { translators } from '../../providers/protocols/index.ts'
+import type { Translator } from '../../core/dispatch/provider.ts'
 import { upstreamName } from '../../providers/protocols/responses-request.ts'
 import { matches, standardUsage, upstreamAnswerBody, upstreamStreamEvents, translateFixture, parseSse, emitted } from '../../testing.ts'
 import { RESPONSES_GOLDEN_CASES, RESPONSES_GOLDEN_ANSWERS, RESPONSES_GOLDEN_STREAMS, responsesGoldenBody, responsesStreamShape } from '../../testing/golden-responses.ts'
@@ -34,17 +35,34 @@ t.test('golden answers', async t => {
   }
 })
 
+/** A Responses client's stream (`extra` over the golden body) over `upstream`, fed `sse(translator)` whole or byte by byte: its SSE text and translator. */
+function streamed (upstream: 'chat' | 'messages', extra: Record<string, unknown> | undefined, sse: (tr: Translator) => string, chunked = false) {
+  const tr = translators[`responses-to-${upstream}`]
+  const opts = fresh()
+  const body = responsesGoldenBody('m/x', { ...extra, stream: true })
+  tr.request(body, opts)
+  const st = tr.stream(body, opts)
+  let out = ''
+  for (const ev of parseSse(sse(tr), chunked)) out += emitted(w => st.push(ev, w))
+  out += emitted(w => st.end(w))
+  return { out, st }
+}
+
+t.test('golden answers, asked for as streams: the events of the upstream\'s whole answer end in the same response', async t => {
+  for (const c of RESPONSES_GOLDEN_ANSWERS) {
+    const { out, st } = streamed(c.upstream, c.body, tr => tr.answerEvents!(upstreamAnswerBody(c.answer, standardUsage(c.upstream, c.usage))).join(''))
+    const { seqs, final } = responsesStreamShape(out)
+    t.same(seqs, seqs.map((_, i) => i), `${c.name}: sequence_number counts from 0`)
+    t.equal(matches(final, c.expect), undefined, `${c.name}: the final response is the answer's`)
+    t.match(st.usage, { inputTokens: c.usage.inputTokens, cachedInputTokens: c.usage.cachedInputTokens, outputTokens: c.usage.outputTokens }, `${c.name}: normalized usage`)
+    t.equal(st.finished, true, `${c.name}: finished`)
+  }
+})
+
 t.test('golden streams (whole and byte by byte)', async t => {
   for (const chunked of [false, true]) {
     for (const c of RESPONSES_GOLDEN_STREAMS) {
-      const tr = translators[`responses-to-${c.upstream}`]
-      const opts = fresh()
-      const body = responsesGoldenBody('m/x', { ...c.body, stream: true })
-      tr.request(body, opts)
-      const st = tr.stream(body, opts)
-      let out = ''
-      for (const ev of parseSse(upstreamStreamEvents(c.stream, standardUsage(c.upstream, c.usage)).join(''), chunked)) out += emitted(w => st.push(ev, w))
-      out += emitted(w => st.end(w))
+      const { out, st } = streamed(c.upstream, c.body, () => upstreamStreamEvents(c.stream, standardUsage(c.upstream, c.usage)).join(''), chunked)
       const { shape, seqs, final } = responsesStreamShape(out)
       t.same(shape, c.shape, c.name)
       t.same(seqs, seqs.map((_, i) => i), `${c.name}: sequence_number counts from 0`)
