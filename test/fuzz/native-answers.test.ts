@@ -9,7 +9,8 @@
 // gateway's own failure) and no crash or hang; an error in the route's error body shape; a 200
 // body valid JSON of the route's shape; a 200 stream that ends as its protocol ends or with its
 // error event (a mutated answer may end either way: Gemini's answer without a finish reason
-// fails by design); usage shown to the client and the ledger's records in whole, non-negative,
+// fails by design), a streamed call answered with one JSON answer included (the client still
+// gets a stream); usage shown to the client and the ledger's records in whole, non-negative,
 // bounded token counts and costs (a count past MAX_TOKEN_COUNT is no count: it counts 0).
 // FUZZ_SEED replays a run (the seed is printed); FUZZ_CASES sets how many cases (default 200);
 // FUZZ_VERBOSE=1 prints every case's outcome.
@@ -172,14 +173,15 @@ t.test(`fuzz the native adapters' answers – ${CASES} seeded cases (FUZZ_SEED=$
     return { status: m.status, headers, writes: split(bytes, rnd), close: m.close }
   }
 
-  const call = async (route: Route, adapter: Adapter, stream: boolean): Promise<{ status: number, text: string }> => {
+  /** A call's answer; `streamed`: it came as a stream (event-stream content type). */
+  const call = async (route: Route, adapter: Adapter, stream: boolean): Promise<{ status: number, text: string, streamed: boolean }> => {
     const res = await fetch(`${base}${ROUTES[route].path}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
       body: JSON.stringify({ ...ROUTES[route].body, model: ADAPTERS[adapter], ...(stream ? { stream } : {}) }),
       signal: AbortSignal.timeout(CASE_MS),
     })
-    return { status: res.status, text: await res.text() }
+    return { status: res.status, text: await res.text(), streamed: (res.headers.get('content-type') ?? '').startsWith('text/event-stream') }
   }
 
   const check = (route: Route, stream: boolean, status: number, text: string, valid: boolean): string[] => answerProblems(route, stream, status, text, valid)
@@ -193,10 +195,15 @@ t.test(`fuzz the native adapters' answers – ${CASES} seeded cases (FUZZ_SEED=$
         const { status, text } = await call(route, adapter, stream)
         t.same(check(route, stream, status, text, true), [], `${route} → ${adapter}${stream ? ', streamed' : ''}`)
       }
+      // A streamed call the upstream answered with its whole JSON answer: still a stream, as valid.
+      script = answer(adapter, false, false, [])
+      const { status, text, streamed } = await call(route, adapter, true)
+      t.equal(streamed, true, `${route} → ${adapter}, streamed, answered whole: a stream`)
+      t.same(check(route, true, status, text, true), [], `${route} → ${adapter}, streamed, answered whole`)
     }
   }
-  const valid = (await until(async () => (await ledger.listUsage({})).length === 12, 5000)) ? await ledger.listUsage({}) : []
-  t.equal(valid.length, 12, 'each valid answer wrote its usage record')
+  const valid = (await until(async () => (await ledger.listUsage({})).length === 18, 5000)) ? await ledger.listUsage({}) : []
+  t.equal(valid.length, 18, 'each valid answer wrote its usage record')
   t.ok(valid.every(r => !r.estimated && r.outputTokens === 20), 'billed as the upstream counted')
 
   const failures: string[] = []
@@ -206,13 +213,17 @@ t.test(`fuzz the native adapters' answers – ${CASES} seeded cases (FUZZ_SEED=$
     const adapter = pick(Object.keys(ADAPTERS) as Adapter[])
     const stream = rnd() < 0.5
     const changes: string[] = []
-    script = answer(adapter, stream, true, changes)
+    // A stream request answered with one JSON answer (an upstream or proxy that does not stream).
+    const whole = stream && rnd() < 0.25
+    if (whole) changes.push('answered with one JSON answer')
+    script = answer(adapter, stream && !whole, true, changes)
     const name = `case ${i} (${route} → ${adapter}${stream ? ', streamed' : ''}; ${changes.join('; ') || 'unchanged'})`
     let problems: string[]
     try {
-      const { status, text } = await call(route, adapter, stream)
+      const { status, text, streamed } = await call(route, adapter, stream)
       statuses.set(status, (statuses.get(status) ?? 0) + 1)
-      problems = check(route, stream, status, text, changes.length === 0)
+      problems = check(route, streamed, status, text, changes.length === (whole ? 1 : 0))
+      if (status === 200 && streamed !== stream) problems.push(`a ${stream ? 'streamed' : 'JSON'} call answered ${streamed ? 'as a stream' : 'as JSON'}`)
       if (VERBOSE) console.error(`# ${status} ${name}${status === 200 && stream ? ` → ${streamEnd(route, text) === true ? 'end' : 'error event'}` : ''}`)
     } catch (err) {
       problems = [`no whole answer within ${CASE_MS} ms: ${String(err)}`]
