@@ -1,5 +1,6 @@
 /** @module catalog – the model catalog: public model objects, deployments, aliases, key allow-lists. */
 import type { ModelConfigT } from '../config/config-schema.ts'
+import { escapePointer } from '../config/config.ts'
 import type { CircuitOverrides, Deployment, ModelEntry, PublicModel } from '../types/model.ts'
 import { modelAllowed, type Principal } from '../types/principal.ts'
 import { gwError } from '../errors/errors.ts'
@@ -55,7 +56,7 @@ export class Catalog {
       this.#byId.set(m.id, toEntry(m, providers, providerCircuits, source, i))
     }
     for (const [alias, target] of Object.entries(aliases)) {
-      if (!this.#byId.has(target)) throw gwError('GW_ERR_MODEL_CONFIG_INVALID', [alias, source, `/aliases/${alias.replace(/~/g, '~0').replace(/\//g, '~1')}`, `points to unknown model "${target}"`])
+      if (!this.#byId.has(target)) throw gwError('GW_ERR_MODEL_CONFIG_INVALID', [alias, source, `/aliases/${escapePointer(alias)}`, `points to unknown model "${target}"`])
     }
     this.#aliases = new Map(Object.entries(aliases))
     this.#listed = [...this.#byId.values()].filter(m => !m.deprecated)

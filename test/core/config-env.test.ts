@@ -107,4 +107,7 @@ t.test('every config error names the file and the path', async t => {
     { code: 'GW_ERR_MODEL_CONFIG_INVALID', message: `Invalid model "v/m" in ${join(dir, 'model.yaml')} at /models/0/deployments/1/provider: names unknown provider "b"` })
   await t.rejects(build('alias.yaml', 'aliases: { short: v/none }\n'),
     { code: 'GW_ERR_MODEL_CONFIG_INVALID', message: `Invalid model "short" in ${join(dir, 'alias.yaml')} at /aliases/short: points to unknown model "v/none"` })
+  // An alias is one JSON Pointer segment: its `~` and `/` escaped.
+  await t.rejects(build('alias-escaped.yaml', 'aliases: { "team/m~1": v/none }\n'),
+    { code: 'GW_ERR_MODEL_CONFIG_INVALID', message: `Invalid model "team/m~1" in ${join(dir, 'alias-escaped.yaml')} at /aliases/team~1m~01: points to unknown model "v/none"` })
 })
