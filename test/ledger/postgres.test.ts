@@ -93,8 +93,8 @@ if (url !== undefined) {
     await churn(l, 1)
     await l.sweep()
     t.strictSame(await vacuums(c, s), { holds: 1, key_holds: 1 }, 'the fifth: the sweep vacuumed both hold tables')
-    const dead = await c.query('SELECT n_dead_tup FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2', [s, 'holds'])
-    t.equal(Number(dead.rows[0].n_dead_tup), 0, 'no dead hold rows left')
+    // How many dead rows that vacuum could remove is not asserted: a transaction still open anywhere
+    // on the server (another test file's, run alongside) keeps rows newer than its snapshot.
     await l.sweep()
     t.strictSame(await vacuums(c, s), { holds: 1, key_holds: 1 }, 'the count starts again: no holds since, no vacuum')
     await churn(l, 5)
