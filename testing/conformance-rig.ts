@@ -26,6 +26,13 @@ export const USAGE: Usage = { inputTokens: 20, cachedInputTokens: 4, cacheWriteT
 export const PIECES = ['Hel', 'lo']
 /** A prompt holding this makes the fake upstream cut its stream after the first events. */
 export const CUT = 'conformance-cut-the-stream'
+/**
+ * How many events a cut stream sends, per protocol: its first output (text) and one event more,
+ * since the write just before a cut may not arrive. The stream showed output, so it has reached the
+ * client: the gateway keeps a stream's opening events back until its first output, and a stream
+ * that fails before any fails over instead.
+ */
+const CUT_AFTER: Readonly<Record<ClientProtocol, number>> = { chat: 3, messages: 4, responses: 6 }
 /** Parameters the suite's model lists besides the golden ones: what the Responses API cases use. */
 const EXTRA_PARAMS = ['response_format', 'parallel_tool_calls']
 
@@ -88,7 +95,7 @@ export interface ConformanceWire {
 export function answerLike (protocol: ClientProtocol, usageOf: (u: Usage) => Record<string, unknown>): ProtocolHandler {
   return (req: Recorded): ProtocolReply => {
     const stream = fields(req.body).stream === true
-    const cutAfter = req.text.includes(CUT) ? 3 : undefined
+    const cutAfter = req.text.includes(CUT) ? CUT_AFTER[protocol] : undefined
     const pace = { cutAfter, delayMs: cutAfter ? 20 : 0 }
     const text = PIECES.join('')
     if (protocol === 'responses') {

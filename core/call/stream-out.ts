@@ -1,10 +1,9 @@
 /** @module stream-out – relays an upstream event stream to the client through a stream translator. */
-import type { ServerResponse } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import type { CallServices } from './services.ts'
 import type { Call } from './call.ts'
-import type { ProviderInstance, StreamDecoder, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from '../dispatch/provider.ts'
-import type { ClientProtocol, Deployment } from '../types/model.ts'
+import type { StreamDecoder, StreamTranslator, UpstreamResponse } from '../dispatch/provider.ts'
+import type { ClientProtocol } from '../types/model.ts'
 import type { Deadline } from '../dispatch/deadline.ts'
 import { SseParser, SseEventTooLarge } from '../dispatch/sse.ts'
 import { SseWriter } from '../dispatch/sse-writer.ts'
@@ -15,47 +14,17 @@ import { messagesTypeOf } from '../errors/error-reply.ts'
 import { StreamHookSink } from './response-hooks.ts'
 import { OutputCapPassed, OutputGuard } from './output-guard.ts'
 import { StreamBlocked } from '../pipeline/plugin.ts'
-import type { CircuitTicket } from '../dispatch/circuits.ts'
 import type { Usage } from '../types/usage.ts'
 import { capOutput, streamUsage } from '../tokens/estimate.ts'
 import { ChunkReader } from '../dispatch/chunk-reader.ts'
+import { StreamSink, billedStreamUsage, type Attempt } from './stream-sink.ts'
 
-/**
- * One deployment being tried. `outputCap`: the output tokens the call reserved for (its cap ×
- * completions), the most its answer is billed for output.
- */
-export interface Attempt {
-  d: Deployment, provider: ProviderInstance, translator: Translator, opts: TranslateOptions, circuit: CircuitTicket, outputCap: number
-  /** Why its stream failed before any output, when its decoder said (a GatewayError it threw). */
-  failure?: GatewayError
-}
-
-/** Headers every inference answer carries. */
-export function inferenceHeaders (ctx: Call, provider: string): Record<string, string> {
-  return {
-    ...ctx.extraHeaders,
-    'x-gw-trace-id': ctx.requestId,
-    'x-gw-model': ctx.model!.id,
-    'x-gw-provider': provider,
-    [ctx.protocol === 'messages' ? 'request-id' : 'x-request-id']: ctx.requestId,
-  }
-}
+export { inferenceHeaders, billedStreamUsage, type Attempt } from './stream-sink.ts'
 
 /** Reason for the abort that releases a finished call's upstream handle (one shared Error, not one per stream). */
 const STREAM_OVER = new Error('the stream is over')
 /** Why a stream whose client socket died is over (shared, like STREAM_OVER). */
 const CLIENT_GONE = new Error('client closed the connection')
-
-/**
- * What a stream is billed for. The upstream's final usage when it came. Otherwise (client gone,
- * upstream cut or failed, deadline) at least what was relayed, marked estimated: input from the
- * upstream's early count (messages `message_start`) or the gateway's estimate, output from the
- * characters of text, tool arguments and thinking relayed, 4 per token rounded up (or a larger
- * running count the upstream reported). Output at most `outputCap` (capOutput).
- */
-export function billedStreamUsage (st: StreamTranslator, estimatedInputTokens: number, outputCap = Number.POSITIVE_INFINITY): { usage: Usage, estimated: boolean } {
-  return { usage: capOutput(streamUsage(st, estimatedInputTokens), outputCap), estimated: st.usage === undefined }
-}
 
 /**
  * A call the upstream had whole (its request written, or its answer begun) that was cut before its
@@ -67,95 +36,6 @@ export function billedStreamUsage (st: StreamTranslator, estimatedInputTokens: n
  */
 export function billCut (ctx: Call, a: Attempt, usage: Usage): void {
   ctx.used(capOutput(usage, a.outputCap), true, a.d.provider)
-}
-
-/** Resolves when `raw` drains, closes, or the call is aborted (the deadline fired), whichever comes first. */
-function drainOrAbort (raw: ServerResponse, controller: CallAbort): Promise<void> {
-  if (controller.aborted) return Promise.resolve()
-  return new Promise(resolve => {
-    const done = (): void => {
-      raw.off('drain', done)
-      raw.off('close', done)
-      controller.off('abort', done)
-      resolve()
-    }
-    raw.on('drain', done)
-    raw.on('close', done)
-    controller.on('abort', done)
-  })
-}
-
-const SSE_HEADERS = {
-  'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache',
-  'x-accel-buffering': 'no',
-}
-
-/**
- * Where one stream's bytes go: the client's response. One object per stream holds what its
- * writes need (no closures per call).
- */
-class StreamSink {
-  started = false
-  readonly raw: ServerResponse
-
-  readonly ctx: Call
-  readonly reply: FastifyReply
-  readonly a: Attempt
-  readonly st: StreamTranslator
-  readonly controller: CallAbort
-  readonly deadline: Deadline
-  constructor (
-    ctx: Call, reply: FastifyReply, a: Attempt, st: StreamTranslator,
-    controller: CallAbort, deadline: Deadline,
-  ) {
-    this.ctx = ctx; this.reply = reply; this.a = a; this.st = st; this.controller = controller; this.deadline = deadline
-    this.raw = reply.raw
-  }
-
-  /**
-   * A client that stops reading must not hold the call: while it has not drained, no upstream
-   * chunk is read, so the stream-gap deadline runs out and aborts the call; the client is then
-   * disconnected (the caller sees raw.destroyed) and the stream settles as a client abort.
-   * A promise only when the client must drain first.
-   */
-  write (out: string | Buffer): Promise<void> | undefined {
-    const raw = this.raw
-    if (out.length === 0 || raw.destroyed) return
-    if (raw.write(out)) return
-    return drainOrAbort(raw, this.controller).then(() => this.#stalled())
-  }
-
-  #stalled (): void {
-    const raw = this.raw
-    if (!raw.destroyed && raw.writableNeedDrain) {
-      this.ctx.log.warn({ provider: this.a.d.provider, gapMs: this.deadline.ms }, 'the client stopped reading the stream; disconnecting it')
-      raw.destroy()
-    }
-  }
-
-  /** The first bytes: the call is accepted and the client's head goes out. */
-  start (): void {
-    const { ctx, a } = this
-    this.started = true
-    this.deadline.toIdle()
-    a.circuit.success()
-    ctx.accepted(a.d.provider)
-    // From here on the stream's end ends the call (fastify's hooks no longer see the reply).
-    ctx.streaming()
-    this.reply.hijack()
-    this.raw.writeHead(200, { ...SSE_HEADERS, ...inferenceHeaders(ctx, a.d.provider) })
-  }
-
-  /**
-   * Before the events that end the stream go out, the call's cost is known: plugins settle what
-   * the client's next call must already see (the balance hold shrinks to it).
-   */
-  answered (): Promise<void> | undefined {
-    if (this.ctx.hasAnswered) return
-    const billed = billedStreamUsage(this.st, this.a.opts.estimatedInputTokens, this.a.outputCap)
-    return this.ctx.answered(billed.usage, billed.estimated)
-  }
 }
 
 /**
@@ -184,7 +64,16 @@ export async function streamResponse (
   try {
     for (;;) {
       let chunk = reader.next()
-      if (chunk !== null && !Buffer.isBuffer(chunk)) chunk = await chunk
+      if (chunk !== null && !Buffer.isBuffer(chunk)) {
+        // Bytes kept back (see StreamSink.hold) go out when their time is up, output or not.
+        const left = sink.holdLeft(gw.now())
+        if (left > 0 && await quiet(chunk, left)) {
+          sink.start()
+          const w = sink.send('')
+          if (w !== undefined) await w
+        }
+        chunk = await chunk
+      }
       if (chunk === null) break
       deadline.bump()
       const events = parser.push(chunk)
@@ -196,12 +85,15 @@ export async function streamResponse (
       if (!st.finished && guard.passed(st, chunk.length)) throw new OutputCapPassed()
       if (hooked !== undefined) bytes = await hooked.take()
       if (bytes.length === 0) continue
+      // Until the first output the stream's opening events are kept back (StreamSink.hold): outputChars
+      // is read only then (a translator may count it lazily).
+      if (!sink.started && !st.finished && st.outputChars === 0 && sink.hold(bytes, gw.now(), gw.config.server.streamHoldMs)) continue
       if (!sink.started) sink.start()
       if (st.finished) {
         const p = sink.answered()
         if (p !== undefined) await p
       }
-      const w = sink.write(bytes)
+      const w = sink.send(bytes)
       if (w !== undefined) await w
       if (raw.destroyed) throw new Error('client closed the connection')
     }
@@ -217,7 +109,7 @@ export async function streamResponse (
     if (!sink.started) sink.start()
     if (!st.finished) ctx.failed(gwError('GW_ERR_UPSTREAM_FAILED'))
     else await sink.answered()
-    await sink.write(last)
+    await sink.send(last)
     if (raw.destroyed) throw new Error('client closed the connection')
     raw.end()
   } catch (err) {
@@ -226,7 +118,7 @@ export async function streamResponse (
       // upstream did answer, so what it produced is billed.
       if (!sink.started) sink.start()
       ctx.failed(err.error)
-      await sink.write(blockedText(st, writer, err.error, ctx))
+      await sink.send(blockedText(st, writer, err.error, ctx))
       if (!raw.destroyed) raw.end()
       if (!res.body.destroyed) res.body.destroy()
       return 'served'
@@ -241,7 +133,7 @@ export async function streamResponse (
       if (!sink.started) sink.start()
       st.fail(writer, 'The model service passed the output limit of this call.', 502)
       // The chunk not relayed may have held the translator's own end (an upstream error): then fail() writes nothing and blockedText() writes the error event.
-      await sink.write(writer.take() || blockedText(st, writer, failure, ctx))
+      await sink.send(writer.take() || blockedText(st, writer, failure, ctx))
       if (!raw.destroyed) raw.end()
       if (!res.body.destroyed) res.body.destroy()
       return 'served'
@@ -268,13 +160,13 @@ export async function streamResponse (
     } else if (deadline.expired) {
       ctx.failed(gwError('GW_ERR_TIMEOUT'))
       st.fail(writer, 'The stream went silent past the time limit.', 408)
-      await sink.write(writer.take())
+      await sink.send(writer.take())
     } else {
       gw.circuits.failure(a.d)
       if (!tooLarge) ctx.log.warn({ err, provider: a.d.provider }, 'upstream stream broke after the first byte')
       ctx.failed(gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err }))
       st.fail(writer, 'The model service failed mid-stream.', 502)
-      await sink.write(writer.take())
+      await sink.send(writer.take())
     }
     if (!raw.destroyed) raw.end()
     if (!res.body.destroyed) res.body.destroy()
@@ -297,4 +189,15 @@ function blockedText (st: StreamTranslator, w: SseWriter, err: GatewayError, ctx
   const locale = pickLocale(ctx.headers['x-locale'] as string | undefined, ctx.headers['accept-language'] as string | undefined)
   st.blocked(w, localizeError(err, locale), err.statusCode, { type: messagesTypeOf(err.spec), code: err.spec.publicCode ?? err.statusCode })
   return w.take()
+}
+
+/** true when `ms` pass before `p` settles (the timer is cleared either way). */
+async function quiet (p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const over = new Promise<boolean>(resolve => { timer = setTimeout(resolve, ms, true) })
+  try {
+    return await Promise.race([p.then(() => false, () => false), over])
+  } finally {
+    clearTimeout(timer)
+  }
 }

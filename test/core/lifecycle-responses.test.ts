@@ -121,7 +121,7 @@ t.test('every way a /v1/responses call ends settles once, with the right outcome
 
   for (const u of upstreams) {
     t.test(`a ${u.kind} upstream cuts its stream`, async t => {
-      u.up.handle((_req, res) => sse(res, u.stream, { cutAfter: 5, delayMs: 5 }))
+      u.up.handle((_req, res) => sse(res, u.stream, { cutAfter: 6, delayMs: 5 }))
       const n = count()
       const r = await streamCall(url, PATH, respBody({ model: u.model, stream: true }))
       t.equal(r.status, 200)

@@ -214,7 +214,8 @@ t.test('upstream errors are mapped, never shown', async t => {
 t.test('a stream that breaks after the first byte ends with the protocol error; usage settles once', async t => {
   const { app, chatUp, msgUp, spy } = await setup(t)
   chatUp.handle((_req, res) => sse(res, chatTextStream(['one ', 'two ', 'three ', 'four']), { cutAfter: 3, delayMs: 30 }))
-  msgUp.handle((_req, res) => sse(res, messagesTextStream(['one ', 'two ', 'three ']), { cutAfter: 4, delayMs: 30 }))
+  // Cut after their first output: a stream that fails before any fails over instead (test/integration/stream-first-output.test.ts).
+  msgUp.handle((_req, res) => sse(res, messagesTextStream(['one ', 'two ', 'three ']), { cutAfter: 5, delayMs: 30 }))
   const c = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: auth(), payload: chatBody('vendor/chat-model', { stream: true }) })
   t.equal(c.statusCode, 200, c.body)
   const ce = parse(c.body)

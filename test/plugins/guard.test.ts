@@ -198,12 +198,18 @@ t.test('timeout', async t => {
     t.match(text, /data: \{"error":\{[^\n]*"code":408/, 'an error chunk with code 408')
     t.notMatch(text, /\[DONE\]/)
 
-    up.handle((_req, res) => sse(res, messagesTextStream(['a', 'b', 'c', 'd']), { stallAfter: 3 }))
+    up.handle((_req, res) => sse(res, messagesTextStream(['a', 'b', 'c', 'd']), { stallAfter: 4 }))
     const m = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ ...msgs, model: 'msgvendor/msg-model', stream: true }) })
     t.equal(m.status, 200)
     const mt = await m.text()
     t.match(mt, /event: error\ndata: \{"type":"error","error":\{"type":"timeout_error"/)
     t.notMatch(mt, /message_stop/)
+    // Stalled before any output: its opening events were still kept back (server.streamHoldMs), so
+    // nothing reached the client and the deadline is the 408 in the route's body.
+    up.handle((_req, res) => sse(res, messagesTextStream(['a', 'b', 'c', 'd']), { stallAfter: 3 }))
+    const early = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ ...msgs, model: 'msgvendor/msg-model', stream: true }) })
+    t.equal(early.status, 408)
+    t.match(await early.json(), { type: 'error', error: { type: 'timeout_error' } })
     t.ok(await until(() => up.openSockets === 0), 'stalled upstream sockets closed')
   })
 

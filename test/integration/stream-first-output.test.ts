@@ -1,0 +1,132 @@
+/**
+ * A stream's first events wait for its first output (`server.streamHoldMs`): an upstream whose
+ * stream fails before any output (an error event first, a stream that ends without finishing)
+ * fails over to the next deployment, or the client gets the route's 502 instead of a 200 stream
+ * holding an error, and nothing is billed. Once output comes, or the hold's time is up, what was
+ * kept back goes out first.
+ */
+import t, { type Test } from 'tap'
+import { request as httpRequest } from 'node:http'
+import { buildTestApp, auth, AUTH_ENTRY, listen } from '../helpers/build-test-app.ts'
+import { startFakeUpstream, sse, upstreamDoc, msgEvent, chatChunk, chatTextStream, messagesTextStream } from '../helpers/fake-upstream.ts'
+import { outcomeSpy } from '../../testing.ts'
+import { SseParser } from '../../core/dispatch/sse.ts'
+
+const events = (text: string) => { const p = new SseParser(); return [...p.push(text), ...p.end()] }
+const chatBody = (model: string) => ({ model, messages: [{ role: 'user', content: 'hi' }], stream: true })
+const msgBody = (model: string) => ({ model, max_tokens: 64, messages: [{ role: 'user', content: 'hi' }], stream: true })
+const CHAT_ERROR = `data: ${JSON.stringify({ error: { message: 'Provider returned error', code: 429 } })}\n\n`
+const MSG_START = msgEvent('message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'up-model', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 9, output_tokens: 1 } } })
+const MSG_ERROR = msgEvent('error', { error: { type: 'overloaded_error', message: 'Overloaded' } })
+
+async function setup (t: Test, server: Record<string, unknown> = {}) {
+  const chatUp = await startFakeUpstream()
+  const msgUp = await startFakeUpstream()
+  const spy = outcomeSpy()
+  const doc = upstreamDoc(chatUp.origin, msgUp.origin, [
+    { id: 'vendor/chat-first', deployments: [{ provider: 'up-chat', model: 'c', priority: 0 }, { provider: 'up-msg', model: 'm', priority: 1 }] },
+    { id: 'vendor/msg-first', deployments: [{ provider: 'up-msg', model: 'm', priority: 0 }, { provider: 'up-chat', model: 'c', priority: 1 }] },
+  ])
+  const app = await buildTestApp({ doc: { ...doc, server: { streamHoldMs: 2000, ...server } }, pipeline: [AUTH_ENTRY, { plugin: 'outcome-spy' }], plugins: [spy.plugin], circuit: { failureThreshold: 1000, coolDownMs: 1 } })
+  t.teardown(async () => { await app.close(); await chatUp.close(); await msgUp.close() })
+  return { app, chatUp, msgUp, spy }
+}
+
+t.test('a stream that fails before its first output fails over; the failed attempt is not billed', async t => {
+  const { app, chatUp, msgUp, spy } = await setup(t)
+  // Each upstream fails first (an error event, alone or after its opening events), then answers.
+  const failures = {
+    chat: [[CHAT_ERROR], [chatChunk({ role: 'assistant', content: '' }), CHAT_ERROR], [chatChunk({ role: 'assistant', content: '' })]],
+    messages: [[MSG_ERROR], [MSG_START, msgEvent('ping', {}), MSG_ERROR], [MSG_START, msgEvent('content_block_start', { index: 0, content_block: { type: 'text', text: '' } })]],
+  }
+  let calls = 0
+  for (let i = 0; i < 3; i++) {
+    chatUp.handle((_req, res) => sse(res, failures.chat[i]))
+    msgUp.handle((_req, res) => sse(res, messagesTextStream(['from ', 'messages'])))
+    for (const [url, body] of [['/v1/chat/completions', chatBody('vendor/chat-first')], ['/v1/messages', msgBody('vendor/chat-first')]] as const) {
+      const res = await app.inject({ method: 'POST', url, headers: auth(), payload: body })
+      calls++
+      t.equal(res.statusCode, 200, `chat upstream failure ${i} on ${url}: served`)
+      t.equal(res.headers['x-gw-provider'], 'up-msg', 'by the next deployment')
+      t.notMatch(res.body, /Provider returned error/, 'nothing of the failed attempt reached the client')
+      const text = events(res.body).map(e => e.data).join('\n')
+      t.match(text, /from /)
+      t.match(text, /messages/)
+    }
+    msgUp.handle((_req, res) => sse(res, failures.messages[i]))
+    chatUp.handle((_req, res) => sse(res, chatTextStream(['from ', 'chat'])))
+    for (const [url, body] of [['/v1/chat/completions', chatBody('vendor/msg-first')], ['/v1/messages', msgBody('vendor/msg-first')]] as const) {
+      const res = await app.inject({ method: 'POST', url, headers: auth(), payload: body })
+      calls++
+      t.equal(res.statusCode, 200, `messages upstream failure ${i} on ${url}: served`)
+      t.equal(res.headers['x-gw-provider'], 'up-chat', 'by the next deployment')
+      t.notMatch(res.body, /Overloaded|msg_1/, 'nothing of the failed attempt reached the client')
+      t.equal(events(res.body).filter(e => e.event === 'message_start').length, url === '/v1/messages' ? 1 : 0, 'one message_start: the answering attempt\'s')
+    }
+  }
+  await spy.settled(calls)
+  t.equal(spy.seen.length, calls)
+  for (const s of spy.seen) {
+    t.equal(s.outcome.upstreamSucceeded, true)
+    t.equal(s.outcome.usageEstimated, false, 'billed the answering upstream\'s own counts, once')
+  }
+
+  // No deployment left: the route's 502, not a 200 stream, and nothing billed.
+  chatUp.handle((_req, res) => sse(res, [CHAT_ERROR]))
+  msgUp.handle((_req, res) => sse(res, [MSG_START, MSG_ERROR]))
+  const before = spy.seen.length
+  for (const [url, body] of [['/v1/chat/completions', chatBody('vendor/chat-first')], ['/v1/messages', msgBody('vendor/msg-first')], ['/v1/messages', msgBody('msgvendor/msg-model')]] as const) {
+    const res = await app.inject({ method: 'POST', url, headers: auth(), payload: body })
+    t.equal(res.statusCode, 502, `${url}: every upstream failed before any output`)
+    t.match(res.headers['content-type'], /application\/json/)
+    if (url === '/v1/messages') t.match(res.json(), { type: 'error', error: { type: 'api_error' } })
+    else t.equal(res.json().error.code, 502)
+  }
+  await spy.settled(before + 3)
+  for (const s of spy.seen.slice(before)) {
+    t.equal(s.outcome.usage, undefined, 'nothing billed')
+    t.equal(s.outcome.error?.code, 'GW_ERR_UPSTREAM_FAILED')
+  }
+})
+
+/** The client's first bytes of a streamed call, then (once `release` is called by the caller) the rest. */
+function firstBytes (base: string, body: unknown): { first: Promise<string>, whole: Promise<string> } {
+  let gotFirst!: (s: string) => void
+  let gotWhole!: (s: string) => void
+  const first = new Promise<string>(resolve => { gotFirst = resolve })
+  const whole = new Promise<string>(resolve => { gotWhole = resolve })
+  const req = httpRequest(`${base}/v1/messages`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' } }, res => {
+    let text = ''
+    res.setEncoding('utf8')
+    res.on('data', (d: string) => { if (text === '') gotFirst(d); text += d })
+    res.on('end', () => gotWhole(text))
+  })
+  req.end(JSON.stringify(body))
+  return { first, whole }
+}
+
+for (const holdMs of [0, 50]) {
+  t.test(`streamHoldMs ${holdMs}: opening events with no output yet go out ${holdMs === 0 ? 'at once' : 'once the hold is over'}`, async t => {
+    const { app, msgUp } = await setup(t, { streamHoldMs: holdMs })
+    const base = await listen(app)
+    // The upstream sends its output only after the client has the opening events: a gateway that
+    // kept them back until the output would never answer.
+    let clientHasStart!: () => void
+    const started = new Promise<void>(resolve => { clientHasStart = resolve })
+    msgUp.handle(async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.write(MSG_START)
+      res.write(msgEvent('ping', {}))
+      await started
+      for (const e of messagesTextStream(['late']).slice(1)) res.write(e)
+      res.end()
+    })
+    const { first, whole } = firstBytes(base, msgBody('msgvendor/msg-model'))
+    const head = await first
+    t.match(head, /event: message_start/, 'the opening event reached the client before any output')
+    clientHasStart()
+    const text = await whole
+    t.match(text, /"text":"late"/)
+    t.match(text, /event: message_stop/)
+  })
+}
