@@ -7,11 +7,13 @@
  * other. Each piece of output comes whole, in one delta.
  */
 
+import { isIndex } from './common.ts'
+
 type Obj = Record<string, unknown>
 
 const obj = (v: unknown): Obj => typeof v === 'object' && v !== null && !Array.isArray(v) ? v as Obj : {}
 const list = (v: unknown): unknown[] => Array.isArray(v) ? v : []
-const isIndex = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0
+const text = (v: unknown): string => typeof v === 'string' ? v : ''
 
 /** One chat stream chunk (`data:` only, as chat upstreams send). */
 const chatData = (d: unknown): string => `data: ${JSON.stringify(d)}\n\n`
@@ -114,7 +116,6 @@ export function responsesAnswerEvents (answer: unknown): string[] {
     const item = obj(it)
     const item_id = item.id
     const at = { item_id, output_index }
-    const text = (v: unknown): string => typeof v === 'string' ? v : ''
     if (item.type === 'message') {
       out.push(ev('response.output_item.added', { output_index, item: { ...item, status: 'in_progress', content: [] } }))
       list(item.content).forEach((p, content_index) => {

@@ -170,6 +170,9 @@ export function parametersUnchanged (body: Record<string, unknown>, model: Model
   return true
 }
 
+/** An array index as a stream event names one (`output_index`, `content_index`...): a whole number from 0. */
+export const isIndex = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0
+
 /** The text of a string-or-parts content, parts joined with `sep`; non-text parts skipped. */
 export function textOf (content: unknown, sep = ''): string {
   if (typeof content === 'string') return content

@@ -9,10 +9,10 @@
  * deltas' sum and the longest whole text seen for it.
  */
 import type { ResponsesEventWire } from './wire-responses.ts'
+import { isIndex } from './common.ts'
 
 type Piece = { deltas: number, whole: number }
 
-const isIndex = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0
 const len = (v: unknown): number => typeof v === 'string' ? v.length : 0
 const at = (v: unknown, k: string): unknown => typeof v === 'object' && v !== null ? (v as Record<string, unknown>)[k] : undefined
 
