@@ -261,6 +261,8 @@ export interface Translator {
   /**
    * Optional: the JSON text (or its UTF-8 bytes) `request()`'s result stands for, built from the
    * client's bytes, or undefined when that is not exact (then the adapter serializes `request()`'s result).
+   * Called once per attempt, just before it is sent: the bytes may be the client's buffer itself,
+   * edited in place (see spliceBody), so the previous attempt's are no longer what it sent.
    */
   requestText? (body: { [key: string]: unknown }, opts: TranslateOptions): string | Buffer | undefined
   /**

@@ -34,8 +34,15 @@ export function modelSpanOf (body: unknown): ModelSpan | undefined {
  * members, each followed by a comma) placed just before the `"model"` key. Every other byte is
  * the client's. Undefined when a member to set is not in the body with a literal value.
  * One copy of the body: the unchanged runs are views of the client's buffer.
+ *
+ * `inPlace`: with nothing to insert and every new value no longer than the bytes of the one it
+ * replaces, the values are written over the client's buffer itself, the rest of each replaced
+ * value's bytes turned into spaces (whitespace JSON ignores), and that buffer is returned: no
+ * copy at all, where a large body's copy costs its allocation and the collections it brings on.
+ * The span's ranges stay the values' places, so a later splice (the next deployment's model)
+ * replaces the same bytes. Only for the call's own upstream body, sent once at a time.
  */
-export function spliceBody (span: ModelSpan, model: string, insert = '', set?: Readonly<Record<string, string>>): Buffer | undefined {
+export function spliceBody (span: ModelSpan, model: string, insert = '', set?: Readonly<Record<string, string>>, inPlace = false): Buffer | undefined {
   const edits: { start: number, end: number, text: string }[] = [{ start: span.start, end: span.end, text: JSON.stringify(model) }]
   if (insert !== '') edits.push({ start: span.keyStart, end: span.keyStart, text: insert })
   if (set !== undefined) {
@@ -44,6 +51,10 @@ export function spliceBody (span: ModelSpan, model: string, insert = '', set?: R
       if (m === undefined || m.start < 0) return undefined
       edits.push({ start: m.start, end: m.end, text: set[k] })
     }
+  }
+  if (inPlace && insert === '' && edits.every(fits)) {
+    for (const e of edits) span.bytes.fill(SPACE, e.start + span.bytes.write(e.text, e.start, 'utf8'), e.end)
+    return span.bytes
   }
   edits.sort((x, y) => x.start - y.start)
   const parts: Buffer[] = []
@@ -55,6 +66,9 @@ export function spliceBody (span: ModelSpan, model: string, insert = '', set?: R
   parts.push(span.bytes.subarray(at))
   return Buffer.concat(parts)
 }
+
+const SPACE = 0x20
+const fits = (e: { start: number, end: number, text: string }): boolean => Buffer.byteLength(e.text, 'utf8') <= e.end - e.start
 
 /**
  * true when none of `keys` is a top-level member that cannot be replaced in place: one written

@@ -141,7 +141,7 @@ export const chatToChat: Translator = {
       if (Object.hasOwn(body, 'stream_options')) return undefined
       insert = ASK_USAGE + insert
     }
-    return spliceBody(span, opts.upstreamModel, insert, caps.lower)
+    return spliceBody(span, opts.upstreamModel, insert, caps.lower, true)
   },
   response (body: unknown, opts: TranslateOptions) {
     const answer: ChatCompletionWire = isObject(body) ? body : {}

@@ -111,7 +111,7 @@ export const messagesToMessages: Translator = {
     // A max_tokens above the call's cap is lowered in place; none at all is added.
     const caps = capEdits(body, cap, MAX_TOKENS)
     if (caps === undefined) return undefined
-    return spliceBody(span, opts.upstreamModel, caps.insert ? `"max_tokens":${cap},` : '', caps.lower)
+    return spliceBody(span, opts.upstreamModel, caps.insert ? `"max_tokens":${cap},` : '', caps.lower, true)
   },
   response (body: unknown, opts: TranslateOptions) {
     const answer: MessagesAnswerWire = isObject(body) ? body : {}

@@ -119,7 +119,7 @@ export const responsesToResponses: Translator = {
     const set: Record<string, string> = { ...caps.lower }
     if (!Object.hasOwn(body, 'store')) insert = '"store":false,' + insert
     else if (body.store !== false) set.store = 'false'
-    return spliceBody(span, opts.upstreamModel, insert, set)
+    return spliceBody(span, opts.upstreamModel, insert, set, true)
   },
   response (body: unknown, opts: TranslateOptions) {
     const answer: ResponseWire = isObject(body) ? body : {}

@@ -73,6 +73,9 @@ function filler (): string {
   return line.repeat(1400)
 }
 
+/** `to` followed by the spaces that keep it as long as `from` in UTF-8: a value written over the client's bytes. */
+const padded = (from: string, to: string): string => to + ' '.repeat(Buffer.byteLength(from) - Buffer.byteLength(to))
+
 const replaced = (bytes: Buffer, pairs: [string, string][]): Buffer => {
   let s = bytes.toString('utf8')
   for (const [a, b] of pairs) {
@@ -98,7 +101,7 @@ t.test('same protocol on real sockets: the upstream receives the client bytes ex
   t.ok(chat.length > 128 * 1024, 'an agent-sized body')
   let res = await post(base, '/v1/chat/completions', chat)
   t.equal(res.status, 200, 'answered 200')
-  t.ok(up.seen.at(-1)!.bytes.equals(replaced(chat, [['"max_tokens" :  100000 ,', '"max_tokens" :  4096 ,'], ['"model": "vendor/chat-model"', '"model": "up-model"']])), 'chat JSON: byte for byte but the model and the cap')
+  t.ok(up.seen.at(-1)!.bytes.equals(replaced(chat, [['"max_tokens" :  100000', padded('"max_tokens" :  100000', '"max_tokens" :  4096')], ['"model": "vendor/chat-model"', padded('"model": "vendor/chat-model"', '"model": "up-model"')]])), 'chat JSON: byte for byte but the model and the cap')
 
   // Chat stream without a cap or stream_options: both added before the model key.
   const stream = Buffer.from(`{"model":"vendor/chat-model","stream":true,"messages":[{"role":"user","content":"${content}"}]}`, 'utf8')
@@ -111,11 +114,11 @@ t.test('same protocol on real sockets: the upstream receives the client bytes ex
   const msg = Buffer.from(`{"max_tokens":64000,"model":"msgvendor/msg-model","system":[{"type":"text","text":"${content}","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"text","text":"\\ud83d\\ude00 hi"}]}],"metadata":{"model":"x"}}`, 'utf8')
   res = await post(base, '/v1/messages', msg)
   t.equal(res.status, 200, 'answered 200')
-  t.ok(up.seen.at(-1)!.bytes.equals(replaced(msg, [['"max_tokens":64000', '"max_tokens":4096'], ['"msgvendor/msg-model"', '"up-model"']])), 'messages: byte for byte but the model and the cap')
+  t.ok(up.seen.at(-1)!.bytes.equals(replaced(msg, [['"max_tokens":64000', padded('"max_tokens":64000', '"max_tokens":4096')], ['"msgvendor/msg-model"', padded('"msgvendor/msg-model"', '"up-model"')]])), 'messages: byte for byte but the model and the cap')
   const within = replaced(msg, [['"max_tokens":64000', '"max_tokens":100']])
   res = await post(base, '/v1/messages', replaced(within, [['{"max_tokens"', '{"stream":true,"max_tokens"']]))
   t.equal(res.status, 200)
-  t.ok(up.seen.at(-1)!.bytes.equals(replaced(within, [['{"max_tokens"', '{"stream":true,"max_tokens"'], ['"msgvendor/msg-model"', '"up-model"']])), 'messages stream: only the model')
+  t.ok(up.seen.at(-1)!.bytes.equals(replaced(within, [['{"max_tokens"', '{"stream":true,"max_tokens"'], ['"msgvendor/msg-model"', padded('"msgvendor/msg-model"', '"up-model"')]])), 'messages stream: only the model')
 
   // Responses: store forced false in place, the cap lowered in place, the upstream name JSON-encoded.
   const resp = Buffer.from(`{"model":"vendor/resp-model","store":true,"max_output_tokens":50000,"input":[{"role":"user","content":"${content}"}]}`, 'utf8')

@@ -2,10 +2,11 @@
  * Same-protocol requests reach the upstream as the client's bytes with only the top-level model
  * changed (plus `stream_options` on a chat stream that lacks it, and the output cap the call
  * reserved for when the client gave none); anything unusual falls back to serializing the parsed
- * body, which must still carry the model the gateway routed and billed.
+ * body, which must still carry the model the gateway routed and billed. With nothing added and new
+ * values that fit, they are written over the client's own buffer, padded with spaces (no copy).
  */
 import t, { type Test } from 'tap'
-import { scanBody, modelSpanOf, spliceModel } from '../../core/http/body.ts'
+import { scanBody, modelSpanOf, spliceModel, spliceBody } from '../../core/http/body.ts'
 import { buildTestApp, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json, sse, chatTextStream, chatCompletion, messagesTextStream, messagesResponse, upstreamDoc } from '../helpers/fake-upstream.ts'
 import { outcomeSpy } from '../../testing.ts'
@@ -45,6 +46,77 @@ t.test('spliceModel changes the value bytes only, and inserts members before the
   t.equal(modelSpanOf({ model: 'x' }), undefined, 'an object the parser did not make has no span')
 })
 
+t.test('spliceBody writes over the client\'s buffer when nothing is added and the values fit; else copies', async t => {
+  const text = '{"max_tokens":100000,"model":"client/model-name","messages":[]}'
+  const bytes = Buffer.from(text)
+  const m = scanBody(bytes, 64).model!
+  const out = spliceBody(m, 'up-a', '', { max_tokens: '4096' }, true)!
+  t.equal(out, bytes, 'the client\'s buffer itself, no copy')
+  const upA = `{"max_tokens":${padded('100000', '4096')},"model":${padded('"client/model-name"', '"up-a"')},"messages":[]}`
+  t.equal(out.toString(), upA, 'each value padded to its old length with spaces')
+  t.match(upA, /^\{"max_tokens":4096 {2},"model":"up-a" {13},"messages":\[\]\}$/)
+  t.same(JSON.parse(out.toString()), { max_tokens: 4096, model: 'up-a', messages: [] })
+
+  // The next deployment's name, longer than the client's: a copy, with the same ranges replaced.
+  const longer = spliceBody(m, 'a-much-longer-upstream-model', '', undefined, true)!
+  t.not(longer, bytes, 'a copy')
+  t.equal(longer.toString(), '{"max_tokens":4096  ,"model":"a-much-longer-upstream-model","messages":[]}')
+  t.equal(bytes.toString(), upA, 'the buffer is left as the last in-place splice wrote it')
+  // A shorter one again: in place, over the padded range.
+  t.equal(spliceBody(m, 'b', '', undefined, true), bytes)
+  t.equal(bytes.toString(), `{"max_tokens":4096  ,"model":${padded('"client/model-name"', '"b"')},"messages":[]}`)
+  // A member to add: always a copy, the buffer untouched.
+  const before = Buffer.from(bytes)
+  const inserted = spliceBody(m, 'c', '"stream_options":{"include_usage":true},', undefined, true)!
+  t.not(inserted, bytes)
+  t.ok(bytes.equals(before), 'an insert never edits the client\'s buffer')
+  t.same(JSON.parse(inserted.toString()), { max_tokens: 4096, stream_options: { include_usage: true }, model: 'c', messages: [] })
+  // A value that grows (one byte more in UTF-8) is a copy too; so is anything without inPlace.
+  t.not(spliceBody(m, 'b', '', { max_tokens: '1234567' }, true), bytes)
+  t.not(spliceBody(m, 'b'), bytes)
+  const multi = Buffer.from('{"model":"abcd","x":1}')
+  const mm = scanBody(multi, 64).model!
+  t.not(spliceBody(mm, 'abcé', '', undefined, true), multi, 'é takes two bytes: "abcé" does not fit where "abcd" was')
+  t.equal(spliceBody(mm, 'abé', '', undefined, true)!.toString(), '{"model":"abé","x":1}', 'exactly as long in bytes: no padding')
+  // spliceModel, the public text form, never edits the client's bytes.
+  const pub = Buffer.from('{"model":"client/model-name"}')
+  t.equal(spliceModel(scanBody(pub, 64).model!, 'x'), '{"model":"x"}')
+  t.equal(pub.toString(), '{"model":"client/model-name"}')
+})
+
+t.test('failover after an in-place splice: each deployment gets the client\'s bytes with its own model', async t => {
+  const chatUp = await startFakeUpstream()
+  const msgUp = await startFakeUpstream()
+  const doc = upstreamDoc(chatUp.origin, msgUp.origin, [
+    {
+      id: 'vendor/failing-model-name',
+      deployments: [
+        { provider: 'up-chat', model: 'first', priority: 0 },
+        { provider: 'up-chat', model: 'second-deployment-with-a-long-name', priority: 1 },
+        { provider: 'up-chat', model: 'third', priority: 2 },
+      ],
+    },
+  ])
+  const app = await buildTestApp({ doc, pipeline: [AUTH_ENTRY] })
+  t.teardown(async () => { await app.close(); await chatUp.close(); await msgUp.close() })
+  // The first two fail (500); the third answers.
+  chatUp.handle((req, res) => req.body.model === 'third' ? json(res, 200, chatCompletion('Hello', { prompt: 12, completion: 3, cached: 0 })) : json(res, 500, { error: { message: 'boom' } }))
+  const text = '{"model":"vendor/failing-model-name","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}'
+  const res = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...auth(), 'content-type': 'application/json' }, payload: text })
+  t.equal(res.statusCode, 200)
+  t.same(chatUp.requests.map(r => r.text), [
+    text.replace('"vendor/failing-model-name"', padded('"vendor/failing-model-name"', '"first"')),
+    text.replace('"vendor/failing-model-name"', '"second-deployment-with-a-long-name"'),
+    text.replace('"vendor/failing-model-name"', padded('"vendor/failing-model-name"', '"third"')),
+  ], 'in place, then a copy (too long to fit), then in place again')
+})
+
+/**
+ * `to` followed by the spaces that keep it as long as `from` in UTF-8: a value the gateway writes
+ * over the client's bytes (nothing added to the body, the new value no longer than the old).
+ */
+const padded = (from: string, to: string): string => to + ' '.repeat(Buffer.byteLength(from) - Buffer.byteLength(to))
+
 /** What a chat body without a cap gets before its model key: the model's output cap (4096 by default). */
 const CAP = '"max_tokens":4096,'
 
@@ -73,12 +145,12 @@ t.test('same protocol: the upstream receives the client bytes with only the mode
 
   const capped = '{"model":"vendor/chat-model","max_completion_tokens":12,"messages":[{"role":"user","content":"hi"}]}'
   res = await post('/v1/chat/completions', capped)
-  t.equal(chatUp.requests.at(-1)!.text, capped.replace('vendor/chat-model', 'up-model'), 'a cap within the model\'s: nothing added')
+  t.equal(chatUp.requests.at(-1)!.text, capped.replace('"vendor/chat-model"', padded('"vendor/chat-model"', '"up-model"')), 'a cap within the model\'s: nothing added, the model written in place')
 
   const over = '{"model":"vendor/chat-model","max_tokens":100000,"messages":[{"role":"user","content":"hi"}]}'
   res = await post('/v1/chat/completions', over)
   t.equal(res.statusCode, 200)
-  t.equal(chatUp.requests.at(-1)!.text, over.replace('vendor/chat-model', 'up-model').replace('100000', '4096'), 'a cap above the model\'s: lowered in place, every other byte the client\'s')
+  t.equal(chatUp.requests.at(-1)!.text, over.replace('"vendor/chat-model"', padded('"vendor/chat-model"', '"up-model"')).replace('100000', padded('100000', '4096')), 'a cap above the model\'s: lowered in place, every other byte the client\'s')
 
   const stream = '{"model":"vendor/chat-model","stream":true,"messages":[{"role":"user","content":"hi"}]}'
   res = await post('/v1/chat/completions', stream)
@@ -102,10 +174,10 @@ t.test('same protocol: the upstream receives the client bytes with only the mode
   const msg = '{"max_tokens":64,\r\n"model":"msgvendor/msg-model","system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"text","text":"\\ud83d\\ude00"}]}],"metadata":{"model":"x"}}'
   res = await post('/v1/messages', msg)
   t.equal(res.statusCode, 200)
-  t.equal(msgUp.requests.at(-1)!.text, msg.replace('"msgvendor/msg-model"', '"up-model"'))
+  t.equal(msgUp.requests.at(-1)!.text, msg.replace('"msgvendor/msg-model"', padded('"msgvendor/msg-model"', '"up-model"')))
   res = await post('/v1/messages', msg.replace('{', '{"stream":true,'))
   t.equal(res.statusCode, 200)
-  t.equal(msgUp.requests.at(-1)!.text, msg.replace('{', '{"stream":true,').replace('"msgvendor/msg-model"', '"up-model"'))
+  t.equal(msgUp.requests.at(-1)!.text, msg.replace('{', '{"stream":true,').replace('"msgvendor/msg-model"', padded('"msgvendor/msg-model"', '"up-model"')))
   await spy.settled(9)
   t.match(spy.seen.at(-1)!.outcome, { usage: { inputTokens: 9, outputTokens: 2 }, usageEstimated: false }, 'the stream is billed from its usage')
   t.match(spy.seen[3].outcome, { usage: { inputTokens: 20, outputTokens: 2 }, usageEstimated: false }, 'the chat stream too (usage was asked for)')
@@ -187,7 +259,8 @@ t.test('cross protocol and many calls in flight at once', async t => {
   }))
   for (const { r } of all) t.equal(r.statusCode, 200)
   const seen = new Set([...chatUp.requests, ...msgUp.requests].map(r => r.text))
-  for (const { text, chat } of all) t.ok(seen.has(text.replace(/"model":"(vendor\/chat-model|msgvendor\/msg-model)"/, (chat ? CAP : '') + '"model":"up-model"')), text)
+    // A chat body gets the cap added (a copy); a messages body has its model written in place.
+  for (const { text, chat } of all) t.ok(seen.has(chat ? text.replace('"model":"vendor/chat-model"', CAP + '"model":"up-model"') : text.replace('"msgvendor/msg-model"', padded('"msgvendor/msg-model"', '"up-model"'))), text)
 })
 
 t.test('an agent-sized body (parsed in pieces) reaches the upstream as sent; a broken one is refused', async t => {
@@ -199,7 +272,7 @@ t.test('an agent-sized body (parsed in pieces) reaches the upstream as sent; a b
   let res = await post('/v1/chat/completions', text)
   t.equal(res.statusCode, 200)
   const up = chatUp.requests.at(-1)!
-  t.ok(up.text === text.replace('"model": "vendor/chat-model"', '"model": "up-model"'), 'the client\'s bytes, model changed')
+  t.ok(up.text === text.replace('"vendor/chat-model"', padded('"vendor/chat-model"', '"up-model"')), 'the client\'s bytes, model changed')
   t.same(up.body.messages, messages)
   const sent = chatUp.requests.length
   for (const broken of [
