@@ -14,6 +14,7 @@ import { gwError, isGatewayError } from '../errors/errors.ts'
 import { checkCharge, StreamBlocked, type ClientAnswer, type ClientStreamEvent, type GatewayContext, type OutputOf } from '../pipeline/plugin.ts'
 import { CallCounts } from './lifecycle.ts'
 import { HookRunner } from './hook-runner.ts'
+import type { BodyLease } from '../dispatch/body-pool.ts'
 
 /**
  * One call, core's side: the GatewayContext plugins see, plus what core tracks. Its state and
@@ -34,6 +35,8 @@ export class Call extends HookRunner implements GatewayContext {
   bodyLimit: number | undefined = undefined
   /** Bytes of the request body as received (for estimates). */
   bodyBytes = 0
+  /** The pooled buffer holding a large body's bytes, ended when the call has settled (core/dispatch/body-pool.ts). */
+  bodyLease: BodyLease | undefined = undefined
   /** What a billing plugin reported the call was charged, in micro-units (`reportCharge`); undefined: no charge reported. */
   charged: number | undefined = undefined
   /** Session affinity, for the access log: how the deployment that answered stood to the session's pin; undefined when affinity did not apply. */
@@ -100,6 +103,11 @@ export class Call extends HookRunner implements GatewayContext {
   setDeadline (ms: number): void { this.deadlineMs = ms }
   setBodyLimit (bytes: number): void { this.bodyLimit = bytes }
   reportCharge (micros: number): void { checkCharge(micros, this.current?.name); this.charged = micros }
+
+  protected override released (): void {
+    this.bodyLease?.end()
+    this.bodyLease = undefined
+  }
 
   protected abortCall (reason: Error): void {
     this.#abortReason = reason

@@ -75,6 +75,8 @@ export async function dispatch (gw: CallServices, call: Call, reply: FastifyRepl
         const upstreamBody = translator.request(body, opts)
         // Same protocol: the client's text with the model name spliced in, when that is exact.
         const bodyText = translator.requestText?.(body, opts)
+        // The client's pooled bytes themselves, edited in place: followed until they are written.
+        call.bodyLease?.sending(bodyText, provider.invoke !== undefined)
         let req = provider.prepare({ model, deployment: d, body: upstreamBody, bodyText, stream: wantsStream, clientHeaders: call.headers, requestId: call.requestId })
         tried++
         if (call.obs !== null) req.headers = call.obs.attempt(d.provider, d.upstreamModel, req.headers)

@@ -277,9 +277,13 @@ export abstract class CallLifecycle {
   /** After the settle hooks: the access log and metrics see the final outcome, then the counts drop. */
   #settledDone (): void {
     try {
+      this.released()
       if (this.obs !== null) this.obs.settled()
     } finally {
       this.counts.settleEnded(this.#counted)
     }
   }
+
+  /** The call's resources (its pooled body bytes) are let go: after settle, nothing reads them. */
+  protected released (): void {}
 }

@@ -19,6 +19,7 @@ export type { ValueSpan, ModelSpan, BodyScan } from './body-scan.ts'
 import { scanBody, type ModelSpan } from './body-scan.ts'
 import { parseSplit, PIECE_BYTES } from './json-split.ts'
 import { noteRawBytes } from '../tokens/raw-bytes.ts'
+import { leaseBody } from '../dispatch/body-pool.ts'
 
 /** Parsed body → where its model lies in the bytes it was parsed from (a body replaced by a plugin has none). */
 const spans = new WeakMap<object, ModelSpan>()
@@ -148,16 +149,24 @@ class BodyReader {
     const { size } = this
     if (this.call) this.call.bodyBytes = size
     if (size === 0) return this.finish(gwError('GW_ERR_INVALID_JSON'))
-    const buf = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, size)
+    // A large body in several chunks is joined into a pooled buffer (see body-pool.ts), its lease
+    // the call's until it settles.
+    const lease = size > PIECE_BYTES && this.chunks.length > 1 && this.call !== undefined ? leaseBody(size) : undefined
+    const buf = lease !== undefined ? join(this.chunks, lease.bytes) : this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, size)
+    this.chunks.length = 0
     // A large body is parsed in pieces (see parseSplit): its containers' places are noted on the scan.
     const containers = size > PIECE_BYTES ? [] : undefined
     const scan = scanBody(buf, this.maxDepth, containers)
-    if (scan.tooDeep) return this.finish(gwError('GW_ERR_JSON_TOO_DEEP', [this.maxDepth]))
+    if (scan.tooDeep) {
+      lease?.end()
+      return this.finish(gwError('GW_ERR_JSON_TOO_DEEP', [this.maxDepth]))
+    }
     const utf8 = isUtf8(buf)
     let body: unknown
     try {
       body = parseBody(buf, utf8 ? containers : undefined)
     } catch {
+      lease?.end()
       return this.finish(gwError('GW_ERR_INVALID_JSON'))
     }
     // Splicing sends these bytes: only when they are exactly what JSON.parse read (valid UTF-8; an
@@ -165,9 +174,19 @@ class BodyReader {
     if (body !== null && typeof body === 'object' && utf8) {
       if (scan.model !== undefined) spans.set(body, scan.model)
       noteRawBytes(body, size)
+      lease?.own(body, spans)
     }
+    // Nothing made from the bytes but the span (forgotten when the lease ends) holds them.
+    if (lease !== undefined) this.call!.bodyLease = lease
     this.finish(null, body)
   }
+}
+
+/** `chunks` copied one after another into `into` (exactly as long as they are together). */
+function join (chunks: readonly Buffer[], into: Buffer): Buffer {
+  let at = 0
+  for (const c of chunks) at += c.copy(into, at)
+  return into
 }
 
 /**

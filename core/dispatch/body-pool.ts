@@ -1,0 +1,109 @@
+/**
+ * @module body-pool – memory kept and reused for large request bodies.
+ *
+ * A body larger than a socket read arrives in several chunks, joined into one buffer to be
+ * scanned, parsed and, on a same-protocol call, sent upstream with a few values written over it.
+ * A fresh buffer of a hundred kilobytes or more per call costs more than the copy into it: V8
+ * counts such buffers toward its heap limits, and a gateway allocating one per agent call ran a
+ * full collection every few dozen calls. A buffer from this pool is used again instead, once
+ * nothing can read or send its bytes any more:
+ *   - the call has settled (core/call/call.ts ends the lease then), and its body span is forgotten;
+ *   - every upstream request that carried these very bytes was seen written to an HTTP/1.1
+ *     socket, and each of those sockets has since handed all its bytes to the kernel. An upstream
+ *     that answered before reading the whole request could otherwise still be sent the next
+ *     call's bytes from a reused buffer.
+ * Anything else (bytes given to an in-process adapter, a send whose socket was not seen, bytes
+ * still queued) leaves the buffer to the garbage collector, as if it had never been pooled.
+ */
+import { subscribe } from 'node:diagnostics_channel'
+import type { Socket } from 'node:net'
+
+/** Size of each pooled buffer: bodies up to this many bytes are joined into one. */
+export const SLOT_BYTES = 2 * 1024 * 1024
+/** Pooled buffers kept while unused (at most this times SLOT_BYTES of memory held idle). */
+const MAX_FREE = 8
+
+const free: Buffer[] = []
+/** Leases by their buffer's memory: what the undici subscriber looks a request's body up in. */
+const leases = new WeakMap<ArrayBufferLike, BodyLease>()
+let subscribed = false
+
+/** undici publishes each HTTP request's socket as it writes the request's head; the body follows on it. */
+function onSendHeaders (message: unknown): void {
+  const { request, socket } = message as { request?: { body?: unknown }, socket?: Socket & { alpnProtocol?: string | false } }
+  const body = request?.body
+  if (!(body instanceof Uint8Array) || socket === undefined) return
+  // HTTP/2 writes a stream's data later, from its own queue: its socket says nothing about it.
+  if (socket.alpnProtocol === 'h2') return
+  leases.get(body.buffer)?.wroteTo(socket)
+}
+
+/** One body's use of a pooled buffer: `bytes` holds the body; `end()` when its call has settled. */
+export class BodyLease {
+  readonly #slot: Buffer
+  readonly bytes: Buffer
+  /** Upstream sends of these bytes, and the sockets they were seen written to. */
+  #sends = 0
+  readonly #sockets: Socket[] = []
+  #kept = true
+  #ended = false
+  /** A map that holds something of these bytes under `#owner`, forgotten when the lease ends. */
+  #index: WeakMap<object, unknown> | undefined = undefined
+  #owner: object | undefined = undefined
+
+  constructor (slot: Buffer, size: number) {
+    this.#slot = slot
+    this.bytes = slot.subarray(0, size)
+  }
+
+  /** `index` holds something of these bytes under `owner` (the body's span): deleted at the end. */
+  own (owner: object, index: WeakMap<object, unknown>): void {
+    this.#owner = owner
+    this.#index = index
+  }
+
+  /**
+   * `body` is about to be sent upstream: when it is these bytes, they are followed (an HTTP
+   * request), or never used again (`inProcess`: an adapter that may keep them).
+   */
+  sending (body: unknown, inProcess: boolean): void {
+    if (this.#ended || !(body instanceof Uint8Array) || body.buffer !== this.#slot.buffer) return
+    if (inProcess) this.#kept = false
+    else this.#sends++
+  }
+
+  wroteTo (socket: Socket): void {
+    this.#sockets.push(socket)
+  }
+
+  /** Ends the lease: the buffer goes back to the pool when nothing can read or send it any more. */
+  end (): void {
+    if (this.#ended) return
+    this.#ended = true
+    if (this.#index !== undefined) this.#index.delete(this.#owner!)
+    this.#index = undefined
+    this.#owner = undefined
+    leases.delete(this.#slot.buffer)
+    // Every send seen written (a request may be written on more than one socket, never on none).
+    if (!this.#kept || this.#sockets.length < this.#sends) return
+    for (const s of this.#sockets) if (s.writableLength !== 0) return
+    if (free.length < MAX_FREE) free.push(this.#slot)
+  }
+}
+
+/** A lease on a pooled buffer for a body of `size` bytes, or undefined when it is larger than a slot. */
+export function leaseBody (size: number): BodyLease | undefined {
+  if (size > SLOT_BYTES) return undefined
+  if (!subscribed) {
+    subscribed = true
+    subscribe('undici:client:sendHeaders', onSendHeaders)
+  }
+  const lease = new BodyLease(free.pop() ?? Buffer.allocUnsafeSlow(SLOT_BYTES), size)
+  leases.set(lease.bytes.buffer, lease)
+  return lease
+}
+
+/** Pooled buffers now unused (for tests). */
+export function pooledFree (): number {
+  return free.length
+}
