@@ -18,12 +18,41 @@
 import { subscribe } from 'node:diagnostics_channel'
 import type { Socket } from 'node:net'
 
-/** Size of each pooled buffer: bodies up to this many bytes are joined into one. */
-export const SLOT_BYTES = 2 * 1024 * 1024
-/** Pooled buffers kept while unused (at most this times SLOT_BYTES of memory held idle). */
-const MAX_FREE = 8
+/**
+ * Pooled buffers come in sizes of powers of two from 128 KiB to SLOT_BYTES, each body getting the
+ * smallest that holds it: what a buffer keeps resident follows the bodies it serves, and one
+ * allocated anew costs about what the joined body would have.
+ */
+const MIN_SHIFT = 17
+const MAX_SHIFT = 21
+/** The largest pooled buffer: bodies up to this many bytes are joined into one. */
+export const SLOT_BYTES = 1 << MAX_SHIFT
+/**
+ * Bytes of unused buffers kept (the rest are left to the garbage collector). Enough for dozens of
+ * agent-sized calls in flight at once, each holding its body and, when edits add members, a copy.
+ */
+const IDLE_BYTES = 16 * 1024 * 1024
 
-const free: Buffer[] = []
+/** Unused buffers by size (index: the size's shift less MIN_SHIFT), and their bytes together. */
+const free: Buffer[][] = Array.from({ length: MAX_SHIFT - MIN_SHIFT + 1 }, () => [])
+let idle = 0
+
+/** An unused buffer of at least `size` bytes (size ≤ SLOT_BYTES), from the pool or new. */
+function take (size: number): Buffer {
+  let shift = MIN_SHIFT
+  while ((1 << shift) < size) shift++
+  const slot = free[shift - MIN_SHIFT].pop()
+  if (slot === undefined) return Buffer.allocUnsafeSlow(1 << shift)
+  idle -= slot.length
+  return slot
+}
+
+/** `slot` unused again: kept while the idle budget allows. */
+function give (slot: Buffer): void {
+  if (idle + slot.length > IDLE_BYTES) return
+  idle += slot.length
+  free[Math.log2(slot.length) - MIN_SHIFT].push(slot)
+}
 /** Leases by their buffer's memory: what the undici subscriber looks a request's body up in. */
 const leases = new WeakMap<ArrayBufferLike, BodyLease>()
 let subscribed = false
@@ -38,9 +67,14 @@ function onSendHeaders (message: unknown): void {
   leases.get(body.buffer)?.wroteTo(socket)
 }
 
-/** One body's use of a pooled buffer: `bytes` holds the body; `end()` when its call has settled. */
+/**
+ * One body's use of a pooled buffer: `bytes` holds the body; `end()` when its call has settled. A
+ * second buffer (`spare`) holds an edited copy of it when the edits cannot be made in place; the
+ * same rules follow both.
+ */
 export class BodyLease {
   readonly #slot: Buffer
+  #spare: Buffer | undefined = undefined
   readonly bytes: Buffer
   /** Upstream sends of these bytes, and the sockets they were seen written to. */
   #sends = 0
@@ -67,9 +101,24 @@ export class BodyLease {
    * request), or never used again (`inProcess`: an adapter that may keep them).
    */
   sending (body: unknown, inProcess: boolean): void {
-    if (this.#ended || !(body instanceof Uint8Array) || body.buffer !== this.#slot.buffer) return
+    if (this.#ended || !(body instanceof Uint8Array) || (body.buffer !== this.#slot.buffer && body.buffer !== this.#spare?.buffer)) return
     if (inProcess) this.#kept = false
     else this.#sends++
+  }
+
+  /**
+   * A view of `size` bytes of the lease's second buffer, for a copy of the body with edits, or
+   * undefined (larger than a slot, or the lease has ended). Each call gives the same memory: a
+   * copy for a later attempt replaces the one before, as an in-place edit does.
+   */
+  spare (size: number): Buffer | undefined {
+    if (this.#ended || size > SLOT_BYTES) return undefined
+    if (this.#spare === undefined) {
+      this.#spare = take(Math.max(size, this.bytes.length))
+      leases.set(this.#spare.buffer, this)
+    }
+    if (size > this.#spare.length) return undefined
+    return this.#spare.subarray(0, size)
   }
 
   wroteTo (socket: Socket): void {
@@ -84,10 +133,12 @@ export class BodyLease {
     this.#index = undefined
     this.#owner = undefined
     leases.delete(this.#slot.buffer)
+    if (this.#spare !== undefined) leases.delete(this.#spare.buffer)
     // Every send seen written (a request may be written on more than one socket, never on none).
     if (!this.#kept || this.#sockets.length < this.#sends) return
     for (const s of this.#sockets) if (s.writableLength !== 0) return
-    if (free.length < MAX_FREE) free.push(this.#slot)
+    give(this.#slot)
+    if (this.#spare !== undefined) give(this.#spare)
   }
 }
 
@@ -98,12 +149,20 @@ export function leaseBody (size: number): BodyLease | undefined {
     subscribed = true
     subscribe('undici:client:sendHeaders', onSendHeaders)
   }
-  const lease = new BodyLease(free.pop() ?? Buffer.allocUnsafeSlow(SLOT_BYTES), size)
+  const lease = new BodyLease(take(size), size)
   leases.set(lease.bytes.buffer, lease)
   return lease
 }
 
+/** Drops every unused buffer (for tests: a pool known empty). */
+export function emptyPool (): void {
+  for (const f of free) f.length = 0
+  idle = 0
+}
+
 /** Pooled buffers now unused (for tests). */
 export function pooledFree (): number {
-  return free.length
+  let n = 0
+  for (const f of free) n += f.length
+  return n
 }

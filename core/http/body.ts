@@ -19,10 +19,12 @@ export type { ValueSpan, ModelSpan, BodyScan } from './body-scan.ts'
 import { scanBody, type ModelSpan } from './body-scan.ts'
 import { parseSplit, PIECE_BYTES } from './json-split.ts'
 import { noteRawBytes } from '../tokens/raw-bytes.ts'
-import { leaseBody } from '../dispatch/body-pool.ts'
+import { leaseBody, type BodyLease } from '../dispatch/body-pool.ts'
 
 /** Parsed body → where its model lies in the bytes it was parsed from (a body replaced by a plugin has none). */
 const spans = new WeakMap<object, ModelSpan>()
+/** A pooled body's bytes → its lease (body-pool.ts). */
+const leased = new WeakMap<Buffer, BodyLease>()
 
 /** The model span of a body object as parsed by our JSON parser, if splicing is exact for it. */
 export function modelSpanOf (body: unknown): ModelSpan | undefined {
@@ -36,14 +38,15 @@ export function modelSpanOf (body: unknown): ModelSpan | undefined {
  * the client's. Undefined when a member to set is not in the body with a literal value.
  * One copy of the body: the unchanged runs are views of the client's buffer.
  *
- * `inPlace`: with nothing to insert and every new value no longer than the bytes of the one it
- * replaces, the values are written over the client's buffer itself, the rest of each replaced
- * value's bytes turned into spaces (whitespace JSON ignores), and that buffer is returned: no
- * copy at all, where a large body's copy costs its allocation and the collections it brings on.
- * The span's ranges stay the values' places, so a later splice (the next deployment's model)
- * replaces the same bytes. Only for the call's own upstream body, sent once at a time.
+ * `upstream`: the result is the call's own upstream body, sent once at a time. With nothing to
+ * insert and every new value no longer than the bytes of the one it replaces, the values are then
+ * written over the client's buffer itself, the rest of each replaced value's bytes turned into
+ * spaces (whitespace JSON ignores), and that buffer is returned: no copy at all, where a large
+ * body's copy costs its allocation and the collections it brings on. The span's ranges stay the
+ * values' places, so a later splice (the next deployment's model) replaces the same bytes. A copy
+ * of a pooled body goes into its lease's second buffer (body-pool.ts), the same one each time.
  */
-export function spliceBody (span: ModelSpan, model: string, insert = '', set?: Readonly<Record<string, string>>, inPlace = false): Buffer | undefined {
+export function spliceBody (span: ModelSpan, model: string, insert = '', set?: Readonly<Record<string, string>>, upstream = false): Buffer | undefined {
   const edits: { start: number, end: number, text: string }[] = [{ start: span.start, end: span.end, text: JSON.stringify(model) }]
   if (insert !== '') edits.push({ start: span.keyStart, end: span.keyStart, text: insert })
   if (set !== undefined) {
@@ -53,19 +56,27 @@ export function spliceBody (span: ModelSpan, model: string, insert = '', set?: R
       edits.push({ start: m.start, end: m.end, text: set[k] })
     }
   }
-  if (inPlace && insert === '' && edits.every(fits)) {
+  if (upstream && insert === '' && edits.every(fits)) {
     for (const e of edits) span.bytes.fill(SPACE, e.start + span.bytes.write(e.text, e.start, 'utf8'), e.end)
     return span.bytes
   }
   edits.sort((x, y) => x.start - y.start)
   const parts: Buffer[] = []
   let at = 0
+  let size = span.bytes.length
   for (const e of edits) {
-    parts.push(span.bytes.subarray(at, e.start), Buffer.from(e.text, 'utf8'))
+    const text = Buffer.from(e.text, 'utf8')
+    parts.push(span.bytes.subarray(at, e.start), text)
+    size += text.length - (e.end - e.start)
     at = e.end
   }
   parts.push(span.bytes.subarray(at))
-  return Buffer.concat(parts)
+  // A pooled body's copy goes into its lease's second buffer (see body-pool.ts), not a fresh one.
+  const out = upstream ? leased.get(span.bytes)?.spare(size) : undefined
+  if (out === undefined) return Buffer.concat(parts, size)
+  at = 0
+  for (const p of parts) at += p.copy(out, at)
+  return out
 }
 
 const SPACE = 0x20
@@ -177,7 +188,10 @@ class BodyReader {
       lease?.own(body, spans)
     }
     // Nothing made from the bytes but the span (forgotten when the lease ends) holds them.
-    if (lease !== undefined) this.call!.bodyLease = lease
+    if (lease !== undefined) {
+      this.call!.bodyLease = lease
+      leased.set(lease.bytes, lease)
+    }
     this.finish(null, body)
   }
 }

@@ -7,7 +7,7 @@
 import t from 'tap'
 import { channel } from 'node:diagnostics_channel'
 import type { Socket } from 'node:net'
-import { leaseBody, pooledFree, SLOT_BYTES, type BodyLease } from '../../core/dispatch/body-pool.ts'
+import { emptyPool, leaseBody, pooledFree, SLOT_BYTES } from '../../core/dispatch/body-pool.ts'
 
 const sendHeaders = channel('undici:client:sendHeaders')
 /** What undici publishes as it writes a request's head: the request (its body) and the socket. */
@@ -15,22 +15,22 @@ const written = (body: unknown, socket: Partial<Socket> & { alpnProtocol?: strin
   sendHeaders.publish({ request: { body }, headers: '', socket })
 }
 
-/** Takes every free buffer out of the pool (leases it), so each test starts from an empty pool. */
-function drain (): BodyLease[] {
-  const out: BodyLease[] = []
-  while (pooledFree() > 0) out.push(leaseBody(10)!)
-  return out
-}
+/** Empties the pool, so each test starts from a pool with nothing unused. */
+const drain = emptyPool
 
 t.test('a lease with nothing sent goes back at its end, once, and its memory is used again', async t => {
   drain()
   const a = leaseBody(100_000)!
   t.equal(a.bytes.length, 100_000, 'a view of exactly the body\'s size')
-  t.equal(a.bytes.buffer.byteLength, SLOT_BYTES)
+  t.equal(a.bytes.buffer.byteLength, 128 * 1024, 'in the smallest pooled size that holds it')
+  t.equal(leaseBody(128 * 1024 + 1)!.bytes.buffer.byteLength, 256 * 1024, 'sizes go by powers of two')
+  t.equal(leaseBody(SLOT_BYTES)!.bytes.buffer.byteLength, SLOT_BYTES)
   a.end()
   t.equal(pooledFree(), 1)
   a.end()
   t.equal(pooledFree(), 1, 'a second end does not give it back twice')
+  t.equal(leaseBody(200_000)!.bytes.buffer.byteLength, 256 * 1024, 'another size is not served from it')
+  t.equal(pooledFree(), 1)
   const b = leaseBody(5)!
   t.equal(b.bytes.buffer, a.bytes.buffer, 'the same memory, reused')
   t.equal(pooledFree(), 0)
@@ -93,6 +93,53 @@ t.test('bytes sent upstream: reused only when every send was seen on a socket th
   late.sending(late.bytes, false)
   written(late.bytes, queued)
   t.equal(pooledFree(), 1, 'after its end, a lease follows nothing')
+})
+
+t.test('a lease\'s second buffer (an edited copy of the body) follows the same rules, and returns with the first', async t => {
+  drain()
+  const flushed = { writableLength: 0 }
+  const a = leaseBody(1000)!
+  const copy = a.spare(1040)!
+  t.equal(copy.length, 1040)
+  t.not(copy.buffer, a.bytes.buffer, 'memory of its own')
+  t.equal(a.spare(900)!.buffer, copy.buffer, 'the same memory for a later copy')
+  t.equal(a.spare(SLOT_BYTES + 1), undefined, 'larger than a slot: none')
+  a.sending(copy, false)
+  written(copy, flushed)
+  a.end()
+  t.equal(pooledFree(), 2, 'both buffers back: the copy was seen written and flushed')
+  t.equal(a.spare(10), undefined, 'none after the end')
+  drain()
+
+  const b = leaseBody(1000)!
+  const bCopy = b.spare(1000)!
+  b.sending(bCopy, false)
+  b.end()
+  t.equal(pooledFree(), 0, 'the copy sent on an unseen socket: neither buffer is reused')
+
+  const c = leaseBody(1000)!
+  const cCopy = c.spare(1000)!
+  c.sending(c.bytes, false)
+  written(c.bytes, flushed)
+  c.sending(cCopy, false)
+  written(cCopy, { writableLength: 1 })
+  c.end()
+  t.equal(pooledFree(), 0, 'one attempt in place, the next a copy still queued: neither is reused')
+})
+
+t.test('unused buffers are kept up to 16 MiB together; the rest are left to the garbage collector', async t => {
+  drain()
+  const leases = Array.from({ length: 10 }, () => leaseBody(SLOT_BYTES)!)
+  for (const l of leases) l.end()
+  t.equal(pooledFree(), 8, 'eight 2 MiB buffers kept, two dropped')
+  const small = leaseBody(1000)!
+  small.end()
+  t.equal(pooledFree(), 8, 'the budget is full: not even a small one more')
+  leaseBody(SLOT_BYTES)
+  const again = leaseBody(1000)!
+  again.end()
+  t.equal(pooledFree(), 8, 'one large taken out (7 left) makes room for a small one')
+  drain()
 })
 
 t.test('the index entry the lease was given is forgotten at its end', async t => {
