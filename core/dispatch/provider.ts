@@ -16,7 +16,8 @@ export interface UpstreamCall {
    * The same body already serialized, when core could build it from the client's own bytes (same
    * protocol: only the model name, the output cap and a few members changed; a Buffer from the
    * built-in translators). An adapter that sends `body` unchanged sends this instead of
-   * `JSON.stringify(body)`; one that changes the body ignores it.
+   * `JSON.stringify(body)`; one that changes the body ignores it. A Buffer may be memory core
+   * reuses for a later request once this call has settled: send it, never keep it past the call.
    */
   bodyText?: string | Buffer
   stream: boolean
