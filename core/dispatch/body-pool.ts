@@ -53,6 +53,7 @@ function give (slot: Buffer): void {
   idle += slot.length
   free[Math.log2(slot.length) - MIN_SHIFT].push(slot)
 }
+
 /** Leases by their buffer's memory: what the undici subscriber looks a request's body up in. */
 const leases = new WeakMap<ArrayBufferLike, BodyLease>()
 let subscribed = false

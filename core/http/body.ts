@@ -73,10 +73,7 @@ export function spliceBody (span: ModelSpan, model: string, insert = '', set?: R
   parts.push(span.bytes.subarray(at))
   // A pooled body's copy goes into its lease's second buffer (see body-pool.ts), not a fresh one.
   const out = upstream ? leased.get(span.bytes)?.spare(size) : undefined
-  if (out === undefined) return Buffer.concat(parts, size)
-  at = 0
-  for (const p of parts) at += p.copy(out, at)
-  return out
+  return out === undefined ? Buffer.concat(parts, size) : join(parts, out)
 }
 
 const SPACE = 0x20
@@ -196,7 +193,7 @@ class BodyReader {
   }
 }
 
-/** `chunks` copied one after another into `into` (exactly as long as they are together). */
+/** `chunks` copied one after another into `into` (exactly as long as they are together): a join into a pooled buffer. */
 function join (chunks: readonly Buffer[], into: Buffer): Buffer {
   let at = 0
   for (const c of chunks) at += c.copy(into, at)
