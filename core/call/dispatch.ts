@@ -10,9 +10,9 @@ import { Deadline, DeadlineExceeded } from '../dispatch/deadline.ts'
 import { CallAbort } from '../dispatch/abort.ts'
 import { orderDeployments } from '../dispatch/routing.ts'
 import { Affinity, sessionMaterial, type Session } from '../dispatch/affinity.ts'
-import { defaultMapError, countsForCircuit, errorBodyStatus, isFinal, readCapped, readText, UpstreamBodyTooLarge } from '../dispatch/upstream-errors.ts'
+import { errorBodyStatus, readCapped, readText, UpstreamBodyTooLarge } from '../dispatch/upstream-errors.ts'
 import { capOutput, estimateInputTokens, estimateUsage, requestedChoices, requestedOutputCap } from '../tokens/estimate.ts'
-import { billCut, streamResponse, inferenceHeaders, type Attempt } from './stream-out.ts'
+import { billCut, streamResponse, inferenceHeaders, upstreamError, type Attempt } from './stream-out.ts'
 import type { ClientAnswer, JsonObject } from '../pipeline/plugin.ts'
 
 /** Upstream error bodies are read up to this size for logs and 400 messages. */
@@ -152,20 +152,6 @@ export async function dispatch (gw: CallServices, call: Call, reply: FastifyRepl
     deadline.clear()
     call.onAbort = undefined
   }
-}
-
-/**
- * An upstream's error answer, mapped by its adapter (or the default mapping) and logged: thrown
- * when final for the call (a 400: another deployment would refuse it too), else returned for
- * failover, counted against the deployment's circuit when the upstream failed (5xx).
- */
-function upstreamError (call: Call, a: Attempt, status: number, headers: UpstreamResponse['headers'], text: string): GatewayError {
-  const mapped = a.provider.mapError?.(status, headers, text) ?? defaultMapError(status, headers, text)
-  const loud = status === 401 || status === 403
-  call.log[loud ? 'error' : 'warn']({ provider: a.d.provider, status, upstreamBody: text.slice(0, 2000) }, loud ? 'upstream refused our provider credentials' : 'upstream error')
-  if (isFinal(mapped)) throw mapped
-  if (countsForCircuit(status)) a.circuit.failure()
-  return mapped
 }
 
 /**

@@ -2,13 +2,14 @@
 import type { FastifyReply } from 'fastify'
 import type { CallServices } from './services.ts'
 import type { Call } from './call.ts'
-import type { StreamDecoder, StreamTranslator, UpstreamResponse } from '../dispatch/provider.ts'
+import type { SseEvent, StreamDecoder, StreamTranslator, UpstreamResponse } from '../dispatch/provider.ts'
 import type { ClientProtocol } from '../types/model.ts'
 import type { Deadline } from '../dispatch/deadline.ts'
 import { SseParser, SseEventTooLarge } from '../dispatch/sse.ts'
 import { SseWriter } from '../dispatch/sse-writer.ts'
 import type { CallAbort } from '../dispatch/abort.ts'
 import { gwError, isGatewayError, type GatewayError } from '../errors/errors.ts'
+import { isFinal, streamErrorBody } from '../dispatch/upstream-errors.ts'
 import { localizeError, pickLocale } from '../errors/i18n.ts'
 import { messagesTypeOf } from '../errors/error-reply.ts'
 import { StreamHookSink } from './response-hooks.ts'
@@ -17,9 +18,9 @@ import { StreamBlocked } from '../pipeline/plugin.ts'
 import type { Usage } from '../types/usage.ts'
 import { capOutput, streamUsage } from '../tokens/estimate.ts'
 import { ChunkReader } from '../dispatch/chunk-reader.ts'
-import { StreamSink, billedStreamUsage, type Attempt } from './stream-sink.ts'
+import { StreamSink, billedStreamUsage, upstreamError, type Attempt } from './stream-sink.ts'
 
-export { inferenceHeaders, billedStreamUsage, type Attempt } from './stream-sink.ts'
+export { inferenceHeaders, billedStreamUsage, upstreamError, type Attempt } from './stream-sink.ts'
 
 /** Reason for the abort that releases a finished call's upstream handle (one shared Error, not one per stream). */
 const STREAM_OVER = new Error('the stream is over')
@@ -61,6 +62,9 @@ export async function streamResponse (
   const guard = new OutputGuard(a.outputCap)
 
   const reader = new ChunkReader(res.body)
+  // The upstream's error event among the events before the first output: what the call fails
+  // with if the stream ends without output (see below).
+  let early: { status: number, text: string } | undefined
   try {
     for (;;) {
       let chunk = reader.next()
@@ -77,6 +81,7 @@ export async function streamResponse (
       if (chunk === null) break
       deadline.bump()
       const events = parser.push(chunk)
+      if (!sink.started && early === undefined) early = earlyError(events, a.provider.protocol)
       let bytes: string | Buffer = ''
       if (hooked === undefined) bytes = writer.chunk(chunk, events, st, parser.whole === true)
       else for (let i = 0; i < events.length; i++) st.push(events[i], hooked)
@@ -98,18 +103,28 @@ export async function streamResponse (
       if (raw.destroyed) throw new Error('client closed the connection')
     }
     const out = hooked ?? writer
-    for (const ev of parser.end()) st.push(ev, out)
+    const last = parser.end()
+    if (!sink.started && early === undefined) early = earlyError(last, a.provider.protocol)
+    for (const ev of last) st.push(ev, out)
     if (!sink.started && !st.finished) {
+      // An error event before any output is the upstream's answer, as though it had come with
+      // that status (upstreamError): a refusal of the request (400) is the call's error, with no
+      // failover (another deployment would refuse it too); throttling is a 503 when no deployment
+      // is left; the circuit counts a 5xx, as for an answer with that status.
+      if (early !== undefined) {
+        a.failure = upstreamError(ctx, a, early.status, res.headers, early.text)
+        return 'retry'
+      }
       a.circuit.failure()
       ctx.log.warn({ provider: a.d.provider }, 'upstream stream ended before any output; trying the next deployment')
       return 'retry'
     }
     st.end(out)
-    const last = hooked !== undefined ? await hooked.take() : writer.take()
+    const rest = hooked !== undefined ? await hooked.take() : writer.take()
     if (!sink.started) sink.start()
     if (!st.finished) ctx.failed(gwError('GW_ERR_UPSTREAM_FAILED'))
     else await sink.answered()
-    await sink.send(last)
+    await sink.send(rest)
     if (raw.destroyed) throw new Error('client closed the connection')
     raw.end()
   } catch (err) {
@@ -148,9 +163,10 @@ export async function streamResponse (
         a.circuit.failure()
         throw gwError('GW_ERR_UPSTREAM_FAILED', [], { cause: err })
       }
-      a.circuit.failure()
       // An adapter's decoder may say what the failure is (an upstream's throttling): the call's
-      // error when no other deployment answers.
+      // error when no other deployment answers; a refusal of the request is final, as above.
+      if (isGatewayError(err) && isFinal(err)) throw err
+      a.circuit.failure()
       if (isGatewayError(err)) a.failure = err
       ctx.log.warn({ err, provider: a.d.provider }, 'upstream stream failed before any output; trying the next deployment')
       return 'retry'
@@ -200,4 +216,13 @@ async function quiet (p: Promise<unknown>, ms: number): Promise<boolean> {
   } finally {
     clearTimeout(timer)
   }
+}
+
+/** The first upstream error event among `events` (streamErrorBody), or undefined. */
+function earlyError (events: readonly SseEvent[], protocol: string): { status: number, text: string } | undefined {
+  for (let i = 0; i < events.length; i++) {
+    const e = streamErrorBody(events[i], protocol)
+    if (e !== undefined) return e
+  }
+  return undefined
 }

@@ -5,11 +5,12 @@
 import type { ServerResponse } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import type { Call } from './call.ts'
-import type { ProviderInstance, StreamTranslator, Translator, TranslateOptions } from '../dispatch/provider.ts'
+import type { ProviderInstance, StreamTranslator, Translator, TranslateOptions, UpstreamResponse } from '../dispatch/provider.ts'
 import type { Deployment } from '../types/model.ts'
 import type { Deadline } from '../dispatch/deadline.ts'
 import type { CallAbort } from '../dispatch/abort.ts'
 import type { GatewayError } from '../errors/errors.ts'
+import { countsForCircuit, defaultMapError, isFinal } from '../dispatch/upstream-errors.ts'
 import type { CircuitTicket } from '../dispatch/circuits.ts'
 import type { Usage } from '../types/usage.ts'
 import { capOutput, streamUsage } from '../tokens/estimate.ts'
@@ -22,6 +23,20 @@ export interface Attempt {
   d: Deployment, provider: ProviderInstance, translator: Translator, opts: TranslateOptions, circuit: CircuitTicket, outputCap: number
   /** Why its stream failed before any output, when its decoder said (a GatewayError it threw). */
   failure?: GatewayError
+}
+
+/**
+ * An upstream's error answer, mapped by its adapter (or the default mapping) and logged: thrown
+ * when final for the call (a 400: another deployment would refuse it too), else returned for
+ * failover, counted against the deployment's circuit when the upstream failed (5xx).
+ */
+export function upstreamError (call: Call, a: Attempt, status: number, headers: UpstreamResponse['headers'], text: string): GatewayError {
+  const mapped = a.provider.mapError?.(status, headers, text) ?? defaultMapError(status, headers, text)
+  const loud = status === 401 || status === 403
+  call.log[loud ? 'error' : 'warn']({ provider: a.d.provider, status, upstreamBody: text.slice(0, 2000) }, loud ? 'upstream refused our provider credentials' : 'upstream error')
+  if (isFinal(mapped)) throw mapped
+  if (countsForCircuit(status)) a.circuit.failure()
+  return mapped
 }
 
 /** Headers every inference answer carries. */

@@ -127,7 +127,8 @@ export const GatewayConfigSchema = Type.Object({
       description: 'Largest single event (or line) of an upstream stream (bytes); past it the call fails with 502 (an error event once streaming).' }),
     streamHoldMs: Type.Integer({ minimum: 0, default: 2000,
       description: 'A stream\'s first events (before any output) are kept back from the client at most this long: an upstream that fails before its first output (an ' +
-        'error event, a stream that ends) then fails over to the next deployment, nothing sent or billed. 0 sends every event at once.' }),
+        'error event, a stream that ends) then fails over to the next deployment, nothing sent or billed; an error event counts as an answer with the status it names ' +
+        '(a refused request is the client\'s 400, with no failover). 0 sends every event at once.' }),
     headersTimeoutMs: Type.Integer({ minimum: 1, default: 30000, description: 'A request\'s headers must arrive whole within this (408, connection closed).' }),
     bodyTimeoutMs: Type.Integer({ minimum: 1, default: 120000,
       description: 'The whole request, headers and body, must arrive within this (408 in the route\'s body shape, connection closed). Not the response: see the timeout plugin.' }),

@@ -1,7 +1,7 @@
 /** @module upstream-errors – an upstream's non-2xx answer → gateway error, and whether to fail over. */
 import type { Readable } from 'node:stream'
 import { gwError, type GatewayError } from '../errors/errors.ts'
-import type { UpstreamResponse } from './provider.ts'
+import type { SseEvent, UpstreamResponse } from './provider.ts'
 
 /** Reads a body to a string, keeping at most `max` bytes (the rest is drained and dropped). */
 export async function readText (body: Readable, max = Infinity): Promise<string> {
@@ -213,6 +213,10 @@ const ANSWER_MEMBER: Readonly<Record<string, string>> = { chat: 'choices', messa
 /** HTTP statuses for the error types and codes upstreams write in error bodies (OpenAI, Anthropic, Google). */
 const ERROR_TYPE_STATUS: Readonly<Record<string, number>> = {
   invalid_request_error: 400, invalid_request: 400, bad_request: 400, context_length_exceeded: 400, INVALID_ARGUMENT: 400, FAILED_PRECONDITION: 400,
+  // The Responses API's codes for a request it refuses (a failed response's `error.code`).
+  invalid_prompt: 400, invalid_image: 400, invalid_image_format: 400, invalid_base64_image: 400, invalid_image_url: 400, image_too_large: 400,
+  image_too_small: 400, image_parse_error: 400, image_content_policy_violation: 400, invalid_image_mode: 400, image_file_too_large: 400,
+  unsupported_image_media_type: 400, empty_image_file: 400, failed_to_download_image: 400, image_file_not_found: 400,
   authentication_error: 401, invalid_api_key: 401, UNAUTHENTICATED: 401,
   permission_error: 403, PERMISSION_DENIED: 403,
   not_found_error: 404, model_not_found: 404, NOT_FOUND: 404,
@@ -240,4 +244,38 @@ export function errorBodyStatus (json: unknown, protocol: string): number | unde
   for (const v of [e.code, e.status]) if (typeof v === 'number' && Number.isInteger(v) && v >= 400 && v <= 599) return v
   for (const v of [e.type, e.code, e.status]) if (typeof v === 'string' && Object.hasOwn(ERROR_TYPE_STATUS, v)) return ERROR_TYPE_STATUS[v]
   return 500
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/**
+ * An upstream stream's error event as the error body it stands for (`{"error": {...}}` text) and
+ * that body's status (errorBodyStatus's rules, else 500), or undefined for any other event.
+ * Error events: messages `error`; Responses `error` (the error's members at the top or under
+ * `error`) and `response.failed` (`response.error`); a chat chunk holding a top-level `error` and
+ * no `choices` (as OpenAI-compatible servers send one after their 200). An error event that is not
+ * JSON stands for a 500.
+ */
+export function streamErrorBody (ev: SseEvent, protocol: string): { status: number, text: string } | undefined {
+  const name = ev.event
+  if (protocol === 'chat') {
+    if (!ev.data.includes('"error"')) return undefined
+  } else if (name !== 'error' && !(protocol === 'responses' && name === 'response.failed')) {
+    return undefined
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(ev.data)
+  } catch {
+    return protocol === 'chat' ? undefined : { status: 500, text: '' }
+  }
+  let error: unknown
+  if (protocol !== 'responses') error = isRecord(json) ? json.error : undefined
+  else if (name === 'response.failed') error = isRecord(json) && isRecord(json.response) ? json.response.error : undefined
+  else error = isRecord(json) && isRecord(json.error) ? json.error : json
+  if (error === undefined || error === null) return protocol === 'chat' ? undefined : { status: 500, text: '' }
+  const body = { error }
+  const status = errorBodyStatus(protocol === 'chat' ? json : body, protocol)
+  if (status === undefined) return undefined
+  return { status, text: JSON.stringify(body) }
 }

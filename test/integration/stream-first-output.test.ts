@@ -1,8 +1,8 @@
 /**
  * A stream's first events wait for its first output (`server.streamHoldMs`): an upstream whose
  * stream fails before any output (an error event first, a stream that ends without finishing)
- * fails over to the next deployment, or the client gets the route's 502 instead of a 200 stream
- * holding an error, and nothing is billed. Once output comes, or the hold's time is up, what was
+ * fails over to the next deployment, or the client gets the route's error (the status the error
+ * event stands for, else 502) instead of a 200 stream holding an error, and nothing is billed. Once output comes, or the hold's time is up, what was
  * kept back goes out first.
  */
 import t, { type Test } from 'tap'
@@ -71,21 +71,28 @@ t.test('a stream that fails before its first output fails over; the failed attem
     t.equal(s.outcome.usageEstimated, false, 'billed the answering upstream\'s own counts, once')
   }
 
-  // No deployment left: the route's 502, not a 200 stream, and nothing billed.
-  chatUp.handle((_req, res) => sse(res, [CHAT_ERROR]))
-  msgUp.handle((_req, res) => sse(res, [MSG_START, MSG_ERROR]))
-  const before = spy.seen.length
-  for (const [url, body] of [['/v1/chat/completions', chatBody('vendor/chat-first')], ['/v1/messages', msgBody('vendor/msg-first')], ['/v1/messages', msgBody('msgvendor/msg-model')]] as const) {
-    const res = await app.inject({ method: 'POST', url, headers: auth(), payload: body })
-    t.equal(res.statusCode, 502, `${url}: every upstream failed before any output`)
-    t.match(res.headers['content-type'], /application\/json/)
-    if (url === '/v1/messages') t.match(res.json(), { type: 'error', error: { type: 'api_error' } })
-    else t.equal(res.json().error.code, 502)
-  }
-  await spy.settled(before + 3)
-  for (const s of spy.seen.slice(before)) {
-    t.equal(s.outcome.usage, undefined, 'nothing billed')
-    t.equal(s.outcome.error?.code, 'GW_ERR_UPSTREAM_FAILED')
+  // No deployment left: the route's error, not a 200 stream, and nothing billed. The upstreams'
+  // error events say they are throttled (a 429, an overloaded_error): a 503, as for an answer
+  // with those statuses; a stream that ends without output or an error event is a 502.
+  for (const [chatEvents, msgEvents, status, code] of [
+    [[CHAT_ERROR], [MSG_START, MSG_ERROR], 503, 'GW_ERR_UPSTREAM_UNAVAILABLE'],
+    [[chatChunk({ role: 'assistant', content: '' })], [MSG_START], 502, 'GW_ERR_UPSTREAM_FAILED'],
+  ] as const) {
+    chatUp.handle((_req, res) => sse(res, chatEvents))
+    msgUp.handle((_req, res) => sse(res, msgEvents))
+    const before = spy.seen.length
+    for (const [url, body] of [['/v1/chat/completions', chatBody('vendor/chat-first')], ['/v1/messages', msgBody('vendor/msg-first')], ['/v1/messages', msgBody('msgvendor/msg-model')]] as const) {
+      const res = await app.inject({ method: 'POST', url, headers: auth(), payload: body })
+      t.equal(res.statusCode, status, `${url}: every upstream failed before any output`)
+      t.match(res.headers['content-type'], /application\/json/)
+      if (url === '/v1/messages') t.match(res.json(), { type: 'error', error: { type: status === 503 ? 'overloaded_error' : 'api_error' } })
+      else t.equal(res.json().error.code, status)
+    }
+    await spy.settled(before + 3)
+    for (const s of spy.seen.slice(before)) {
+      t.equal(s.outcome.usage, undefined, 'nothing billed')
+      t.equal(s.outcome.error?.code, code)
+    }
   }
 })
 
