@@ -13,7 +13,7 @@
  */
 import { EventStreamCodec } from '@smithy/eventstream-codec'
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8'
-import { gwError, sseEvent, type GatewayError, type SseEvent, type StreamDecoder } from '../../index.ts'
+import { gwError, sanitizeUpstreamMessage, sseEvent, type GatewayError, type SseEvent, type StreamDecoder } from '../../index.ts'
 import { isObj, messageId, messagesUsage, stopReason, stopSequence } from './converse-answer.ts'
 
 type Obj = Record<string, unknown>
@@ -107,8 +107,12 @@ export class ConverseStreamDecoder implements StreamDecoder {
       let message = ''
       try { message = String((JSON.parse(toUtf8(body)) as { message?: unknown }).message ?? '') } catch { /* no message */ }
       const exc = new BedrockStreamException(type, message)
-      // Throttling before any output is the call's 503 with Retry-After when no other deployment answers.
-      this.#failure = THROTTLED.has(type) ? gwError('GW_ERR_UPSTREAM_UNAVAILABLE', [], { headers: { 'retry-after': '1' }, cause: exc }) : exc
+      // Before any output: throttling is the call's 503 with Retry-After when no other deployment
+      // answers; a refusal of the request (an input over the model's window) its 400 with
+      // Bedrock's message, which no other deployment is asked (it would refuse it too).
+      if (THROTTLED.has(type)) this.#failure = gwError('GW_ERR_UPSTREAM_UNAVAILABLE', [], { headers: { 'retry-after': '1' }, cause: exc })
+      else if (type === 'validationException' || type === 'ValidationException') this.#failure = gwError('GW_ERR_UPSTREAM_BAD_REQUEST', [sanitizeUpstreamMessage(message || type)], { cause: exc })
+      else this.#failure = exc
       return
     }
     if (kind === 'error') {

@@ -63,6 +63,8 @@ export function mapGeminiError (status: number, headers: UpstreamResponse['heade
 export function streamError (err: Obj): Error {
   const code = typeof err.code === 'number' ? err.code : 500
   const { error } = mapGeminiError(code, {}, JSON.stringify({ error: err }))
-  if (error.statusCode === 503) return error
+  // Throttling (503) and a refusal of the request (400, with Gemini's message) are the call's
+  // errors as for an answer with that status; anything else is a stream that failed.
+  if (error.statusCode === 503 || error.statusCode === 400) return error
   return new Error(`Gemini stream error ${code} ${String(err.status ?? '')}: ${String(err.message ?? '')}`)
 }

@@ -377,7 +377,12 @@ t.test('an exception as the first frame fails over before any byte went out', as
   fake.next({ exception: { type: 'internalServerException', after: 0 } })
   const err2 = await anthropic.messages.create({ model: 'aws/claude', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'x' }] }).then(() => undefined, (e: unknown) => e)
   t.ok(err2 instanceof Anthropic.APIError && err2.status === 502, 'another exception: 502')
-  t.equal(fake.requests.length, 2)
+  fake.next({ exception: { type: 'validationException', after: 0, message: 'Input is too long for requested model. See https://secret.example/x' } })
+  const err3 = await anthropic.messages.create({ model: 'aws/claude', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'x' }] }).then(() => undefined, (e: unknown) => e)
+  t.ok(err3 instanceof Anthropic.BadRequestError, 'a refusal of the request: the client\'s 400')
+  t.match(err3 instanceof Anthropic.APIError && err3.error, { error: { type: 'invalid_request_error', message: /Input is too long for requested model/ } }, 'with Bedrock\'s message')
+  t.notMatch(err3 instanceof Anthropic.APIError && JSON.stringify(err3.error), /secret\.example/, 'sanitized')
+  t.equal(fake.requests.length, 3)
 })
 
 t.test('many calls in flight: each billed once with its own cache reads and writes', async t => {
