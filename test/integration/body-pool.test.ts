@@ -11,9 +11,7 @@ import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-ap
 import { startFakeUpstream, json, sse, chatTextStream, chatCompletion, messagesResponse, upstreamDoc } from '../helpers/fake-upstream.ts'
 import { outcomeSpy } from '../../testing.ts'
 import { pooledFree } from '../../core/dispatch/body-pool.ts'
-
-/** `to` followed by the spaces that keep it as long as `from` in UTF-8: a value written over the client's bytes. */
-const padded = (from: string, to: string): string => to + ' '.repeat(Buffer.byteLength(from) - Buffer.byteLength(to))
+import { padded } from '../helpers/padded.ts'
 
 /** ~150 KB of one call's own text: its number throughout, escapes, non-ASCII. */
 const filler = (i: number): string => JSON.stringify(`call ${i}: const s = "q\\"" é 中文 😀 ${i}\n`.repeat(3500)).slice(1, -1)

@@ -12,6 +12,7 @@ import { createServer, type Server } from 'node:http'
 import { connect } from 'node:net'
 import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { upstreamDoc } from '../helpers/fake-upstream.ts'
+import { padded } from '../helpers/padded.ts'
 
 interface Raw { path: string, bytes: Buffer }
 
@@ -72,9 +73,6 @@ function filler (): string {
   const line = JSON.stringify('const s = "tab\there \\"quoted\\"" C:\\path é — 中文 😀; // {"model":"nested","max_tokens":99999}\n').slice(1, -1) + '\\u00e9'
   return line.repeat(1400)
 }
-
-/** `to` followed by the spaces that keep it as long as `from` in UTF-8: a value written over the client's bytes. */
-const padded = (from: string, to: string): string => to + ' '.repeat(Buffer.byteLength(from) - Buffer.byteLength(to))
 
 const replaced = (bytes: Buffer, pairs: [string, string][]): Buffer => {
   let s = bytes.toString('utf8')

@@ -10,6 +10,7 @@ import { scanBody, modelSpanOf, spliceModel, spliceBody } from '../../core/http/
 import { buildTestApp, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json, sse, chatTextStream, chatCompletion, messagesTextStream, messagesResponse, upstreamDoc } from '../helpers/fake-upstream.ts'
 import { outcomeSpy } from '../../testing.ts'
+import { padded } from '../helpers/padded.ts'
 
 /** The text of the model value span scanBody finds, or undefined. */
 const found = (s: string) => {
@@ -110,12 +111,6 @@ t.test('failover after an in-place splice: each deployment gets the client\'s by
     text.replace('"vendor/failing-model-name"', padded('"vendor/failing-model-name"', '"third"')),
   ], 'in place, then a copy (too long to fit), then in place again')
 })
-
-/**
- * `to` followed by the spaces that keep it as long as `from` in UTF-8: a value the gateway writes
- * over the client's bytes (nothing added to the body, the new value no longer than the old).
- */
-const padded = (from: string, to: string): string => to + ' '.repeat(Buffer.byteLength(from) - Buffer.byteLength(to))
 
 /** What a chat body without a cap gets before its model key: the model's output cap (4096 by default). */
 const CAP = '"max_tokens":4096,'
