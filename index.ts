@@ -79,7 +79,7 @@ export type { ErrorCode, ErrorSpec, GatewayErrorOptions } from './core/errors/er
 // or Responses answer reports it used, and what counts as a token count (an adapter's own usage).
 export {
   usageFromChat, usageFromMessages, usageFromResponses, usageToChat, usageToMessages, usageToResponses,
-  serverToolUsesFromMessages, serverToolUsesFromResponses, tokenCount, MAX_TOKEN_COUNT,
+  serverToolUsesFromMessages, serverToolUsesFromResponses, tokenCount, unreadableUsage, MAX_TOKEN_COUNT,
 } from './core/types/wire-usage.ts'
 export type { ChatUsage, MessagesUsage, ResponsesUsage } from './core/types/wire-usage.ts'
 export type { Usage } from './core/types/usage.ts'

@@ -174,7 +174,9 @@ export interface UpstreamTranslateOptions {
   /**
    * Reads the upstream's `usage` object (non-streamed answer, or the stream's final and start
    * counts) when the vendor reports tokens in fields of its own; default: the protocol's standard
-   * fields (`usageFromChat` / `usageFromMessages`). Billing and quota use what it returns.
+   * fields (`usageFromChat` / `usageFromMessages`). Billing and quota use what it returns. Not
+   * called for a usage whose standard input or output count is there but cannot be read
+   * (`unreadableUsage`): such a call is billed the gateway's estimate.
    */
   readUsage?: (usage: Record<string, unknown>) => Usage
   /**

@@ -51,6 +51,29 @@ export function tokenCount (v: unknown): number {
 }
 const n = tokenCount
 
+/** true when `v` is there (not missing, not null) but is no token count: not a number, negative, or past MAX_TOKEN_COUNT. */
+function unreadableCount (v: unknown): boolean {
+  return v !== undefined && v !== null && !(typeof v === 'number' && v >= 0 && v <= MAX_TOKEN_COUNT)
+}
+
+/** Each protocol's input and output count fields of `usage`. */
+const MAIN_COUNTS: Readonly<Record<string, readonly [string, string]>> = {
+  chat: ['prompt_tokens', 'completion_tokens'], messages: ['input_tokens', 'output_tokens'], responses: ['input_tokens', 'output_tokens'],
+}
+
+/**
+ * true when an upstream's `usage` object (of `protocol`) has an input or output count that is
+ * there but cannot be read (unreadableCount: an upstream's or a proxy's garbage, such as -1,
+ * "12" or 1e308). Such a usage is no usage: the translators leave it unread, so the call is billed
+ * the gateway's estimate, marked estimated, as one whose upstream reported none, where reading
+ * the value as 0 would bill that part of the call as free. (tokenCount still reads a detail count,
+ * such as cached input, that cannot be read as 0.)
+ */
+export function unreadableUsage (u: unknown, protocol: string): boolean {
+  const keys = MAIN_COUNTS[protocol]
+  return keys !== undefined && (unreadableCount(at(u, keys[0])) || unreadableCount(at(u, keys[1])))
+}
+
 /** Normalizes a chat-completions `usage` object (missing or null details count as 0, never as the total). */
 export function usageFromChat (u: unknown): Usage {
   const cached = n(at(at(u, 'prompt_tokens_details'), 'cached_tokens'))

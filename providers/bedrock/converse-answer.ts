@@ -34,7 +34,8 @@ export function stopReason (r: unknown): string {
  * shows (total = input + output, the cache counts inside input): then the cache counts are taken
  * out of it, never counted twice. `cacheDetails` (the writes by ttl) gives the one-hour writes as
  * messages' `cache_creation`, held to the writes. A count that is not one (not a positive number,
- * or past MAX_TOKEN_COUNT) counts 0, as core reads counts: what the client is shown, it pays.
+ * or past MAX_TOKEN_COUNT) counts 0 here, where the gateway writes the answer the client gets
+ * (Converse's counts are typed numbers): what the client is shown, it pays.
  */
 export function messagesUsage (u: unknown): Obj {
   const x = isObj(u) ? u : {}

@@ -44,8 +44,8 @@ export function stopReason (reason: unknown, calledTools: boolean): string {
  * `cachedContentTokenCount` (taken out of `input_tokens`, reported as cache reads), tool-use prompt
  * tokens bill as input; `candidatesTokenCount` excludes `thoughtsTokenCount`, and thoughts bill as
  * output (also reported as `output_tokens_details.thinking_tokens`). A count that is not one (not
- * a positive number, or past MAX_TOKEN_COUNT) counts 0, as core reads counts: what the client is
- * shown, it pays.
+ * a positive number, or past MAX_TOKEN_COUNT) counts 0 here, where the gateway writes the answer
+ * the client gets (Gemini's counts are typed numbers): what the client is shown, it pays.
  */
 export function messagesUsage (u: unknown): Obj {
   const x = isObj(u) ? u : {}

@@ -12,7 +12,10 @@ import { modelSpanOf, membersInPlace, spliceBody, requestedOutputCap, SSE_DONE, 
 import { usageFromChat } from '../../index.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { ChatChunkWire, ChatCompletionWire, ChatRequestWire } from './wire-chat.ts'
-import { applyModelParameters, CHAT_STANDARD, chatCapEdits, chatChunkChars, chatDeltaChars, DeferredCount, enforceChatCap, parametersUnchanged, plainChatChunk } from './common.ts'
+import {
+  applyModelParameters, CHAT_STANDARD, chatCapEdits, chatChunkChars, chatDeltaChars,
+  DeferredCount, enforceChatCap, parametersUnchanged, plainChatChunk, answerUsage, usageReader,
+} from './common.ts'
 import { chatErrorChunk, upstreamErrorChunk } from './chat-chunks.ts'
 import { chatAnswerEvents } from './answer-events.ts'
 
@@ -31,11 +34,11 @@ class ChatPassStream implements StreamTranslator {
   readonly #relayed = new DeferredCount(chatChunkChars)
   #parsedChars = 0
   readonly #clientWantsUsage: boolean
-  readonly #readUsage: (u: JsonObject) => Usage
+  readonly #readUsage: (u: JsonObject) => Usage | undefined
 
   constructor (clientBody: ChatRequestWire, opts: TranslateOptions) {
     this.#clientWantsUsage = clientBody.stream_options?.include_usage === true
-    this.#readUsage = opts.upstream?.readUsage ?? usageFromChat
+    this.#readUsage = usageReader(opts, 'chat', usageFromChat)
   }
 
   get outputChars (): number {
@@ -145,7 +148,7 @@ export const chatToChat: Translator = {
   },
   response (body: unknown, opts: TranslateOptions) {
     const answer: ChatCompletionWire = isObject(body) ? body : {}
-    return { body, usage: answer.usage ? (opts.upstream?.readUsage ?? usageFromChat)(answer.usage) : undefined }
+    return { body, usage: answerUsage(answer.usage, opts, 'chat', usageFromChat) }
   },
   stream (clientBody: ChatRequestWire, opts: TranslateOptions): StreamTranslator {
     return new ChatPassStream(clientBody, opts)

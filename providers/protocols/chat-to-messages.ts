@@ -23,7 +23,10 @@ import { estimateUsage, streamUsage, gwError, requestedOutputCap, type EventSink
   type Usage } from '../../index.ts'
 import { usageFromMessages, usageToChat } from '../../index.ts'
 import { ChatChunkEmitter, chatErrorChunk } from './chat-chunks.ts'
-import { applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage, type UsageCounts, parseArgs, safeToolId, textOf } from './common.ts'
+import {
+  applyModelParameters, finishFromStop, messagesDeltaChars, MESSAGES_STANDARD, newId, numericUsage,
+  type UsageCounts, parseArgs, safeToolId, textOf, answerUsage, usageReader,
+} from './common.ts'
 import { imageBlock, isMediaBlock } from './media-blocks.ts'
 import { isObject, parseWire, str, type JsonObject } from './wire.ts'
 import { decodeGeminiSignature, geminiSignatureBlock, isThinkingBlock, settleThinking, signedForMessages, thinkingBlock, thinkingBlocksOf } from './thinking.ts'
@@ -266,7 +269,7 @@ function response (upstream: unknown, opts: TranslateOptions, fallback?: Usage):
   if (reasoning !== '') message.reasoning_content = reasoning
   if (thinking.length > 0) message.thinking_blocks = thinking
   if (calls.length > 0) message.tool_calls = calls
-  const usage = body.usage ? (opts.upstream?.readUsage ?? usageFromMessages)(body.usage) : undefined
+  const usage = answerUsage(body.usage, opts, 'messages', usageFromMessages)
   return {
     body: {
       id: chatId(body.id),
@@ -298,7 +301,7 @@ class ChatOverMessagesStream implements StreamTranslator {
   outputChars = 0
   #stop: unknown = null
 
-  readonly #readUsage: (u: JsonObject) => Usage
+  readonly #readUsage: (u: JsonObject) => Usage | undefined
   readonly #estimatedInputTokens: number
   readonly #outputCap: number | undefined
 
@@ -306,7 +309,7 @@ class ChatOverMessagesStream implements StreamTranslator {
     this.#chunks = new ChatChunkEmitter(opts.clientModel, clientBody.stream_options?.include_usage === true)
     this.#estimatedInputTokens = opts.estimatedInputTokens
     this.#outputCap = opts.outputCap
-    this.#readUsage = opts.upstream?.readUsage ?? usageFromMessages
+    this.#readUsage = usageReader(opts, 'messages', usageFromMessages)
   }
 
   /** Final only once `message_delta` carried usage; `message_start`'s counts are provisional. */

@@ -19,7 +19,7 @@ import { ResponsesOutputCount } from './responses-output.ts'
 import { estimateUsage, streamUsage, gwError, requestedOutputCap, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail,
   type Usage } from '../../index.ts'
 import { usageToChat } from '../../index.ts'
-import { applyModelParameters, CHAT_STANDARD, newId, textOf } from './common.ts'
+import { applyModelParameters, CHAT_STANDARD, newId, textOf, answerUsage, usageReader } from './common.ts'
 import { ChatChunkEmitter, chatErrorChunk } from './chat-chunks.ts'
 import { usageFromResponses } from '../../index.ts'
 import { isObject, parseWire, str, type ErrorWire, type JsonObject } from './wire.ts'
@@ -177,7 +177,7 @@ function response (upstream: unknown, opts: TranslateOptions, fallback?: Usage):
   if (reasoning !== '') message.reasoning_content = reasoning
   if (thinking.length > 0) message.thinking_blocks = thinking
   if (calls.length > 0) message.tool_calls = calls
-  const usage = body.usage ? (opts.upstream?.readUsage ?? usageFromResponses)(body.usage) : undefined
+  const usage = answerUsage(body.usage, opts, 'responses', usageFromResponses)
   return {
     body: {
       id: 'chatcmpl-' + (typeof body.id === 'string' ? body.id.replace(/^resp_/, '') : newId()),
@@ -199,7 +199,7 @@ export class ChatOverResponsesStream implements StreamTranslator {
   #done = false
   readonly #output = new ResponsesOutputCount()
   readonly #chunks: ChatChunkEmitter
-  readonly #readUsage: (u: JsonObject) => Usage
+  readonly #readUsage: (u: JsonObject) => Usage | undefined
   /** The upstream's `output_index` of each function call → its chat tool-call index. */
   readonly #calls = new Map<unknown, number>()
   readonly #estimatedInputTokens: number
@@ -211,7 +211,7 @@ export class ChatOverResponsesStream implements StreamTranslator {
     this.#chunks = new ChatChunkEmitter(opts.clientModel, includeUsage)
     this.#estimatedInputTokens = opts.estimatedInputTokens
     this.#outputCap = opts.outputCap
-    this.#readUsage = opts.upstream?.readUsage ?? usageFromResponses
+    this.#readUsage = usageReader(opts, 'responses', usageFromResponses)
   }
 
   push (ev: SseEvent, out: EventSink): void {

@@ -1,6 +1,6 @@
 /** @module protocols/common – small pieces every translator shares (ids, reason maps, parameters). */
 import { randomBytes } from 'node:crypto'
-import type { EventSink, ModelEntry } from '../../index.ts'
+import { unreadableUsage, type EventSink, type JsonObject, type ModelEntry, type TranslateOptions, type Usage } from '../../index.ts'
 import { isObject, parseWire } from './wire.ts'
 import type { ChatChunkWire, ChatDeltaWire, ChatFinishReason } from './wire-chat.ts'
 import type { MessagesDeltaWire, MessagesEventWire, MessagesStopReason } from './wire-messages.ts'
@@ -317,6 +317,7 @@ export type UsageCounts = Record<string, number | Record<string, number>>
 /**
  * Counts of a usage object that are numbers (merged over what `into` already holds), and the
  * numeric members of `cache_creation`, which say how many of the cache writes were one-hour ones.
+ * An input or output count that is there but is no number is kept as NaN (unreadable).
  */
 export function numericUsage (u: unknown, into: UsageCounts = {}): UsageCounts {
   if (u && typeof u === 'object') {
@@ -325,7 +326,24 @@ export function numericUsage (u: unknown, into: UsageCounts = {}): UsageCounts {
       const v = o[k]
       if (typeof v === 'number') into[k] = v
       else if (k === 'cache_creation' && v !== null && typeof v === 'object') into[k] = numericUsage(v) as Record<string, number>
+      // Not covered by an earlier event's count: the usage stays unreadable (see unreadableUsage).
+      else if ((k === 'input_tokens' || k === 'output_tokens') && v !== null && v !== undefined) into[k] = Number.NaN
     }
   }
   return into
+}
+
+/**
+ * The reader of an upstream's `usage` objects (of `protocol`): the provider's own (`readUsage`),
+ * else `standard`, giving undefined for a usage whose input or output count is there but cannot be
+ * read (unreadableUsage): the call is then billed as one whose upstream reported no usage.
+ */
+export function usageReader (opts: TranslateOptions, protocol: 'chat' | 'messages' | 'responses', standard: (u: JsonObject) => Usage): (u: JsonObject) => Usage | undefined {
+  const read = opts.upstream?.readUsage ?? standard
+  return u => unreadableUsage(u, protocol) ? undefined : read(u)
+}
+
+/** An answer's `usage` member read by usageReader's rules; undefined when it is not an object. */
+export function answerUsage (usage: unknown, opts: TranslateOptions, protocol: 'chat' | 'messages' | 'responses', standard: (u: JsonObject) => Usage): Usage | undefined {
+  return typeof usage === 'object' && usage !== null && !Array.isArray(usage) ? usageReader(opts, protocol, standard)(usage as JsonObject) : undefined
 }

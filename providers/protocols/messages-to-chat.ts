@@ -20,7 +20,7 @@
 import { estimateUsage, streamUsage, gwError, requestedOutputCap, sanitizeUpstreamMessage, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions,
   type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromChat, usageToMessages } from '../../index.ts'
-import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, messagesError, messagesErrorType, newId, parseArgs, safeToolId, stopFromFinish, textOf } from './common.ts'
+import { applyModelParameters, CHAT_STANDARD, chatDeltaChars, messagesError, messagesErrorType, newId, parseArgs, safeToolId, stopFromFinish, textOf, answerUsage, usageReader } from './common.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import { REASONING_PREFIX, thinkingBlock, thinkingBlocksOf, type AnyThinkingBlock, type ThinkingBlock } from './thinking.ts'
 import type { ChatChunkWire, ChatCompletionWire, ChatContentPart, ChatDeltaWire, ChatFunctionTool, ChatMessage, ChatMessageAsSent, ChatRequest, ChatToolCall, ChatToolCallWire } from './wire-chat.ts'
@@ -242,7 +242,7 @@ function response (upstream: unknown, opts: TranslateOptions, fallback?: Usage):
   if (text !== '') content.push({ type: 'text', text })
   if (typeof m.refusal === 'string' && m.refusal !== '') content.push({ type: 'text', text: m.refusal })
   if (Array.isArray(m.tool_calls)) for (const c of m.tool_calls) content.push(toolUseBlock(c))
-  const usage = body.usage ? (opts.upstream?.readUsage ?? usageFromChat)(body.usage) : undefined
+  const usage = answerUsage(body.usage, opts, 'chat', usageFromChat)
   const stop = typeof m.refusal === 'string' && m.refusal !== '' ? 'refusal' : stopFromFinish(choice.finish_reason)
   return {
     body: {
@@ -291,9 +291,11 @@ export class MessagesOverChatStream implements StreamTranslator {
   #finish: unknown = null
   #refusal = false
   readonly #opts: TranslateOptions
+  readonly #readUsage: (u: JsonObject) => Usage | undefined
 
   constructor (opts: TranslateOptions) {
     this.#opts = opts
+    this.#readUsage = usageReader(opts, 'chat', usageFromChat)
   }
 
   #start (out: EventSink, id: unknown): void {
@@ -405,7 +407,7 @@ export class MessagesOverChatStream implements StreamTranslator {
     if (chunk.usage && typeof chunk.usage === 'object') {
       // Final: the usage chunk (no choices) or usage on a finishing chunk; a running count on
       // other chunks is provisional.
-      const u = (this.#opts.upstream?.readUsage ?? usageFromChat)(chunk.usage)
+      const u = this.#readUsage(chunk.usage)
       if (!choice || (choice.finish_reason !== null && choice.finish_reason !== undefined)) this.usage = u
       else this.startUsage = u
     }

@@ -13,8 +13,10 @@ import { sanitizeUpstreamMessage, requestedOutputCap, type EventSink, type Strea
 import { serverToolUsesFromMessages, usageFromMessages } from '../../index.ts'
 import { isObject, parseWire, type ErrorWire, type JsonObject } from './wire.ts'
 import type { MessagesAnswerWire, MessagesEventWire } from './wire-messages.ts'
-import { applyModelParameters, capEdits, DeferredCount, enforceCap, messagesError, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage, type UsageCounts, parametersUnchanged,
-  safeErrorType } from './common.ts'
+import {
+  answerUsage, applyModelParameters, capEdits, DeferredCount, enforceCap, messagesError, messagesErrorType, messagesEventChars, MESSAGES_STANDARD, numericUsage,
+  parametersUnchanged, safeErrorType, usageReader, type UsageCounts,
+} from './common.ts'
 import { messagesAnswerEvents } from './answer-events.ts'
 
 /** The one field of a messages request that carries its output cap. */
@@ -29,10 +31,10 @@ class MessagesPassStream implements StreamTranslator {
   #final: UsageCounts | undefined
   /** The last `usage.server_tool_use` seen (cumulative, like the counts): not a number, so kept apart. */
   #serverTools: Record<string, number> | undefined
-  readonly #readUsage: (u: JsonObject) => Usage
+  readonly #readUsage: (u: JsonObject) => Usage | undefined
 
   constructor (opts: TranslateOptions) {
-    this.#readUsage = opts.upstream?.readUsage ?? usageFromMessages
+    this.#readUsage = usageReader(opts, 'messages', usageFromMessages)
   }
 
   get outputChars (): number {
@@ -42,7 +44,7 @@ class MessagesPassStream implements StreamTranslator {
   get usage (): Usage | undefined {
     if (!this.#final) return undefined
     const u = this.#readUsage(this.#final)
-    if (this.#serverTools && !u.serverToolUses) u.serverToolUses = this.#serverTools
+    if (u !== undefined && this.#serverTools && !u.serverToolUses) u.serverToolUses = this.#serverTools
     return u
   }
 
@@ -115,7 +117,7 @@ export const messagesToMessages: Translator = {
   },
   response (body: unknown, opts: TranslateOptions) {
     const answer: MessagesAnswerWire = isObject(body) ? body : {}
-    return { body, usage: answer.usage ? (opts.upstream?.readUsage ?? usageFromMessages)(answer.usage) : undefined }
+    return { body, usage: answerUsage(answer.usage, opts, 'messages', usageFromMessages) }
   },
   stream (_clientBody: JsonObject, opts: TranslateOptions): StreamTranslator {
     return new MessagesPassStream(opts)

@@ -7,7 +7,7 @@
  */
 import { streamUsage, type EventSink, type StreamTranslator, type Translator, type SseEvent, type TranslateOptions, type StreamFailDetail, type Usage } from '../../index.ts'
 import { usageFromChat } from '../../index.ts'
-import { chatDeltaChars } from './common.ts'
+import { chatDeltaChars, answerUsage, usageReader } from './common.ts'
 import { responsesToChatRequest } from './responses-request.ts'
 import { chatAnswerToResponse, ResponsesEmitter } from './responses-answer.ts'
 import { isObject, parseWire, type JsonObject } from './wire.ts'
@@ -22,7 +22,7 @@ class ResponsesOverChatStream implements StreamTranslator {
   outputChars = 0
   finished = false
   readonly #emit: ResponsesEmitter
-  readonly #readUsage: (u: JsonObject) => Usage
+  readonly #readUsage: (u: JsonObject) => Usage | undefined
   readonly #estimatedInputTokens: number
   readonly #outputCap: number | undefined
 
@@ -30,7 +30,7 @@ class ResponsesOverChatStream implements StreamTranslator {
     this.#estimatedInputTokens = opts.estimatedInputTokens
     this.#outputCap = opts.outputCap
     this.#emit = new ResponsesEmitter(opts, clientBody, () => this.#billed())
-    this.#readUsage = opts.upstream?.readUsage ?? usageFromChat
+    this.#readUsage = usageReader(opts, 'chat', usageFromChat)
   }
 
   #billed (): Usage {
@@ -83,7 +83,7 @@ export const responsesToChat: Translator = {
   request: responsesToChatRequest,
   response (body: unknown, opts: TranslateOptions, fallback?: Usage) {
     const answer: ChatCompletionWire = isObject(body) ? body : {}
-    const usage = answer.usage ? (opts.upstream?.readUsage ?? usageFromChat)(answer.usage) : undefined
+    const usage = answerUsage(answer.usage, opts, 'chat', usageFromChat)
     return { body: chatAnswerToResponse(answer, usage ?? fallback, opts), usage }
   },
   stream (clientBody: ResponsesRequestWire, opts: TranslateOptions): StreamTranslator {

@@ -15,12 +15,13 @@ import { serverToolUsesFromResponses, usageFromResponses, usageToResponses } fro
 import { ResponsesOutputCount } from './responses-output.ts'
 import { responsesError } from './responses-answer.ts'
 import { isObject, parseWire, type JsonObject } from './wire.ts'
-import { capEdits, enforceCap } from './common.ts'
+import { capEdits, enforceCap, answerUsage, usageReader } from './common.ts'
 import type { ResponsesEventWire, ResponseWire } from './wire-responses.ts'
 import { responsesAnswerEvents } from './answer-events.ts'
 
 /** `u` with the server-tool uses of the answer's output items (billed per use). */
-function withServerTools (u: Usage, output: unknown): Usage {
+function withServerTools (u: Usage | undefined, output: unknown): Usage | undefined {
+  if (u === undefined) return undefined
   const tools = serverToolUsesFromResponses(output)
   if (tools) u.serverToolUses = tools
   return u
@@ -36,14 +37,14 @@ class ResponsesPassStream implements StreamTranslator {
   #seq = 0
   /** The upstream's `response` of `response.created`: what a `response.failed` the gateway ends the stream with repeats. */
   #response: ResponseWire | undefined
-  readonly #readUsage: (u: JsonObject) => Usage
+  readonly #readUsage: (u: JsonObject) => Usage | undefined
   readonly #estimatedInputTokens: number
   readonly #outputCap: number | undefined
 
   get outputChars (): number { return this.#output.chars }
 
   constructor (opts: TranslateOptions) {
-    this.#readUsage = opts.upstream?.readUsage ?? usageFromResponses
+    this.#readUsage = usageReader(opts, 'responses', usageFromResponses)
     this.#estimatedInputTokens = opts.estimatedInputTokens
     this.#outputCap = opts.outputCap
   }
@@ -123,7 +124,7 @@ export const responsesToResponses: Translator = {
   },
   response (body: unknown, opts: TranslateOptions) {
     const answer: ResponseWire = isObject(body) ? body : {}
-    return { body, usage: answer.usage ? withServerTools((opts.upstream?.readUsage ?? usageFromResponses)(answer.usage), answer.output) : undefined }
+    return { body, usage: withServerTools(answerUsage(answer.usage, opts, 'responses', usageFromResponses), answer.output) }
   },
   stream (_clientBody: JsonObject, opts: TranslateOptions): StreamTranslator {
     return new ResponsesPassStream(opts)

@@ -87,9 +87,10 @@ export function answerShape (route: Route, b: unknown): boolean {
 }
 
 /**
- * A count the upstream sends is at most MAX_TOKEN_COUNT: the gateway counts a larger one (1e308,
- * past 2^53) as 0, as it counts one that is not a number, negative or a string (an upstream's
- * garbage is no count, and billed it would make a cost the ledger cannot hold). A count it shows
+ * A count the upstream sends is at most MAX_TOKEN_COUNT: a larger one (1e308, past 2^53), like one
+ * that is not a number, negative or a string, is no count (billed, it would make a cost the ledger
+ * cannot hold): an input or output count of that kind makes the usage unreadable, billed the
+ * estimate; a detail count of that kind reads as 0. A count the gateway shows
  * or bills adds up at most a few of them (input: uncached + cache reads + cache writes; total:
  * input + output), so none passes five.
  */
