@@ -253,8 +253,9 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * that body's status (errorBodyStatus's rules, else 500), or undefined for any other event.
  * Error events: messages `error`; Responses `error` (the error's members at the top or under
  * `error`) and `response.failed` (`response.error`); a chat chunk holding a top-level `error` and
- * no `choices` (as OpenAI-compatible servers send one after their 200). An error event that is not
- * JSON stands for a 500.
+ * no `choices` (as OpenAI-compatible servers send one after their 200). A messages or Responses
+ * error event that is not JSON, or holds no error, stands for a 500; a chat chunk that is not JSON
+ * is not an error event.
  */
 export function streamErrorBody (ev: SseEvent, protocol: string): { status: number, text: string } | undefined {
   const name = ev.event
