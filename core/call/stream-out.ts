@@ -65,6 +65,9 @@ export async function streamResponse (
   // The upstream's error event among the events before the first output: what the call fails
   // with if the stream ends without output (see below).
   let early: { status: number, text: string } | undefined
+  // A reasoning block or item has begun: output whose characters are not counted may follow for
+  // a long while (thinking with its text omitted), so what was kept back goes out now.
+  let reasoning = false
   try {
     for (;;) {
       let chunk = reader.next()
@@ -81,7 +84,10 @@ export async function streamResponse (
       if (chunk === null) break
       deadline.bump()
       const events = parser.push(chunk)
-      if (!sink.started && early === undefined) early = earlyError(events, a.provider.protocol)
+      if (!sink.started) {
+        if (early === undefined) early = earlyError(events, a.provider.protocol)
+        if (!reasoning) reasoning = reasoningBegan(events, a.provider.protocol)
+      }
       let bytes: string | Buffer = ''
       if (hooked === undefined) bytes = writer.chunk(chunk, events, st, parser.whole === true)
       else for (let i = 0; i < events.length; i++) st.push(events[i], hooked)
@@ -92,7 +98,7 @@ export async function streamResponse (
       if (bytes.length === 0) continue
       // Until the first output the stream's opening events are kept back (StreamSink.hold): outputChars
       // is read only then (a translator may count it lazily).
-      if (!sink.started && !st.finished && st.outputChars === 0 && sink.hold(bytes, gw.now(), gw.config.server.streamHoldMs)) continue
+      if (!sink.started && !st.finished && !reasoning && st.outputChars === 0 && sink.hold(bytes, gw.now(), gw.config.server.streamHoldMs)) continue
       if (!sink.started) sink.start()
       if (st.finished) {
         const p = sink.answered()
@@ -225,4 +231,27 @@ function earlyError (events: readonly SseEvent[], protocol: string): { status: n
     if (e !== undefined) return e
   }
   return undefined
+}
+
+/**
+ * true when `events` start a reasoning block (messages `content_block_start` of a `thinking` or
+ * `redacted_thinking` block) or item (Responses `response.output_item.added` of a `reasoning`
+ * item). A chat upstream's reasoning comes as counted text.
+ */
+function reasoningBegan (events: readonly SseEvent[], protocol: string): boolean {
+  const name = protocol === 'messages' ? 'content_block_start' : protocol === 'responses' ? 'response.output_item.added' : undefined
+  if (name === undefined) return false
+  for (let i = 0; i < events.length; i++) {
+    const ev = events[i]
+    if (ev.event !== name || (!ev.data.includes('thinking') && !ev.data.includes('"reasoning"'))) continue
+    let d: { content_block?: { type?: unknown }, item?: { type?: unknown } }
+    try {
+      d = JSON.parse(ev.data) as typeof d
+    } catch {
+      continue
+    }
+    const type = protocol === 'messages' ? d?.content_block?.type : d?.item?.type
+    if (type === 'thinking' || type === 'redacted_thinking' || type === 'reasoning') return true
+  }
+  return false
 }

@@ -8,7 +8,7 @@
 import t, { type Test } from 'tap'
 import { request as httpRequest } from 'node:http'
 import { buildTestApp, auth, AUTH_ENTRY, listen } from '../helpers/build-test-app.ts'
-import { startFakeUpstream, sse, upstreamDoc, msgEvent, chatChunk, chatTextStream, messagesTextStream } from '../helpers/fake-upstream.ts'
+import { startFakeUpstream, sse, upstreamDoc, msgEvent, chatChunk, chatTextStream, messagesTextStream, responsesTextStream } from '../helpers/fake-upstream.ts'
 import { outcomeSpy } from '../../testing.ts'
 import { SseParser } from '../../core/dispatch/sse.ts'
 
@@ -137,3 +137,63 @@ for (const holdMs of [0, 50]) {
     t.match(text, /event: message_stop/)
   })
 }
+
+t.test('a reasoning block or item that begins ends the hold: thinking whose text is omitted is not waited for', async t => {
+  const { app, msgUp } = await setup(t, { streamHoldMs: 600_000 })
+  const respUp = await startFakeUpstream()
+  t.teardown(() => respUp.close())
+  const base = await listen(app)
+  // Each upstream sends its opening events and a reasoning start, then nothing more until the
+  // client has its first bytes: a gateway that kept them back for the whole hold would not answer.
+  let release!: () => void
+  let released = new Promise<void>(resolve => { release = resolve })
+  msgUp.handle(async (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' })
+    res.write(MSG_START)
+    res.write(msgEvent('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } }))
+    await released
+    res.write(msgEvent('content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: 'sig' } }))
+    res.write(msgEvent('content_block_stop', { index: 0 }))
+    for (const e of messagesTextStream(['after thinking']).slice(1)) res.write(e.replace('"index":0', '"index":1'))
+    res.end()
+  })
+  const { first, whole } = firstBytes(base, msgBody('msgvendor/msg-model'))
+  const head = await first
+  t.match(head, /event: message_start/, 'the opening events reached the client while the upstream was still thinking')
+  release()
+  const text = await whole
+  t.match(text, /"type":"thinking"/)
+  t.match(text, /after thinking/)
+  t.match(text, /event: message_stop/)
+
+  // The same for a Responses upstream's reasoning item, to a Responses client.
+  const doc = upstreamDoc(respUp.origin, respUp.origin, [{ id: 'vendor/resp-model', deployments: [{ provider: 'up-resp', model: 'r' }] }])
+  ;(doc.providers as unknown[]).push({ name: 'up-resp', adapter: 'openai-responses', config: { baseUrl: `${respUp.origin}/v1`, apiKey: 'sk-resp' } })
+  const respApp = await buildTestApp({ doc: { ...doc, server: { streamHoldMs: 600_000 } }, pipeline: [AUTH_ENTRY] })
+  t.teardown(() => respApp.close())
+  const respBase = await listen(respApp)
+  released = new Promise<void>(resolve => { release = resolve })
+  const stream = responsesTextStream(['after reasoning'])
+  respUp.handle(async (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' })
+    res.write(stream[0])
+    res.write(`event: response.output_item.added\ndata: ${JSON.stringify({ type: 'response.output_item.added', sequence_number: 1, output_index: 0, item: { type: 'reasoning', id: 'rs_1', summary: [] } })}\n\n`)
+    await released
+    for (const e of stream.slice(1)) res.write(e)
+    res.end()
+  })
+  let gotFirst!: (s: string) => void
+  const respFirst = new Promise<string>(resolve => { gotFirst = resolve })
+  const respWhole = new Promise<string>(resolve => {
+    const req = httpRequest(`${respBase}/v1/responses`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' } }, res => {
+      let all = ''
+      res.setEncoding('utf8')
+      res.on('data', (d: string) => { if (all === '') gotFirst(d); all += d })
+      res.on('end', () => resolve(all))
+    })
+    req.end(JSON.stringify({ model: 'vendor/resp-model', input: 'hi', stream: true }))
+  })
+  t.match(await respFirst, /response\.created/, 'the Responses client has the opening events while the upstream reasons')
+  release()
+  t.match(await respWhole, /after reasoning/)
+})
