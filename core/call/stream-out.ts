@@ -84,10 +84,6 @@ export async function streamResponse (
       if (chunk === null) break
       deadline.bump()
       const events = parser.push(chunk)
-      if (!sink.started) {
-        if (early === undefined) early = earlyError(events, a.provider.protocol)
-        if (!reasoning) reasoning = reasoningBegan(events, a.provider.protocol)
-      }
       let bytes: string | Buffer = ''
       if (hooked === undefined) bytes = writer.chunk(chunk, events, st, parser.whole === true)
       else for (let i = 0; i < events.length; i++) st.push(events[i], hooked)
@@ -95,9 +91,15 @@ export async function streamResponse (
       // passed the cap is not relayed, and a finished stream is done anyway.
       if (!st.finished && guard.passed(st, chunk.length)) throw new OutputCapPassed()
       if (hooked !== undefined) bytes = await hooked.take()
+      // Events that brought no output yet: an error event or a reasoning start among them matters
+      // (a chunk with output starts the stream, and its events need no look).
+      if (!sink.started && st.outputChars === 0) {
+        if (early === undefined) early = earlyError(events, a.provider.protocol)
+        if (!reasoning) reasoning = reasoningBegan(events, a.provider.protocol)
+      }
       if (bytes.length === 0) continue
       // Until the first output the stream's opening events are kept back (StreamSink.hold): outputChars
-      // is read only then (a translator may count it lazily).
+      // is read only until the stream starts (a translator may count it lazily).
       if (!sink.started && !st.finished && !reasoning && st.outputChars === 0 && sink.hold(bytes, gw.now(), gw.config.server.streamHoldMs)) continue
       if (!sink.started) sink.start()
       if (st.finished) {
