@@ -97,12 +97,12 @@ t.test('a stream that fails before its first output fails over; the failed attem
 })
 
 /** The client's first bytes of a streamed call, then (once `release` is called by the caller) the rest. */
-function firstBytes (base: string, body: unknown): { first: Promise<string>, whole: Promise<string> } {
+function firstBytes (base: string, body: unknown, path = '/v1/messages'): { first: Promise<string>, whole: Promise<string> } {
   let gotFirst!: (s: string) => void
   let gotWhole!: (s: string) => void
   const first = new Promise<string>(resolve => { gotFirst = resolve })
   const whole = new Promise<string>(resolve => { gotWhole = resolve })
-  const req = httpRequest(`${base}/v1/messages`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' } }, res => {
+  const req = httpRequest(`${base}${path}`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' } }, res => {
     let text = ''
     res.setEncoding('utf8')
     res.on('data', (d: string) => { if (text === '') gotFirst(d); text += d })
@@ -182,18 +182,8 @@ t.test('a reasoning block or item that begins ends the hold: thinking whose text
     for (const e of stream.slice(1)) res.write(e)
     res.end()
   })
-  let gotFirst!: (s: string) => void
-  const respFirst = new Promise<string>(resolve => { gotFirst = resolve })
-  const respWhole = new Promise<string>(resolve => {
-    const req = httpRequest(`${respBase}/v1/responses`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' } }, res => {
-      let all = ''
-      res.setEncoding('utf8')
-      res.on('data', (d: string) => { if (all === '') gotFirst(d); all += d })
-      res.on('end', () => resolve(all))
-    })
-    req.end(JSON.stringify({ model: 'vendor/resp-model', input: 'hi', stream: true }))
-  })
-  t.match(await respFirst, /response\.created/, 'the Responses client has the opening events while the upstream reasons')
+  const resp = firstBytes(respBase, { model: 'vendor/resp-model', input: 'hi', stream: true }, '/v1/responses')
+  t.match(await resp.first, /response\.created/, 'the Responses client has the opening events while the upstream reasons')
   release()
-  t.match(await respWhole, /after reasoning/)
+  t.match(await resp.whole, /after reasoning/)
 })
