@@ -304,7 +304,8 @@ async function fuzz (t: Test, ledger: Ledger, label: string): Promise<void> {
       const throttled = (failed.get(from) ?? 0) >= AUTH_FAILURES_ALLOWED
       const want = throttled ? 429 : c.auth === 'revoked' ? 403 : 401
       // A URL the router cannot read (bad percent-encoding, an overlong id) is refused before any route: 400, no data.
-      const unreadable = res.status === 400 && /URL is malformed|not valid HTTP/.test(res.body)
+      // A HEAD answer has no body to say so: a 400 to one with a raw odd segment counts as that refusal.
+      const unreadable = res.status === 400 && (c.method === 'HEAD' ? c.odd : /URL is malformed|not valid HTTP/.test(res.body))
       if (res.status !== want && !unreadable) problems.push(`status ${res.status} without the admin key (${c.auth}), expected ${want}`)
       if (res.status === 429 && !/^\d+$/.test(res.headers['retry-after'] ?? '')) problems.push('429 without Retry-After')
       if (c.bearer && (res.status === 401 || res.status === 403)) failed.set(from, (failed.get(from) ?? 0) + 1)
