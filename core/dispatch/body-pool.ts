@@ -32,6 +32,14 @@ export const SLOT_BYTES = 1 << MAX_SHIFT
  * agent-sized calls in flight at once, each holding its body and, when edits add members, a copy.
  */
 const IDLE_BYTES = 16 * 1024 * 1024
+/**
+ * Bytes kept free before a body in its buffer (when the buffer has room for them): members added
+ * before the model key (a missing output cap, a chat stream's `stream_options`) go there, the few
+ * bytes before the key moved in front of them, instead of into a copy of the whole body.
+ */
+export const HEADROOM = 128
+/** The most bytes before the model key moved to make room for an insertion (past that, a copy is made). */
+const MAX_MOVED = 1024
 
 /** Unused buffers by size (index: the size's shift less MIN_SHIFT), and their bytes together. */
 const free: Buffer[][] = Array.from({ length: MAX_SHIFT - MIN_SHIFT + 1 }, () => [])
@@ -71,12 +79,18 @@ function onSendHeaders (message: unknown): void {
 /**
  * One body's use of a pooled buffer: `bytes` holds the body; `end()` when its call has settled. A
  * second buffer (`spare`) holds an edited copy of it when the edits cannot be made in place; the
- * same rules follow both.
+ * same rules follow both. `insertAt` puts text before a byte of the body using the headroom left
+ * in front of it; `restore` undoes that, so the bytes are the body's again for the next edit.
  */
 export class BodyLease {
   readonly #slot: Buffer
   #spare: Buffer | undefined = undefined
   readonly bytes: Buffer
+  /** Where the body starts in the slot: HEADROOM when the slot had room for it, else 0. */
+  readonly #head: number
+  /** The insertion in place (insertAt), undone by restore: the bytes moved and the text's length. */
+  #moved = 0
+  #inserted = 0
   /** Upstream sends of these bytes, and the sockets they were seen written to. */
   #sends = 0
   readonly #sockets: Socket[] = []
@@ -88,7 +102,38 @@ export class BodyLease {
 
   constructor (slot: Buffer, size: number) {
     this.#slot = slot
-    this.bytes = slot.subarray(0, size)
+    this.#head = slot.length - size >= HEADROOM ? HEADROOM : 0
+    this.bytes = slot.subarray(this.#head, this.#head + size)
+  }
+
+  /**
+   * The body with `text` (`length` UTF-8 bytes) put before its byte `at`, made in the same memory:
+   * the `at` bytes before it move into the headroom, and the text follows them. Undefined when
+   * there is no room (text longer than the headroom, too many bytes to move, the lease ended): the
+   * caller makes a copy. Until `restore`, `bytes` no longer holds the body's first bytes.
+   */
+  insertAt (at: number, text: string, length: number): Buffer | undefined {
+    if (!this.canInsert(at, length)) return undefined
+    const from = this.#head - length
+    this.#slot.copyWithin(from, this.#head, this.#head + at)
+    this.#slot.write(text, from + at, length, 'utf8')
+    this.#moved = at
+    this.#inserted = length
+    return this.#slot.subarray(from, this.#head + this.bytes.length)
+  }
+
+  /** true when insertAt has room for `length` bytes before byte `at` of the body. */
+  canInsert (at: number, length: number): boolean {
+    return !this.#ended && this.#inserted === 0 && length > 0 && length <= this.#head && at >= 0 && at <= MAX_MOVED && at <= this.bytes.length
+  }
+
+  /** Undoes insertAt: the bytes it moved go back to their place, and `bytes` is the body again. */
+  restore (): void {
+    if (this.#inserted === 0 || this.#ended) return
+    const from = this.#head - this.#inserted
+    this.#slot.copyWithin(this.#head, from, from + this.#moved)
+    this.#moved = 0
+    this.#inserted = 0
   }
 
   /** `index` holds something of these bytes under `owner` (the body's span): deleted at the end. */
@@ -150,7 +195,8 @@ export function leaseBody (size: number): BodyLease | undefined {
     subscribed = true
     subscribe('undici:client:sendHeaders', onSendHeaders)
   }
-  const lease = new BodyLease(take(size), size)
+  // Room for the headroom when that keeps the body in a pooled size.
+  const lease = new BodyLease(take(size + HEADROOM <= SLOT_BYTES ? size + HEADROOM : size), size)
   leases.set(lease.bytes.buffer, lease)
   return lease
 }

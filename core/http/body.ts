@@ -38,17 +38,21 @@ export function modelSpanOf (body: unknown): ModelSpan | undefined {
  * the client's. Undefined when a member to set is not in the body with a literal value.
  * One copy of the body: the unchanged runs are views of the client's buffer.
  *
- * `upstream`: the result is the call's own upstream body, sent once at a time. With nothing to
- * insert and every new value no longer than the bytes of the one it replaces, the values are then
- * written over the client's buffer itself, the rest of each replaced value's bytes turned into
- * spaces (whitespace JSON ignores), and that buffer is returned: no copy at all, where a large
- * body's copy costs its allocation and the collections it brings on. The span's ranges stay the
- * values' places, so a later splice (the next deployment's model) replaces the same bytes. A copy
- * of a pooled body goes into its lease's second buffer (body-pool.ts), the same one each time.
+ * `upstream`: the result is the call's own upstream body, sent once at a time. When every new
+ * value is no longer than the bytes of the one it replaces, the values are then written over the
+ * client's buffer itself, the rest of each replaced value's bytes turned into spaces (whitespace
+ * JSON ignores): no copy at all, where a large body's copy costs its allocation and the
+ * collections it brings on. An insertion then goes into the pooled buffer's headroom, the few
+ * bytes before the model key moved in front of it (BodyLease.insertAt); the next splice moves
+ * them back first. The span's ranges stay the values' places, so a later splice (the next
+ * deployment's model) replaces the same bytes. A copy of a pooled body goes into its lease's
+ * second buffer (body-pool.ts), the same one each time.
  */
 export function spliceBody (span: ModelSpan, model: string, insert = '', set?: Readonly<Record<string, string>>, upstream = false): Buffer | undefined {
+  const lease = leased.get(span.bytes)
+  // An earlier attempt's insertion moved the bytes before the model key: back to their place.
+  lease?.restore()
   const edits: { start: number, end: number, text: string }[] = [{ start: span.start, end: span.end, text: JSON.stringify(model) }]
-  if (insert !== '') edits.push({ start: span.keyStart, end: span.keyStart, text: insert })
   if (set !== undefined) {
     for (const k in set) {
       const m = span.members[k]
@@ -56,10 +60,12 @@ export function spliceBody (span: ModelSpan, model: string, insert = '', set?: R
       edits.push({ start: m.start, end: m.end, text: set[k] })
     }
   }
-  if (upstream && insert === '' && edits.every(fits)) {
+  const inserted = insert === '' ? 0 : Buffer.byteLength(insert, 'utf8')
+  if (upstream && edits.every(fits) && (inserted === 0 || lease?.canInsert(span.keyStart, inserted) === true)) {
     for (const e of edits) span.bytes.fill(SPACE, e.start + span.bytes.write(e.text, e.start, 'utf8'), e.end)
-    return span.bytes
+    return inserted === 0 ? span.bytes : lease!.insertAt(span.keyStart, insert, inserted)
   }
+  if (insert !== '') edits.push({ start: span.keyStart, end: span.keyStart, text: insert })
   edits.sort((x, y) => x.start - y.start)
   const parts: Buffer[] = []
   let at = 0
@@ -72,7 +78,7 @@ export function spliceBody (span: ModelSpan, model: string, insert = '', set?: R
   }
   parts.push(span.bytes.subarray(at))
   // A pooled body's copy goes into its lease's second buffer (see body-pool.ts), not a fresh one.
-  const out = upstream ? leased.get(span.bytes)?.spare(size) : undefined
+  const out = upstream ? lease?.spare(size) : undefined
   return out === undefined ? Buffer.concat(parts, size) : join(parts, out)
 }
 

@@ -7,7 +7,7 @@
 import t from 'tap'
 import { channel } from 'node:diagnostics_channel'
 import type { Socket } from 'node:net'
-import { emptyPool, leaseBody, pooledFree, SLOT_BYTES } from '../../core/dispatch/body-pool.ts'
+import { emptyPool, HEADROOM, leaseBody, pooledFree, SLOT_BYTES } from '../../core/dispatch/body-pool.ts'
 
 const sendHeaders = channel('undici:client:sendHeaders')
 /** What undici publishes as it writes a request's head: the request (its body) and the socket. */
@@ -151,4 +151,41 @@ t.test('the index entry the lease was given is forgotten at its end', async t =>
   t.ok(index.has(owner))
   lease.end()
   t.notOk(index.has(owner), 'nothing reaches the bytes through it any more')
+})
+
+t.test('an insertion goes into the headroom before the body, and is undone exactly', async t => {
+  drain()
+  const body = '{"stream":true,"model":"m","messages":[]}'
+  const lease = leaseBody(body.length)!
+  lease.bytes.write(body)
+  const at = body.indexOf('"model"')
+  const add = '"stream_options":{"include_usage":true},'
+  const out = lease.insertAt(at, add, Buffer.byteLength(add))!
+  t.equal(out.toString(), body.slice(0, at) + add + body.slice(at), 'the text before the model key, the insertion, the rest')
+  t.equal(out.buffer, lease.bytes.buffer, 'in the same memory: no copy')
+  t.equal(out.byteOffset + out.length, lease.bytes.byteOffset + lease.bytes.length, 'ending where the body ends')
+  t.equal(lease.insertAt(at, add, Buffer.byteLength(add)), undefined, 'one insertion at a time')
+  lease.restore()
+  t.equal(lease.bytes.toString(), body, 'restored: the body\'s own bytes again')
+  lease.restore()
+  t.equal(lease.bytes.toString(), body, 'a second restore changes nothing')
+  const two = '"é":1,'
+  t.equal(lease.insertAt(1, two, Buffer.byteLength(two))!.toString(), '{"é":1,"stream":true,"model":"m","messages":[]}', 'another insertion after the restore, its length in bytes')
+  lease.restore()
+  t.equal(lease.bytes.toString(), body)
+
+  t.notOk(lease.canInsert(at, HEADROOM + 1), 'no more than the headroom')
+  t.ok(lease.canInsert(at, HEADROOM))
+  t.notOk(lease.canInsert(body.length + 1, 1), 'not past the body')
+  const long = leaseBody(10_000)!
+  t.ok(long.canInsert(1024, 10))
+  t.notOk(long.canInsert(1025, 10), 'more than 1024 bytes to move: the caller copies instead')
+  const full = leaseBody(SLOT_BYTES)!
+  t.equal(full.bytes.byteOffset, 0, 'a body filling its buffer has no headroom')
+  t.notOk(full.canInsert(1, 1))
+  t.equal(leaseBody(SLOT_BYTES - HEADROOM)!.bytes.byteOffset, HEADROOM, 'one that leaves room for it has')
+  lease.end()
+  t.notOk(lease.canInsert(at, 1), 'none after the end')
+  t.equal(lease.insertAt(at, 'x', 1), undefined)
+  drain()
 })

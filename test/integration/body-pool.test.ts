@@ -1,8 +1,8 @@
 /**
  * Large bodies through pooled buffers, on real sockets: many agent-sized calls in flight at once,
  * round after round (so buffers are reused while others are in use), each with its own content.
- * Every upstream request must be its own client's bytes (the model written in place, or the
- * members added in a copy, or a translation of its own body), whatever other calls did with the
+ * Every upstream request must be its own client's bytes (the model written in place, members
+ * added in the buffer's headroom or in a copy, or a translation of its own body), whatever other calls did with the
  * buffers before; answers and billing stay each call's own.
  */
 import t from 'tap'
@@ -10,7 +10,7 @@ import { request } from 'undici'
 import { buildTestApp, listen, auth, AUTH_ENTRY } from '../helpers/build-test-app.ts'
 import { startFakeUpstream, json, sse, chatTextStream, chatCompletion, messagesResponse, upstreamDoc } from '../helpers/fake-upstream.ts'
 import { outcomeSpy } from '../../testing.ts'
-import { pooledFree } from '../../core/dispatch/body-pool.ts'
+import { emptyPool, pooledFree } from '../../core/dispatch/body-pool.ts'
 import { padded } from '../helpers/padded.ts'
 
 /** ~150 KB of one call's own text: its number throughout, escapes, non-ASCII. */
@@ -35,9 +35,10 @@ function cases (round: number, n: number): Case[] {
         out.push({ path: '/v1/chat/completions', text, upstream: 'chat', marker, expected: text.replace('"vendor/chat-model"', padded('"vendor/chat-model"', '"up-model"')) })
         break
       }
-      case 2: { // a chat stream without stream_options: members added, a copy
+      case 2: { // a chat stream without stream_options: members added in the buffer's headroom, the model in place
         const text = `{"model":"vendor/chat-model","stream":true,"max_tokens":50,"messages":[{"role":"user","content":"${content}"}]}`
-        out.push({ path: '/v1/chat/completions', text, upstream: 'chat', marker, expected: text.replace('"model":"vendor/chat-model"', '"stream_options":{"include_usage":true},"model":"up-model"') })
+        const expected = text.replace('"model":"vendor/chat-model"', `"stream_options":{"include_usage":true},"model":${padded('"vendor/chat-model"', '"up-model"')}`)
+        out.push({ path: '/v1/chat/completions', text, upstream: 'chat', marker, expected })
         break
       }
       default: { // messages client, chat model: translated from the parsed body
@@ -116,4 +117,68 @@ t.test('a body refused as bad JSON gives its buffer back; the next call reads on
   t.equal(res.statusCode, 200)
   await res.body.text()
   t.ok(chatUp.requests.at(-1)!.text === short.replace('"vendor/chat-model"', padded('"vendor/chat-model"', '"up-model"')), 'exactly its own bytes')
+})
+
+t.test('members added to a pooled body go into its headroom: exact bytes per deployment, and no second buffer', async t => {
+  const up = await startFakeUpstream()
+  // Two of the three deployments fail (500); the last streams. The middle one's provider names the
+  // cap max_completion_tokens, the others max_tokens: each attempt inserts its own member.
+  up.handle((req, res) => {
+    if (req.body.model !== 'third') return json(res, 500, { error: { message: 'boom' } })
+    void sse(res, chatTextStream(['ok'], { prompt: 20, completion: 2, cached: 0 }))
+  })
+  const doc = upstreamDoc(up.origin, up.origin, [{
+    id: 'vendor/insert',
+    deployments: [
+      { provider: 'up-chat', model: 'first', priority: 0 },
+      { provider: 'up-mct', model: 'second', priority: 1 },
+      { provider: 'up-chat', model: 'third', priority: 2 },
+    ],
+  }])
+  ;(doc.providers as unknown[]).push({ name: 'up-mct', adapter: 'openai-compatible', config: { baseUrl: `${up.origin}/v1`, apiKey: 'sk-upstream', maxTokensField: 'max_completion_tokens' } })
+  const spy = outcomeSpy()
+  const app = await buildTestApp({ doc, pipeline: [AUTH_ENTRY, { plugin: 'outcome-spy' }], plugins: [spy.plugin] })
+  const base = await listen(app)
+  t.teardown(async () => { await app.close(); await up.close() })
+
+  const model = '"model":"vendor/insert"'
+  const usage = '"stream_options":{"include_usage":true},'
+  /** What the deployment `name` receives: the members its provider needs before the model key, the model written in place. */
+  const sent = (text: string, name: string, cap: string): string => text.replace(model, `${usage}${cap}"model":${padded('"vendor/insert"', `"${name}"`)}`)
+  const content = filler(7)
+  const variants = [
+    {
+      what: 'no cap: stream_options and the cap added',
+      text: `{"stream":true,${model},"messages":[{"role":"user","content":"${content}"}]}`,
+      expect: (text: string) => [sent(text, 'first', '"max_tokens":4096,'), sent(text, 'second', '"max_completion_tokens":4096,'), sent(text, 'third', '"max_tokens":4096,')],
+      buffers: 1,
+    },
+    {
+      what: 'a cap above the model\'s, before the model key: lowered in place, stream_options added',
+      text: `{"max_tokens":100000,"stream":true,${model},"messages":[{"role":"user","content":"${content}"}]}`,
+      expect: (text: string) => ['first', 'second', 'third'].map(name => sent(text, name, '').replace('"max_tokens":100000', `"max_tokens":${padded('100000', '4096')}`)),
+      buffers: 1,
+    },
+    {
+      what: 'the model key after the messages: a copy into the second buffer',
+      text: `{"max_tokens":10,"stream":true,"messages":[{"role":"user","content":"${content}"}],${model}}`,
+      expect: (text: string) => ['first', 'second', 'third'].map(name => text.replace(model, `${usage}"model":"${name}"`)),
+      buffers: 2,
+    },
+  ]
+  let settled = 0
+  for (const v of variants) {
+    emptyPool()
+    up.requests.length = 0
+    const res = await request(base + '/v1/chat/completions', { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: v.text })
+    t.equal(res.statusCode, 200, v.what)
+    t.match(await res.body.text(), /data: \[DONE\]/)
+    await spy.settled(++settled)
+    const got = up.requests.map(r => r.text)
+    const want = v.expect(v.text)
+    t.equal(got.length, 3, `${v.what}: three attempts`)
+    for (let i = 0; i < 3; i++) t.ok(got[i] === want[i], `${v.what}: attempt ${i + 1} is exactly the client's bytes with its own edits`)
+    t.ok(got.every(x => JSON.parse(x) !== null), `${v.what}: every attempt is JSON`)
+    t.equal(pooledFree(), v.buffers, `${v.what}: ${v.buffers} pooled buffer(s) used and given back`)
+  }
 })

@@ -106,7 +106,8 @@ t.test('same protocol on real sockets: the upstream receives the client bytes ex
   res = await post(base, '/v1/chat/completions', stream)
   t.equal(res.status, 200)
   t.match(res.text, /data: \[DONE\]/)
-  t.ok(up.seen.at(-1)!.bytes.equals(replaced(stream, [['"model":"vendor/chat-model"', '"stream_options":{"include_usage":true},"max_tokens":4096,"model":"up-model"']])), 'chat stream: usage asked and the cap added, nothing else changed')
+  t.ok(up.seen.at(-1)!.bytes.equals(replaced(stream, [['"model":"vendor/chat-model"', `"stream_options":{"include_usage":true},"max_tokens":4096,"model":${padded('"vendor/chat-model"', '"up-model"')}`]])),
+    'chat stream: usage asked and the cap added (in the buffer\'s headroom), the model in place, nothing else changed')
 
   // Messages: max_tokens above the model's lowered in place; a cap within it stays.
   const msg = Buffer.from(`{"max_tokens":64000,"model":"msgvendor/msg-model","system":[{"type":"text","text":"${content}","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"text","text":"\\ud83d\\ude00 hi"}]}],"metadata":{"model":"x"}}`, 'utf8')
@@ -126,7 +127,8 @@ t.test('same protocol on real sockets: the upstream receives the client bytes ex
   const bare = Buffer.from(`{"model":"vendor/resp-model","input":"${content}"}`, 'utf8')
   res = await post(base, '/v1/responses', bare)
   t.equal(res.status, 200)
-  t.ok(up.seen.at(-1)!.bytes.equals(replaced(bare, [['"model":"vendor/resp-model"', '"store":false,"max_output_tokens":4096,"model":"up-resp \\"ü\\""']])), 'responses without store or cap: both added before the model')
+  t.ok(up.seen.at(-1)!.bytes.equals(replaced(bare, [['"model":"vendor/resp-model"', `"store":false,"max_output_tokens":4096,"model":${padded('"vendor/resp-model"', '"up-resp \\"ü\\""')}`]])),
+    'responses without store or cap: both added before the model, the model in place')
 
   // Not exact in place: a cap that is not a number, or a duplicate cap key, is rebuilt from what was parsed.
   res = await post(base, '/v1/chat/completions', Buffer.from('{"model":"vendor/chat-model","max_tokens":null,"messages":[{"role":"user","content":"hi"}]}'))
