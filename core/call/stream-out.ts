@@ -92,8 +92,11 @@ export async function streamResponse (
       if (!st.finished && guard.passed(st, chunk.length)) throw new OutputCapPassed()
       if (hooked !== undefined) bytes = await hooked.take()
       // Events that brought no output yet: an error event or a reasoning start among them matters
-      // (a chunk with output starts the stream, and its events need no look).
-      if (!sink.started && st.outputChars === 0) {
+      // (a chunk with output starts the stream, and its events need no look). A stream that has
+      // finished needs neither (both matter only to one that has not), and asking it for its
+      // output would count every event it relayed unparsed: a short answer often comes whole in
+      // one chunk.
+      if (!sink.started && !st.finished && st.outputChars === 0) {
         if (early === undefined) early = earlyError(events, a.provider.protocol)
         if (!reasoning) reasoning = reasoningBegan(events, a.provider.protocol)
       }
