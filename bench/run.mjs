@@ -894,6 +894,18 @@ function targets (results) {
   }
   for (const id of ['json-c1', 'json-c16', 'json-c64', 'sse-c16']) ratio(`scale-out ≥ 0.7× bare, ${id.startsWith('sse') ? 'streaming c=16' : `JSON ${id.slice(5)}`}`, 'scaleout', id, id, 0.7)
   ratio('scale-out cross-protocol streaming ≥ 0.7× bare streaming, c=16', 'scaleout', 'xsse-c16', 'sse-c16', 0.7)
+  // Exact mode (issue 32): one round trip per backend per call, so a call's added latency stays
+  // within 1 ms of the bare proxy's, and half its throughput at c=16.
+  {
+    const g = x('scaleout-exact', 'json-c1'); const b = x('bare', 'json-c1'); const d = x('direct', 'json-c1')
+    const name = 'scale-out exact, JSON c=1 added p50 within 1 ms of bare\'s'
+    if (!g || !b || !d) out.push({ name, measured: 'n/a', status: results['scaleout-exact'] ? 'not measured' : 'not run' })
+    else {
+      const diff = g.p50 - b.p50
+      out.push({ name, measured: `+${(g.p50 - d.p50).toFixed(3)} ms vs bare +${(b.p50 - d.p50).toFixed(3)} ms (difference ${diff.toFixed(3)} ms)`, status: diff <= 1 ? 'met' : `missed by ${(diff - 1).toFixed(3)} ms` })
+    }
+  }
+  ratio('scale-out exact ≥ 0.5× bare, JSON c16', 'scaleout-exact', 'json-c16', 'json-c16', 0.5)
   return out
 }
 

@@ -105,6 +105,8 @@ t.test('bench harness runs once and writes a results table', async t => {
   t.match(md, /## Targets/)
   t.match(md, /Node v\d+/, 'machine description')
   t.match(md, /\| embedded ≥ 0\.9× bare, agent-json-c8 \|/, 'the agent targets are in the Targets table')
+  t.match(md, /\| scale-out exact, JSON c=1 added p50 within 1 ms of bare's \| (n\/a|\+)/, 'the exact-mode latency target is in the Targets table')
+  t.match(md, /\| scale-out exact ≥ 0\.5× bare, JSON c16 \| (n\/a|\d)/, 'the exact-mode throughput target too')
   // The allocation section: the gateway and the bare proxy, every kind of call, in KB.
   const alloc = tableAfter(md, '## Allocation per call')
   for (const who of ['gateway', 'bare proxy']) {
