@@ -268,19 +268,21 @@ export class DeferredCount {
 /**
  * true when a chat chunk's JSON text can be relayed without parsing: no `"usage"` or `"error"`
  * member and every `"finish_reason"` null. Content strings cannot fake these (their quotes are
- * escaped); a string value spelled exactly "usage" or "error" only sends the chunk the slow way.
+ * escaped). The names are searched without their opening quote: a search goes from its needle's
+ * first byte, and a quote is JSON's commonest byte (about 3× slower on a content chunk). A string
+ * value or key merely ending in "usage", "error" or "finish_reason" only sends the chunk the slow way.
  */
 export function plainChatChunk (data: string): boolean {
-  if (data.includes('"usage"') || data.includes('"error"')) return false
-  let i = data.indexOf('"finish_reason"')
+  if (data.includes('usage"') || data.includes('error"')) return false
+  let i = data.indexOf('finish_reason"')
   while (i !== -1) {
-    let j = i + 15
+    let j = i + 14
     while (data.charCodeAt(j) === 32 || data.charCodeAt(j) === 9 || data.charCodeAt(j) === 10 || data.charCodeAt(j) === 13) j++
     if (data.charCodeAt(j) !== 58) return false // ':'
     j++
     while (data.charCodeAt(j) === 32 || data.charCodeAt(j) === 9 || data.charCodeAt(j) === 10 || data.charCodeAt(j) === 13) j++
     if (!data.startsWith('null', j)) return false
-    i = data.indexOf('"finish_reason"', j + 4)
+    i = data.indexOf('finish_reason"', j + 4)
   }
   return true
 }

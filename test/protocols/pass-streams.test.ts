@@ -30,6 +30,8 @@ t.test('plainChatChunk: only content chunks skip the parse', async t => {
   t.equal(plainChatChunk('{"choices":[],"usage":{"prompt_tokens":1}}'), false)
   t.equal(plainChatChunk('{"usage" : null,"choices":[]}'), false)
   t.equal(plainChatChunk('{"error":{"message":"x"}}'), false)
+  t.equal(plainChatChunk('{"choices":[{"delta":{"content":"check the usage"},"finish_reason":null}]}'), false, 'a value ending in a watched name: parsed, to be safe')
+  t.equal(plainChatChunk('{"choices":[{"delta":{},"x_finish_reason":null,"finish_reason":null}]}'), true, 'a longer name ending in finish_reason, null: plain')
   t.equal(plainChatChunk('{"choices":[{"delta":{"content":"usage"}}]}'), false, 'a value spelled "usage" takes the slow way')
 })
 
