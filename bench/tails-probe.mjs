@@ -12,9 +12,30 @@ const KINDS = { [constants.NODE_PERFORMANCE_GC_MINOR]: 'scavenge', [constants.NO
 
 let session
 const batchModule = join(process.cwd(), 'dist/core/ledger/batch.js')
-const onChargeBatch = existsSync(batchModule) && process.env.TAILS_BATCHES === '1'
-  ? (await import(pathToFileURL(batchModule).href)).onChargeBatch
-  : undefined
+/**
+ * Listens to the batches of every charge batcher in the process. Batch listeners belong to each
+ * batcher (its ledger's), which this preloaded module cannot reach: each batcher is given the
+ * listener the first time it queues a charge (ChargeBatcher#enqueue, which every charge goes
+ * through). Returns the function that stops listening.
+ */
+const onChargeBatch = await (async () => {
+  if (!existsSync(batchModule) || process.env.TAILS_BATCHES !== '1') return undefined
+  const { ChargeBatcher } = await import(pathToFileURL(batchModule).href)
+  let current
+  const joined = new WeakSet()
+  const enqueue = ChargeBatcher.prototype.enqueue
+  ChargeBatcher.prototype.enqueue = function (charge) {
+    if (!joined.has(this)) {
+      joined.add(this)
+      this.onBatch((size, ms, ok) => current?.(size, ms, ok))
+    }
+    return enqueue.call(this, charge)
+  }
+  return listener => {
+    current = listener
+    return () => { current = undefined }
+  }
+})()
 
 process.on('message', msg => {
   if (msg?.type === 'start') {
