@@ -5,7 +5,6 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import { ERRORS, GatewayError, gwError, isGatewayError } from '../core/errors/errors.ts'
-import { escapePointer } from '../core/config/config.ts'
 import * as S from './schemas.ts'
 
 /** The error answers every admin route documents. */
@@ -18,28 +17,6 @@ export function validationPath (err: { validation?: readonly FastifySchemaValida
   const path = `/${err.validationContext ?? 'body'}${v?.instancePath ?? ''}${extra !== undefined ? `/${String(extra)}` : ''}`
   const message = v?.keyword === 'additionalProperties' ? 'is not allowed' : (v?.message ?? 'is invalid')
   return { path, message }
-}
-
-/**
- * The path of the first string holding a NUL character in a request's params, query or body
- * (`/params/id`, `/body/reason`), or undefined. PostgreSQL text cannot hold one (the query fails),
- * so the admin API refuses it with 400 on both ledgers. Walked without recursion: a body may nest deep.
- */
-export function nulField (parts: Record<string, unknown>): string | undefined {
-  const stack: Array<[unknown, string]> = Object.entries(parts).map(([k, v]) => [v, `/${k}`])
-  while (stack.length) {
-    const [v, path] = stack.pop()!
-    if (typeof v === 'string') {
-      if (v.includes('\u0000')) return path
-    } else if (v !== null && typeof v === 'object') {
-      for (const [k, c] of Object.entries(v)) {
-        const at = `${path}/${escapePointer(k)}`
-        if (k.includes('\u0000')) return at
-        stack.push([c, at])
-      }
-    }
-  }
-  return undefined
 }
 
 /** Database constraint errors of both ledgers: a duplicate id (409) or a reference to nothing (404). */

@@ -44,6 +44,29 @@ export function substituteEnv (value: unknown, env: Env, source: string, path = 
 export function escapePointer (key: string): string { return key.replace(/~/g, '~0').replace(/\//g, '~1') }
 function unescapePointer (seg: string): string { return seg.replace(/~1/g, '/').replace(/~0/g, '~') }
 
+/**
+ * The JSON Pointer of the first string or key holding a NUL character in `parts` (each part's
+ * name its first segment: `/models/0/id`, `/body/reason`), or undefined. PostgreSQL text cannot
+ * hold one (the statement fails), so neither the config nor the admin API may bring one in.
+ * Walked without recursion: a document may nest deep.
+ */
+export function nulField (parts: Record<string, unknown>): string | undefined {
+  const stack: Array<[unknown, string]> = Object.entries(parts).map(([k, v]) => [v, `/${escapePointer(k)}`])
+  while (stack.length) {
+    const [v, path] = stack.pop()!
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return path
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, c] of Object.entries(v)) {
+        const at = `${path}/${escapePointer(k)}`
+        if (k.includes('\u0000')) return at
+        stack.push([c, at])
+      }
+    }
+  }
+  return undefined
+}
+
 type SchemaNode = { type?: string | string[], properties?: Record<string, SchemaNode>, patternProperties?: Record<string, SchemaNode>, additionalProperties?: boolean | SchemaNode,
   items?: SchemaNode | SchemaNode[], anyOf?: SchemaNode[], oneOf?: SchemaNode[], allOf?: SchemaNode[] }
 
@@ -167,6 +190,9 @@ export function buildConfig (doc: unknown, source: string, baseDir: string, env:
   if (!isRecord(withEnv) || Array.isArray(withEnv)) {
     throw gwError('GW_ERR_CONFIG_INVALID', [source, '/', 'must be an object'])
   }
+  // A NUL would reach the ledger in an id (a model's, an organization's) and fail every charge there.
+  const nul = nulField(withEnv)
+  if (nul !== undefined) throw gwError('GW_ERR_CONFIG_INVALID', [source, nul, 'must not contain a NUL character'])
   const server = (withEnv.server ??= {})
   if (isRecord(server)) {
     const port = envInt(env, 'PORT', source)

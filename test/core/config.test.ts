@@ -117,3 +117,16 @@ t.test('config – server.trustedProxies entries are addresses or CIDRs', async 
   t.throws(() => loadConfig({ GATEWAY_CONFIG: q }), { message: `Invalid config in ${q} at /server/trustedProxies/0: not an IP address or CIDR: "lb.internal"` })
   t.same(loadConfig({ GATEWAY_CONFIG: file('proxies-ok.yaml', 'server:\n  trustedProxies: [10.0.0.0/8, "fd00::/8"]\n') }).config.server.trustedProxies, ['10.0.0.0/8', 'fd00::/8'])
 })
+
+t.test('a NUL character anywhere in the config is refused at load, with its path', async t => {
+  // The YAML escape \0 is how one gets into a config file; a model id holding one would fail
+  // every charge on PostgreSQL (text cannot hold a NUL).
+  const yaml = file('nul.yaml', 'providers:\n  - { name: p, adapter: echo }\nmodels:\n  - { id: "v/m\\0x", deployments: [{ provider: p }] }\n')
+  t.throws(() => loadConfig({ GATEWAY_CONFIG: yaml }), { code: 'GW_ERR_CONFIG_INVALID', message: `Invalid config in ${yaml} at /models/0/id: must not contain a NUL character` })
+  const doc = { providers: [{ name: 'p', adapter: 'echo' }], models: [{ id: 'v/m', deployments: [{ provider: 'p' }] }] }
+  t.ok(buildConfig(doc, 'c', dir, {}), 'the same config without it loads')
+  t.throws(() => buildConfig({ ...doc, pipeline: [{ plugin: 'auth', config: { keys: [{ key: 'sk-1', organization: 'org\u0000a' }] } }] }, 'c', dir, {}),
+    { code: 'GW_ERR_CONFIG_INVALID', message: /at \/pipeline\/0\/config\/keys\/0\/organization: must not contain a NUL character/ }, 'in a plugin\'s config too')
+  t.throws(() => buildConfig({ ...doc, models: [{ ...doc.models[0], default_parameters: { 'a/\u0000': 1 } }] }, 'c', dir, {}),
+    { code: 'GW_ERR_CONFIG_INVALID', message: /at \/models\/0\/default_parameters\/a~1\u0000: must not contain a NUL character/ }, 'in a key, escaped as a JSON Pointer')
+})
