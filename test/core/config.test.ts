@@ -128,5 +128,5 @@ t.test('a NUL character anywhere in the config is refused at load, with its path
   t.throws(() => buildConfig({ ...doc, pipeline: [{ plugin: 'auth', config: { keys: [{ key: 'sk-1', organization: 'org\u0000a' }] } }] }, 'c', dir, {}),
     { code: 'GW_ERR_CONFIG_INVALID', message: /at \/pipeline\/0\/config\/keys\/0\/organization: must not contain a NUL character/ }, 'in a plugin\'s config too')
   t.throws(() => buildConfig({ ...doc, models: [{ ...doc.models[0], default_parameters: { 'a/\u0000': 1 } }] }, 'c', dir, {}),
-    { code: 'GW_ERR_CONFIG_INVALID', message: /at \/models\/0\/default_parameters\/a~1\u0000: must not contain a NUL character/ }, 'in a key, escaped as a JSON Pointer')
+    { code: 'GW_ERR_CONFIG_INVALID', message: 'Invalid config in c at /models/0/default_parameters/a~1\u0000: must not contain a NUL character' }, 'in a key, escaped as a JSON Pointer')
 })
