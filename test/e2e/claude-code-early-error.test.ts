@@ -6,10 +6,9 @@
  * would have it retry the same hopeless request with backoff.
  */
 import t from 'tap'
-import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
-import { outcomeSpy } from '../../testing.ts'
+import { TEST_KEY } from '../helpers/build-test-app.ts'
 import { json, msgEvent, sse, startFakeUpstream } from '../helpers/fake-upstream.ts'
-import { runClaude, claudeResult } from '../helpers/agents.ts'
+import { runClaude, claudeResult, claudeCodeGateway } from '../helpers/agents.ts'
 
 const MODEL = 'anthropic/small-window'
 const TOO_LONG = 'prompt is too long: 212000 tokens > 200000 maximum'
@@ -23,17 +22,7 @@ t.test('Claude Code gets the upstream\'s in-stream refusal as its 400 and does n
       msgEvent('error', { error: { type: 'invalid_request_error', message: TOO_LONG } }),
     ])
   })
-  const spy = outcomeSpy()
-  const app = await buildTestApp({
-    pipeline: [AUTH_ENTRY, { plugin: 'outcome-spy' }],
-    plugins: [spy.plugin],
-    doc: {
-      providers: [{ name: 'anthropic', adapter: 'anthropic-compatible', config: { baseUrl: up.origin, apiKey: 'sk-ant-upstream' } }],
-      models: [{ id: MODEL, supported_parameters: ['max_tokens', 'tools', 'tool_choice', 'stream', 'stop_sequences', 'temperature', 'thinking', 'metadata'], deployments: [{ provider: 'anthropic', model: 'claude-up' }] }],
-    },
-  })
-  const url = await listen(app)
-  t.teardown(async () => { await app.close(); await up.close() })
+  const { url, spy } = await claudeCodeGateway(t, up.origin, MODEL, () => up.close())
 
   const r = await runClaude(['-p', 'summarize the repository', '--model', MODEL, '--output-format', 'json'], { ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: TEST_KEY }, { timeoutMs: 90_000 })
   const result = claudeResult(r.out)

@@ -7,10 +7,9 @@
 import t from 'tap'
 import { createHmac } from 'node:crypto'
 import type { ServerResponse } from 'node:http'
-import { buildTestApp, listen, TEST_KEY, AUTH_ENTRY } from '../helpers/build-test-app.ts'
-import { outcomeSpy } from '../../testing.ts'
+import { TEST_KEY } from '../helpers/build-test-app.ts'
 import { checkMessagesRequest, json, sse, startFakeUpstream, type Recorded } from '../helpers/fake-upstream.ts'
-import { runClaude, claudeResult } from '../helpers/agents.ts'
+import { runClaude, claudeResult, claudeCodeGateway } from '../helpers/agents.ts'
 
 const MODEL = 'anthropic/thinker'
 const SECRET = 'upstream-signing-key'
@@ -91,18 +90,7 @@ function thinker (issued: string[]) {
 t.test('Claude Code, thinking on: a Bash tool loop hands the signed thinking block back through the gateway', async t => {
   const issued: string[] = []
   const up = await startFakeUpstream(thinker(issued))
-  const spy = outcomeSpy()
-  const app = await buildTestApp({
-    pipeline: [AUTH_ENTRY, { plugin: 'outcome-spy' }],
-    plugins: [spy.plugin],
-    doc: {
-      providers: [{ name: 'anthropic', adapter: 'anthropic-compatible', config: { baseUrl: up.origin, apiKey: 'sk-ant-upstream' } }],
-      // A standard parameter a model does not list is dropped: thinking is listed, as for any model that thinks.
-      models: [{ id: MODEL, supported_parameters: ['max_tokens', 'tools', 'tool_choice', 'stream', 'stop_sequences', 'temperature', 'thinking', 'metadata'], deployments: [{ provider: 'anthropic', model: 'claude-up' }] }],
-    },
-  })
-  const url = await listen(app)
-  t.teardown(async () => { await app.close(); await up.close() })
+  const { url, spy } = await claudeCodeGateway(t, up.origin, MODEL, () => up.close())
 
   t.test('the fake refuses what Anthropic refuses', async t => {
     const user = { role: 'user', content: 'run it' }

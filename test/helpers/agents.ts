@@ -10,7 +10,9 @@ import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { TEST_KEY } from './build-test-app.ts'
+import type { Test } from 'tap'
+import { AUTH_ENTRY, buildTestApp, listen, TEST_KEY } from './build-test-app.ts'
+import { outcomeSpy } from '../../testing.ts'
 
 // Claude Code 2.1 ships a native executable (its postinstall links the platform's binary here).
 export const CLAUDE = resolve('test/node_modules/@anthropic-ai/claude-code/bin/claude.exe')
@@ -114,3 +116,26 @@ export const codexEvents = (r: AgentRun): any[] => r.out.split('\n').filter(l =>
 export const lastMessage = (events: any[]): string | undefined => events.filter(e => e.type === 'item.completed' && e.item?.type === 'agent_message').at(-1)?.item?.text
 /** Why a Codex test is skipped: the binary is missing (never on CI, where that is a failure). */
 export const codexSkip: string | false = !existsSync(CODEX) && !process.env.CI ? `the Codex CLI binary is not installed (${CODEX})` : false
+
+/** The parameters Claude Code sends: a standard parameter a model does not list is dropped, so a model it calls lists them (thinking included). */
+const CLAUDE_PARAMETERS = ['max_tokens', 'tools', 'tool_choice', 'stream', 'stop_sequences', 'temperature', 'thinking', 'metadata']
+
+/**
+ * A listening gateway (auth, an outcome spy) serving `model` from one messages upstream at
+ * `upstreamOrigin` (anthropic-compatible, upstream model `claude-up`), for Claude Code to call;
+ * closed when `t` ends, the upstream with it (`closeUpstream`).
+ */
+export async function claudeCodeGateway (t: Test, upstreamOrigin: string, model: string, closeUpstream: () => Promise<void>): Promise<{ url: string, spy: ReturnType<typeof outcomeSpy> }> {
+  const spy = outcomeSpy()
+  const app = await buildTestApp({
+    pipeline: [AUTH_ENTRY, { plugin: 'outcome-spy' }],
+    plugins: [spy.plugin],
+    doc: {
+      providers: [{ name: 'anthropic', adapter: 'anthropic-compatible', config: { baseUrl: upstreamOrigin, apiKey: 'sk-ant-upstream' } }],
+      models: [{ id: model, supported_parameters: CLAUDE_PARAMETERS, deployments: [{ provider: 'anthropic', model: 'claude-up' }] }],
+    },
+  })
+  const url = await listen(app)
+  t.teardown(async () => { await app.close(); await closeUpstream() })
+  return { url, spy }
+}
